@@ -1,0 +1,1 @@
+//! `ubunye top`: the dashboard. It renders the library's state model and holds no lease logic.
