@@ -1,0 +1,1009 @@
+//! The batch key of ubunye-engine 0.8.0, and the variables the CLI builds.
+//!
+//! Python reference (`ubunye.core.runs.batch_key`):
+//! `sha256(utf8(json.dumps({"task": task_path, "variables": {k: v for k, v in
+//! variables.items() if v is not None}}, sort_keys=True, default=str))).hexdigest()[:16]`.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::pyjson::{float_repr, float_value, int_parts, is_int_literal, write_str};
+
+/// A value as the Python API can hold it (the key canonicaliser's input).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PyValue {
+    /// `None`.
+    None,
+    /// `True` / `False`.
+    Bool(bool),
+    /// An `int`, as exact decimal text with an optional leading `-`.
+    Int(String),
+    /// A `float` (NaN and infinities included).
+    Float(f64),
+    /// A `str`, or anything `json.dumps(default=str)` turns into one.
+    Str(String),
+    /// A `list` or `tuple`.
+    List(Vec<PyValue>),
+    /// A `dict`, in insertion order. Keys may be non-strings (Python API only).
+    Dict(Vec<(PyValue, PyValue)>),
+}
+
+impl PyValue {
+    /// The value `json.loads` gives for a JSON value: numbers without `.`, `e` or
+    /// `E` are ints, other numbers floats.
+    pub fn from_json(v: &Value) -> PyValue {
+        match v {
+            Value::Null => PyValue::None,
+            Value::Bool(b) => PyValue::Bool(*b),
+            Value::Number(n) => number_from_literal(n.as_str()),
+            Value::String(s) => PyValue::Str(s.clone()),
+            Value::Array(items) => PyValue::List(items.iter().map(PyValue::from_json).collect()),
+            Value::Object(map) => PyValue::Dict(
+                map.iter()
+                    .map(|(k, v)| (PyValue::Str(k.clone()), PyValue::from_json(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The value as JSON, or `None` if JSON cannot hold it (NaN or infinite
+    /// floats, non-string dict keys, malformed int text).
+    pub fn to_json(&self) -> Option<Value> {
+        Some(match self {
+            PyValue::None => Value::Null,
+            PyValue::Bool(b) => Value::Bool(*b),
+            PyValue::Int(text) => {
+                let (neg, digits) = int_parts(text)?;
+                let text = if neg {
+                    format!("-{digits}")
+                } else {
+                    digits.to_owned()
+                };
+                Value::Number(serde_json::from_str(&text).ok()?)
+            }
+            PyValue::Float(x) => {
+                if !x.is_finite() {
+                    return None;
+                }
+                float_value(*x)
+            }
+            PyValue::Str(s) => Value::String(s.clone()),
+            PyValue::List(items) => {
+                Value::Array(items.iter().map(PyValue::to_json).collect::<Option<_>>()?)
+            }
+            PyValue::Dict(entries) => {
+                let mut map = serde_json::Map::new();
+                for (k, v) in entries {
+                    let PyValue::Str(k) = k else { return None };
+                    map.insert(k.clone(), v.to_json()?);
+                }
+                Value::Object(map)
+            }
+        })
+    }
+
+    /// Python's `type(v).__name__`.
+    fn type_name(&self) -> &'static str {
+        match self {
+            PyValue::None => "NoneType",
+            PyValue::Bool(_) => "bool",
+            PyValue::Int(_) => "int",
+            PyValue::Float(_) => "float",
+            PyValue::Str(_) => "str",
+            PyValue::List(_) => "list",
+            PyValue::Dict(_) => "dict",
+        }
+    }
+}
+
+fn number_from_literal(raw: &str) -> PyValue {
+    if is_int_literal(raw) {
+        match int_parts(raw) {
+            Some((neg, digits)) => PyValue::Int(if neg {
+                format!("-{digits}")
+            } else {
+                digits.to_owned()
+            }),
+            None => PyValue::Str(raw.to_owned()),
+        }
+    } else {
+        match raw.parse::<f64>() {
+            Ok(x) => PyValue::Float(x),
+            Err(_) => PyValue::Str(raw.to_owned()),
+        }
+    }
+}
+
+/// The variables of a run, in insertion order (the order does not change the key).
+pub type Variables = Vec<(String, PyValue)>;
+
+/// Why a batch key cannot be computed (Python's `batch_key` raises).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum KeyError {
+    /// A nested dict mixes key types that Python cannot sort.
+    #[error("TypeError: '<' not supported between instances of '{left}' and '{right}'")]
+    UnorderableKeys {
+        /// Type name of the left operand of the failing `<`.
+        left: &'static str,
+        /// Type name of the right operand of the failing `<`.
+        right: &'static str,
+    },
+    /// A dict key that Python cannot hold (a list or dict).
+    #[error("TypeError: unhashable type: '{type_name}'")]
+    UnhashableKey {
+        /// Type name of the key.
+        type_name: &'static str,
+    },
+    /// A `PyValue::Int` whose text is not an integer.
+    #[error("not an integer: {text:?}")]
+    BadInt {
+        /// The offending text.
+        text: String,
+    },
+}
+
+/// The exact text `batch_key` hashes.
+pub fn canonical_text(task_path: &str, vars: &Variables) -> Result<String, KeyError> {
+    // A dict holds each name once (the last value wins); top-level None is dropped.
+    let mut top: BTreeMap<&str, &PyValue> = BTreeMap::new();
+    for (name, value) in vars {
+        top.insert(name, value);
+    }
+    let mut out = String::from("{\"task\": ");
+    write_str(&mut out, task_path, true);
+    out.push_str(", \"variables\": {");
+    let mut first = true;
+    for (name, value) in top {
+        if *value == PyValue::None {
+            continue;
+        }
+        if !first {
+            out.push_str(", ");
+        }
+        first = false;
+        write_str(&mut out, name, true);
+        out.push_str(": ");
+        write_value(&mut out, value)?;
+    }
+    out.push_str("}}");
+    Ok(out)
+}
+
+/// The batch key: the first 16 lowercase hex digits of the SHA-256 of
+/// [`canonical_text`].
+pub fn batch_key(task_path: &str, vars: &Variables) -> Result<String, KeyError> {
+    let text = canonical_text(task_path, vars)?;
+    let digest = Sha256::digest(text.as_bytes());
+    let mut key = String::with_capacity(16);
+    for byte in digest.iter().take(8) {
+        key.push_str(&format!("{byte:02x}"));
+    }
+    Ok(key)
+}
+
+/// True if the variables name a batch: some variable other than `mode` and `dtf`
+/// holds a value that is neither `None` nor `""`.
+pub fn names_a_batch(vars: &Variables) -> bool {
+    let mut last: BTreeMap<&str, &PyValue> = BTreeMap::new();
+    for (name, value) in vars {
+        last.insert(name, value);
+    }
+    last.into_iter().any(|(name, value)| {
+        name != "mode"
+            && name != "dtf"
+            && !matches!(value, PyValue::None)
+            && !matches!(value, PyValue::Str(s) if s.is_empty())
+    })
+}
+
+fn write_int(out: &mut String, text: &str) -> Result<(), KeyError> {
+    let (neg, digits) = int_parts(text).ok_or_else(|| KeyError::BadInt {
+        text: text.to_owned(),
+    })?;
+    if neg {
+        out.push('-');
+    }
+    out.push_str(digits);
+    Ok(())
+}
+
+fn write_value(out: &mut String, value: &PyValue) -> Result<(), KeyError> {
+    match value {
+        PyValue::None => out.push_str("null"),
+        PyValue::Bool(true) => out.push_str("true"),
+        PyValue::Bool(false) => out.push_str("false"),
+        PyValue::Int(text) => write_int(out, text)?,
+        PyValue::Float(x) => out.push_str(&float_repr(*x)),
+        PyValue::Str(s) => write_str(out, s, true),
+        PyValue::List(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_value(out, item)?;
+            }
+            out.push(']');
+        }
+        PyValue::Dict(entries) => {
+            out.push('{');
+            for (i, (k, v)) in sorted_entries(entries)?.into_iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_key(out, k)?;
+                out.push_str(": ");
+                write_value(out, v)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+/// A dict key as json.dumps writes it: always a string.
+fn write_key(out: &mut String, key: &PyValue) -> Result<(), KeyError> {
+    match key {
+        PyValue::Str(s) => write_str(out, s, true),
+        PyValue::Int(text) => {
+            out.push('"');
+            write_int(out, text)?;
+            out.push('"');
+        }
+        PyValue::Float(x) => {
+            out.push('"');
+            out.push_str(&float_repr(*x));
+            out.push('"');
+        }
+        PyValue::Bool(b) => out.push_str(if *b { "\"true\"" } else { "\"false\"" }),
+        PyValue::None => out.push_str("\"null\""),
+        PyValue::List(_) | PyValue::Dict(_) => {
+            return Err(KeyError::UnhashableKey {
+                type_name: key.type_name(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Which keys Python can compare with `<`: str with str, numbers with numbers,
+/// None with nothing.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum KeyClass {
+    Str,
+    Num,
+    None,
+}
+
+fn key_class(key: &PyValue) -> Result<KeyClass, KeyError> {
+    match key {
+        PyValue::Str(_) => Ok(KeyClass::Str),
+        PyValue::Bool(_) | PyValue::Int(_) | PyValue::Float(_) => Ok(KeyClass::Num),
+        PyValue::None => Ok(KeyClass::None),
+        PyValue::List(_) | PyValue::Dict(_) => Err(KeyError::UnhashableKey {
+            type_name: key.type_name(),
+        }),
+    }
+}
+
+/// A numeric key: bools count as 0 and 1.
+enum Num<'a> {
+    Int { neg: bool, digits: &'a str },
+    Float(f64),
+}
+
+fn num_of(key: &PyValue) -> Result<Num<'_>, KeyError> {
+    match key {
+        PyValue::Bool(b) => Ok(Num::Int {
+            neg: false,
+            digits: if *b { "1" } else { "0" },
+        }),
+        PyValue::Int(text) => {
+            let (neg, digits) =
+                int_parts(text).ok_or_else(|| KeyError::BadInt { text: text.clone() })?;
+            Ok(Num::Int { neg, digits })
+        }
+        PyValue::Float(x) => Ok(Num::Float(*x)),
+        _ => Ok(Num::Float(f64::NAN)),
+    }
+}
+
+/// Compares two normalized decimal integers exactly.
+fn cmp_int(a_neg: bool, a: &str, b_neg: bool, b: &str) -> Ordering {
+    match (a_neg, b_neg) {
+        (false, true) => Ordering::Greater,
+        (true, false) => Ordering::Less,
+        (neg, _) => {
+            let mag = a.len().cmp(&b.len()).then_with(|| a.cmp(b));
+            if neg { mag.reverse() } else { mag }
+        }
+    }
+}
+
+/// Compares an exact integer with a finite float, exactly (as Python does).
+fn cmp_int_float(neg: bool, digits: &str, x: f64) -> Ordering {
+    let whole = x.trunc();
+    // `{:.0}` of an integral f64 is its exact decimal value.
+    let text = format!("{:.0}", whole.abs());
+    let whole_neg = whole < 0.0;
+    match cmp_int(neg, digits, whole_neg && text != "0", &text) {
+        Ordering::Equal => {
+            let frac = x - whole;
+            if frac > 0.0 {
+                Ordering::Less
+            } else if frac < 0.0 {
+                Ordering::Greater
+            } else {
+                Ordering::Equal
+            }
+        }
+        other => other,
+    }
+}
+
+/// A total order on numeric keys: exact numeric order, NaN after everything.
+fn cmp_num(a: &Num<'_>, b: &Num<'_>) -> Ordering {
+    match (a, b) {
+        (
+            Num::Int {
+                neg: an,
+                digits: ad,
+            },
+            Num::Int {
+                neg: bn,
+                digits: bd,
+            },
+        ) => cmp_int(*an, ad, *bn, bd),
+        (Num::Float(x), Num::Float(y)) => match (x.is_nan(), y.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
+        },
+        (Num::Int { neg, digits }, Num::Float(x)) => {
+            if x.is_nan() || *x == f64::INFINITY {
+                Ordering::Less
+            } else if *x == f64::NEG_INFINITY {
+                Ordering::Greater
+            } else {
+                cmp_int_float(*neg, digits, *x)
+            }
+        }
+        (Num::Float(_), Num::Int { .. }) => cmp_num(b, a).reverse(),
+    }
+}
+
+fn is_nan(n: &Num<'_>) -> bool {
+    matches!(n, Num::Float(x) if x.is_nan())
+}
+
+/// The entries of a dict in the order `json.dumps(sort_keys=True)` writes them.
+///
+/// Keys equal in Python (`1`, `1.0`, `True`) are one dict key: the first key is
+/// kept with the last value. Mixed key types raise Python's TypeError; the types
+/// named are those of the first class change in insertion order, which is the
+/// comparison CPython makes first (exact for two keys).
+fn sorted_entries(entries: &[(PyValue, PyValue)]) -> Result<Vec<(&PyValue, &PyValue)>, KeyError> {
+    let mut classes = Vec::with_capacity(entries.len());
+    for (k, _) in entries {
+        classes.push(key_class(k)?);
+    }
+    // Sort each class on its own (stable, so equal keys keep insertion order).
+    let mut strs: Vec<(usize, &str)> = Vec::new();
+    let mut nums: Vec<(usize, Num<'_>)> = Vec::new();
+    let mut nones: Vec<usize> = Vec::new();
+    for (i, (k, _)) in entries.iter().enumerate() {
+        match k {
+            PyValue::Str(s) => strs.push((i, s)),
+            PyValue::None => nones.push(i),
+            _ => nums.push((i, num_of(k)?)),
+        }
+    }
+    strs.sort_by(|a, b| a.1.cmp(b.1));
+    nums.sort_by(|a, b| cmp_num(&a.1, &b.1));
+
+    // Merge runs of equal keys: first key, last value. `groups` holds
+    // (index of the kept key, index of the value).
+    let mut groups: Vec<(usize, usize)> = Vec::new();
+    for run in strs.chunk_by(|a, b| a.1 == b.1) {
+        groups.push((run[0].0, run.iter().map(|e| e.0).max().unwrap_or(run[0].0)));
+    }
+    for run in nums
+        .chunk_by(|a, b| !is_nan(&a.1) && !is_nan(&b.1) && cmp_num(&a.1, &b.1) == Ordering::Equal)
+    {
+        groups.push((run[0].0, run.iter().map(|e| e.0).max().unwrap_or(run[0].0)));
+    }
+    // None == None: one key.
+    if let (Some(first), Some(last)) = (nones.first(), nones.last()) {
+        groups.push((*first, *last));
+    }
+
+    let present = [!strs.is_empty(), !nums.is_empty(), !nones.is_empty()];
+    if present.iter().filter(|p| **p).count() > 1 {
+        // The surviving keys in insertion order; find the first change of class.
+        let mut kept: Vec<usize> = groups.iter().map(|g| g.0).collect();
+        kept.sort_unstable();
+        for pair in kept.windows(2) {
+            let (earlier, later) = (pair[0], pair[1]);
+            if classes[earlier] != classes[later] {
+                return Err(KeyError::UnorderableKeys {
+                    left: entries[later].0.type_name(),
+                    right: entries[earlier].0.type_name(),
+                });
+            }
+        }
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(k, v)| (&entries[k].0, &entries[v].1))
+        .collect())
+}
+
+/// Why `--var` items (or `--vars-json`) cannot become run variables.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum VarError {
+    /// A `--var` item without `=`.
+    #[error("--var expects key=value, got '{item}'. Example: --var region=gauteng")]
+    NotKeyValue {
+        /// The item as given.
+        item: String,
+    },
+    /// A `--var` item whose name is empty after trimming.
+    #[error("--var '{item}' has an empty name; expected key=value. Example: --var region=gauteng")]
+    EmptyName {
+        /// The item as given.
+        item: String,
+    },
+    /// A `--var` name that is not a Python identifier.
+    #[error(
+        "--var '{item}': '{name}' is not a valid variable name (letters, digits and '_', not starting with a digit)"
+    )]
+    NotIdentifier {
+        /// The item as given.
+        item: String,
+        /// The trimmed name.
+        name: String,
+    },
+    /// A `--var` name ubunye reserves (`env`, `task_dir`).
+    #[error("--var '{item}': '{name}' is reserved and cannot be set with --var")]
+    Reserved {
+        /// The item as given.
+        item: String,
+        /// The trimmed name.
+        name: String,
+    },
+    /// `--var mode=...`.
+    #[error("--var '{item}': set mode with -m/--mode, not --var")]
+    Mode {
+        /// The item as given.
+        item: String,
+    },
+    /// `dt`/`dtf` given by flag and by `--var` with different values.
+    #[error("'{name}' is given twice with different values ('{flag}' and '{var}'); pass one")]
+    GivenTwice {
+        /// `dt` or `dtf`.
+        name: String,
+        /// The value of the `-dt`/`-dtf` flag.
+        flag: String,
+        /// The value of the `--var`.
+        var: String,
+    },
+    /// `--vars-json` that is not a JSON object.
+    #[error("--vars-json expects a JSON object, got {found}")]
+    NotAnObject {
+        /// What was given instead (`null`, `a list`, ...).
+        found: &'static str,
+    },
+}
+
+/// Variables from a JSON object (the Python-API form, `ubunye key --vars-json`).
+/// Err if not an object.
+pub fn variables_from_json(v: &Value) -> Result<Variables, VarError> {
+    match v {
+        Value::Object(map) => Ok(map
+            .iter()
+            .map(|(k, v)| (k.clone(), PyValue::from_json(v)))
+            .collect()),
+        other => Err(VarError::NotAnObject {
+            found: match other {
+                Value::Null => "null",
+                Value::Bool(_) => "a boolean",
+                Value::Number(_) => "a number",
+                Value::String(_) => "a string",
+                Value::Array(_) => "a list",
+                Value::Object(_) => "an object",
+            },
+        }),
+    }
+}
+
+/// Python's `str.isspace()`: Unicode White_Space plus `\x1c`..`\x1f`.
+fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Python's `str.isidentifier()`.
+///
+/// unicode-ident follows a newer Unicode than the peer's CPython 3.11 (Unicode 14).
+/// Unicode 15.1 added ZWNJ, ZWJ and the two katakana middle dots to XID_Continue;
+/// they are refused here as CPython 3.11 refuses them. Letters assigned after
+/// Unicode 14 are still accepted.
+fn py_identifier(s: &str) -> bool {
+    let continues = |c: char| {
+        unicode_ident::is_xid_continue(c)
+            && !matches!(c, '\u{200c}' | '\u{200d}' | '\u{30fb}' | '\u{ff65}')
+    };
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) if c == '_' || unicode_ident::is_xid_start(c) => chars.all(continues),
+        _ => false,
+    }
+}
+
+/// Parses `--var` items as the peer does: split at the first `=`, trim the name,
+/// keep the value exactly; a repeated name keeps its first place and last value.
+fn parse_var_flags(items: &[String]) -> Result<Vec<(String, String)>, VarError> {
+    let mut parsed: Vec<(String, String)> = Vec::new();
+    for item in items {
+        let Some((raw_name, value)) = item.split_once('=') else {
+            return Err(VarError::NotKeyValue { item: item.clone() });
+        };
+        let name = raw_name.trim_matches(py_space);
+        if name.is_empty() {
+            return Err(VarError::EmptyName { item: item.clone() });
+        }
+        if !py_identifier(name) {
+            return Err(VarError::NotIdentifier {
+                item: item.clone(),
+                name: name.to_owned(),
+            });
+        }
+        if name == "env" || name == "task_dir" {
+            return Err(VarError::Reserved {
+                item: item.clone(),
+                name: name.to_owned(),
+            });
+        }
+        if name == "mode" {
+            return Err(VarError::Mode { item: item.clone() });
+        }
+        match parsed.iter_mut().find(|(n, _)| n == name) {
+            Some(entry) => entry.1 = value.to_owned(),
+            None => parsed.push((name.to_owned(), value.to_owned())),
+        }
+    }
+    Ok(parsed)
+}
+
+/// What the peer CLI builds from `-dt`, `-dtf`, `-m` and `--var`
+/// (`ubunye.config.variables.build_variables` + `parse_var_flags`).
+///
+/// Starts as `dt`, `dtf` (None when not given) and `mode`, then sets each `--var`.
+/// All values are strings.
+pub fn cli_variables(
+    dt: Option<&str>,
+    dtf: Option<&str>,
+    mode: &str,
+    vars: &[String],
+) -> Result<Variables, VarError> {
+    let str_or_none = |v: Option<&str>| v.map_or(PyValue::None, |s| PyValue::Str(s.to_owned()));
+    let mut out: Variables = vec![
+        ("dt".to_owned(), str_or_none(dt)),
+        ("dtf".to_owned(), str_or_none(dtf)),
+        ("mode".to_owned(), PyValue::Str(mode.to_owned())),
+    ];
+    for (name, value) in parse_var_flags(vars)? {
+        let flag = match name.as_str() {
+            "dt" => dt,
+            "dtf" => dtf,
+            _ => None,
+        };
+        if let Some(flag) = flag {
+            if flag != value {
+                return Err(VarError::GivenTwice {
+                    name,
+                    flag: flag.to_owned(),
+                    var: value,
+                });
+            }
+        }
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some(entry) => entry.1 = PyValue::Str(value),
+            None => out.push((name, PyValue::Str(value))),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str) -> PyValue {
+        PyValue::Str(v.to_owned())
+    }
+
+    fn int(v: &str) -> PyValue {
+        PyValue::Int(v.to_owned())
+    }
+
+    fn items(list: &[&str]) -> Vec<String> {
+        list.iter().map(|v| (*v).to_owned()).collect()
+    }
+
+    fn cli(dt: Option<&str>, dtf: Option<&str>, vars: &[&str]) -> Result<Variables, VarError> {
+        cli_variables(dt, dtf, "DEV", &items(vars))
+    }
+
+    #[test]
+    fn var_errors() {
+        let cases: &[(&[&str], VarError)] = &[
+            (
+                &["region"],
+                VarError::NotKeyValue {
+                    item: "region".into(),
+                },
+            ),
+            (&["ok=1", ""], VarError::NotKeyValue { item: "".into() }),
+            (&["=x"], VarError::EmptyName { item: "=x".into() }),
+            (
+                &["  =x"],
+                VarError::EmptyName {
+                    item: "  =x".into(),
+                },
+            ),
+            (
+                &["\u{1f}=x"],
+                VarError::EmptyName {
+                    item: "\u{1f}=x".into(),
+                },
+            ),
+            (
+                &["1x=a"],
+                VarError::NotIdentifier {
+                    item: "1x=a".into(),
+                    name: "1x".into(),
+                },
+            ),
+            (
+                &["a-b=c"],
+                VarError::NotIdentifier {
+                    item: "a-b=c".into(),
+                    name: "a-b".into(),
+                },
+            ),
+            (
+                &["a\u{200d}b=c"],
+                VarError::NotIdentifier {
+                    item: "a\u{200d}b=c".into(),
+                    name: "a\u{200d}b".into(),
+                },
+            ),
+            (
+                &["a b=c"],
+                VarError::NotIdentifier {
+                    item: "a b=c".into(),
+                    name: "a b".into(),
+                },
+            ),
+            (
+                &["env=prod"],
+                VarError::Reserved {
+                    item: "env=prod".into(),
+                    name: "env".into(),
+                },
+            ),
+            (
+                &["task_dir=/x"],
+                VarError::Reserved {
+                    item: "task_dir=/x".into(),
+                    name: "task_dir".into(),
+                },
+            ),
+            (
+                &[" env =prod"],
+                VarError::Reserved {
+                    item: " env =prod".into(),
+                    name: "env".into(),
+                },
+            ),
+            (
+                &["mode=PROD"],
+                VarError::Mode {
+                    item: "mode=PROD".into(),
+                },
+            ),
+        ];
+        for (vars, want) in cases {
+            assert_eq!(cli(None, None, vars).as_ref(), Err(want), "--var {vars:?}");
+        }
+    }
+
+    #[test]
+    fn var_error_messages() {
+        let err = cli(None, None, &["region"]).expect_err("no '='");
+        assert_eq!(
+            err.to_string(),
+            "--var expects key=value, got 'region'. Example: --var region=gauteng"
+        );
+        let err = cli(None, None, &["mode=PROD"]).expect_err("mode");
+        assert!(
+            err.to_string()
+                .contains("set mode with -m/--mode, not --var")
+        );
+        let err = cli(Some("a"), None, &["dt=b"]).expect_err("dt twice");
+        assert_eq!(
+            err.to_string(),
+            "'dt' is given twice with different values ('a' and 'b'); pass one"
+        );
+    }
+
+    #[test]
+    fn dt_and_dtf_given_twice() {
+        assert_eq!(
+            cli(Some("a"), None, &["dt=b"]),
+            Err(VarError::GivenTwice {
+                name: "dt".into(),
+                flag: "a".into(),
+                var: "b".into()
+            })
+        );
+        assert_eq!(
+            cli(None, Some("%Y"), &["dtf=%d"]),
+            Err(VarError::GivenTwice {
+                name: "dtf".into(),
+                flag: "%Y".into(),
+                var: "%d".into()
+            })
+        );
+        assert_eq!(
+            cli(Some(""), None, &["dt=x"]),
+            Err(VarError::GivenTwice {
+                name: "dt".into(),
+                flag: "".into(),
+                var: "x".into()
+            })
+        );
+        // The same value twice is fine, and so is a later --var that settles it.
+        let want = vec![
+            ("dt".to_owned(), s("2025-01-01")),
+            ("dtf".to_owned(), PyValue::None),
+            ("mode".to_owned(), s("DEV")),
+        ];
+        assert_eq!(
+            cli(Some("2025-01-01"), None, &["dt=2025-01-01"]),
+            Ok(want.clone())
+        );
+        assert_eq!(
+            cli(Some("2025-01-01"), None, &["dt=x", "dt=2025-01-01"]),
+            Ok(want.clone())
+        );
+        assert_eq!(cli(None, None, &["dt=2025-01-01"]), Ok(want));
+    }
+
+    #[test]
+    fn var_values() {
+        let got = cli(
+            None,
+            None,
+            &[
+                " region =Gauteng ",
+                "note=a=b c",
+                "empty=",
+                "région=x",
+                "_u=1",
+            ],
+        )
+        .expect("valid vars");
+        assert_eq!(
+            got,
+            vec![
+                ("dt".to_owned(), PyValue::None),
+                ("dtf".to_owned(), PyValue::None),
+                ("mode".to_owned(), s("DEV")),
+                ("region".to_owned(), s("Gauteng ")),
+                ("note".to_owned(), s("a=b c")),
+                ("empty".to_owned(), s("")),
+                ("région".to_owned(), s("x")),
+                ("_u".to_owned(), s("1")),
+            ]
+        );
+        // A repeated name keeps its first place and its last value.
+        let got = cli(None, None, &["a=1", "b=2", "a=3"]).expect("valid vars");
+        assert_eq!(
+            &got[3..],
+            &[("a".to_owned(), s("3")), ("b".to_owned(), s("2"))]
+        );
+    }
+
+    #[test]
+    fn cli_keys() {
+        let vars = cli(Some("2025-01-01"), None, &[]).expect("valid");
+        assert_eq!(
+            canonical_text("demo/sales/ingest", &vars),
+            Ok(r#"{"task": "demo/sales/ingest", "variables": {"dt": "2025-01-01", "mode": "DEV"}}"#.to_owned())
+        );
+        assert_eq!(
+            batch_key("demo/sales/ingest", &vars),
+            Ok("39bc42311894ddba".to_owned())
+        );
+        let vars = cli(None, None, &[]).expect("valid");
+        assert_eq!(
+            batch_key("demo/sales/ingest", &vars),
+            Ok("e28288cfb0ec7f09".to_owned())
+        );
+        assert!(!names_a_batch(&vars));
+    }
+
+    #[test]
+    fn names_a_batch_table() {
+        let cases: &[(Vec<(&str, PyValue)>, bool)] = &[
+            (vec![], false),
+            (vec![("mode", s("DEV")), ("dtf", s("%Y"))], false),
+            (vec![("dt", PyValue::None), ("region", s(""))], false),
+            (vec![("dt", s("2025-01-01"))], true),
+            (vec![("n", int("0"))], true),
+            (vec![("b", PyValue::Bool(false))], true),
+            (vec![("l", PyValue::List(vec![]))], true),
+            (vec![("dt", s("x")), ("dt", PyValue::None)], false),
+        ];
+        for (vars, want) in cases {
+            let vars: Variables = vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect();
+            assert_eq!(names_a_batch(&vars), *want, "{vars:?}");
+        }
+    }
+
+    #[test]
+    fn nested_keys() {
+        let dict =
+            |entries: Vec<(PyValue, PyValue)>| vec![("m".to_owned(), PyValue::Dict(entries))];
+        let text = |entries| {
+            canonical_text("t", &dict(entries)).map(|t| {
+                t["{\"task\": \"t\", \"variables\": {\"m\": ".len()..t.len() - 2].to_owned()
+            })
+        };
+        type Case = (Vec<(PyValue, PyValue)>, Result<&'static str, KeyError>);
+        let cases: Vec<Case> = vec![
+            (
+                vec![(int("10"), s("a")), (int("9"), s("b"))],
+                Ok(r#"{"9": "b", "10": "a"}"#),
+            ),
+            (
+                vec![
+                    (PyValue::Float(1.5), s("a")),
+                    (int("1"), s("b")),
+                    (PyValue::Bool(true), s("c")),
+                ],
+                Ok(r#"{"1": "c", "1.5": "a"}"#),
+            ),
+            (
+                vec![(PyValue::Bool(true), s("a")), (int("1"), s("b"))],
+                Ok(r#"{"true": "b"}"#),
+            ),
+            (
+                vec![
+                    (PyValue::Bool(false), s("a")),
+                    (PyValue::Float(-0.5), s("b")),
+                ],
+                Ok(r#"{"-0.5": "b", "false": "a"}"#),
+            ),
+            (
+                vec![
+                    (int("9007199254740993"), s("a")),
+                    (PyValue::Float(9007199254740992.0), s("b")),
+                ],
+                Ok(r#"{"9007199254740992.0": "b", "9007199254740993": "a"}"#),
+            ),
+            (
+                vec![
+                    (int("-18446744073709551617"), s("a")),
+                    (PyValue::Float(f64::NEG_INFINITY), s("b")),
+                ],
+                Ok(r#"{"-Infinity": "b", "-18446744073709551617": "a"}"#),
+            ),
+            (vec![(PyValue::None, s("a"))], Ok(r#"{"null": "a"}"#)),
+            (
+                vec![(s("b"), int("1")), (s("a"), PyValue::None)],
+                Ok(r#"{"a": null, "b": 1}"#),
+            ),
+            (
+                vec![(int("1"), s("a")), (s("b"), int("2"))],
+                Err(KeyError::UnorderableKeys {
+                    left: "str",
+                    right: "int",
+                }),
+            ),
+            (
+                vec![(PyValue::Bool(true), int("1")), (PyValue::None, int("2"))],
+                Err(KeyError::UnorderableKeys {
+                    left: "NoneType",
+                    right: "bool",
+                }),
+            ),
+            (
+                vec![(s("a"), int("1")), (PyValue::Float(1.0), int("2"))],
+                Err(KeyError::UnorderableKeys {
+                    left: "float",
+                    right: "str",
+                }),
+            ),
+            (
+                vec![(PyValue::List(vec![]), int("1"))],
+                Err(KeyError::UnhashableKey { type_name: "list" }),
+            ),
+            (
+                vec![(int("x"), int("1"))],
+                Err(KeyError::BadInt { text: "x".into() }),
+            ),
+        ];
+        for (entries, want) in cases {
+            let shown = format!("{entries:?}");
+            assert_eq!(text(entries), want.map(str::to_owned), "{shown}");
+        }
+    }
+
+    #[test]
+    fn json_round_trip() {
+        let v: Value =
+            serde_json::from_str(r#"{"a": [1, 1.50, -0, 1e400, null, true, "x"], "b": {}}"#)
+                .expect("test JSON parses");
+        let py = PyValue::from_json(&v);
+        assert_eq!(
+            py,
+            PyValue::Dict(vec![
+                (
+                    s("a"),
+                    PyValue::List(vec![
+                        int("1"),
+                        PyValue::Float(1.5),
+                        int("0"),
+                        PyValue::Float(f64::INFINITY),
+                        PyValue::None,
+                        PyValue::Bool(true),
+                        s("x"),
+                    ])
+                ),
+                (s("b"), PyValue::Dict(vec![])),
+            ])
+        );
+        assert_eq!(py.to_json(), None, "infinity is not JSON");
+        let ok = PyValue::List(vec![
+            int("18446744073709551617"),
+            PyValue::Float(1.0),
+            PyValue::Dict(vec![(s("k"), PyValue::None)]),
+        ]);
+        let json = ok.to_json().expect("JSON-expressible");
+        assert_eq!(
+            crate::pyjson::dumps(&json, crate::pyjson::Style::COMPACT),
+            r#"[18446744073709551617, 1.0, {"k": null}]"#
+        );
+        assert_eq!(PyValue::Dict(vec![(int("1"), int("2"))]).to_json(), None);
+        assert_eq!(PyValue::Float(f64::NAN).to_json(), None);
+    }
+
+    #[test]
+    fn variables_from_json_needs_an_object() {
+        let v: Value = serde_json::from_str(r#"{"dt": "2025-01-01", "n": 13}"#).expect("parses");
+        assert_eq!(
+            variables_from_json(&v),
+            Ok(vec![
+                ("dt".to_owned(), s("2025-01-01")),
+                ("n".to_owned(), int("13"))
+            ])
+        );
+        assert_eq!(
+            variables_from_json(&Value::Null),
+            Err(VarError::NotAnObject { found: "null" })
+        );
+        assert_eq!(
+            variables_from_json(&serde_json::json!([1])),
+            Err(VarError::NotAnObject { found: "a list" })
+        );
+    }
+}
