@@ -1,3 +1,28 @@
-//! ubunye: the lease/claim engine of ADR 008, byte-compatible with ubunye-engine 0.8.0.
+//! ubunye: the lease/claim engine of ADR 008, byte-compatible with
+//! ubunye-engine 0.8.0, and the state model the on-call tools are built on.
+//!
+//! The engine never prints: every operation returns a typed outcome or an
+//! [`error::Error`], and the CLI and the dashboard render them.
+
+pub mod append;
+pub mod beneath;
+pub mod claims;
+pub mod doc;
+pub mod error;
+pub mod finished;
+pub mod fsx;
 pub mod key;
+pub mod layout;
+pub mod lease;
+pub mod lineage;
+pub mod liveness;
 pub mod pyjson;
+pub mod pyparse;
+pub mod recover;
+pub mod secrets;
+pub mod sys;
+pub mod timefmt;
+
+pub use error::{Error, Refusal, RefusalKind, Result};
+pub use lease::{Acquired, LeaseSpec, RunLease};
+pub use sys::{Sys, Timing};

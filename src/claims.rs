@@ -1,0 +1,258 @@
+//! Outputs and claims (FORMAT.md §4–5, §9): every output is noted before it is
+//! written, every appended file is claimed in the lease before it lands, and a run
+//! that fails takes back what it claimed.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::beneath::{PathRefusal, is_staging_name};
+use crate::doc::{self, Map};
+use crate::error::{Error, Refusal, RefusalKind, Result};
+use crate::lease::RunLease;
+
+/// What a rollback did.
+#[derive(Debug, Default, Serialize)]
+pub struct Rollback {
+    pub removed: Vec<PathBuf>,
+    pub staging_removed: Vec<String>,
+    /// Claims that could not be removed, per output: the lease is kept for them.
+    pub left: Vec<(String, Vec<String>)>,
+    /// (file, error) for each claim that could not be removed.
+    pub failures: Vec<(PathBuf, String)>,
+    /// Append outputs this run wrote that cannot be taken back.
+    pub unrepaired: Vec<String>,
+    pub refused: Vec<String>,
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn claim_refusal(lease: &RunLease, r: &PathRefusal) -> Error {
+    Refusal::new(RefusalKind::Outside, format!("Run {} of {} will not claim {r}. Nothing was moved.", doc::short(lease.run_id()), lease.task()))
+        .hint("Write appended files beneath the use-case folder (-d): only those can be taken back safely.")
+        .into()
+}
+
+impl RunLease {
+    /// An output is about to be written. `exact`: its files are claimed.
+    pub fn writing(&self, output: &str, appends: bool, exact: bool) -> Result<()> {
+        let s = &*self.s;
+        let mut st = lock(&s.state);
+        st.doc
+            .outputs_mut()
+            .insert(output.to_string(), doc::writing_note(appends, exact));
+        if !s.save(&st)? {
+            return Err(s.lost());
+        }
+        Ok(())
+    }
+
+    /// An output was written (`state: done`).
+    pub fn written(&self, output: &str) -> Result<()> {
+        let s = &*self.s;
+        let mut st = lock(&s.state);
+        if let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) {
+            note.insert("state".into(), Value::String("done".into()));
+            s.save(&st)?;
+        }
+        Ok(())
+    }
+
+    /// Before a file is moved into an append output: record it as this run's.
+    /// Nothing may be moved if this fails.
+    pub fn claim(&self, output: &str, path: &Path) -> Result<()> {
+        self.claim_all(output, &[path.to_path_buf()])
+    }
+
+    /// [`RunLease::claim`] for many files, in one save of the lease. Each claim is
+    /// the file's path relative to the use-case folder with its folder resolved;
+    /// a file outside the use-case folder is refused before anything is saved.
+    pub fn claim_all(&self, output: &str, paths: &[PathBuf]) -> Result<()> {
+        let s = &*self.s;
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let mut claims = Vec::with_capacity(paths.len());
+        for p in paths {
+            claims.push(Value::String(
+                s.beneath.portable(p).map_err(|r| claim_refusal(self, &r))?,
+            ));
+        }
+        let mut st = lock(&s.state);
+        let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) else {
+            return Err(Error::Usage(format!(
+                "output '{output}' is not being written: call writing() first"
+            )));
+        };
+        let list = note
+            .entry("claimed")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if !list.is_array() {
+            *list = Value::Array(Vec::new());
+        }
+        let before = list.as_array().map_or(0, Vec::len);
+        if let Value::Array(a) = list {
+            a.extend(claims);
+        }
+        if !s.save(&st)? {
+            if let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) {
+                if let Some(Value::Array(a)) = note.get_mut("claimed") {
+                    a.truncate(before);
+                }
+            }
+            return Err(s.lost());
+        }
+        Ok(())
+    }
+
+    /// Before an append is written into a new folder of this run's own (to be
+    /// claimed and moved into the output afterwards): record that folder, and that
+    /// this output's files will be claimed (`exact`). The folder must not exist
+    /// yet and must be named `_ubunye-<12hex>` (inside the output) or
+    /// `.<output>.ubunye-<12hex>` (beside it).
+    pub fn staging(&self, output: &str, folder: &Path) -> Result<String> {
+        let s = &*self.s;
+        let name = folder
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if !is_staging_name(name) {
+            return Err(Error::Usage(format!(
+                "{} is not a staging folder name (_ubunye-<12 hex>)",
+                folder.display()
+            )));
+        }
+        let rel = s
+            .beneath
+            .portable(folder)
+            .map_err(|r| claim_refusal(self, &r))?;
+        let mut st = lock(&s.state);
+        let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) else {
+            return Err(Error::Usage(format!(
+                "output '{output}' is not being written: call writing() first"
+            )));
+        };
+        let was = (note.get("exact").cloned(), note.get("staging").cloned());
+        note.insert("exact".into(), Value::Bool(true));
+        note.insert("staging".into(), Value::String(rel.clone()));
+        if !s.save(&st)? {
+            if let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) {
+                restore(note, "exact", was.0);
+                restore(note, "staging", was.1);
+            }
+            return Err(s.lost());
+        }
+        Ok(rel)
+    }
+
+    /// Take back a claim before anything was moved to it (the name turned out to
+    /// be taken by a file that is not this run's).
+    pub fn unclaim(&self, output: &str, path: &Path) -> Result<()> {
+        let s = &*self.s;
+        let claim = s
+            .beneath
+            .portable(path)
+            .map_err(|r| claim_refusal(self, &r))?;
+        let mut st = lock(&s.state);
+        if let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) {
+            if let Some(Value::Array(a)) = note.get_mut("claimed") {
+                a.retain(|c| c.as_str() != Some(claim.as_str()));
+            }
+        }
+        if !s.save(&st)? {
+            return Err(s.lost());
+        }
+        Ok(())
+    }
+
+    /// Remove this run's staging folder (as recorded in the lease).
+    pub fn remove_staging(&self, staging_claim: &str) -> std::result::Result<bool, PathRefusal> {
+        self.s.beneath.remove_staging(staging_claim)
+    }
+
+    /// Just after a claimed file was moved in: one stat of this run's takeover
+    /// mark. A run taken over meanwhile removes the file again and stops.
+    pub fn landed(&self, path: &Path) -> Result<()> {
+        if self.s.tombstoned() {
+            let _ = std::fs::remove_file(path);
+            return Err(self.s.lost());
+        }
+        Ok(())
+    }
+
+    /// After the last claimed file of a write was moved in: the full ownership
+    /// check. A lease that is gone or another run's has this write's files
+    /// removed again.
+    pub fn all_landed(&self, paths: &[PathBuf]) -> Result<()> {
+        if self.s.owner() == Some(false) {
+            for p in paths {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(self.s.lost());
+        }
+        Ok(())
+    }
+
+    /// This run failed: remove the files it claimed and its staging folders. The
+    /// lease's outputs are cut down to the claims that could not be removed.
+    pub fn rollback(&self) -> Result<Rollback> {
+        let s = &*self.s;
+        let mut outputs: Map = lock(&s.state)
+            .doc
+            .0
+            .get("outputs")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let tb = self.take_back(&mut outputs);
+        let notes: Vec<doc::Note> = doc::LeaseDoc({
+            let mut m = Map::new();
+            m.insert("outputs".into(), Value::Object(outputs.clone()));
+            m
+        })
+        .notes()
+        .unwrap_or_default();
+        let unrepaired = doc::unrepaired(&notes);
+        let mut kept = Map::new();
+        for (n, claims) in &tb.left {
+            let mut o = outputs
+                .get(n)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            o.insert(
+                "claimed".into(),
+                claims.iter().cloned().map(Value::String).collect(),
+            );
+            kept.insert(n.clone(), Value::Object(o));
+        }
+        {
+            let mut st = lock(&s.state);
+            st.doc.set("outputs", Value::Object(kept));
+            s.save(&st)?;
+            st.left = tb.left.clone();
+        }
+        Ok(Rollback {
+            removed: tb.removed,
+            staging_removed: tb.staging_removed,
+            left: tb.left,
+            failures: tb.failures,
+            unrepaired,
+            refused: tb.refused.iter().map(|r| r.to_string()).collect(),
+        })
+    }
+}
+
+fn restore(note: &mut Map, key: &str, was: Option<Value>) {
+    match was {
+        Some(v) => {
+            note.insert(key.into(), v);
+        }
+        None => {
+            note.shift_remove(key);
+        }
+    }
+}

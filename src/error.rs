@@ -1,0 +1,139 @@
+//! The engine's errors. A refusal is not a crash: it carries one message naming
+//! what holds the batch, the file concerned and what to do, and the CLI prints it
+//! as one line with exit code 1.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// What kind of refusal, for scripts and for the exit code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RefusalKind {
+    /// Another live run holds the batch (the peer's `RunLeaseHeld`).
+    Held,
+    /// A run judged dead wrote its lease again during the settle: it is alive.
+    LookedDead,
+    /// The lease changed hands during a takeover, or others keep taking it.
+    Contended,
+    /// A lease, orphan, note or record exists but cannot be read or is damaged.
+    Unreadable,
+    /// A dead run's files (or the batch note) cannot be removed or written yet.
+    InUse,
+    /// A path in a lease or note is outside the use-case folder (stricter than
+    /// the peer: nothing is removed).
+    Outside,
+    /// The batch was finished by an earlier run (the peer's `BatchFinished`).
+    Finished,
+    /// This run's lease was taken over (the peer's `RunLeaseLost`).
+    Lost,
+}
+
+/// A refusal: the peer's message, context lines and hint.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Refusal {
+    pub kind: RefusalKind,
+    pub message: String,
+    /// Labelled facts: ("Lease", path), ("Finished", path), ("File", path).
+    pub context: Vec<(String, String)>,
+    pub hint: Option<String>,
+}
+
+impl Refusal {
+    pub fn new(kind: RefusalKind, message: impl Into<String>) -> Refusal {
+        Refusal {
+            kind,
+            message: message.into(),
+            context: Vec::new(),
+            hint: None,
+        }
+    }
+    pub fn with(mut self, label: &str, value: impl fmt::Display) -> Refusal {
+        self.context.push((label.to_string(), value.to_string()));
+        self
+    }
+    pub fn hint(mut self, hint: impl Into<String>) -> Refusal {
+        self.hint = Some(hint.into());
+        self
+    }
+    /// The whole refusal on one line: message, then the hint.
+    pub fn one_line(&self) -> String {
+        match &self.hint {
+            Some(h) => format!("{} {}", self.message, h),
+            None => self.message.clone(),
+        }
+    }
+    /// The peer's multi-line rendering (message, context, hint).
+    pub fn multi_line(&self) -> String {
+        let mut out = self.message.clone();
+        if !self.context.is_empty() {
+            out.push('\n');
+            let w = self
+                .context
+                .iter()
+                .map(|(k, _)| k.len() + 1)
+                .max()
+                .unwrap_or(0);
+            for (k, v) in &self.context {
+                out.push_str(&format!("\n  {:<w$} {v}", format!("{k}:")));
+            }
+        }
+        if let Some(h) = &self.hint {
+            out.push_str(&format!("\n  Hint: {h}"));
+        }
+        out
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.one_line())
+    }
+}
+
+/// Everything that can go wrong in the engine.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The run is refused, or stopped because it lost its lease. Nothing of
+    /// another run's was touched.
+    #[error("{0}")]
+    Refused(Box<Refusal>),
+    /// A file operation failed in a way the protocol does not expect.
+    #[error("could not {what} {}: {source}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The caller asked for something that does not make sense.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl Error {
+    pub fn io(what: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
+        Error::Io {
+            what,
+            path: path.into(),
+            source,
+        }
+    }
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            Error::Refused(r) => Some(r),
+            _ => None,
+        }
+    }
+    pub fn kind(&self) -> Option<RefusalKind> {
+        self.refusal().map(|r| r.kind)
+    }
+}
+
+impl From<Refusal> for Error {
+    fn from(r: Refusal) -> Error {
+        Error::Refused(Box::new(r))
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,228 @@
+//! The few file operations the protocol is built from: a patient read, an atomic
+//! replace, and an exclusive create that never leaves an empty file.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The first 8 hex digits of a fresh uuid4, as the peer names temp files, probes
+/// and `.dead-` copies.
+pub fn hex8() -> String {
+    let mut s = uuid::Uuid::new_v4().simple().to_string();
+    s.truncate(8);
+    s
+}
+
+/// The first 12 hex digits of a fresh uuid4 (staging folder names).
+pub fn hex12() -> String {
+    let mut s = uuid::Uuid::new_v4().simple().to_string();
+    s.truncate(12);
+    s
+}
+
+/// Python's `PermissionError`: EACCES or EPERM. On Windows these pass in
+/// milliseconds (a file being replaced); the peer retries them for 2 s everywhere.
+pub fn is_busy(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::PermissionDenied
+}
+
+fn patient<T>(busy_for: Duration, mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    let deadline = Instant::now() + busy_for;
+    loop {
+        match op() {
+            Err(e) if is_busy(&e) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A file's bytes, or None when it does not exist. A file that exists but cannot
+/// be read (after retrying "permission denied" for `busy_for`) is an error, never
+/// taken for a missing one.
+pub fn read_patient(path: &Path, busy_for: Duration) -> io::Result<Option<Vec<u8>>> {
+    match patient(busy_for, || fs::read(path)) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The temp name for an atomic rewrite of `path`: `<stem>.<8hex>.tmp` beside it
+/// (Python's `Path.stem`: `39bc….json` -> `39bc….<8hex>.tmp`).
+pub fn tmp_path(path: &Path) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!("{stem}.{}.tmp", hex8()))
+}
+
+fn write_new_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
+    f.write_all(bytes)
+}
+
+/// Replace `path` with `bytes` in one rename, through `<stem>.<8hex>.tmp`.
+/// Returns Ok(false), with the temp file removed, when the rename is still refused
+/// with "permission denied" after `busy_for` (a reader holding the file on
+/// Windows-like file systems). Any other failure is an error; the temp file is
+/// removed on every path out except a kill.
+pub fn write_atomic(path: &Path, bytes: &[u8], busy_for: Duration) -> io::Result<bool> {
+    let tmp = tmp_path(path);
+    if let Err(e) = write_new_file(&tmp, bytes) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    match patient(busy_for, || fs::rename(&tmp, path)) {
+        Ok(()) => Ok(true),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            if is_busy(&e) { Ok(false) } else { Err(e) }
+        }
+    }
+}
+
+/// Create `path` holding `bytes`, only if no file has that name: Ok(false) when
+/// one does. The content is written to a temp file first and then linked to the
+/// name, so the name never appears empty or half-written (the peer's `O_EXCL`
+/// create can leave a 0-byte lease when killed between the create and the write).
+/// Where hard links are refused (some network and FUSE file systems) it falls back
+/// to `O_EXCL`.
+pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    create_new_with(path, bytes, || {})
+}
+
+/// [`create_new`], calling `between` after the temp file is written and before
+/// it is linked to the name (a kill point for tests).
+pub fn create_new_with(path: &Path, bytes: &[u8], between: impl FnOnce()) -> io::Result<bool> {
+    let tmp = tmp_path(path);
+    if let Err(e) = write_new_file(&tmp, bytes) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    between();
+    let linked = fs::hard_link(&tmp, path);
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) if links_unsupported(&e) => create_exclusive(path, bytes),
+        Err(e) => Err(e),
+    }
+}
+
+fn links_unsupported(e: &io::Error) -> bool {
+    use rustix::io::Errno;
+    let Some(code) = e.raw_os_error() else {
+        return false;
+    };
+    let errno = Errno::from_raw_os_error(code);
+    [
+        Errno::PERM,
+        Errno::NOTSUP,
+        Errno::OPNOTSUPP,
+        Errno::MLINK,
+        Errno::NOSYS,
+        Errno::XDEV,
+    ]
+    .contains(&errno)
+}
+
+/// The peer's create: `O_CREAT|O_EXCL`, then the content.
+pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+    {
+        Ok(mut f) => {
+            f.write_all(bytes)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Remove a file; a missing one is fine.
+pub fn remove_if_present(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a path exists as anything (a dangling symlink counts). Errors other than
+/// "not found" count as existing: never assume absence.
+pub fn exists(path: &Path) -> bool {
+    match fs::symlink_metadata(path) {
+        Ok(_) => true,
+        Err(e) => e.kind() != io::ErrorKind::NotFound,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tmp_names_follow_python_stem() {
+        let t = tmp_path(Path::new("/x/39bc42311894ddba.json"));
+        let name = t.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("39bc42311894ddba.") && name.ends_with(".tmp"),
+            "{name}"
+        );
+        assert_eq!(name.len(), "39bc42311894ddba.".len() + 8 + 4);
+        let t = tmp_path(Path::new("/x/39bc42311894ddba.finished.json"));
+        assert!(
+            t.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("39bc42311894ddba.finished.")
+        );
+    }
+
+    #[test]
+    fn create_new_is_exclusive_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("k.json");
+        assert!(create_new(&p, b"{\"a\": 1}").unwrap());
+        assert!(!create_new(&p, b"other").unwrap());
+        assert_eq!(fs::read(&p).unwrap(), b"{\"a\": 1}");
+        let names: Vec<_> = fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("k.json")]);
+    }
+
+    #[test]
+    fn write_atomic_replaces_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("k.json");
+        fs::write(&p, "old").unwrap();
+        assert!(write_atomic(&p, b"new", Duration::ZERO).unwrap());
+        assert_eq!(fs::read(&p).unwrap(), b"new");
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn read_patient_tells_missing_from_unreadable() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(
+            read_patient(&d.path().join("none"), Duration::ZERO).unwrap(),
+            None
+        );
+        // A folder where a file should be: it exists and cannot be read.
+        fs::create_dir(d.path().join("dir.json")).unwrap();
+        assert!(read_patient(&d.path().join("dir.json"), Duration::ZERO).is_err());
+    }
+}

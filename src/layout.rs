@@ -1,0 +1,243 @@
+//! Where the files are and what their names mean (FORMAT.md §1–2).
+
+use std::path::{Path, PathBuf};
+
+/// `<usecase>/<package>/<task>`, checked.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct TaskPath(String);
+
+impl TaskPath {
+    /// Three non-empty parts joined by `/`; none `.` or `..`.
+    pub fn parse(s: &str) -> Result<TaskPath, String> {
+        let parts: Vec<&str> = s.split('/').collect();
+        let ok = parts.len() == 3
+            && parts.iter().all(|p| {
+                !p.is_empty() && *p != "." && *p != ".." && !p.contains('\0') && !p.contains('\\')
+            });
+        if ok {
+            Ok(TaskPath(s.to_string()))
+        } else {
+            Err(format!(
+                "'{s}' is not a task path: write it as <usecase>/<package>/<task>, for example demo/sales/ingest"
+            ))
+        }
+    }
+    pub fn from_parts(u: &str, p: &str, t: &str) -> Result<TaskPath, String> {
+        TaskPath::parse(&format!("{u}/{p}/{t}"))
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+    pub fn parts(&self) -> (&str, &str, &str) {
+        let mut it = self.0.splitn(3, '/');
+        let u = it.next().unwrap_or_default();
+        let p = it.next().unwrap_or_default();
+        let t = it.next().unwrap_or_default();
+        (u, p, t)
+    }
+}
+
+impl std::fmt::Display for TaskPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// `<uc>/.ubunye`
+pub fn ubunye_dir(uc: &Path) -> PathBuf {
+    uc.join(".ubunye")
+}
+
+/// `<uc>/.ubunye/leases`
+pub fn leases_root(uc: &Path) -> PathBuf {
+    uc.join(".ubunye").join("leases")
+}
+
+/// `<uc>/.ubunye/lineage`: the default lineage folder.
+pub fn lineage_root(uc: &Path) -> PathBuf {
+    uc.join(".ubunye").join("lineage")
+}
+
+/// Whether a run id can be part of a file name (`.done-<id>`, `.taken-<id>`,
+/// `<id>.json`).
+pub fn run_id_is_safe(id: &str) -> bool {
+    !id.contains('/') && !id.contains('\0') && id.len() <= 200
+}
+
+/// The names of one batch's files in its task's lease folder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeasePaths {
+    pub dir: PathBuf,
+    pub key: String,
+}
+
+impl LeasePaths {
+    pub fn new(uc: &Path, task: &TaskPath, key: &str) -> LeasePaths {
+        LeasePaths {
+            dir: leases_root(uc).join(task.as_str()),
+            key: key.to_string(),
+        }
+    }
+    /// `<key>.json`
+    pub fn lease(&self) -> PathBuf {
+        self.dir.join(format!("{}.json", self.key))
+    }
+    /// `<key>.finished.json`
+    pub fn finished(&self) -> PathBuf {
+        self.dir.join(format!("{}.finished.json", self.key))
+    }
+    /// `<key>.done-<run_id>`
+    pub fn done(&self, run_id: &str) -> PathBuf {
+        self.dir.join(format!("{}.done-{run_id}", self.key))
+    }
+    /// `<key>.taken-<run_id>` (the suffix is empty for a lease with no run id).
+    pub fn taken(&self, run_id: &str) -> PathBuf {
+        self.dir.join(format!("{}.taken-{run_id}", self.key))
+    }
+    /// A fresh `<key>.dead-<8hex>.json`.
+    pub fn dead_new(&self) -> PathBuf {
+        self.dir
+            .join(format!("{}.dead-{}.json", self.key, crate::fsx::hex8()))
+    }
+}
+
+/// What a name in a lease folder is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    Lease {
+        key: String,
+    },
+    Finished {
+        key: String,
+    },
+    Done {
+        key: String,
+        run: String,
+    },
+    Taken {
+        key: String,
+        run: String,
+    },
+    Dead {
+        key: String,
+    },
+    /// A temp file of a lease, note or dead-lease rewrite.
+    Tmp {
+        key: String,
+    },
+    Clock,
+    Other,
+}
+
+/// Whether `s` is a batch key: 16 lowercase hex digits.
+pub fn is_key(s: &str) -> bool {
+    s.len() == 16
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Classify a file name found in a task's lease folder.
+pub fn classify(name: &str) -> Entry {
+    if name.starts_with(".clock-") {
+        return Entry::Clock;
+    }
+    let Some((key, rest)) = name.split_at_checked(16) else {
+        return Entry::Other;
+    };
+    if !is_key(key) || !rest.starts_with('.') {
+        return Entry::Other;
+    }
+    let key = key.to_string();
+    let rest = &rest[1..];
+    if rest == "json" {
+        return Entry::Lease { key };
+    }
+    if rest == "finished.json" {
+        return Entry::Finished { key };
+    }
+    if let Some(run) = rest.strip_prefix("done-") {
+        return Entry::Done {
+            key,
+            run: run.to_string(),
+        };
+    }
+    if let Some(run) = rest.strip_prefix("taken-") {
+        return Entry::Taken {
+            key,
+            run: run.to_string(),
+        };
+    }
+    if rest.ends_with(".tmp") {
+        return Entry::Tmp { key };
+    }
+    if rest.starts_with("dead-") && rest.ends_with(".json") {
+        return Entry::Dead { key };
+    }
+    Entry::Other
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_paths() {
+        assert!(TaskPath::parse("demo/sales/ingest").is_ok());
+        for bad in [
+            "demo/sales",
+            "demo/sales/ingest/x",
+            "/sales/ingest",
+            "demo/../x",
+            "demo/sales/",
+            "",
+        ] {
+            assert!(TaskPath::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(TaskPath::parse("a/b/c").unwrap().parts(), ("a", "b", "c"));
+    }
+
+    #[test]
+    fn names() {
+        let k = "39bc42311894ddba";
+        let cases = [
+            (format!("{k}.json"), Entry::Lease { key: k.into() }),
+            (
+                format!("{k}.finished.json"),
+                Entry::Finished { key: k.into() },
+            ),
+            (
+                format!("{k}.done-b56ec931-bb32"),
+                Entry::Done {
+                    key: k.into(),
+                    run: "b56ec931-bb32".into(),
+                },
+            ),
+            (
+                format!("{k}.taken-"),
+                Entry::Taken {
+                    key: k.into(),
+                    run: String::new(),
+                },
+            ),
+            (
+                format!("{k}.dead-cf0bcc83.json"),
+                Entry::Dead { key: k.into() },
+            ),
+            (format!("{k}.0123abcd.tmp"), Entry::Tmp { key: k.into() }),
+            (
+                format!("{k}.finished.0123abcd.tmp"),
+                Entry::Tmp { key: k.into() },
+            ),
+            (
+                format!("{k}.dead-cf0bcc83.0123abcd.tmp"),
+                Entry::Tmp { key: k.into() },
+            ),
+            (".clock-0123abcd".into(), Entry::Clock),
+            ("README".into(), Entry::Other),
+            ("39BC42311894DDBA.json".into(), Entry::Other),
+        ];
+        for (name, want) in cases {
+            assert_eq!(classify(&name), want, "{name}");
+        }
+    }
+}

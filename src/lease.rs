@@ -1,0 +1,848 @@
+//! The lease one run holds on its batch: acquire, takeover, ownership, saves, the
+//! heartbeat and release, in the peer's order (FORMAT.md §5–7).
+//!
+//! Outputs and claims are in `claims.rs`, recovery of a dead run in `recover.rs`,
+//! the finished note, commit and the end of a run in `finished.rs`.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::beneath::Beneath;
+use crate::doc::{self, LeaseDoc, Parsed};
+use crate::error::{Error, Refusal, RefusalKind, Result};
+use crate::fsx;
+use crate::key::{self, Variables};
+use crate::layout::{self, Entry, LeasePaths, TaskPath};
+use crate::liveness::{self, FileTimes};
+use crate::pyjson;
+use crate::recover::{RecoverError, Recovery};
+use crate::sys::{Step, Sys};
+use crate::timefmt;
+
+/// What a run asks a lease for.
+#[derive(Clone, Debug)]
+pub struct LeaseSpec {
+    /// The use-case folder (`-d`); resolved, it is the peer's `<root>`.
+    pub usecase_dir: PathBuf,
+    pub task: TaskPath,
+    pub variables: Variables,
+    pub run_id: String,
+    /// Where run records are (`<dir>/<task>/<run_id>.json`); default
+    /// `<root>/.ubunye/lineage`.
+    pub lineage_dir: Option<PathBuf>,
+    /// Who takes a dead run over, for its record's note: None for a run (the
+    /// peer's wording), `Some("ubunye leases takeover")` for a repair.
+    pub actor: Option<String>,
+}
+
+impl LeaseSpec {
+    pub fn new(
+        usecase_dir: impl Into<PathBuf>,
+        task: TaskPath,
+        variables: Variables,
+        run_id: impl Into<String>,
+    ) -> LeaseSpec {
+        LeaseSpec {
+            usecase_dir: usecase_dir.into(),
+            task,
+            variables,
+            run_id: run_id.into(),
+            lineage_dir: None,
+            actor: None,
+        }
+    }
+}
+
+/// What acquiring did besides taking the lease.
+#[derive(Debug, Default, Serialize)]
+pub struct Acquired {
+    /// The dead run this run took over, and what was done for it.
+    pub took_over: Option<Recovery>,
+    /// Dead leases left beside the lease (orphans) that were recovered.
+    pub adopted: Vec<Recovery>,
+    /// Takeover tombstones older than 7 days that were removed.
+    pub expired_tombstones: Vec<PathBuf>,
+}
+
+pub(crate) struct State {
+    pub(crate) doc: LeaseDoc,
+    /// Claims (or replaced files) that could not be removed: the lease is kept.
+    pub(crate) left: Vec<(String, Vec<String>)>,
+    /// The finished note could not be written: the lease is kept.
+    pub(crate) keep: bool,
+}
+
+pub(crate) struct Shared {
+    pub(crate) task: TaskPath,
+    pub(crate) key: String,
+    pub(crate) named: bool,
+    pub(crate) run_id: String,
+    pub(crate) paths: LeasePaths,
+    pub(crate) lineage_dir: PathBuf,
+    pub(crate) beneath: Beneath,
+    pub(crate) sys: Sys,
+    pub(crate) actor: Option<String>,
+    pub(crate) state: Mutex<State>,
+    stop: Mutex<bool>,
+    stop_cv: Condvar,
+}
+
+/// The lease of one run on one batch.
+pub struct RunLease {
+    pub(crate) s: Arc<Shared>,
+    beat: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for RunLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunLease")
+            .field("task", &self.s.task)
+            .field("key", &self.s.key)
+            .field("run_id", &self.s.run_id)
+            .finish()
+    }
+}
+
+/// Whether leases are on: `UBUNYE_RUN_LEASE` set to `off`, `0` or `false`
+/// (trimmed, any case) turns them off.
+pub fn enabled() -> bool {
+    let v = std::env::var("UBUNYE_RUN_LEASE").unwrap_or_default();
+    !matches!(v.trim().to_lowercase().as_str(), "off" | "0" | "false")
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub(crate) fn unreadable(task: &TaskPath, path: &Path, why: impl std::fmt::Display) -> Error {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Refusal::new(
+        RefusalKind::Unreadable,
+        format!("{name} for {task} exists but cannot be read ({why}), so Ubunye cannot tell what it says. Nothing was run or taken back."),
+    )
+    .with("File", path.display())
+    .hint("Close whatever holds it (a backup, a scanner, a file permission), then run again. If it is damaged, check it before removing it: it may list another run's files.")
+    .into()
+}
+
+impl Shared {
+    pub(crate) fn lease_path(&self) -> PathBuf {
+        self.paths.lease()
+    }
+
+    fn busy(&self) -> Duration {
+        self.sys.timing.busy_for
+    }
+
+    pub(crate) fn now_z(&self) -> String {
+        timefmt::utc_z(self.sys.clock.now())
+    }
+
+    /// The lease as the peer's `_read`: None when missing, an empty document when
+    /// it cannot be read or parsed right now.
+    pub(crate) fn read_current(&self) -> Option<LeaseDoc> {
+        match fsx::read_patient(&self.lease_path(), self.busy()) {
+            Ok(None) => None,
+            Ok(Some(b)) => Some(
+                doc::parse_doc(&b)
+                    .map(LeaseDoc::from_parsed)
+                    .unwrap_or_default(),
+            ),
+            Err(_) => Some(LeaseDoc::default()),
+        }
+    }
+
+    pub(crate) fn tombstoned(&self) -> bool {
+        fsx::exists(&self.paths.taken(&self.run_id))
+    }
+
+    /// True: the lease is this run's. False: gone, another run's, or this run was
+    /// taken over. None: cannot tell right now.
+    pub(crate) fn owner(&self) -> Option<bool> {
+        if self.tombstoned() {
+            return Some(false);
+        }
+        for _ in 0..5 {
+            match fsx::read_patient(&self.lease_path(), self.busy()) {
+                Err(_) => return None,
+                Ok(None) => return Some(false),
+                Ok(Some(b)) => {
+                    if let Some(is_ours) = owner_of(&b, &self.run_id) {
+                        return Some(is_ours);
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
+    /// Write the lease, only while it is this run's. The caller holds the state
+    /// lock. Ok(false): not saved (not ours, refused, or taken over meanwhile).
+    pub(crate) fn save(&self, st: &State) -> Result<bool> {
+        if self.owner() != Some(true) {
+            return Ok(false);
+        }
+        let path = self.lease_path();
+        match fsx::write_atomic(&path, st.doc.to_json().as_bytes(), self.busy()) {
+            Ok(true) => {
+                self.sys.hook.at(Step::Saved);
+                Ok(!self.tombstoned())
+            }
+            Ok(false) => Ok(false),
+            Err(e) => Err(Error::io("rewrite the lease", path, e)),
+        }
+    }
+
+    pub(crate) fn lost(&self) -> Error {
+        Refusal::new(
+            RefusalKind::Lost,
+            format!(
+                "Run {} no longer holds the lease on {} (or could not record in it); it stops before writing more.",
+                doc::short(&self.run_id),
+                self.task
+            ),
+        )
+        .with("Lease", self.lease_path().display())
+        .into()
+    }
+
+    fn stopped(&self) -> bool {
+        *lock(&self.stop)
+    }
+
+    pub(crate) fn stop(&self) {
+        *lock(&self.stop) = true;
+        self.stop_cv.notify_all();
+    }
+
+    /// Every path a lease names must resolve beneath the use-case folder: the
+    /// engine refuses, removing nothing, rather than follow one out.
+    pub(crate) fn check_paths(&self, d: &LeaseDoc, file: &Path) -> Result<()> {
+        let paths = d.paths().map_err(|e| unreadable(&self.task, file, e))?;
+        for p in paths {
+            if let Err(r) = self.beneath.resolve(&p) {
+                return Err(outside_refusal(&self.task, file, &r));
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn outside_refusal(
+    task: &TaskPath,
+    file: &Path,
+    r: &crate::beneath::PathRefusal,
+) -> Error {
+    Refusal::new(
+        RefusalKind::Outside,
+        format!("{} for {task} names a path Ubunye will not remove: {r}. Nothing was run or taken back.", file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
+    )
+    .with("File", file.display())
+    .hint("The peer engine would delete it; this one only removes files beneath the use-case folder. Check that path by hand, then repair the batch (see `ubunye leases explain`).")
+    .into()
+}
+
+/// Whose lease these bytes are, from its `run_id`: None when it is empty or not
+/// JSON (a lease being put back by a create) or cannot be read faithfully.
+pub(crate) fn owner_of(bytes: &[u8], run_id: &str) -> Option<bool> {
+    // Fast path: both engines write `run_id` first. A lease that does not start
+    // the usual way is parsed in full.
+    let prefix = b"{\"run_id\": \"";
+    if let Some(rest) = bytes.strip_prefix(prefix) {
+        if let Some(end) = rest.iter().position(|&b| b == b'"' || b == b'\\') {
+            if rest[end] == b'"'
+                && rest.get(end + 1) == Some(&b',')
+                && !contains(&rest[end..], b"\"run_id\"")
+            {
+                return Some(&rest[..end] == run_id.as_bytes());
+            }
+        }
+    }
+    match doc::parse_doc(bytes) {
+        Ok(Parsed::Doc(m)) if !m.is_empty() => Some(LeaseDoc(m).is_run(run_id)),
+        _ => None,
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+impl RunLease {
+    /// Take the lease on the batch, taking over a dead run's (its claimed files
+    /// are removed, its record marked interrupted) and adopting orphans, or refuse.
+    pub fn acquire(spec: LeaseSpec, sys: Sys) -> Result<(RunLease, Acquired)> {
+        let beneath = Beneath::new(&spec.usecase_dir)
+            .map_err(|e| Error::io("open the use-case folder", &spec.usecase_dir, e))?;
+        if !layout::run_id_is_safe(&spec.run_id) || spec.run_id.is_empty() {
+            return Err(Error::Usage(format!(
+                "run id '{}' cannot name a file",
+                spec.run_id
+            )));
+        }
+        let key = key::batch_key(spec.task.as_str(), &spec.variables)
+            .map_err(|e| Error::Usage(e.to_string()))?;
+        let root = beneath.root().to_path_buf();
+        let paths = LeasePaths::new(&root, &spec.task, &key);
+        let lineage_dir = match &spec.lineage_dir {
+            Some(d) if d.is_absolute() => d.clone(),
+            Some(d) => spec.usecase_dir.join(d),
+            None => layout::lineage_root(&root),
+        };
+        let now = sys.clock.now();
+        let doc = LeaseDoc::new(
+            &spec.run_id,
+            spec.task.as_str(),
+            sys.pid,
+            sys.own_start_token(),
+            &sys.host,
+            timefmt::utc_z(now),
+            timefmt::epoch_secs(now),
+        );
+        let shared = Shared {
+            named: key::names_a_batch(&spec.variables),
+            task: spec.task,
+            key,
+            run_id: spec.run_id,
+            paths,
+            lineage_dir,
+            beneath,
+            sys,
+            actor: spec.actor,
+            state: Mutex::new(State {
+                doc,
+                left: Vec::new(),
+                keep: false,
+            }),
+            stop: Mutex::new(false),
+            stop_cv: Condvar::new(),
+        };
+        fs::create_dir_all(&shared.paths.dir)
+            .map_err(|e| Error::io("create the lease folder", &shared.paths.dir, e))?;
+        let lease = RunLease {
+            s: Arc::new(shared),
+            beat: Mutex::new(None),
+        };
+        let acquired = lease.take()?;
+        lease.start_heartbeat();
+        Ok((lease, acquired))
+    }
+
+    fn create(&self, text: &[u8]) -> Result<bool> {
+        let path = self.s.lease_path();
+        let hook = &self.s.sys.hook;
+        fsx::create_new_with(&path, text, || hook.at(Step::LeaseTempWritten))
+            .map_err(|e| Error::io("create the lease", path, e))
+    }
+
+    fn take(&self) -> Result<Acquired> {
+        let s = &*self.s;
+        let path = s.lease_path();
+        let own = lock(&s.state).doc.to_json();
+        let mut acquired = Acquired::default();
+        for _ in 0..3 {
+            if self.create(own.as_bytes())? {
+                s.sys.hook.at(Step::Created);
+                self.adopt_or_refuse(&mut acquired)?;
+                return Ok(acquired);
+            }
+            let held = match fsx::read_patient(&path, s.busy()) {
+                Err(e) => return Err(unreadable(&s.task, &path, e)),
+                Ok(None) => continue,
+                Ok(Some(b)) => match doc::parse_doc(&b) {
+                    Ok(p) => LeaseDoc::from_parsed(p),
+                    Err(d) => return Err(unreadable(&s.task, &path, d)),
+                },
+            };
+            let times = fs::metadata(&path).ok().map(|m| FileTimes::of(&m));
+            let judged = liveness::judge(
+                &held,
+                times,
+                &mut || s.sys.clock.disk_now(&s.paths.dir),
+                &s.sys,
+                false,
+            )
+            .map_err(|d| unreadable(&s.task, &path, d))?;
+            if !judged.dead {
+                return Err(held_refusal(s, &held));
+            }
+            s.check_paths(&held, &path)?;
+            // Take the dead run's lease over: one rename wins. Then check the file
+            // renamed is the one judged dead.
+            let stale = s.paths.dead_new();
+            match rename_patient(&path, &stale, s.busy()) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound || fsx::is_busy(&e) => continue,
+                Err(e) => return Err(Error::io("rename the dead run's lease", path, e)),
+            }
+            s.sys.hook.at(Step::DeadRenamed);
+            let text = match fsx::read_patient(&stale, s.busy()) {
+                Ok(t) => t.unwrap_or_default(),
+                Err(e) => {
+                    self.put_back(&stale);
+                    return Err(unreadable(&s.task, &stale, e));
+                }
+            };
+            let mut taken = match doc::parse_doc(&text) {
+                Ok(p) => LeaseDoc::from_parsed(p),
+                Err(d) => {
+                    self.put_back(&stale);
+                    return Err(unreadable(&s.task, &stale, d));
+                }
+            };
+            if !taken.same_run(&held) {
+                // A live lease was renamed away: put it back only if nobody took the
+                // name meanwhile (never overwrite a lease).
+                if !text.is_empty() {
+                    let _ = fsx::create_new(&path, &text);
+                }
+                let _ = fs::remove_file(&stale);
+                continue;
+            }
+            if !self.create(own.as_bytes())? {
+                continue; // another run got there first; the dead lease stays beside it
+            }
+            s.sys.hook.at(Step::TakeoverCreated);
+            std::thread::sleep(s.sys.timing.settle);
+            s.sys.hook.at(Step::Settled);
+            if let Some(now) = s.read_current() {
+                if !now.is_empty() && now.same_run(&taken) {
+                    let _ = fs::remove_file(&stale);
+                    return Err(Refusal::new(
+                        RefusalKind::LookedDead,
+                        format!("Run {} of {} looked dead but wrote its lease again: it is running. Nothing was taken back.", taken.run_short(), s.task),
+                    )
+                    .with("Lease", path.display())
+                    .hint("Wait for it to finish.")
+                    .into());
+                }
+            }
+            if s.owner() != Some(true) {
+                return Err(Refusal::new(
+                    RefusalKind::Contended,
+                    format!("The lease on {} changed hands while run {} was taking it over. Nothing was taken back.", s.task, doc::short(&s.run_id)),
+                )
+                .with("Lease", path.display())
+                .hint("Run again in a moment.")
+                .into());
+            }
+            if let Err(e) = s.check_paths(&taken, &stale) {
+                self.hand_back(&taken, &stale);
+                return Err(e);
+            }
+            // Mark the dead run as taken over before touching its files.
+            let dead_id = taken.run_id();
+            if !layout::run_id_is_safe(&dead_id) {
+                self.hand_back(&taken, &stale);
+                return Err(unreadable(&s.task, &stale, "its run_id cannot name a file"));
+            }
+            let tomb = s.paths.taken(&dead_id);
+            fs::write(&tomb, s.now_z())
+                .map_err(|e| Error::io("write the takeover mark", &tomb, e))?;
+            s.sys.hook.at(Step::Tombstoned);
+            match self.recover(&mut taken, false) {
+                Ok(r) => acquired.took_over = Some(r),
+                Err(e) => return Err(self.refuse_recovery(e, taken, &stale)),
+            }
+            s.sys.hook.at(Step::Recovered);
+            let _ = fs::remove_file(&stale);
+            self.adopt_or_refuse(&mut acquired)?;
+            return Ok(acquired);
+        }
+        Err(Refusal::new(
+            RefusalKind::Contended,
+            format!(
+                "Could not take the lease on {}: another run keeps taking it.",
+                s.task
+            ),
+        )
+        .with("Lease", path.display())
+        .hint("Run again in a moment.")
+        .into())
+    }
+
+    /// Put a lease renamed away for a takeover back, never over another lease (a
+    /// hard link fails if the name is taken). If it cannot be, it stays beside the
+    /// lease, where whoever holds the batch adopts it.
+    fn put_back(&self, stale: &Path) {
+        if fs::hard_link(stale, self.s.lease_path()).is_ok() {
+            let _ = fs::remove_file(stale);
+        }
+    }
+
+    /// Write the dead run's lease back over this run's new one, as it was.
+    fn hand_back(&self, taken: &LeaseDoc, stale: &Path) {
+        if let Ok(true) = fsx::write_atomic(
+            &self.s.lease_path(),
+            taken.to_json().as_bytes(),
+            self.s.busy(),
+        ) {
+            let _ = fs::remove_file(stale);
+        }
+    }
+
+    fn refuse_recovery(&self, e: RecoverError, mut taken: LeaseDoc, stale: &Path) -> Error {
+        let s = &*self.s;
+        match e {
+            RecoverError::Unreadable { path, why } => {
+                self.hand_back(&taken, stale);
+                unreadable(&s.task, &path, why)
+            }
+            RecoverError::InUse {
+                left,
+                replaces,
+                note,
+                refused,
+            } => {
+                // Hand the lease back to the dead run with what is left, and refuse:
+                // a forgotten claim would let its batch land twice.
+                if replaces {
+                    let mut m = doc::Map::new();
+                    for (n, files) in &left {
+                        m.insert(
+                            n.clone(),
+                            files
+                                .iter()
+                                .cloned()
+                                .map(serde_json::Value::String)
+                                .collect(),
+                        );
+                    }
+                    taken.set("replaces", serde_json::Value::Object(m));
+                } else {
+                    let old = taken
+                        .0
+                        .get("outputs")
+                        .and_then(|v| v.as_object())
+                        .cloned()
+                        .unwrap_or_default();
+                    let mut m = doc::Map::new();
+                    for (n, files) in &left {
+                        let mut o = old
+                            .get(n)
+                            .and_then(|v| v.as_object())
+                            .cloned()
+                            .unwrap_or_default();
+                        o.insert(
+                            "claimed".into(),
+                            files
+                                .iter()
+                                .cloned()
+                                .map(serde_json::Value::String)
+                                .collect(),
+                        );
+                        m.insert(n.clone(), serde_json::Value::Object(o));
+                    }
+                    taken.set("outputs", serde_json::Value::Object(m));
+                }
+                let text = taken.to_json();
+                match fsx::write_atomic(&s.lease_path(), text.as_bytes(), s.busy()) {
+                    Ok(true) => {
+                        let _ = fs::remove_file(stale);
+                    }
+                    _ => {
+                        let _ = fsx::write_atomic(stale, text.as_bytes(), s.busy());
+                    }
+                }
+                if let Some(r) = refused.first() {
+                    return outside_refusal(&s.task, &s.lease_path(), r);
+                }
+                let what = if note {
+                    format!(
+                        "the note of its finished batch cannot be written yet (in use): {}",
+                        s.paths.finished().display()
+                    )
+                } else {
+                    let files: Vec<&str> = left
+                        .iter()
+                        .flat_map(|(_, c)| c.iter().map(String::as_str))
+                        .collect();
+                    format!(
+                        "its appended files cannot be removed yet (in use): {}",
+                        files.join(", ")
+                    )
+                };
+                Refusal::new(
+                    RefusalKind::InUse,
+                    format!("Run {} of {} died, and {what}", taken.run_short(), s.task),
+                )
+                .with("Lease", s.lease_path().display())
+                .hint("Close whatever has those files open and run again.")
+                .into()
+            }
+        }
+    }
+
+    /// Adopt dead leases left beside this one; if their files cannot be removed
+    /// yet, give the batch up rather than run it a second time over them.
+    fn adopt_or_refuse(&self, acquired: &mut Acquired) -> Result<()> {
+        let s = &*self.s;
+        match self.adopt_orphans(acquired) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                s.stop();
+                let _ = fsx::remove_if_present(&s.lease_path());
+                Err(match e {
+                    AdoptError::Refused(e) => e,
+                    AdoptError::Recover(RecoverError::Unreadable { path, why }) => {
+                        unreadable(&s.task, &path, why)
+                    }
+                    AdoptError::Recover(RecoverError::InUse { left, refused, .. }) => {
+                        if let Some(r) = refused.first() {
+                            return Err(outside_refusal(&s.task, &s.lease_path(), r));
+                        }
+                        let files: Vec<&str> = left
+                            .iter()
+                            .flat_map(|(_, c)| c.iter().map(String::as_str))
+                            .collect();
+                        Refusal::new(
+                            RefusalKind::InUse,
+                            format!("A dead run of {} left appended files that cannot be removed yet (in use): {}", s.task, files.join(", ")),
+                        )
+                        .with("Lease", s.lease_path().display())
+                        .hint("Close whatever has those files open and run again.")
+                        .into()
+                    }
+                })
+            }
+        }
+    }
+
+    fn adopt_orphans(&self, acquired: &mut Acquired) -> std::result::Result<(), AdoptError> {
+        let s = &*self.s;
+        let mut tombs = Vec::new();
+        let mut orphans = Vec::new();
+        if let Ok(entries) = fs::read_dir(&s.paths.dir) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                match layout::classify(&name) {
+                    Entry::Taken { key, .. } if key == s.key => tombs.push(e.path()),
+                    Entry::Dead { key } if key == s.key => orphans.push(e.path()),
+                    _ => {}
+                }
+            }
+        }
+        let now = s.sys.clock.now();
+        for t in tombs {
+            let old = fs::metadata(&t)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|m| now.duration_since(m).ok());
+            if old.is_some_and(|age| age > s.sys.timing.tombstone_expiry)
+                && fs::remove_file(&t).is_ok()
+            {
+                acquired.expired_tombstones.push(t);
+            }
+        }
+        orphans.sort();
+        for orphan in orphans {
+            let bytes = match fsx::read_patient(&orphan, s.busy()) {
+                Err(e) => {
+                    return Err(AdoptError::Recover(RecoverError::Unreadable {
+                        path: orphan,
+                        why: e.to_string(),
+                    }));
+                }
+                Ok(None) => continue,
+                Ok(Some(b)) => b,
+            };
+            let mut dead = match doc::parse_doc(&bytes) {
+                Ok(p) => LeaseDoc::from_parsed(p),
+                Err(d) => {
+                    return Err(AdoptError::Recover(RecoverError::Unreadable {
+                        path: orphan,
+                        why: d.to_string(),
+                    }));
+                }
+            };
+            s.check_paths(&dead, &orphan).map_err(AdoptError::Refused)?;
+            if !layout::run_id_is_safe(&dead.run_id()) {
+                return Err(AdoptError::Recover(RecoverError::Unreadable {
+                    path: orphan,
+                    why: "its run_id cannot name a file".into(),
+                }));
+            }
+            let mut r = self.recover(&mut dead, true).map_err(AdoptError::Recover)?;
+            r.from_orphan = true;
+            s.sys.hook.at(Step::Recovered);
+            let _ = fs::remove_file(&orphan);
+            acquired.adopted.push(r);
+        }
+        Ok(())
+    }
+
+    fn start_heartbeat(&self) {
+        let s = Arc::clone(&self.s);
+        let handle = std::thread::Builder::new()
+            .name("ubunye-lease".into())
+            .spawn(move || {
+                loop {
+                    {
+                        let stop = lock(&s.stop);
+                        let (stop, _) = s
+                            .stop_cv
+                            .wait_timeout_while(stop, s.sys.timing.heartbeat_every, |stop| !*stop)
+                            .unwrap_or_else(|e| e.into_inner());
+                        if *stop {
+                            return;
+                        }
+                    }
+                    let mut st = lock(&s.state);
+                    match s.read_current() {
+                        Some(held) if !held.is_empty() && !held.is_run(&s.run_id) => return,
+                        Some(held) if !held.is_empty() => {}
+                        _ => continue,
+                    }
+                    let now = timefmt::epoch_secs(s.sys.clock.now());
+                    st.doc.set("heartbeat", pyjson::float_value(now));
+                    let _ = s.save(&st);
+                }
+            });
+        if let Ok(h) = handle {
+            *lock(&self.beat) = Some(h);
+        }
+    }
+
+    /// Stop the heartbeat and wait for it: no beat writes after this returns.
+    pub(crate) fn stop_heartbeat(&self) {
+        self.s.stop();
+        if let Some(h) = lock(&self.beat).take() {
+            let _ = h.join();
+        }
+    }
+
+    /// The batch key (16 hex).
+    pub fn key(&self) -> &str {
+        &self.s.key
+    }
+    pub fn run_id(&self) -> &str {
+        &self.s.run_id
+    }
+    pub fn task(&self) -> &TaskPath {
+        &self.s.task
+    }
+    /// Whether the variables name a batch (only named batches get a finished note).
+    pub fn named(&self) -> bool {
+        self.s.named
+    }
+    /// The lease file.
+    pub fn path(&self) -> PathBuf {
+        self.s.lease_path()
+    }
+    pub fn paths(&self) -> &LeasePaths {
+        &self.s.paths
+    }
+    /// The resolved use-case folder.
+    pub fn root(&self) -> &Path {
+        self.s.beneath.root()
+    }
+    pub fn lineage_dir(&self) -> &Path {
+        &self.s.lineage_dir
+    }
+    /// The lease document as this run last wrote it.
+    pub fn doc(&self) -> LeaseDoc {
+        lock(&self.s.state).doc.clone()
+    }
+    /// Report a step to the test hook (writers report [`Step::Moved`]).
+    pub fn step(&self, step: Step) {
+        self.s.sys.hook.at(step)
+    }
+    /// Whether the heartbeat thread has been told to stop.
+    pub fn heartbeat_stopped(&self) -> bool {
+        self.s.stopped()
+    }
+    /// Whether the lease is still this run's (checked before success is recorded).
+    pub fn still_owned(&self) -> bool {
+        self.s.owner() != Some(false)
+    }
+    /// Why this run may not record success, or None: the peer's `lost()`.
+    pub fn lost_note(&self) -> Option<String> {
+        if self.still_owned() {
+            return None;
+        }
+        Some(format!(
+            "Run {} lost its lease on {} to another run (it was judged dead). That run takes back what this one appended and writes the batch itself: check its record before running the batch again.",
+            doc::short(&self.s.run_id),
+            self.s.task
+        ))
+    }
+}
+
+impl Drop for RunLease {
+    fn drop(&mut self) {
+        self.s.stop();
+        if let Some(h) = lock(&self.beat).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+enum AdoptError {
+    Refused(Error),
+    Recover(RecoverError),
+}
+
+fn rename_patient(from: &Path, to: &Path, busy: Duration) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + busy;
+    loop {
+        match fs::rename(from, to) {
+            Err(e) if fsx::is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The refusal when a live run holds the batch (the peer's `RunLeaseHeld`).
+fn held_refusal(s: &Shared, held: &LeaseDoc) -> Error {
+    Refusal::new(
+        RefusalKind::Held,
+        format!(
+            "Run {} of {} with the same variables is still running (process {} on {}, since {}).",
+            held.run_short(),
+            s.task,
+            held.field_text("pid"),
+            held.field_text("host"),
+            held.field_text("started_at"),
+        ),
+    )
+    .with("Lease", s.lease_path().display())
+    .hint(format!(
+        "Wait for it to finish, or see `ubunye leases explain {}`. Never delete a lease by hand: it lists that run's claimed files.",
+        s.key
+    ))
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::owner_of;
+
+    #[test]
+    fn owner_fast_path_agrees_with_the_full_parse() {
+        let cases: &[(&str, Option<bool>)] = &[
+            (r#"{"run_id": "abc", "task": "t"}"#, Some(true)),
+            (r#"{"run_id": "abd", "task": "t"}"#, Some(false)),
+            (r#"{"task": "t", "run_id": "abc"}"#, Some(true)),
+            (r#"{"run_id": "x", "a": 1, "run_id": "abc"}"#, Some(true)),
+            (r#"{"run_id": "ab\u0063", "task": "t"}"#, Some(true)),
+            (r#"{}"#, None),
+            (r#""#, None),
+            (r#"{"run_id": "abc""#, None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(owner_of(text.as_bytes(), "abc"), *want, "{text}");
+        }
+    }
+}

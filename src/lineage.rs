@@ -1,0 +1,253 @@
+//! Lineage run records (FORMAT.md §11): what the engine reads of them.
+
+/// The `status` of a run record, as the peer's `_parse(text).get("status")`:
+/// None when the text is not a JSON object (a record half-written when its run
+/// died) or has no text status. Err when the record exists but cannot be taken at
+/// face value (not UTF-8).
+pub fn status_of(bytes: &[u8]) -> Result<Option<String>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())?;
+    let value: serde_json::Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(_) => match crate::pyparse::python_accepts(text) {
+            None => return Ok(None),
+            Some(_) => serde_json::from_str(&crate::pyparse::sanitize(text))
+                .map_err(|e| format!("it cannot be parsed ({e})"))?,
+        },
+    };
+    Ok(value
+        .get("status")
+        .and_then(|s| s.as_str())
+        .map(str::to_string))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::status_of;
+
+    #[test]
+    fn statuses() {
+        assert_eq!(
+            status_of(br#"{"status": "success"}"#),
+            Ok(Some("success".into()))
+        );
+        assert_eq!(
+            status_of(br#"{"status": "running", "x": NaN}"#),
+            Ok(Some("running".into()))
+        );
+        assert_eq!(status_of(br#"{"status": "succ"#), Ok(None));
+        assert_eq!(status_of(br#"[1]"#), Ok(None));
+        assert_eq!(status_of(br#"{"status": 1}"#), Ok(None));
+        assert!(status_of(b"{\"status\": \"\xff\"}").is_err());
+    }
+}
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::{Map, Value};
+
+use crate::key::Variables;
+use crate::layout::TaskPath;
+use crate::{fsx, pyjson, secrets, timefmt};
+
+/// The variables as a record holds them: `None`s dropped, secret-looking names
+/// masked as `"***"` (unless empty), as the peer's `redact_variables`.
+pub fn redact_variables(vars: &Variables) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (k, v) in vars {
+        if matches!(v, crate::key::PyValue::None) {
+            continue;
+        }
+        let empty = matches!(v, crate::key::PyValue::Str(s) if s.is_empty());
+        let value = if secrets::looks_secret(k) && !empty {
+            Value::String(secrets::REDACTED.into())
+        } else {
+            v.to_json()
+                .unwrap_or_else(|| Value::String(format!("{v:?}")))
+        };
+        out.insert(k.clone(), value);
+    }
+    out
+}
+
+/// What a run record is written for.
+#[derive(Clone, Debug)]
+pub struct RecordSpec {
+    pub run_id: String,
+    pub task: TaskPath,
+    pub variables: Variables,
+    /// `backend`: "exec" for `ubunye exec`.
+    pub backend: String,
+    /// The command line, recorded as given (secret values are the caller's to mask).
+    pub command: Option<Vec<String>>,
+}
+
+/// A run record written by this engine (record_version 2, the peer's key order),
+/// always replaced atomically.
+#[derive(Debug)]
+pub struct RunRecord {
+    path: PathBuf,
+    doc: Map<String, Value>,
+    started: SystemTime,
+}
+
+impl RunRecord {
+    /// `<lineage_dir>/<task>/<run_id>.json`
+    pub fn path_for(lineage_dir: &Path, task: &TaskPath, run_id: &str) -> PathBuf {
+        lineage_dir
+            .join(task.as_str())
+            .join(format!("{run_id}.json"))
+    }
+
+    /// Write the record with status `running`.
+    pub fn start(
+        lineage_dir: &Path,
+        spec: &RecordSpec,
+        now: SystemTime,
+    ) -> std::io::Result<RunRecord> {
+        let (u, p, t) = spec.task.parts();
+        let mode = spec
+            .variables
+            .iter()
+            .find(|(k, _)| k == "mode")
+            .and_then(|(_, v)| v.to_json())
+            .unwrap_or(Value::Null);
+        let mut d = Map::new();
+        let s = |x: &str| Value::String(x.to_string());
+        d.insert("run_id".into(), s(&spec.run_id));
+        d.insert("task_path".into(), s(spec.task.as_str()));
+        d.insert("usecase".into(), s(u));
+        d.insert("package".into(), s(p));
+        d.insert("task_name".into(), s(t));
+        d.insert("profile".into(), mode);
+        d.insert("model".into(), Value::Null);
+        d.insert("version".into(), Value::Null);
+        d.insert("config_hash".into(), Value::Null);
+        d.insert("started_at".into(), s(&timefmt::iso_micros(now)));
+        d.insert("ended_at".into(), Value::Null);
+        d.insert("duration_sec".into(), Value::Null);
+        d.insert("status".into(), s("running"));
+        d.insert("inputs".into(), Value::Array(Vec::new()));
+        d.insert("outputs".into(), Value::Array(Vec::new()));
+        d.insert("error".into(), Value::Null);
+        d.insert(
+            "engine_version".into(),
+            s(concat!("ubunye-rs ", env!("CARGO_PKG_VERSION"))),
+        );
+        d.insert("backend".into(), s(&spec.backend));
+        d.insert(
+            "variables".into(),
+            Value::Object(redact_variables(&spec.variables)),
+        );
+        d.insert("record_version".into(), Value::from(2));
+        d.insert("code_hash".into(), Value::Null);
+        let mut env = Map::new();
+        env.insert("platform".into(), s(std::env::consts::OS));
+        env.insert("machine".into(), s(std::env::consts::ARCH));
+        env.insert("implementation".into(), s("ubunye-rs"));
+        let mut pk = Map::new();
+        pk.insert("ubunye-rs".into(), s(env!("CARGO_PKG_VERSION")));
+        env.insert("packages".into(), Value::Object(pk));
+        d.insert("environment".into(), Value::Object(env));
+        d.insert("environment_hash".into(), Value::Null);
+        d.insert("timings".into(), Value::Array(Vec::new()));
+        d.insert("expectations".into(), Value::Array(Vec::new()));
+        d.insert("llm_calls".into(), Value::Array(Vec::new()));
+        d.insert("llm_budget".into(), Value::Object(Map::new()));
+        d.insert("time_zone".into(), s("UTC"));
+        if let Some(cmd) = &spec.command {
+            d.insert(
+                "command".into(),
+                Value::Array(cmd.iter().map(|a| s(a)).collect()),
+            );
+        }
+        let rec = RunRecord {
+            path: Self::path_for(lineage_dir, &spec.task, &spec.run_id),
+            doc: d,
+            started: now,
+        };
+        if let Some(parent) = rec.path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        rec.write()?;
+        Ok(rec)
+    }
+
+    fn write(&self) -> std::io::Result<()> {
+        let text = pyjson::dumps(&Value::Object(self.doc.clone()), pyjson::Style::RECORD);
+        match fsx::write_atomic(
+            &self.path,
+            text.as_bytes(),
+            std::time::Duration::from_secs(2),
+        )? {
+            true => Ok(()),
+            false => Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "record in use",
+            )),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Set the outputs list (one step per output: name, direction, format, location).
+    pub fn set_outputs(&mut self, outputs: Vec<(String, String, String)>) {
+        let steps = outputs
+            .into_iter()
+            .map(|(name, format, location)| {
+                let mut m = Map::new();
+                m.insert("name".into(), Value::String(name));
+                m.insert("direction".into(), Value::String("output".into()));
+                m.insert("format".into(), Value::String(format));
+                m.insert("location".into(), Value::String(location));
+                for k in [
+                    "row_count",
+                    "schema_hash",
+                    "data_hash",
+                    "hash_method",
+                    "hash_error",
+                    "hash_seconds",
+                    "hash_reused_from",
+                    "hash_basis",
+                    "source_version",
+                    "source_version_at_hash",
+                    "source_changed",
+                    "source_note",
+                ] {
+                    m.insert(k.into(), Value::Null);
+                }
+                Value::Object(m)
+            })
+            .collect();
+        self.doc.insert("outputs".into(), Value::Array(steps));
+    }
+
+    /// Rewrite the record with its final status (`success`, `error` or
+    /// `interrupted`), `ended_at` and `duration_sec`.
+    pub fn finish(
+        &mut self,
+        status: &str,
+        error: Option<String>,
+        now: SystemTime,
+    ) -> std::io::Result<()> {
+        let secs = now
+            .duration_since(self.started)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        self.doc
+            .insert("ended_at".into(), Value::String(timefmt::iso_micros(now)));
+        self.doc.insert(
+            "duration_sec".into(),
+            pyjson::float_value((secs * 1000.0).round() / 1000.0),
+        );
+        self.doc
+            .insert("status".into(), Value::String(status.into()));
+        self.doc.insert(
+            "error".into(),
+            error.map(Value::String).unwrap_or(Value::Null),
+        );
+        self.write()
+    }
+}

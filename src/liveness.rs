@@ -1,0 +1,602 @@
+//! Is the run holding a lease dead? The peer's rules (FORMAT.md §6), with the
+//! reasons kept so that people can be told why, plus the `stalled` flag.
+//!
+//! 1. Same host (the lease's `host` equals this host's string): a `kept` lease of
+//!    this very process is dead; a pid with no process is dead (pid <= 0 too); a
+//!    process whose start token differs from the recorded one is a reused pid, so
+//!    dead; a process whose token cannot be read while one was recorded goes to the
+//!    age test; otherwise the run is alive, however long since it wrote.
+//! 2. Age test (another host, an empty or unparsable lease, or the unreadable
+//!    token): dead if and only if the disk's clock is more than 900 s past the
+//!    lease's last touch. A lease that cannot be stat'ed is never dead.
+//!
+//! The last touch is the lease's mtime, as the peer reads it, with one guard of
+//! our own (docs/differences.md): an mtime more than a minute ahead of the disk's
+//! clock, or more than a day before the lease's own `heartbeat`, was set by hand
+//! or by a tool, not by a save; then the inode's change time (which no tool can
+//! set) is used instead, so such a lease neither looks alive for ever nor dead at
+//! once.
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::doc::{Damage, LeaseDoc};
+use crate::sys::{ClockSource, Now, PidProbe, Sys};
+
+/// A lease file's times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileTimes {
+    pub mtime: SystemTime,
+    pub ctime: SystemTime,
+}
+
+impl FileTimes {
+    pub fn of(meta: &std::fs::Metadata) -> FileTimes {
+        use std::os::unix::fs::MetadataExt;
+        let ctime = SystemTime::UNIX_EPOCH
+            .checked_add(Duration::new(
+                meta.ctime().max(0) as u64,
+                meta.ctime_nsec().clamp(0, 999_999_999) as u32,
+            ))
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        FileTimes {
+            mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            ctime,
+        }
+    }
+}
+
+/// Which time was taken as the lease's last touch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TouchedBy {
+    Mtime,
+    /// The mtime was ahead of the disk clock: not trusted.
+    CtimeFutureMtime,
+    /// The mtime was far before the lease's own heartbeat: not trusted.
+    CtimePastMtime,
+}
+
+/// How long since the lease was last written, by the disk's clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Age {
+    /// Zero when the last touch is ahead of the clock.
+    #[serde(with = "secs")]
+    pub age: Duration,
+    pub by: TouchedBy,
+    pub clock: ClockSource,
+}
+
+mod secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64((d.as_secs_f64() * 1000.0).round() / 1000.0)
+    }
+}
+
+/// Why the age test was used instead of the process table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgeBecause {
+    /// The lease names another host (or none).
+    OtherHost,
+    /// The lease is empty or not a JSON object: it names no process.
+    NoDocument,
+    /// The process exists, a start token was recorded, and the current one cannot
+    /// be read (another user's process): a reused pid cannot be ruled out.
+    TokenUnreadable,
+}
+
+/// The verdict, with its reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "reason", rename_all = "kebab-case")]
+pub enum Why {
+    /// Same host, `kept`, and the pid is this very process: its earlier run failed.
+    OwnKeptLease { pid: i64 },
+    /// Same host, and no process has the pid (or the pid is not positive).
+    ProcessGone { pid: i64 },
+    /// Same host, the pid is in use by another process (its start token differs).
+    PidReused {
+        pid: i64,
+        recorded: String,
+        current: String,
+    },
+    /// Same host, and the process is running (the same one, by its start token).
+    ProcessAlive {
+        pid: i64,
+        probe: PidProbe,
+        state: Option<char>,
+    },
+    /// The age test said dead (older than the timeout).
+    Stale { because: AgeBecause },
+    /// The age test said alive (not older than the timeout).
+    Fresh { because: AgeBecause },
+    /// The lease could not be stat'ed: never dead.
+    NoStat { because: AgeBecause },
+}
+
+/// Whether the holder of a lease is dead, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Judgement {
+    pub dead: bool,
+    pub same_host: bool,
+    #[serde(flatten)]
+    pub why: Why,
+    /// The lease's age, when it was computed (always by the age test; on request
+    /// otherwise).
+    pub age: Option<Age>,
+    /// Judged alive, yet the lease has not been written for longer than three
+    /// heartbeats: the holder may be stuck. The peer keeps such a lease on the
+    /// same host for ever; people must see it.
+    pub stalled: bool,
+}
+
+/// The last touch of a lease and its age by `now`.
+pub fn age_of(times: FileTimes, heartbeat: Option<f64>, now: Now, sys: &Sys) -> Age {
+    let t = &sys.timing;
+    let mut by = TouchedBy::Mtime;
+    let mut touched = times.mtime;
+    if times.mtime > now.time + t.future_tolerance {
+        by = TouchedBy::CtimeFutureMtime;
+        touched = times.ctime;
+    } else if let Some(hb) = heartbeat.and_then(crate::timefmt::from_epoch_secs) {
+        if times.mtime + Duration::from_secs(86_400) < hb {
+            by = TouchedBy::CtimePastMtime;
+            touched = times.ctime;
+        }
+    }
+    let age = now.time.duration_since(touched).unwrap_or(Duration::ZERO);
+    Age {
+        age,
+        by,
+        clock: now.source,
+    }
+}
+
+/// Judge the holder of a lease, as the peer's `_dead` does.
+///
+/// `times` is the lease file's stat (None when it failed). `now` reads the disk's
+/// clock; it is called only when an age is needed, unless `want_age` asks for the
+/// age (and so the `stalled` flag) in every case. A lease the peer would crash on
+/// (a pid that is not a number) is damage, never judged.
+pub fn judge(
+    doc: &LeaseDoc,
+    times: Option<FileTimes>,
+    now: &mut dyn FnMut() -> Now,
+    sys: &Sys,
+    want_age: bool,
+) -> Result<Judgement, Damage> {
+    let heartbeat = doc.heartbeat();
+    let age_now = |times: Option<FileTimes>, now: &mut dyn FnMut() -> Now| {
+        times.map(|ft| age_of(ft, heartbeat, now(), sys))
+    };
+    let same_host = !doc.is_empty() && doc.host_is(&sys.host);
+    let because = if doc.is_empty() {
+        AgeBecause::NoDocument
+    } else if !same_host {
+        AgeBecause::OtherHost
+    } else {
+        let pid = doc.pid()?;
+        let done = |dead: bool, why: Why, age: Option<Age>| {
+            let stalled = !dead && age.is_some_and(|a| a.age > sys.timing.stalled_after);
+            Ok(Judgement {
+                dead,
+                same_host,
+                why,
+                age,
+                stalled,
+            })
+        };
+        let maybe_age = |now: &mut dyn FnMut() -> Now| {
+            if want_age {
+                times.map(|ft| age_of(ft, heartbeat, now(), sys))
+            } else {
+                None
+            }
+        };
+        if doc.kept() && pid == i64::from(sys.pid) {
+            return done(true, Why::OwnKeptLease { pid }, maybe_age(now));
+        }
+        let Ok(pid32) = i32::try_from(pid) else {
+            if pid <= 0 {
+                return done(true, Why::ProcessGone { pid }, maybe_age(now));
+            }
+            return Err(Damage::BadField {
+                field: "pid".into(),
+                what: format!("{pid}, not a possible process id"),
+            });
+        };
+        if pid32 <= 0 {
+            return done(true, Why::ProcessGone { pid }, maybe_age(now));
+        }
+        let probe = sys.procs.probe(pid32);
+        if probe == PidProbe::Gone {
+            return done(true, Why::ProcessGone { pid }, maybe_age(now));
+        }
+        let current = sys.procs.start_token(pid32);
+        let recorded = doc.pid_started();
+        match (recorded, &current) {
+            (Some(rec), Some(cur)) if rec != &Value::String(cur.clone()) => {
+                let recorded = crate::doc::py_str(Some(rec), "None");
+                return done(
+                    true,
+                    Why::PidReused {
+                        pid,
+                        recorded,
+                        current: cur.clone(),
+                    },
+                    maybe_age(now),
+                );
+            }
+            (Some(rec), None) if crate::pyjson::truthy(rec) => AgeBecause::TokenUnreadable,
+            _ => {
+                let state = sys.procs.state(pid32);
+                return done(
+                    false,
+                    Why::ProcessAlive { pid, probe, state },
+                    maybe_age(now),
+                );
+            }
+        }
+    };
+    let Some(age) = age_now(times, now) else {
+        return Ok(Judgement {
+            dead: false,
+            same_host,
+            why: Why::NoStat { because },
+            age: None,
+            stalled: false,
+        });
+    };
+    let dead = age.age > sys.timing.heartbeat_timeout;
+    let why = if dead {
+        Why::Stale { because }
+    } else {
+        Why::Fresh { because }
+    };
+    let stalled = !dead && age.age > sys.timing.stalled_after;
+    Ok(Judgement {
+        dead,
+        same_host,
+        why,
+        age: Some(age),
+        stalled,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::{LeaseDoc, parse_doc};
+    use crate::sys::{FakeClock, FakeProc, FakeProcs, Timing};
+    use std::sync::Arc;
+    use std::time::UNIX_EPOCH;
+
+    const HOST: &str = "vm|pid:[4026531836]";
+    const ME: i32 = 777;
+
+    fn t0() -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_795_948_390)
+    }
+
+    fn sys(procs: Arc<FakeProcs>) -> Sys {
+        Sys {
+            clock: FakeClock::at(t0()),
+            procs,
+            host: HOST.into(),
+            pid: ME,
+            timing: Timing::peer(),
+            hook: Default::default(),
+        }
+    }
+
+    fn lease(json: &str) -> LeaseDoc {
+        LeaseDoc::from_parsed(parse_doc(json.as_bytes()).unwrap())
+    }
+
+    fn at(secs_ago: i64) -> FileTimes {
+        let t = if secs_ago >= 0 {
+            t0() - Duration::from_secs(secs_ago as u64)
+        } else {
+            t0() + Duration::from_secs((-secs_ago) as u64)
+        };
+        FileTimes { mtime: t, ctime: t }
+    }
+
+    fn now() -> Now {
+        Now {
+            time: t0(),
+            source: ClockSource::Disk,
+        }
+    }
+
+    struct Case {
+        name: &'static str,
+        doc: String,
+        times: Option<FileTimes>,
+        procs: Vec<(i32, Option<&'static str>, bool)>,
+        dead: bool,
+        why: &'static str,
+        stalled: bool,
+    }
+
+    fn same(pid: i64, token: &str, extra: &str) -> String {
+        format!(
+            r#"{{"run_id": "r", "pid": {pid}, "pid_started": {token}, "host": "{HOST}", "heartbeat": 1795948390.0{extra}}}"#
+        )
+    }
+
+    #[test]
+    fn table() {
+        let other = r#"{"run_id": "r", "pid": 1, "pid_started": "5", "host": "elsewhere|pid:[1]", "heartbeat": 1795948390.0}"#;
+        let cases = vec![
+            Case {
+                name: "same host, process gone",
+                doc: same(4242, "\"100\"", ""),
+                times: Some(at(5)),
+                procs: vec![],
+                dead: true,
+                why: "process-gone",
+                stalled: false,
+            },
+            Case {
+                name: "same host, alive, token matches",
+                doc: same(4242, "\"100\"", ""),
+                times: Some(at(5)),
+                procs: vec![(4242, Some("100"), false)],
+                dead: false,
+                why: "process-alive",
+                stalled: false,
+            },
+            Case {
+                name: "same host, alive, old lease: stalled, never dead",
+                doc: same(4242, "\"100\"", ""),
+                times: Some(at(3600)),
+                procs: vec![(4242, Some("100"), false)],
+                dead: false,
+                why: "process-alive",
+                stalled: true,
+            },
+            Case {
+                name: "same host, reused pid",
+                doc: same(4242, "\"100\"", ""),
+                times: Some(at(5)),
+                procs: vec![(4242, Some("999"), false)],
+                dead: true,
+                why: "pid-reused",
+                stalled: false,
+            },
+            Case {
+                name: "same host, no token recorded",
+                doc: same(4242, "null", ""),
+                times: Some(at(5)),
+                procs: vec![(4242, Some("999"), false)],
+                dead: false,
+                why: "process-alive",
+                stalled: false,
+            },
+            Case {
+                name: "same host, token unreadable, fresh",
+                doc: same(4242, "\"100\"", ""),
+                times: Some(at(60)),
+                procs: vec![(4242, None, true)],
+                dead: false,
+                why: "fresh",
+                stalled: false,
+            },
+            Case {
+                name: "same host, token unreadable, stale",
+                doc: same(4242, "\"100\"", ""),
+                times: Some(at(901)),
+                procs: vec![(4242, None, true)],
+                dead: true,
+                why: "stale",
+                stalled: false,
+            },
+            Case {
+                name: "same host, permission denied counts as existing",
+                doc: same(4242, "null", ""),
+                times: Some(at(5)),
+                procs: vec![(4242, Some("1"), true)],
+                dead: false,
+                why: "process-alive",
+                stalled: false,
+            },
+            Case {
+                name: "same host, pid 0",
+                doc: same(0, "null", ""),
+                times: Some(at(5)),
+                procs: vec![],
+                dead: true,
+                why: "process-gone",
+                stalled: false,
+            },
+            Case {
+                name: "same host, negative pid",
+                doc: same(-3, "null", ""),
+                times: Some(at(5)),
+                procs: vec![],
+                dead: true,
+                why: "process-gone",
+                stalled: false,
+            },
+            Case {
+                name: "same host, kept by this very process",
+                doc: same(ME as i64, "\"1\"", r#", "kept": true"#),
+                times: Some(at(5)),
+                procs: vec![(ME, Some("1"), false)],
+                dead: true,
+                why: "own-kept-lease",
+                stalled: false,
+            },
+            Case {
+                name: "same host, kept by another live process",
+                doc: same(4242, "\"100\"", r#", "kept": true"#),
+                times: Some(at(5)),
+                procs: vec![(4242, Some("100"), false)],
+                dead: false,
+                why: "process-alive",
+                stalled: false,
+            },
+            Case {
+                name: "empty pid_started string is a mismatch",
+                doc: same(4242, "\"\"", ""),
+                times: Some(at(5)),
+                procs: vec![(4242, Some("100"), false)],
+                dead: true,
+                why: "pid-reused",
+                stalled: false,
+            },
+            Case {
+                name: "other host 14 minutes",
+                doc: other.into(),
+                times: Some(at(14 * 60)),
+                procs: vec![],
+                dead: false,
+                why: "fresh",
+                stalled: true,
+            },
+            Case {
+                name: "other host exactly 15 minutes is alive",
+                doc: other.into(),
+                times: Some(at(900)),
+                procs: vec![],
+                dead: false,
+                why: "fresh",
+                stalled: true,
+            },
+            Case {
+                name: "other host 16 minutes",
+                doc: other.into(),
+                times: Some(at(16 * 60)),
+                procs: vec![],
+                dead: true,
+                why: "stale",
+                stalled: false,
+            },
+            Case {
+                name: "other host fresh",
+                doc: other.into(),
+                times: Some(at(10)),
+                procs: vec![],
+                dead: false,
+                why: "fresh",
+                stalled: false,
+            },
+            Case {
+                name: "empty lease young",
+                doc: "".into(),
+                times: Some(at(30)),
+                procs: vec![],
+                dead: false,
+                why: "fresh",
+                stalled: false,
+            },
+            Case {
+                name: "empty lease old",
+                doc: "".into(),
+                times: Some(at(20 * 60)),
+                procs: vec![],
+                dead: true,
+                why: "stale",
+                stalled: false,
+            },
+            Case {
+                name: "no stat: never dead",
+                doc: other.into(),
+                times: None,
+                procs: vec![],
+                dead: false,
+                why: "no-stat",
+                stalled: false,
+            },
+            Case {
+                name: "future mtime does not keep a dead lease alive: ctime decides",
+                doc: other.into(),
+                times: Some(FileTimes {
+                    mtime: t0() + Duration::from_secs(10 * 86_400),
+                    ctime: t0() - Duration::from_secs(20 * 60),
+                }),
+                procs: vec![],
+                dead: true,
+                why: "stale",
+                stalled: false,
+            },
+            Case {
+                name: "far-past mtime does not make a live lease dead: ctime decides",
+                doc: other.into(),
+                times: Some(FileTimes {
+                    mtime: UNIX_EPOCH,
+                    ctime: t0() - Duration::from_secs(10),
+                }),
+                procs: vec![],
+                dead: false,
+                why: "fresh",
+                stalled: false,
+            },
+        ];
+        for c in cases {
+            let procs = FakeProcs::new();
+            for (pid, token, denied) in &c.procs {
+                procs.put(
+                    *pid,
+                    FakeProc {
+                        token: token.map(str::to_string),
+                        state: 'S',
+                        denied: *denied,
+                    },
+                );
+            }
+            let s = sys(procs);
+            let doc = if c.doc.is_empty() {
+                LeaseDoc::default()
+            } else {
+                lease(&c.doc)
+            };
+            let j = judge(&doc, c.times, &mut now, &s, true).unwrap();
+            let why = serde_json::to_value(&j).unwrap()["reason"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert_eq!(
+                (j.dead, why.as_str(), j.stalled),
+                (c.dead, c.why, c.stalled),
+                "{}",
+                c.name
+            );
+        }
+    }
+
+    #[test]
+    fn age_is_read_only_when_needed() {
+        let procs = FakeProcs::new();
+        let s = sys(procs);
+        let mut calls = 0;
+        let mut counting = || {
+            calls += 1;
+            now()
+        };
+        let doc = lease(&same(4242, "null", ""));
+        let j = judge(&doc, Some(at(5)), &mut counting, &s, false).unwrap();
+        assert!(j.dead && j.age.is_none());
+        assert_eq!(calls, 0, "the same-host verdict needs no clock probe");
+    }
+
+    #[test]
+    fn damaged_pid_is_refused_not_judged() {
+        let s = sys(FakeProcs::new());
+        for doc in [
+            same(0, "null", "").replace("\"pid\": 0", "\"pid\": \"x\""),
+            same(0, "null", "").replace("\"pid\": 0", "\"pid\": 99999999999"),
+        ] {
+            assert!(
+                judge(&lease(&doc), Some(at(5)), &mut now, &s, false).is_err(),
+                "{doc}"
+            );
+        }
+    }
+}

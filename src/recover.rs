@@ -1,0 +1,322 @@
+//! Recovering a dead run (FORMAT.md §7.1): finish the commit of a run that had
+//! finished, or take back what an unfinished run claimed and mark its record
+//! interrupted. Only claimed files, the staging folder the lease names and a
+//! replaced run's listed files are ever removed; no output folder is listed to
+//! decide what to delete.
+
+use std::fs;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::beneath::{PathRefusal, Removal};
+use crate::doc::{self, LeaseDoc, Map};
+use crate::fsx;
+use crate::lease::RunLease;
+use crate::pyjson;
+
+/// What was done for a dead run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Recovery {
+    /// Its run id ("" for a lease that named none).
+    pub run_id: String,
+    /// It had finished (committed, done mark, or a success record): its appends
+    /// are the batch; its note was written and replaced files removed for it.
+    pub finished: bool,
+    /// The finished note was written for it.
+    pub note_written: bool,
+    /// Files removed: its claims, or the files of the run it replaced.
+    pub removed: Vec<PathBuf>,
+    /// Staging folders removed.
+    pub staging_removed: Vec<String>,
+    /// Append outputs that may hold part or all of its batch and could not be
+    /// taken back.
+    pub unrepaired: Vec<String>,
+    /// Its record said running and now says interrupted.
+    pub record_marked: bool,
+    /// It was a dead lease left beside the lease (an orphan).
+    pub from_orphan: bool,
+}
+
+/// Why a dead run could not be recovered (the takeover then hands the lease back
+/// or refuses).
+#[derive(Debug)]
+pub(crate) enum RecoverError {
+    /// Its record (or its lease) cannot be read: whether it finished cannot be told.
+    Unreadable { path: PathBuf, why: String },
+    /// Some files could not be removed (or the note could not be written, or a
+    /// path was refused): they stay listed, never forgotten.
+    InUse {
+        left: Vec<(String, Vec<String>)>,
+        replaces: bool,
+        note: bool,
+        refused: Vec<PathRefusal>,
+    },
+}
+
+/// The result of removing what some outputs claimed.
+#[derive(Debug, Default)]
+pub(crate) struct TakeBack {
+    pub removed: Vec<PathBuf>,
+    pub staging_removed: Vec<String>,
+    /// Claims that could not be removed (or were refused), per output.
+    pub left: Vec<(String, Vec<String>)>,
+    pub refused: Vec<PathRefusal>,
+    /// (file, error) for each claim that could not be removed.
+    pub failures: Vec<(PathBuf, String)>,
+}
+
+fn push_left(left: &mut Vec<(String, Vec<String>)>, name: &str, claim: String) {
+    match left.iter_mut().find(|(n, _)| n == name) {
+        Some((_, v)) => v.push(claim),
+        None => left.push((name.to_string(), vec![claim])),
+    }
+}
+
+/// Build `{name: {"claimed": [...]}}` from `replaces`-like lists.
+pub(crate) fn claims_map(lists: &[(String, Vec<String>)]) -> Map {
+    let mut m = Map::new();
+    for (n, files) in lists {
+        let mut o = Map::new();
+        o.insert(
+            "claimed".into(),
+            files.iter().cloned().map(Value::String).collect(),
+        );
+        m.insert(n.clone(), Value::Object(o));
+    }
+    m
+}
+
+impl RunLease {
+    /// Remove what the notes in `outputs` claimed: their staging folders, then each
+    /// claimed file that exists. A claim not found is skipped (it never landed);
+    /// if its folder is not visible either it is flagged `unseen` in place. After
+    /// each removal, a `_SUCCESS` left over an output with no data goes too.
+    pub(crate) fn take_back(&self, outputs: &mut Map) -> TakeBack {
+        let b = &self.s.beneath;
+        let mut out = TakeBack::default();
+        for (name, note) in outputs.iter_mut() {
+            let Value::Object(note) = note else { continue };
+            if let Some(Value::String(staging)) = note.get("staging") {
+                if !staging.is_empty() {
+                    match b.remove_staging(staging) {
+                        Ok(_) => out.staging_removed.push(staging.clone()),
+                        Err(r) => {
+                            // Kept listed (with whatever claims stay) so it is never forgotten.
+                            out.refused.push(r);
+                            if !out.left.iter().any(|(n, _)| n == name) {
+                                out.left.push((name.clone(), Vec::new()));
+                            }
+                        }
+                    }
+                }
+            }
+            let claims: Vec<String> = match note.get("claimed") {
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .filter_map(|c| c.as_str().map(str::to_string))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for claim in claims {
+                match b.remove_claim(&claim) {
+                    Removal::Removed(p) => {
+                        self.s.sys.hook.at(crate::sys::Step::FileRemoved);
+                        if let Some(parent) = p.parent() {
+                            b.drop_success_marker(parent);
+                        }
+                        out.removed.push(p);
+                    }
+                    Removal::Missing { unseen } => {
+                        if unseen {
+                            note.insert("unseen".into(), Value::Bool(true));
+                        }
+                    }
+                    Removal::Failed(p, e) => {
+                        out.failures.push((p, e.to_string()));
+                        push_left(&mut out.left, name, claim);
+                    }
+                    Removal::Refused(r) => {
+                        out.refused.push(r);
+                        push_left(&mut out.left, name, claim);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Recover a dead run from its lease document (see the module docs).
+    pub(crate) fn recover(
+        &self,
+        dead: &mut LeaseDoc,
+        orphan: bool,
+    ) -> Result<Recovery, RecoverError> {
+        let s = &*self.s;
+        let dead_id = dead.run_id();
+        let done = (!dead_id.is_empty()).then(|| s.paths.done(&dead_id));
+        let mut finished = dead.committed() || done.as_ref().is_some_and(|d| fsx::exists(d));
+        if !finished {
+            finished = self.record_status(&dead_id)?.as_deref() == Some("success");
+        }
+        let notes_present = dead.0.get("outputs").is_some_and(pyjson::truthy);
+        if finished {
+            // It finished: its appends are the batch. Write its note if it died
+            // before that, then remove the files of the run it replaced.
+            let replaced = dead.replaces().unwrap_or_default();
+            let mut note_written = false;
+            if notes_present {
+                if !self.note_finished(dead) {
+                    return Err(RecoverError::InUse {
+                        left: replaced,
+                        replaces: true,
+                        note: true,
+                        refused: Vec::new(),
+                    });
+                }
+                note_written = s.named;
+            }
+            let mut outputs = claims_map(&replaced);
+            let tb = self.take_back(&mut outputs);
+            if !tb.left.is_empty() {
+                return Err(RecoverError::InUse {
+                    left: tb.left,
+                    replaces: true,
+                    note: false,
+                    refused: tb.refused,
+                });
+            }
+            if let Some(d) = done {
+                let _ = fsx::remove_if_present(&d);
+            }
+            return Ok(Recovery {
+                run_id: dead_id,
+                finished: true,
+                note_written,
+                removed: tb.removed,
+                from_orphan: orphan,
+                ..Recovery::default()
+            });
+        }
+        let mut outputs = match dead.0.get("outputs") {
+            Some(Value::Object(m)) => m.clone(),
+            _ => Map::new(),
+        };
+        let tb = self.take_back(&mut outputs);
+        if dead.0.get("outputs").is_some_and(Value::is_object) {
+            dead.set("outputs", Value::Object(outputs));
+        }
+        if !tb.left.is_empty() || !tb.refused.is_empty() {
+            return Err(RecoverError::InUse {
+                left: tb.left,
+                replaces: false,
+                note: false,
+                refused: tb.refused,
+            });
+        }
+        let unrepaired = doc::unrepaired(&dead.notes().unwrap_or_default());
+        let record_marked = self.mark_interrupted(&dead_id, &unrepaired);
+        if record_marked {
+            s.sys.hook.at(crate::sys::Step::RecordMarked);
+        }
+        Ok(Recovery {
+            run_id: dead_id,
+            finished: false,
+            note_written: false,
+            removed: tb.removed,
+            staging_removed: tb.staging_removed,
+            unrepaired,
+            record_marked,
+            from_orphan: orphan,
+        })
+    }
+
+    pub(crate) fn record_path(&self, run_id: &str) -> PathBuf {
+        self.s
+            .lineage_dir
+            .join(self.s.task.as_str())
+            .join(format!("{run_id}.json"))
+    }
+
+    /// A run's record status. Missing, empty or half-written: None (it did not get
+    /// as far as recording success). A record that exists but cannot be read
+    /// refuses: it may say success.
+    fn record_status(&self, run_id: &str) -> Result<Option<String>, RecoverError> {
+        if run_id.is_empty() {
+            return Ok(None);
+        }
+        let path = self.record_path(run_id);
+        let bytes = match fsx::read_patient(&path, self.s.sys.timing.busy_for) {
+            Ok(None) => return Ok(None),
+            Ok(Some(b)) => b,
+            Err(e) => {
+                return Err(RecoverError::Unreadable {
+                    path,
+                    why: e.to_string(),
+                });
+            }
+        };
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        crate::lineage::status_of(&bytes).map_err(|why| RecoverError::Unreadable { path, why })
+    }
+
+    /// Rewrite a dead run's `running` record as `interrupted`, with the peer's note.
+    /// A record that cannot be read, or that says anything else, is left alone.
+    fn mark_interrupted(&self, run_id: &str, unrepaired: &[String]) -> bool {
+        if run_id.is_empty() {
+            return false;
+        }
+        let s = &*self.s;
+        let path = self.record_path(run_id);
+        let Ok(text) = fs::read_to_string(&path) else {
+            return false;
+        };
+        let Ok(Value::Object(mut rec)) = serde_json::from_str::<Value>(&text) else {
+            return false;
+        };
+        if rec.get("status").and_then(Value::as_str) != Some("running") {
+            return false;
+        }
+        let who = match &s.actor {
+            Some(a) => format!("{a} (run {})", doc::short(&s.run_id)),
+            None => format!("run {}", doc::short(&s.run_id)),
+        };
+        let mut note = format!(
+            "The run did not finish; {who} took over its lease at {} and removed the files it had appended.",
+            s.now_z()
+        );
+        if !unrepaired.is_empty() {
+            note.push_str(&format!(
+                " Output(s) {} may hold part or all of its batch and were not taken back.",
+                unrepaired.join(", ")
+            ));
+        }
+        rec.insert("status".into(), Value::String("interrupted".into()));
+        rec.insert("error".into(), Value::String(note));
+        let out = pyjson::dumps(&Value::Object(rec), pyjson::Style::RECORD);
+        matches!(
+            fsx::write_atomic(&path, out.as_bytes(), s.sys.timing.busy_for),
+            Ok(true)
+        )
+    }
+
+    /// Write the finished note for a run's lease document (this run's or a dead
+    /// run's): false when it could not be written.
+    pub(crate) fn note_finished(&self, d: &LeaseDoc) -> bool {
+        let s = &*self.s;
+        if !s.named {
+            return true;
+        }
+        match doc::finished_note(d, s.task.as_str(), &s.now_z()) {
+            Ok(None) => true,
+            Ok(Some(text)) => matches!(
+                fsx::write_atomic(&s.paths.finished(), text.as_bytes(), s.sys.timing.busy_for),
+                Ok(true)
+            ),
+            Err(_) => false,
+        }
+    }
+}

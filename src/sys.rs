@@ -1,0 +1,450 @@
+//! What the engine asks of the machine: the time, the process table and this
+//! host's name. Each is behind a small trait so that states which depend on time
+//! and pids can be tested without sleeping or spawning.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+/// Where a reading of "now" came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClockSource {
+    /// The mtime of a probe file just created on the lease folder's disk.
+    Disk,
+    /// This machine's clock: the probe could not be written (a read-only folder).
+    Local,
+}
+
+/// "Now" as some clock tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Now {
+    pub time: SystemTime,
+    pub source: ClockSource,
+}
+
+/// The clocks the engine reads.
+pub trait Clock: Send + Sync {
+    /// This process's wall clock (what goes into `started_at`, `heartbeat`, notes).
+    fn now(&self) -> SystemTime;
+    /// The time by the disk that holds `dir`, so that no two hosts' clocks are
+    /// compared: the mtime of a `.clock-<8hex>` probe created there and removed at
+    /// once. Falls back to [`Clock::now`] when the probe cannot be written.
+    fn disk_now(&self, dir: &Path) -> Now;
+}
+
+/// What `kill(pid, 0)` says of a process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PidProbe {
+    /// A process has that pid.
+    Exists,
+    /// No process has that pid.
+    Gone,
+    /// A process has that pid but belongs to someone else: it counts as existing.
+    Denied,
+}
+
+/// The process table of this host.
+pub trait ProcessTable: Send + Sync {
+    /// Whether a process has this pid (never signals it).
+    fn probe(&self, pid: i32) -> PidProbe;
+    /// The process's start token: field 22 of `/proc/<pid>/stat` (start time in
+    /// clock ticks since boot) as a decimal string, or None when it cannot be read.
+    fn start_token(&self, pid: i32) -> Option<String>;
+    /// The process state letter from `/proc/<pid>/stat` (R, S, D, T, t, Z, ...).
+    fn state(&self, pid: i32) -> Option<char>;
+}
+
+/// The waits and limits of the protocol. [`Timing::peer`] holds ubunye-engine
+/// 0.8.0's values; tests shorten the waits, never the rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// A lease untouched for longer than this (strictly) belongs to a dead run,
+    /// when its process cannot be checked: 900 s.
+    pub heartbeat_timeout: Duration,
+    /// How often a live run rewrites its lease: 30 s.
+    pub heartbeat_every: Duration,
+    /// How long a takeover holds the lease before taking anything back: 3 s.
+    pub settle: Duration,
+    /// How long a lease file operation retries "permission denied": 2 s.
+    pub busy_for: Duration,
+    /// A live holder whose lease is older than this has missed three beats: 90 s.
+    pub stalled_after: Duration,
+    /// Takeover tombstones older than this are removed by the next acquire: 7 days.
+    pub tombstone_expiry: Duration,
+    /// An mtime further than this ahead of the disk clock is not trusted (see
+    /// `liveness`): 60 s.
+    pub future_tolerance: Duration,
+}
+
+impl Timing {
+    /// ubunye-engine 0.8.0's values.
+    pub const fn peer() -> Timing {
+        Timing {
+            heartbeat_timeout: Duration::from_secs(900),
+            heartbeat_every: Duration::from_secs(30),
+            settle: Duration::from_secs(3),
+            busy_for: Duration::from_secs(2),
+            stalled_after: Duration::from_secs(90),
+            tombstone_expiry: Duration::from_secs(7 * 24 * 3600),
+            future_tolerance: Duration::from_secs(60),
+        }
+    }
+
+    /// The peer's values, with the waits shortened by `UBUNYE_TEST_SETTLE`,
+    /// `UBUNYE_TEST_HEARTBEAT_EVERY` and `UBUNYE_TEST_BUSY_FOR` (humantime, e.g.
+    /// `50ms`). These exist so that test suites stay fast; production leaves them
+    /// unset. A value that does not parse is ignored.
+    pub fn from_env() -> Timing {
+        let mut t = Timing::peer();
+        let read = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| humantime::parse_duration(v.trim()).ok())
+        };
+        if let Some(d) = read("UBUNYE_TEST_SETTLE") {
+            t.settle = d;
+        }
+        if let Some(d) = read("UBUNYE_TEST_HEARTBEAT_EVERY") {
+            t.heartbeat_every = d;
+        }
+        if let Some(d) = read("UBUNYE_TEST_BUSY_FOR") {
+            t.busy_for = d;
+        }
+        t
+    }
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing::peer()
+    }
+}
+
+/// A point in the protocol where a test may stop the process (the kill tests
+/// SIGKILL the engine at each one). Production runs have no hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step {
+    /// A lease's content is in its temp file, not yet linked to the lease name.
+    LeaseTempWritten,
+    /// This run's lease was created.
+    Created,
+    /// A dead run's lease was renamed to `.dead-<8hex>.json`.
+    DeadRenamed,
+    /// During a takeover, this run's lease was created beside the dead one.
+    TakeoverCreated,
+    /// The settle wait is over.
+    Settled,
+    /// The takeover mark (tombstone) was written.
+    Tombstoned,
+    /// One claimed (or replaced) file was removed.
+    FileRemoved,
+    /// A dead run's record was marked interrupted.
+    RecordMarked,
+    /// A dead run (or orphan) was recovered; its `.dead-` file not yet removed.
+    Recovered,
+    /// The lease was saved (every save: writing, claims, staging, commit...).
+    Saved,
+    /// One claimed file was moved into its output (reported by the writer).
+    Moved,
+    /// The done mark was written.
+    DoneMarked,
+    /// `committed: true` was saved.
+    CommittedSaved,
+    /// The finished note was written.
+    Noted,
+    /// Outputs were cleared after the note; replaced files not yet removed.
+    OutputsCleared,
+    /// The lease was removed (release).
+    Released,
+}
+
+/// The test hook: called at each [`Step`].
+#[derive(Clone, Default)]
+pub struct Hook(pub Option<Arc<dyn Fn(Step) + Send + Sync>>);
+
+impl Hook {
+    pub fn at(&self, step: Step) {
+        if let Some(f) = &self.0 {
+            f(step)
+        }
+    }
+}
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Hook(set)"
+        } else {
+            "Hook(none)"
+        })
+    }
+}
+
+/// Everything the engine needs from its surroundings, shared by a lease and its
+/// heartbeat thread.
+#[derive(Clone)]
+pub struct Sys {
+    pub clock: Arc<dyn Clock>,
+    pub procs: Arc<dyn ProcessTable>,
+    /// This host as a pid means anything: `hostname|<pid namespace link>`.
+    pub host: String,
+    /// This process's pid.
+    pub pid: i32,
+    pub timing: Timing,
+    /// Test hook (kill points); none in production.
+    pub hook: Hook,
+}
+
+impl std::fmt::Debug for Sys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sys")
+            .field("host", &self.host)
+            .field("pid", &self.pid)
+            .field("timing", &self.timing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Sys {
+    /// The real machine, with [`Timing::from_env`].
+    pub fn real() -> Sys {
+        Sys {
+            clock: Arc::new(SystemClock),
+            procs: Arc::new(ProcFs),
+            host: host_string(),
+            pid: std::process::id() as i32,
+            timing: Timing::from_env(),
+            hook: Hook::default(),
+        }
+    }
+
+    /// This process's own start token.
+    pub fn own_start_token(&self) -> Option<String> {
+        self.procs.start_token(self.pid)
+    }
+}
+
+/// `<hostname>|<readlink /proc/self/ns/pid>`, e.g. `vm|pid:[4026531836]`, as the
+/// peer builds it; the bare hostname when the link cannot be read. Containers that
+/// share a hostname but not a pid namespace are different hosts.
+pub fn host_string() -> String {
+    let uname = rustix::system::uname();
+    let name = uname.nodename().to_string_lossy().into_owned();
+    match std::fs::read_link("/proc/self/ns/pid") {
+        Ok(link) => format!("{name}|{}", link.to_string_lossy()),
+        Err(_) => name,
+    }
+}
+
+/// The wall clock, and the probe file for the disk's clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+
+    fn disk_now(&self, dir: &Path) -> Now {
+        let probe = dir.join(format!(".clock-{}", crate::fsx::hex8()));
+        let read = std::fs::File::create(&probe).and_then(|f| f.metadata()?.modified());
+        let _ = std::fs::remove_file(&probe);
+        match read {
+            Ok(time) => Now {
+                time,
+                source: ClockSource::Disk,
+            },
+            Err(_) => Now {
+                time: SystemTime::now(),
+                source: ClockSource::Local,
+            },
+        }
+    }
+}
+
+/// The Linux process table, read through `kill(pid, 0)` and `/proc`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProcFs;
+
+impl ProcessTable for ProcFs {
+    fn probe(&self, pid: i32) -> PidProbe {
+        if pid <= 0 {
+            return PidProbe::Gone;
+        }
+        let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+            return PidProbe::Gone;
+        };
+        match rustix::process::test_kill_process(pid) {
+            Ok(()) => PidProbe::Exists,
+            Err(e) if e == rustix::io::Errno::SRCH => PidProbe::Gone,
+            Err(_) => PidProbe::Denied,
+        }
+    }
+
+    fn start_token(&self, pid: i32) -> Option<String> {
+        stat_fields(pid).and_then(|f| f.get(19).map(|s| s.to_string()))
+    }
+
+    fn state(&self, pid: i32) -> Option<char> {
+        stat_fields(pid).and_then(|f| f.first().and_then(|s| s.chars().next()))
+    }
+}
+
+/// The fields of `/proc/<pid>/stat` after the command name (field 3 onwards).
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    if pid <= 0 {
+        return None;
+    }
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = text.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
+/// A clock that stands still until told to move; the disk clock reads the same.
+#[derive(Debug)]
+pub struct FakeClock {
+    now: Mutex<SystemTime>,
+}
+
+impl FakeClock {
+    pub fn at(time: SystemTime) -> Arc<FakeClock> {
+        Arc::new(FakeClock {
+            now: Mutex::new(time),
+        })
+    }
+    pub fn set(&self, time: SystemTime) {
+        *self.now.lock().unwrap_or_else(|e| e.into_inner()) = time;
+    }
+    pub fn advance(&self, by: Duration) {
+        let mut now = self.now.lock().unwrap_or_else(|e| e.into_inner());
+        *now += by;
+    }
+}
+
+impl Clock for FakeClock {
+    fn now(&self) -> SystemTime {
+        *self.now.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    fn disk_now(&self, _dir: &Path) -> Now {
+        Now {
+            time: self.now(),
+            source: ClockSource::Disk,
+        }
+    }
+}
+
+/// A process table made up by a test: pid -> (start token, state letter).
+#[derive(Debug, Default)]
+pub struct FakeProcs {
+    table: Mutex<HashMap<i32, FakeProc>>,
+}
+
+/// One made-up process.
+#[derive(Clone, Debug)]
+pub struct FakeProc {
+    pub token: Option<String>,
+    pub state: char,
+    pub denied: bool,
+}
+
+impl FakeProcs {
+    pub fn new() -> Arc<FakeProcs> {
+        Arc::new(FakeProcs::default())
+    }
+    /// A running process with this start token (None: the token cannot be read).
+    pub fn add(&self, pid: i32, token: Option<&str>) {
+        self.put(
+            pid,
+            FakeProc {
+                token: token.map(str::to_string),
+                state: 'S',
+                denied: false,
+            },
+        );
+    }
+    pub fn put(&self, pid: i32, p: FakeProc) {
+        self.table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(pid, p);
+    }
+    pub fn remove(&self, pid: i32) {
+        self.table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&pid);
+    }
+    fn get(&self, pid: i32) -> Option<FakeProc> {
+        self.table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&pid)
+            .cloned()
+    }
+}
+
+impl ProcessTable for FakeProcs {
+    fn probe(&self, pid: i32) -> PidProbe {
+        match self.get(pid) {
+            None => PidProbe::Gone,
+            Some(p) if p.denied => PidProbe::Denied,
+            Some(_) => PidProbe::Exists,
+        }
+    }
+    fn start_token(&self, pid: i32) -> Option<String> {
+        self.get(pid).and_then(|p| p.token)
+    }
+    fn state(&self, pid: i32) -> Option<char> {
+        self.get(pid).map(|p| p.state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_process_is_seen_with_a_start_token() {
+        let procs = ProcFs;
+        let me = std::process::id() as i32;
+        assert_eq!(procs.probe(me), PidProbe::Exists);
+        let token = procs.start_token(me).expect("own start token");
+        assert!(token.chars().all(|c| c.is_ascii_digit()), "{token}");
+        assert!(matches!(procs.state(me), Some('R' | 'S')));
+    }
+
+    #[test]
+    fn impossible_pids_are_gone() {
+        assert_eq!(ProcFs.probe(0), PidProbe::Gone);
+        assert_eq!(ProcFs.probe(-5), PidProbe::Gone);
+        assert_eq!(ProcFs.start_token(-5), None);
+    }
+
+    #[test]
+    fn host_string_has_the_pid_namespace() {
+        let h = host_string();
+        assert!(h.contains("|pid:["), "{h}");
+    }
+
+    #[test]
+    fn disk_clock_probe_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemClock.disk_now(dir.path());
+        assert_eq!(now.source, ClockSource::Disk);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let missing = SystemClock.disk_now(&dir.path().join("nope"));
+        assert_eq!(missing.source, ClockSource::Local);
+    }
+
+    #[test]
+    fn env_shortens_only_waits() {
+        // Parsing only; the environment of the test process is left alone.
+        let t = Timing::peer();
+        assert_eq!(t.heartbeat_timeout, Duration::from_secs(900));
+        assert_eq!(t.settle, Duration::from_secs(3));
+    }
+}

@@ -1,0 +1,643 @@
+//! The engine, in process, on real files: acquire, refusals, takeover, orphans,
+//! hand-back, the finished check, commit, --rerun, rollback and kept leases, and
+//! the paths this engine will not remove. Time and pids are injected.
+
+mod common;
+
+use std::fs;
+use std::time::Duration;
+
+use common::*;
+use ubunye::finished::Ended;
+use ubunye::sys::{FakeProc, Step};
+use ubunye::{LeaseSpec, RefusalKind, RunLease};
+
+const DT2_KEY: &str = "7d106ca76674f2a1";
+
+fn lease_dir(uc: &std::path::Path) -> std::path::PathBuf {
+    uc.join(".ubunye/leases/demo/sales/ingest")
+}
+
+fn spec(uc: &std::path::Path, dt: &str) -> LeaseSpec {
+    LeaseSpec::new(uc, task(), vars(dt), uuid::Uuid::new_v4().to_string())
+}
+
+#[test]
+fn fresh_acquire_writes_the_peer_layout_and_release_removes_it() {
+    let d = tempfile::tempdir().unwrap();
+    let (sys, _, procs) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
+    procs.add(sys.pid, Some("123"));
+    let (lease, acq) = RunLease::acquire(spec(d.path(), "2025-01-02"), sys.clone()).unwrap();
+    assert!(acq.took_over.is_none() && acq.adopted.is_empty());
+    assert_eq!(lease.key(), DT2_KEY);
+    let text = fs::read_to_string(lease.path()).unwrap();
+    let keys: Vec<String> =
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text)
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+    assert_eq!(
+        keys,
+        [
+            "run_id",
+            "task",
+            "pid",
+            "pid_started",
+            "host",
+            "started_at",
+            "heartbeat",
+            "outputs"
+        ]
+    );
+    assert!(
+        text.contains(&format!(
+            "\"pid\": {}, \"pid_started\": \"123\", \"host\": \"{FIXTURE_HOST}\"",
+            sys.pid
+        )),
+        "{text}"
+    );
+    assert!(text.ends_with("\"outputs\": {}}"), "{text}");
+    assert!(lease.release());
+    assert_eq!(
+        files(d.path()),
+        Vec::<String>::new(),
+        "release leaves nothing"
+    );
+}
+
+#[test]
+fn a_live_holder_is_refused_in_one_line_naming_it() {
+    let (_d, uc, m) = fixture("live");
+    let (sys, _, procs) = fake_sys(FIXTURE_HOST, m.captured_at());
+    let holder = &m.json["leases"][0];
+    procs.add(
+        holder["pid"].as_i64().unwrap() as i32,
+        holder["pid_started"].as_str(),
+    );
+    let before = tree_hash(&uc);
+    let err = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap_err();
+    assert_eq!(err.kind(), Some(RefusalKind::Held));
+    let line = err.refusal().unwrap().one_line();
+    assert!(!line.contains('\n'));
+    assert!(line.starts_with("Run 3a4c5780 of demo/sales/ingest with the same variables is still running (process 24702 on vm|pid:[4026531836], since 2026-11-29T10:32:16Z)."), "{line}");
+    assert_eq!(tree_hash(&uc), before, "a refusal changes nothing");
+}
+
+#[test]
+fn dead_same_host_run_is_taken_over() {
+    let (_d, uc, m) = fixture("dead-killed");
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, m.captured_at());
+    let dead_file =
+        uc.join("out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet");
+    let kept_file =
+        uc.join("out/events/part-00000-ff869a38-8d2f-43ac-b8d6-303681ac89db-c000.snappy.parquet");
+    let (lease, acq) = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap();
+    let r = acq.took_over.unwrap();
+    assert_eq!(r.run_id, "a7ee7676-3983-4c1b-8fff-47937b7a2497");
+    assert!(!r.finished && r.record_marked);
+    assert_eq!(
+        r.removed,
+        vec![
+            fs::canonicalize(uc.join("out/events"))
+                .unwrap()
+                .join(dead_file.file_name().unwrap())
+        ]
+    );
+    assert!(!dead_file.exists() && kept_file.exists());
+    assert!(
+        uc.join("out/events/_SUCCESS").exists(),
+        "another batch's data is still there"
+    );
+    assert!(
+        lease_dir(&uc)
+            .join(format!(
+                "{DT2_KEY}.taken-a7ee7676-3983-4c1b-8fff-47937b7a2497"
+            ))
+            .exists()
+    );
+    let rec: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(
+            uc.join(".ubunye/lineage/demo/sales/ingest/a7ee7676-3983-4c1b-8fff-47937b7a2497.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rec["status"], "interrupted");
+    let note = rec["error"].as_str().unwrap();
+    assert!(
+        note.starts_with(&format!(
+            "The run did not finish; run {} took over its lease at 2026-11-29T",
+            &lease.run_id()[..8]
+        )),
+        "{note}"
+    );
+    assert!(note.ends_with("and removed the files it had appended."));
+    let names = files(&lease_dir(&uc));
+    assert!(
+        names.iter().all(|n| !n.contains(".dead-")),
+        "the dead lease is gone: {names:?}"
+    );
+    lease.release();
+}
+
+#[test]
+fn another_host_is_judged_by_age_by_the_disk_clock() {
+    let (_d, uc, m) = fixture("live");
+    let lease_rel = format!(".ubunye/leases/demo/sales/ingest/{DT2_KEY}.json");
+    let mtime = m.mtime(&lease_rel);
+    // 14 minutes: refused.
+    let (sys, _, _) = fake_sys("other|pid:[1]", mtime + Duration::from_secs(14 * 60));
+    let err = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap_err();
+    assert_eq!(err.kind(), Some(RefusalKind::Held));
+    // 16 minutes: taken over.
+    let (sys, _, _) = fake_sys("other|pid:[1]", mtime + Duration::from_secs(16 * 60));
+    let (lease, acq) = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap();
+    assert_eq!(
+        acq.took_over.unwrap().run_id,
+        m.json["leases"][0]["run_id"].as_str().unwrap()
+    );
+    lease.release();
+}
+
+#[test]
+fn an_empty_lease_is_judged_by_age_even_on_this_host() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join(".ubunye/leases/demo/sales/ingest");
+    fs::create_dir_all(&dir).unwrap();
+    let lease = dir.join(format!("{DT2_KEY}.json"));
+    fs::write(&lease, "").unwrap();
+    let now = std::time::SystemTime::now();
+    set_mtime(&lease, now - Duration::from_secs(30));
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
+    let err = RunLease::acquire(spec(d.path(), "2025-01-02"), sys.clone()).unwrap_err();
+    assert_eq!(err.kind(), Some(RefusalKind::Held));
+    assert!(err.refusal().unwrap().message.starts_with("Run ? of demo/sales/ingest with the same variables is still running (process None on None, since None)."));
+    set_mtime(&lease, now - Duration::from_secs(20 * 60));
+    let (l, acq) = RunLease::acquire(spec(d.path(), "2025-01-02"), sys).unwrap();
+    assert_eq!(acq.took_over.unwrap().run_id, "");
+    assert!(
+        dir.join(format!("{DT2_KEY}.taken-")).exists(),
+        "the tombstone of a lease with no run id"
+    );
+    l.release();
+}
+
+#[test]
+fn an_unreadable_lease_is_refused_naming_it_and_nothing_is_touched() {
+    for damage in ["folder", "not-utf8", "bad-pid", "nan"] {
+        let (_d, uc, m) = fixture("dead-killed");
+        let lease = lease_dir(&uc).join(format!("{DT2_KEY}.json"));
+        match damage {
+            "folder" => {
+                fs::remove_file(&lease).unwrap();
+                fs::create_dir(&lease).unwrap();
+            }
+            "not-utf8" => fs::write(&lease, b"{\"run_id\": \"\xff\"}").unwrap(),
+            "bad-pid" => fs::write(&lease, format!(r#"{{"run_id": "x", "pid": "abc", "host": "{FIXTURE_HOST}", "outputs": {{}}}}"#)).unwrap(),
+            _ => fs::write(&lease, r#"{"run_id": "x", "heartbeat": NaN, "outputs": {"events": {"claimed": ["out/events/a"]}}}"#).unwrap(),
+        }
+        set_mtime(&lease, m.captured_at() - Duration::from_secs(3600));
+        let before = tree_hash(&uc);
+        let (sys, _, _) = fake_sys(FIXTURE_HOST, m.captured_at());
+        let err = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap_err();
+        assert_eq!(err.kind(), Some(RefusalKind::Unreadable), "{damage}: {err}");
+        assert!(
+            err.to_string().contains(&format!(
+                "{DT2_KEY}.json for demo/sales/ingest exists but cannot be read"
+            )),
+            "{damage}: {err}"
+        );
+        assert_eq!(tree_hash(&uc), before, "{damage}: nothing changed");
+    }
+}
+
+#[test]
+fn an_orphan_is_adopted_without_a_tombstone() {
+    let (_d, uc, m) = fixture("orphan");
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, m.captured_at());
+    let (lease, acq) = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap();
+    assert!(acq.took_over.is_none());
+    assert_eq!(acq.adopted.len(), 1);
+    let r = &acq.adopted[0];
+    assert!(r.from_orphan && r.record_marked && r.removed.len() == 1);
+    let names = files(&lease_dir(&uc));
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.contains(".dead-") && !n.contains(".taken-")),
+        "{names:?}"
+    );
+    lease.release();
+}
+
+#[test]
+fn a_claim_that_cannot_be_removed_hands_the_lease_back() {
+    let (_d, uc, m) = fixture("dead-killed");
+    let claim =
+        uc.join("out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet");
+    fs::remove_file(&claim).unwrap();
+    fs::create_dir(&claim).unwrap();
+    fs::write(claim.join("inner"), "x").unwrap();
+    let lease_path = lease_dir(&uc).join(format!("{DT2_KEY}.json"));
+    let dead_text = fs::read_to_string(&lease_path).unwrap();
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, m.captured_at());
+    let err = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap_err();
+    assert_eq!(err.kind(), Some(RefusalKind::InUse));
+    assert_eq!(
+        err.refusal().unwrap().message,
+        "Run a7ee7676 of demo/sales/ingest died, and its appended files cannot be removed yet (in use): out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet"
+    );
+    // Handed back: the dead run's lease, same content, and the tombstone stays.
+    assert_eq!(fs::read_to_string(&lease_path).unwrap(), dead_text);
+    let names = files(&lease_dir(&uc));
+    assert!(
+        names.contains(&format!(
+            "{DT2_KEY}.taken-a7ee7676-3983-4c1b-8fff-47937b7a2497"
+        )),
+        "{names:?}"
+    );
+    assert!(names.iter().all(|n| !n.contains(".dead-")), "{names:?}");
+    let rec = fs::read_to_string(
+        uc.join(".ubunye/lineage/demo/sales/ingest/a7ee7676-3983-4c1b-8fff-47937b7a2497.json"),
+    )
+    .unwrap();
+    assert!(
+        rec.contains("\"status\": \"running\""),
+        "the record is not marked while the files stay"
+    );
+    // The same state as the peer's takeover-refused-in-use fixture.
+    let peer = fs::read_to_string(fixture_dir("takeover-refused-in-use").join(format!(
+        "uc/.ubunye/leases/demo/sales/ingest/{DT2_KEY}.json"
+    )))
+    .unwrap();
+    assert_eq!(fs::read_to_string(&lease_path).unwrap(), peer);
+}
+
+#[test]
+fn finished_batches_are_refused_and_rerun_replaces_after_commit() {
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path();
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
+    let (_, ended) = append_run(
+        uc,
+        sys.clone(),
+        "2025-01-01",
+        false,
+        &[("part-a.parquet", "one")],
+    )
+    .unwrap();
+    assert!(matches!(ended, Ended::Committed { kept: false, .. }));
+    let note = fs::read_to_string(lease_dir(uc).join("39bc42311894ddba.finished.json")).unwrap();
+    assert!(note.contains("\"out/events/part-a.parquet\""), "{note}");
+    assert!(note.contains("\"staged\": true"), "{note}");
+    assert_eq!(
+        files(&lease_dir(uc)),
+        vec!["39bc42311894ddba.finished.json"]
+    );
+    // Again: refused, nothing written, the lease removed.
+    let err = append_run(
+        uc,
+        sys.clone(),
+        "2025-01-01",
+        false,
+        &[("part-b.parquet", "two")],
+    )
+    .unwrap_err();
+    assert_eq!(err.kind(), Some(RefusalKind::Finished));
+    let msg = err.refusal().unwrap().one_line();
+    assert!(
+        msg.starts_with("demo/sales/ingest already finished this batch (run "),
+        "{msg}"
+    );
+    assert!(msg.contains("and appends to events: running it again would add the batch twice. To replace the batch, run again with --rerun."), "{msg}");
+    assert_eq!(
+        files(&uc.join("out/events")),
+        vec!["_SUCCESS", "part-a.parquet"]
+    );
+    assert_eq!(
+        files(&lease_dir(uc)),
+        vec!["39bc42311894ddba.finished.json"]
+    );
+    // --rerun: the old file goes only after the new one committed.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut sys2 = sys.clone();
+    let (seen2, out) = (seen.clone(), uc.join("out/events"));
+    sys2.hook = ubunye::sys::Hook(Some(std::sync::Arc::new(move |s: Step| {
+        if s == Step::CommittedSaved {
+            seen2.lock().unwrap().push(files(&out));
+        }
+    })));
+    let (_, ended) =
+        append_run(uc, sys2, "2025-01-01", true, &[("part-c.parquet", "three")]).unwrap();
+    let Ended::Committed { commit, kept } = ended else {
+        panic!()
+    };
+    assert!(!kept && commit.replaced_removed.len() == 1);
+    assert_eq!(
+        seen.lock().unwrap()[0],
+        vec!["_SUCCESS", "part-a.parquet", "part-c.parquet"],
+        "both present at commit"
+    );
+    assert_eq!(
+        files(&uc.join("out/events")),
+        vec!["_SUCCESS", "part-c.parquet"]
+    );
+    assert_eq!(
+        files(&lease_dir(uc)),
+        vec!["39bc42311894ddba.finished.json"]
+    );
+}
+
+#[test]
+fn an_unnamed_batch_is_never_refused_and_leaves_no_note() {
+    let d = tempfile::tempdir().unwrap();
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
+    let spec = |_: ()| {
+        LeaseSpec::new(
+            d.path(),
+            task(),
+            ubunye::key::cli_variables(None, None, "DEV", &[]).unwrap(),
+            uuid::Uuid::new_v4().to_string(),
+        )
+    };
+    for _ in 0..2 {
+        let (lease, _) = RunLease::acquire(spec(()), sys.clone()).unwrap();
+        assert!(!lease.named());
+        lease.check_finished(&["events".into()], false).unwrap();
+        lease.writing("events", true, true).unwrap();
+        lease.end(true).unwrap();
+    }
+    assert_eq!(files(&lease_dir(d.path())), Vec::<String>::new());
+}
+
+#[test]
+fn a_failed_run_takes_back_its_claims_or_keeps_its_lease() {
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path();
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
+    // Everything removable: the lease goes.
+    let (lease, _) = RunLease::acquire(spec(uc, "2025-01-02"), sys.clone()).unwrap();
+    lease.writing("events", true, true).unwrap();
+    let st = ubunye::append::StagedAppend::begin(&lease, "events", &uc.join("out/events")).unwrap();
+    fs::write(st.staging.join("p1"), "x").unwrap();
+    st.land(&lease).unwrap();
+    fs::write(uc.join("out/events/foreign"), "not ours").unwrap();
+    let Ended::RolledBack { rollback, kept } = lease.end(false).unwrap() else {
+        panic!()
+    };
+    assert!(!kept && rollback.unwrap().removed.len() == 1);
+    assert_eq!(files(&uc.join("out/events")), vec!["_SUCCESS", "foreign"]);
+    assert_eq!(files(&lease_dir(uc)), Vec::<String>::new());
+    // A claim that cannot be removed: the lease is kept, listing it.
+    let (lease, _) = RunLease::acquire(spec(uc, "2025-01-02"), sys.clone()).unwrap();
+    lease.writing("events", true, true).unwrap();
+    let st = ubunye::append::StagedAppend::begin(&lease, "events", &uc.join("out/events")).unwrap();
+    fs::write(st.staging.join("p2"), "x").unwrap();
+    st.land(&lease).unwrap();
+    fs::remove_file(uc.join("out/events/p2")).unwrap();
+    fs::create_dir(uc.join("out/events/p2")).unwrap();
+    fs::write(uc.join("out/events/p2/inner"), "x").unwrap();
+    let Ended::RolledBack { kept, .. } = lease.end(false).unwrap() else {
+        panic!()
+    };
+    assert!(kept);
+    let doc: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(lease_dir(uc).join(format!("{DT2_KEY}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(doc["kept"], true);
+    assert_eq!(
+        doc["outputs"]["events"]["claimed"],
+        serde_json::json!(["out/events/p2"])
+    );
+    // The same process may take its own kept lease over at once.
+    fs::remove_dir_all(uc.join("out/events/p2")).unwrap();
+    fs::write(uc.join("out/events/p2"), "x").unwrap();
+    let (lease, acq) = RunLease::acquire(spec(uc, "2025-01-02"), sys).unwrap();
+    assert_eq!(acq.took_over.unwrap().removed.len(), 1);
+    lease.release();
+    assert_eq!(
+        files(&uc.join("out/events")),
+        vec!["_SUCCESS", "foreign"],
+        "the foreign file (data) stays, so does _SUCCESS"
+    );
+}
+
+#[test]
+fn paths_outside_the_use_case_folder_are_never_removed() {
+    for how in [
+        "dotdot",
+        "absolute",
+        "symlinked-folder",
+        "staging-outside",
+        "staging-not-named-so",
+    ] {
+        let (d, uc, m) = fixture("dead-killed");
+        let outside = d.path().join("outside");
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(outside.join("canary"), "keep me").unwrap();
+        let lease_path = lease_dir(&uc).join(format!("{DT2_KEY}.json"));
+        let mut doc: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&lease_path).unwrap()).unwrap();
+        let events = &mut doc["outputs"]["events"];
+        match how {
+            "dotdot" => events["claimed"]
+                .as_array_mut()
+                .unwrap()
+                .push("../outside/canary".into()),
+            "absolute" => events["claimed"]
+                .as_array_mut()
+                .unwrap()
+                .push(outside.join("canary").to_string_lossy().into()),
+            "symlinked-folder" => {
+                std::os::unix::fs::symlink(&outside, uc.join("out/sneaky")).unwrap();
+                events["claimed"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push("out/sneaky/canary".into());
+            }
+            "staging-outside" => events["staging"] = "../outside".into(),
+            _ => events["staging"] = "out/events".into(),
+        }
+        fs::write(&lease_path, serde_json::to_string(&doc).unwrap()).unwrap();
+        set_mtime(&lease_path, m.captured_at());
+        let (sys, _, _) = fake_sys(FIXTURE_HOST, m.captured_at());
+        let err = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap_err();
+        assert_eq!(err.kind(), Some(RefusalKind::Outside), "{how}: {err}");
+        assert!(outside.join("canary").exists(), "{how}");
+        assert!(
+            uc.join(
+                "out/events/part-00000-ff869a38-8d2f-43ac-b8d6-303681ac89db-c000.snappy.parquet"
+            )
+            .exists(),
+            "{how}"
+        );
+        assert!(lease_path.exists(), "{how}: the lease is still there");
+    }
+}
+
+#[test]
+fn a_run_judged_dead_that_writes_its_lease_again_is_left_alone() {
+    let (_d, uc, m) = fixture("dead-killed");
+    let lease_path = lease_dir(&uc).join(format!("{DT2_KEY}.json"));
+    let dead_text = fs::read_to_string(&lease_path).unwrap();
+    let (mut sys, _, _) = fake_sys(FIXTURE_HOST, m.captured_at());
+    sys.timing.settle = Duration::from_millis(300);
+    // The "dead" run saves during the settle: it puts its lease back.
+    let writer = {
+        let lease_path = lease_path.clone();
+        let dir = lease_dir(&uc);
+        std::thread::spawn(move || {
+            for _ in 0..200 {
+                std::thread::sleep(Duration::from_millis(5));
+                let mine = fs::read_dir(&dir)
+                    .unwrap()
+                    .flatten()
+                    .any(|e| e.file_name().to_string_lossy().contains(".dead-"));
+                if mine {
+                    std::thread::sleep(Duration::from_millis(50));
+                    let tmp = dir.join("x.tmp");
+                    fs::write(&tmp, &dead_text).unwrap();
+                    fs::rename(&tmp, &lease_path).unwrap();
+                    return;
+                }
+            }
+        })
+    };
+    let err = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap_err();
+    writer.join().unwrap();
+    assert_eq!(err.kind(), Some(RefusalKind::LookedDead), "{err}");
+    assert!(
+        uc.join("out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet")
+            .exists(),
+        "nothing taken back"
+    );
+    let names = files(&lease_dir(&uc));
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.contains(".taken-") && !n.contains(".dead-")),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn a_run_taken_over_stops_and_removes_what_it_moved() {
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path();
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
+    let (lease, _) = RunLease::acquire(spec(uc, "2025-01-02"), sys).unwrap();
+    lease.writing("events", true, true).unwrap();
+    let st = ubunye::append::StagedAppend::begin(&lease, "events", &uc.join("out/events")).unwrap();
+    fs::write(st.staging.join("p1"), "x").unwrap();
+    // Another run took it over (its tombstone for this run appears).
+    fs::write(
+        lease_dir(uc).join(format!("{DT2_KEY}.taken-{}", lease.run_id())),
+        "2026-01-01T00:00:00Z",
+    )
+    .unwrap();
+    let err = st.land(&lease).unwrap_err();
+    assert_eq!(err.kind(), Some(RefusalKind::Lost));
+    assert!(
+        !uc.join("out/events/p1").exists(),
+        "the file it moved in was removed again"
+    );
+    assert!(!lease.still_owned());
+    assert!(
+        lease
+            .lost_note()
+            .unwrap()
+            .contains("lost its lease on demo/sales/ingest to another run")
+    );
+}
+
+#[test]
+fn old_tombstones_expire_and_young_ones_stay() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = lease_dir(d.path());
+    fs::create_dir_all(&dir).unwrap();
+    let now = std::time::SystemTime::now();
+    for (name, age_days) in [("taken-old", 8), ("taken-new", 1)] {
+        let p = dir.join(format!("{DT2_KEY}.{name}"));
+        fs::write(&p, "2025-01-01T00:00:00Z").unwrap();
+        set_mtime(&p, now - Duration::from_secs(age_days * 86_400));
+    }
+    let other = dir.join("0000000000000000.taken-old");
+    fs::write(&other, "x").unwrap();
+    set_mtime(&other, now - Duration::from_secs(8 * 86_400));
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
+    let (lease, acq) = RunLease::acquire(spec(d.path(), "2025-01-02"), sys).unwrap();
+    assert_eq!(acq.expired_tombstones.len(), 1);
+    assert_eq!(
+        files(&dir),
+        vec![
+            "0000000000000000.taken-old".to_string(),
+            format!("{DT2_KEY}.json"),
+            format!("{DT2_KEY}.taken-new")
+        ]
+    );
+    lease.release();
+}
+
+#[test]
+fn the_heartbeat_rewrites_the_lease_and_stops_when_it_is_not_ours() {
+    let d = tempfile::tempdir().unwrap();
+    let (mut sys, clock, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
+    sys.timing.heartbeat_every = Duration::from_millis(30);
+    let (lease, _) = RunLease::acquire(spec(d.path(), "2025-01-02"), sys).unwrap();
+    let read = || {
+        serde_json::from_str::<serde_json::Value>(&fs::read_to_string(lease.path()).unwrap())
+            .unwrap()
+    };
+    let first = read()["heartbeat"].as_f64().unwrap();
+    clock.advance(Duration::from_secs(30));
+    let mut beat = first;
+    for _ in 0..100 {
+        std::thread::sleep(Duration::from_millis(10));
+        beat = read()["heartbeat"].as_f64().unwrap();
+        if beat != first {
+            break;
+        }
+    }
+    assert!((beat - first - 30.0).abs() < 1e-6, "{first} -> {beat}");
+    // Another run's lease now: the heartbeat must not write it.
+    let theirs = r#"{"run_id": "someone-else", "outputs": {}}"#;
+    fs::write(lease.path(), theirs).unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    assert_eq!(fs::read_to_string(lease.path()).unwrap(), theirs);
+    assert!(!lease.release(), "not ours: not removed");
+    assert_eq!(fs::read_to_string(lease.path()).unwrap(), theirs);
+}
+
+#[test]
+fn two_acquires_at_once_one_wins() {
+    let d = tempfile::tempdir().unwrap();
+    let (sys, _, procs) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
+    procs.put(
+        sys.pid,
+        FakeProc {
+            token: None,
+            state: 'S',
+            denied: false,
+        },
+    );
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let (uc, sys, b) = (d.path().to_path_buf(), sys.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                b.wait();
+                RunLease::acquire(spec(&uc, "2025-01-02"), sys).map(|(l, _)| l)
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let winners: Vec<_> = results.iter().filter(|r| r.is_ok()).collect();
+    assert_eq!(winners.len(), 1);
+    for r in &results {
+        if let Err(e) = r {
+            assert_eq!(e.kind(), Some(RefusalKind::Held), "{e}");
+        }
+    }
+}
