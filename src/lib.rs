@@ -7,6 +7,7 @@
 pub mod append;
 pub mod beneath;
 pub mod claims;
+pub mod cli;
 pub mod doc;
 pub mod error;
 pub mod finished;

@@ -196,3 +196,5 @@ pub fn append_run(
     let ended = lease.end(true)?;
     Ok((acquired, ended))
 }
+
+pub mod driver;

@@ -1,1 +1,14 @@
-//! `ubunye top`: the dashboard. It renders the library's state model and holds no lease logic.
+//! `ubunye top`: the dashboard. It renders the library's state model and calls
+//! its repair functions; it holds no lease logic.
+
+use ubunye::cli::{Dashboard, TopArgs};
+
+/// The ratatui dashboard.
+pub struct Top;
+
+impl Dashboard for Top {
+    fn top(&self, _opts: &TopArgs) -> i32 {
+        eprintln!("ubunye: top is not built yet");
+        1
+    }
+}

@@ -1,0 +1,105 @@
+//! `ubunye key`: the batch key of a task and its variables.
+
+use clap::Args;
+
+use super::{exit, say_err};
+use crate::key;
+use crate::layout::TaskPath;
+
+/// The variables of a batch as the peer's CLI takes them.
+#[derive(Args, Debug, Clone, Default)]
+pub struct VarArgs {
+    /// The data timestamp (`-dt` works too, as in the peer).
+    #[arg(long = "dt", visible_alias = "data-timestamp", value_name = "X")]
+    pub dt: Option<String>,
+    /// The data timestamp format (`-dtf` works too). It is part of the batch.
+    #[arg(
+        long = "dtf",
+        visible_alias = "data-timestamp-format",
+        value_name = "F"
+    )]
+    pub dtf: Option<String>,
+    /// The run mode. Case matters: DEV, dev and PROD are three batches.
+    #[arg(short = 'm', long = "mode", value_name = "MODE", default_value = "DEV")]
+    pub mode: String,
+    /// A variable, `name=value` (repeatable). The value is kept exactly.
+    #[arg(long = "var", value_name = "K=V")]
+    pub vars: Vec<String>,
+}
+
+impl VarArgs {
+    /// The variables, as the peer's `build_variables`.
+    pub fn variables(&self) -> Result<key::Variables, String> {
+        key::cli_variables(
+            self.dt.as_deref(),
+            self.dtf.as_deref(),
+            &self.mode,
+            &self.vars,
+        )
+        .map_err(|e| e.to_string())
+    }
+}
+
+/// Print the batch key of a task and its variables.
+///
+/// The key is what names the lease, the finished note and the takeover marks of
+/// a batch: the first 16 hex digits of the SHA-256 of the task and its variables,
+/// exactly as ubunye-engine 0.8.0 computes it.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  ubunye key --task demo/sales/ingest -dt 2025-01-01\n  ubunye key --task demo/sales/ingest --vars-json '{\"dt\": \"2025-01-01\", \"n\": 3}' --json"
+)]
+pub struct KeyArgs {
+    /// The task, as <usecase>/<package>/<task>.
+    #[arg(long, value_name = "U/P/T")]
+    pub task: String,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    /// The variables as one JSON object instead (the Python API form: any JSON
+    /// values; null values are dropped).
+    #[arg(long, value_name = "OBJECT", conflicts_with_all = ["dt", "dtf", "vars"])]
+    pub vars_json: Option<String>,
+    /// Print {"key", "hashed", "names_a_batch"} as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: &KeyArgs) -> i32 {
+    let task = match TaskPath::parse(&a.task) {
+        Ok(t) => t,
+        Err(e) => {
+            say_err(&e);
+            return exit::USAGE;
+        }
+    };
+    let vars = match &a.vars_json {
+        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(v) => key::variables_from_json(&v).map_err(|e| e.to_string()),
+            Err(e) => Err(format!("--vars-json is not JSON: {e}")),
+        },
+        None => a.vars.variables(),
+    };
+    let vars = match vars {
+        Ok(v) => v,
+        Err(e) => {
+            say_err(&e);
+            return exit::USAGE;
+        }
+    };
+    let (hashed, k) = match key::canonical_text(task.as_str(), &vars)
+        .and_then(|h| key::batch_key(task.as_str(), &vars).map(|k| (h, k)))
+    {
+        Ok(x) => x,
+        Err(e) => {
+            say_err(&e.to_string());
+            return exit::USAGE;
+        }
+    };
+    if a.json {
+        let out = serde_json::json!({"key": k, "hashed": hashed, "names_a_batch": key::names_a_batch(&vars)});
+        println!("{out}");
+    } else {
+        println!("{k}");
+    }
+    exit::OK
+}

@@ -1,0 +1,175 @@
+//! The `ubunye` command line. Parsing and rendering only: every decision is the
+//! engine's. The dashboard (`top`) lives in the tui crate and is handed in.
+
+use std::ffi::OsString;
+use std::io::Write;
+
+use clap::{Args, Parser, Subcommand};
+
+mod key;
+
+/// The exit codes.
+pub mod exit {
+    /// Success (or a resumed skip, or a clean doctor).
+    pub const OK: i32 = 0;
+    /// Refused (held, finished, lost, unreadable), or doctor findings.
+    pub const REFUSED: i32 = 1;
+    /// Usage error.
+    pub const USAGE: i32 = 2;
+}
+
+/// What the binary provides that the library cannot: the dashboard.
+pub trait Dashboard {
+    /// Run `ubunye top` on a use-case folder. Returns the exit code.
+    fn top(&self, opts: &TopArgs) -> i32;
+}
+
+/// `ubunye`: safe batch reruns (leases, claims, finished notes) compatible with
+/// ubunye-engine 0.8.0, and the tools to see and repair run state.
+#[derive(Parser, Debug)]
+#[command(name = "ubunye", version, about, long_about = None, propagate_version = true)]
+#[command(
+    after_help = "Every command that reads a use case takes -d DIR (default: the current folder).\n\
+Exit codes: 0 ok, 1 refused or findings, 2 usage error."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Print the batch key of a task and its variables, as the peer computes it.
+    Key(key::KeyArgs),
+    /// Watch the leases and run records of a use case live (the dashboard).
+    Top(TopArgs),
+}
+
+/// The use-case folder.
+#[derive(Args, Debug, Clone)]
+pub struct DirArg {
+    /// The use-case folder (the peer's `ubunye run -d`).
+    #[arg(
+        short = 'd',
+        long = "usecase-dir",
+        visible_alias = "dir",
+        value_name = "DIR",
+        default_value = "."
+    )]
+    pub dir: std::path::PathBuf,
+}
+
+/// `ubunye top` options.
+#[derive(Args, Debug, Clone)]
+pub struct TopArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// How to notice changes: `notify` (file-system events), `poll` (rescan every
+    /// --interval), or `auto` (notify, falling back to poll where events do not
+    /// arrive, as on NFS).
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = ["auto", "notify", "poll"])]
+    pub watch: String,
+    /// How often to rescan in poll mode (e.g. 2s, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub interval: std::time::Duration,
+}
+
+/// The peer spells some options with one dash and several letters (`-dt`,
+/// `-dtf`); clap takes them as `--dt`/`--dtf`. Rewrites them, up to a `--`.
+pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut passthrough = false;
+    for a in args {
+        if passthrough {
+            out.push(a);
+            continue;
+        }
+        if a == "--" {
+            passthrough = true;
+            out.push(a);
+            continue;
+        }
+        let s = a.to_string_lossy();
+        let fixed = ["-dtf", "-dt"].iter().find_map(|flag| {
+            if s == *flag {
+                Some(OsString::from(format!("-{flag}")))
+            } else {
+                s.strip_prefix(&format!("{flag}="))
+                    .map(|v| OsString::from(format!("-{flag}={v}")))
+            }
+        });
+        out.push(fixed.unwrap_or(a));
+    }
+    out
+}
+
+/// Print one line to stderr, prefixed with the program name.
+pub(crate) fn say_err(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "ubunye: {msg}");
+}
+
+/// Run the CLI with these arguments (the first is the program name). Returns the
+/// exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) -> i32 {
+    let cli = match Cli::try_parse_from(normalize_args(args)) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match &cli.command {
+        Command::Key(a) => key::run(a),
+        Command::Top(a) => dashboard.top(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_spellings_are_rewritten_before_the_command_only() {
+        let args: Vec<OsString> = [
+            "ubunye",
+            "exec",
+            "-dt",
+            "2025-01-01",
+            "-dtf=%Y",
+            "--",
+            "-dt",
+            "x",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let got: Vec<String> = normalize_args(args)
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "ubunye",
+                "exec",
+                "--dt",
+                "2025-01-01",
+                "--dtf=%Y",
+                "--",
+                "-dt",
+                "x"
+            ]
+        );
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}
