@@ -178,6 +178,29 @@ pub fn append_run(
     rerun: bool,
     files: &[(&str, &str)],
 ) -> ubunye::Result<(Acquired, Ended)> {
+    run_with(uc, sys, dt, rerun, files, false)
+}
+
+/// [`append_run`] as the peer's pandas writer appends: one claim and one rename
+/// per file, from a hidden sibling folder, with no `staging` in the lease.
+pub fn append_run_per_file(
+    uc: &Path,
+    sys: Sys,
+    dt: &str,
+    rerun: bool,
+    files: &[(&str, &str)],
+) -> ubunye::Result<(Acquired, Ended)> {
+    run_with(uc, sys, dt, rerun, files, true)
+}
+
+fn run_with(
+    uc: &Path,
+    sys: Sys,
+    dt: &str,
+    rerun: bool,
+    files: &[(&str, &str)],
+    per_file: bool,
+) -> ubunye::Result<(Acquired, Ended)> {
     let spec = LeaseSpec::new(uc, task(), vars(dt), uuid::Uuid::new_v4().to_string());
     let (lease, acquired) = RunLease::acquire(spec, sys)?;
     if let Err(e) = lease.check_finished(&["events".to_string()], rerun) {
@@ -185,6 +208,27 @@ pub fn append_run(
         return Err(e);
     }
     lease.writing("events", true, true)?;
+    if per_file {
+        let out = uc.join("out/events");
+        let side = uc
+            .join("out")
+            .join(format!(".events.ubunye-{}", ubunye::fsx::hex12()));
+        fs::create_dir_all(&side).unwrap();
+        for (name, content) in files {
+            fs::write(side.join(name), content).unwrap();
+            let target = out.join(name);
+            lease.claim("events", &target)?;
+            fs::create_dir_all(&out).unwrap();
+            fs::rename(side.join(name), &target).unwrap();
+            lease.landed(&target)?;
+        }
+        lease.all_landed(&files.iter().map(|(n, _)| out.join(n)).collect::<Vec<_>>())?;
+        fs::write(out.join("_SUCCESS"), "").unwrap();
+        fs::remove_dir(&side).unwrap();
+        lease.written("events")?;
+        let ended = lease.end(true)?;
+        return Ok((acquired, ended));
+    }
     let st = StagedAppend::begin(&lease, "events", &uc.join("out/events"))?;
     for (name, content) in files {
         let p = st.staging.join(name);
