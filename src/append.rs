@@ -35,9 +35,11 @@ pub struct Landed {
 
 /// Which files in a staging folder are data to land: regular files whose names
 /// do not start with `_` or `.` (readers skip those: `_SUCCESS`, `.crc`,
-/// `_metadata`), in folders whose names do not either. Relative paths, sorted.
-pub fn staged_files(staging: &Path) -> io::Result<Vec<PathBuf>> {
-    fn walk(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+/// `_metadata`), in folders whose names do not either. Relative paths, sorted,
+/// with each file's inode.
+pub fn staged_files(staging: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
+    fn walk(root: &Path, rel: &Path, out: &mut Vec<(PathBuf, u64)>) -> io::Result<()> {
+        use std::os::unix::fs::DirEntryExt;
         for entry in fs::read_dir(root.join(rel))? {
             let entry = entry?;
             let name = entry.file_name();
@@ -50,7 +52,7 @@ pub fn staged_files(staging: &Path) -> io::Result<Vec<PathBuf>> {
             if ft.is_dir() {
                 walk(root, &child, out)?;
             } else if ft.is_file() {
-                out.push(child);
+                out.push((child, entry.ino()));
             } else {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
@@ -118,7 +120,15 @@ impl StagedAppend {
     pub fn land(&self, lease: &RunLease) -> Result<Landed> {
         let files = staged_files(&self.staging)
             .map_err(|e| Error::io("list the staging folder", &self.staging, e))?;
-        let targets: Vec<PathBuf> = files.iter().map(|f| self.out_dir.join(f)).collect();
+        // Every staged file existed by the time of the staging folder's last
+        // change: a file under one of their names born later is not this run's.
+        let (dev, born_by) = {
+            use std::os::unix::fs::MetadataExt;
+            let m = fs::metadata(&self.staging)
+                .map_err(|e| Error::io("read the staging folder", &self.staging, e))?;
+            (m.dev(), Some((m.mtime(), m.mtime_nsec() as u32)))
+        };
+        let targets: Vec<PathBuf> = files.iter().map(|(f, _)| self.out_dir.join(f)).collect();
         for t in &targets {
             if fsx::exists(t) {
                 return Err(Refusal::new(
@@ -133,10 +143,10 @@ impl StagedAppend {
                 .into());
             }
         }
-        lease.claim_all(&self.output, &targets)?;
+        let claims = lease.claim_all(&self.output, &targets)?;
         let mut made: HashSet<PathBuf> = HashSet::new();
         made.insert(self.out_dir.clone());
-        for (f, target) in files.iter().zip(&targets) {
+        for (((f, ino), target), claim) in files.iter().zip(&targets).zip(&claims) {
             if let Some(parent) = target.parent() {
                 if !made.contains(parent) {
                     fs::create_dir_all(parent)
@@ -153,9 +163,16 @@ impl StagedAppend {
                 return Err(Error::io("move a file into the output", target, e));
             }
             lease.step(Step::Moved);
-            lease.landed(target)?;
+            lease.landed_file(
+                claim,
+                crate::beneath::FileId {
+                    dev,
+                    ino: *ino,
+                    born_by,
+                },
+            )?;
         }
-        lease.all_landed(&targets)?;
+        lease.all_landed_files(&claims)?;
         let marker = self.out_dir.join("_SUCCESS");
         fs::OpenOptions::new()
             .create(true)

@@ -45,6 +45,35 @@ impl PathRefusal {
     }
 }
 
+/// The identity of a file a run moved into an output, so that the run never
+/// removes, by name, a file someone else put there since: its device and inode
+/// and, because a freed inode number is soon reused, the time by which it
+/// existed (a file born later is not this one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    pub dev: u64,
+    pub ino: u64,
+    /// It was created no later than this (seconds, nanoseconds, by the file
+    /// system's clock), when known.
+    pub born_by: Option<(i64, u32)>,
+}
+
+impl FileId {
+    /// Whether a file found by `statx` can be this one.
+    fn matches(&self, st: &rustix::fs::Statx) -> bool {
+        let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
+        if dev != self.dev || st.stx_ino != self.ino {
+            return false;
+        }
+        match self.born_by {
+            Some(limit) if st.stx_mask & rustix::fs::StatxFlags::BTIME.bits() != 0 => {
+                (st.stx_btime.tv_sec, st.stx_btime.tv_nsec) <= limit
+            }
+            _ => true,
+        }
+    }
+}
+
 /// What removing one claimed file came to.
 #[derive(Debug)]
 pub enum Removal {
@@ -133,7 +162,40 @@ impl Beneath {
         if parts.is_empty() {
             return Err(invalid(&shown(), "the use-case folder itself"));
         }
+        if parts[0] == ".ubunye" {
+            return Err(invalid(
+                &shown(),
+                "inside .ubunye/, where the leases and run records are",
+            ));
+        }
         Ok(parts.join("/"))
+    }
+
+    /// [`Beneath::portable`] for many files: each folder is resolved once.
+    pub fn portable_many(&self, paths: &[PathBuf]) -> Result<Vec<String>, PathRefusal> {
+        let mut out = Vec::with_capacity(paths.len());
+        let mut last: Option<(&Path, String)> = None;
+        for p in paths {
+            let (parent, name) = match (p.parent(), p.file_name().and_then(|n| n.to_str())) {
+                (Some(parent), Some(name)) if p.is_absolute() && name != "." && name != ".." => {
+                    (parent, name)
+                }
+                _ => {
+                    out.push(self.portable(p)?);
+                    continue;
+                }
+            };
+            match &last {
+                Some((lp, prefix)) if *lp == parent => out.push(format!("{prefix}{name}")),
+                _ => {
+                    let first = self.portable(p)?;
+                    let prefix = first[..first.len() - name.len()].to_string();
+                    out.push(first);
+                    last = Some((parent, prefix));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Where a claim points: `normpath(join(root, claim))`, refused unless it stays
@@ -156,6 +218,12 @@ impl Beneath {
             .collect();
         if parts.is_empty() {
             return Err(self.outside(claim));
+        }
+        if parts[0] == ".ubunye" {
+            return Err(invalid(
+                claim,
+                "inside .ubunye/, where the leases and run records are",
+            ));
         }
         Ok(Inside { full, parts })
     }
@@ -203,6 +271,12 @@ impl Beneath {
     /// Remove one claimed file (or a replaced run's file), as the peer's take-back
     /// does, but only beneath the root and never through a symlink.
     pub fn remove_claim(&self, claim: &str) -> Removal {
+        self.remove_claim_if(claim, None)
+    }
+
+    /// [`Beneath::remove_claim`], only if the file there is `expected` (when
+    /// given): a file with another identity is not this run's, and is left.
+    pub fn remove_claim_if(&self, claim: &str, expected: Option<FileId>) -> Removal {
         let inside = match self.resolve(claim) {
             Ok(i) => i,
             Err(r) => return Removal::Refused(r),
@@ -213,11 +287,17 @@ impl Beneath {
             Err(r) => return Removal::Refused(r),
         };
         let name = inside.parts.last().map(String::as_str).unwrap_or_default();
-        match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        let mask = rustix::fs::StatxFlags::TYPE
+            | rustix::fs::StatxFlags::INO
+            | rustix::fs::StatxFlags::BTIME;
+        match rustix::fs::statx(&parent, name, AtFlags::SYMLINK_NOFOLLOW, mask) {
             Err(Errno::NOENT) => return Removal::Missing { unseen: false },
             Err(e) => return Removal::Failed(inside.full, e.into()),
-            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
+            Ok(st) if FileType::from_raw_mode(st.stx_mode.into()) == FileType::Directory => {
                 return Removal::Failed(inside.full, Errno::ISDIR.into());
+            }
+            Ok(st) if expected.is_some_and(|id| !id.matches(&st)) => {
+                return Removal::Missing { unseen: false };
             }
             Ok(_) => {}
         }
@@ -486,6 +566,8 @@ mod tests {
             vec!["out", "events", "a"]
         );
         for bad in [
+            ".ubunye/leases/demo/sales/ingest/39bc42311894ddba.finished.json",
+            "out/../.ubunye/lineage/x.json",
             "../x",
             "out/../../x",
             "/etc/passwd",

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::beneath::{PathRefusal, is_staging_name};
+use crate::beneath::{FileId, PathRefusal, is_staging_name};
 use crate::doc::{self, Map};
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::lease::RunLease;
@@ -44,7 +44,7 @@ impl RunLease {
         st.doc
             .outputs_mut()
             .insert(output.to_string(), doc::writing_note(appends, exact));
-        if !s.save(&st)? {
+        if !s.save(&mut st)? {
             return Err(s.lost());
         }
         Ok(())
@@ -56,7 +56,7 @@ impl RunLease {
         let mut st = lock(&s.state);
         if let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) {
             note.insert("state".into(), Value::String("done".into()));
-            s.save(&st)?;
+            s.save(&mut st)?;
         }
         Ok(())
     }
@@ -64,23 +64,22 @@ impl RunLease {
     /// Before a file is moved into an append output: record it as this run's.
     /// Nothing may be moved if this fails.
     pub fn claim(&self, output: &str, path: &Path) -> Result<()> {
-        self.claim_all(output, &[path.to_path_buf()])
+        self.claim_all(output, &[path.to_path_buf()]).map(|_| ())
     }
 
     /// [`RunLease::claim`] for many files, in one save of the lease. Each claim is
     /// the file's path relative to the use-case folder with its folder resolved;
     /// a file outside the use-case folder is refused before anything is saved.
-    pub fn claim_all(&self, output: &str, paths: &[PathBuf]) -> Result<()> {
+    /// Returns the claims as recorded (relative to the use-case folder).
+    pub fn claim_all(&self, output: &str, paths: &[PathBuf]) -> Result<Vec<String>> {
         let s = &*self.s;
         if paths.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        let mut claims = Vec::with_capacity(paths.len());
-        for p in paths {
-            claims.push(Value::String(
-                s.beneath.portable(p).map_err(|r| claim_refusal(self, &r))?,
-            ));
-        }
+        let claims = s
+            .beneath
+            .portable_many(paths)
+            .map_err(|r| claim_refusal(self, &r))?;
         let mut st = lock(&s.state);
         let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) else {
             return Err(Error::Usage(format!(
@@ -93,19 +92,36 @@ impl RunLease {
         if !list.is_array() {
             *list = Value::Array(Vec::new());
         }
-        let before = list.as_array().map_or(0, Vec::len);
         if let Value::Array(a) = list {
-            a.extend(claims);
+            a.extend(claims.iter().cloned().map(Value::String));
         }
-        if !s.save(&st)? {
-            if let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) {
-                if let Some(Value::Array(a)) = note.get_mut("claimed") {
-                    a.truncate(before);
+        // A few claims at a time (a per-file writer): written in place when the
+        // lease file has room reserved for them, else one save that reserves room.
+        let small = paths.len() <= 16;
+        if small {
+            let quoted: Vec<String> = claims
+                .iter()
+                .map(|c| {
+                    let mut q = String::new();
+                    crate::pyjson::write_str(&mut q, c, true);
+                    q
+                })
+                .collect();
+            match s.append_claims(&mut st, output, &quoted) {
+                Some(Ok(true)) => return Ok(claims),
+                Some(Ok(false)) => {
+                    truncate_claims(&mut st.doc, output, claims.len());
+                    return Err(s.lost());
                 }
+                Some(Err(e)) => return Err(e),
+                None => {}
             }
+        }
+        if !s.save_reserving(&mut st, small.then_some(output))? {
+            truncate_claims(&mut st.doc, output, claims.len());
             return Err(s.lost());
         }
-        Ok(())
+        Ok(claims)
     }
 
     /// Before an append is written into a new folder of this run's own (to be
@@ -138,7 +154,7 @@ impl RunLease {
         let was = (note.get("exact").cloned(), note.get("staging").cloned());
         note.insert("exact".into(), Value::Bool(true));
         note.insert("staging".into(), Value::String(rel.clone()));
-        if !s.save(&st)? {
+        if !s.save(&mut st)? {
             if let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) {
                 restore(note, "exact", was.0);
                 restore(note, "staging", was.1);
@@ -162,7 +178,7 @@ impl RunLease {
                 a.retain(|c| c.as_str() != Some(claim.as_str()));
             }
         }
-        if !s.save(&st)? {
+        if !s.save(&mut st)? {
             return Err(s.lost());
         }
         Ok(())
@@ -196,6 +212,32 @@ impl RunLease {
         Ok(())
     }
 
+    /// [`RunLease::landed`] for a file moved in under `claim` whose identity
+    /// (device, inode) is `id`, as it was before the move. The identity is kept:
+    /// when this run takes its files back (it failed, or lost its lease), a file
+    /// that has since been replaced by another run's under the same name is left.
+    pub fn landed_file(&self, claim: &str, id: FileId) -> Result<()> {
+        lock(&self.s.state).moved.insert(claim.to_string(), id);
+        if self.s.tombstoned() {
+            let _ = self.s.beneath.remove_claim_if(claim, Some(id));
+            return Err(self.s.lost());
+        }
+        Ok(())
+    }
+
+    /// [`RunLease::all_landed`] for files recorded with [`RunLease::landed_file`]:
+    /// removed again only if they are still the files this run moved in.
+    pub fn all_landed_files(&self, claims: &[String]) -> Result<()> {
+        if self.s.owner() == Some(false) {
+            let moved = lock(&self.s.state).moved.clone();
+            for c in claims {
+                let _ = self.s.beneath.remove_claim_if(c, moved.get(c).copied());
+            }
+            return Err(self.s.lost());
+        }
+        Ok(())
+    }
+
     /// This run failed: remove the files it claimed and its staging folders. The
     /// lease's outputs are cut down to the claims that could not be removed.
     pub fn rollback(&self) -> Result<Rollback> {
@@ -207,7 +249,8 @@ impl RunLease {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        let tb = self.take_back(&mut outputs);
+        let moved = lock(&s.state).moved.clone();
+        let tb = self.take_back(&mut outputs, Some(&moved));
         let notes: Vec<doc::Note> = doc::LeaseDoc({
             let mut m = Map::new();
             m.insert("outputs".into(), Value::Object(outputs.clone()));
@@ -232,7 +275,7 @@ impl RunLease {
         {
             let mut st = lock(&s.state);
             st.doc.set("outputs", Value::Object(kept));
-            s.save(&st)?;
+            s.save(&mut st)?;
             st.left = tb.left.clone();
         }
         Ok(Rollback {
@@ -243,6 +286,15 @@ impl RunLease {
             unrepaired,
             refused: tb.refused.iter().map(|r| r.to_string()).collect(),
         })
+    }
+}
+
+fn truncate_claims(doc: &mut doc::LeaseDoc, output: &str, added: usize) {
+    if let Some(Value::Object(note)) = doc.outputs_mut().get_mut(output) {
+        if let Some(Value::Array(a)) = note.get_mut("claimed") {
+            let keep = a.len().saturating_sub(added);
+            a.truncate(keep);
+        }
     }
 }
 

@@ -154,7 +154,7 @@ impl LeaseDoc {
 
     /// The compact JSON the peer writes (`json.dumps(doc)`).
     pub fn to_json(&self) -> String {
-        pyjson::dumps(&Value::Object(self.0.clone()), pyjson::Style::COMPACT)
+        pyjson::dumps_map(&self.0, pyjson::Style::COMPACT)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -361,7 +361,8 @@ pub fn unrepaired(notes: &[Note]) -> Vec<String> {
     let mut out: Vec<String> = notes
         .iter()
         .filter(|n| {
-            n.appends && !(!n.unseen && n.exact && (n.staging.is_some() || !n.claimed.is_empty()))
+            let repaired = !n.unseen && n.exact && (n.staging.is_some() || !n.claimed.is_empty());
+            n.appends && !repaired
         })
         .map(|n| n.name.clone())
         .collect();

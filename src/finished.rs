@@ -8,12 +8,15 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::claims::Rollback;
-use crate::doc::{self, Finished, LeaseDoc, Map, Parsed};
+use crate::doc::{self, Finished, Map, Parsed};
 use crate::error::{Refusal, RefusalKind, Result};
 use crate::fsx;
 use crate::lease::{RunLease, outside_refusal, unreadable};
 use crate::recover::claims_map;
 use crate::sys::Step;
+
+/// Claims per output: (output name, claims).
+type Claims = (String, Vec<String>);
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -133,7 +136,7 @@ impl RunLease {
                 );
             }
             st.doc.set("replaces", Value::Object(m));
-            if !s.save(&st)? {
+            if !s.save(&mut st)? {
                 return Err(s.lost());
             }
         }
@@ -158,36 +161,51 @@ impl RunLease {
         }
         let _ = fs::write(s.paths.done(&s.run_id), s.now_z());
         s.sys.hook.at(Step::DoneMarked);
-        let snapshot: LeaseDoc = {
+        let (note, replaces) = {
             let mut st = lock(&s.state);
+            let fresh = !st.doc.0.contains_key("committed");
             st.doc.set("committed", Value::Bool(true));
-            if !s.save(&st)? && (s.owner() == Some(false) || s.tombstoned()) {
+            let saved = match fresh
+                .then(|| s.append_field(&mut st, "committed", "true"))
+                .flatten()
+            {
+                Some(r) => r?,
+                None => s.save(&mut st)?,
+            };
+            if !saved && (s.owner() == Some(false) || s.tombstoned()) {
                 return Ok(Commit {
                     lost: true,
                     ..Commit::default()
                 });
             }
-            st.doc.clone()
+            let note = if s.named {
+                doc::finished_note(&st.doc, s.task.as_str(), &s.now_z()).unwrap_or(None)
+            } else {
+                None
+            };
+            (note, st.doc.replaces().unwrap_or_default())
         };
         s.sys.hook.at(Step::CommittedSaved);
-        if !self.note_finished(&snapshot) {
-            lock(&s.state).keep = true;
-            return Ok(Commit {
-                note_failed: true,
-                ..Commit::default()
-            });
-        }
-        let note_written = s.named && !snapshot.notes().unwrap_or_default().is_empty();
-        if note_written {
+        let note_written = note.is_some();
+        if let Some(text) = note {
+            if !matches!(
+                fsx::write_atomic(&s.paths.finished(), text.as_bytes(), s.sys.timing.busy_for),
+                Ok(true)
+            ) {
+                lock(&s.state).keep = true;
+                return Ok(Commit {
+                    note_failed: true,
+                    ..Commit::default()
+                });
+            }
             s.sys.hook.at(Step::Noted);
         }
         {
             let mut st = lock(&s.state);
             st.doc.set("outputs", Value::Object(Map::new()));
-            s.save(&st)?;
+            s.save(&mut st)?;
         }
         s.sys.hook.at(Step::OutputsCleared);
-        let replaces = snapshot.replaces().unwrap_or_default();
         let (replaced_removed, replaced_left) = self.replace(&replaces)?;
         Ok(Commit {
             lost: false,
@@ -200,16 +218,13 @@ impl RunLease {
 
     /// Remove the files of the run this one replaced. Files that cannot be removed
     /// stay listed in the lease, which is then kept.
-    fn replace(
-        &self,
-        replaces: &[(String, Vec<String>)],
-    ) -> Result<(Vec<std::path::PathBuf>, Vec<(String, Vec<String>)>)> {
+    fn replace(&self, replaces: &[Claims]) -> Result<(Vec<std::path::PathBuf>, Vec<Claims>)> {
         let s = &*self.s;
         if replaces.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
         let mut outputs = claims_map(replaces);
-        let tb = self.take_back(&mut outputs);
+        let tb = self.take_back(&mut outputs, None);
         let mut st = lock(&s.state);
         if tb.left.is_empty() {
             st.doc.remove("replaces");
@@ -223,7 +238,7 @@ impl RunLease {
             }
             st.doc.set("replaces", Value::Object(m));
         }
-        s.save(&st)?;
+        s.save(&mut st)?;
         st.left = tb.left.clone();
         Ok((tb.removed, tb.left))
     }
@@ -248,7 +263,7 @@ impl RunLease {
         self.stop_heartbeat();
         let mut st = lock(&s.state);
         st.doc.set("kept", Value::Bool(true));
-        let _ = s.save(&st);
+        let _ = s.save(&mut st);
     }
 
     /// End the run, as the peer's `runs.held` does on leaving its block.
@@ -275,6 +290,15 @@ impl RunLease {
         };
         if !commit.lost {
             commit = self.commit()?;
+        }
+        if commit.lost {
+            // Taken over, or its lease displaced: this run's own files go (only
+            // those that are still the files it moved in), so that a batch whose
+            // lease is no longer this run's never keeps them: the run that holds
+            // the lease may not know of them.
+            let _ = self.rollback();
+            self.stop_heartbeat();
+            return Err(self.s.lost());
         }
         let (left, keep) = {
             let st = lock(&self.s.state);

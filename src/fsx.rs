@@ -50,6 +50,35 @@ pub fn read_patient(path: &Path, busy_for: Duration) -> io::Result<Option<Vec<u8
     }
 }
 
+/// The first `n` bytes of a file (and whether that is all of it), or None when
+/// it does not exist; "permission denied" is retried as in [`read_patient`].
+pub fn read_head_patient(
+    path: &Path,
+    n: usize,
+    busy_for: Duration,
+) -> io::Result<Option<(Vec<u8>, bool)>> {
+    use std::io::Read;
+    let read = || -> io::Result<(Vec<u8>, bool)> {
+        let mut f = fs::File::open(path)?;
+        let mut buf = vec![0u8; n + 1];
+        let mut got = 0;
+        while got < buf.len() {
+            match f.read(&mut buf[got..])? {
+                0 => break,
+                k => got += k,
+            }
+        }
+        let whole = got <= n;
+        buf.truncate(got.min(n));
+        Ok((buf, whole))
+    };
+    match patient(busy_for, read) {
+        Ok(x) => Ok(Some(x)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// The temp name for an atomic rewrite of `path`: `<stem>.<8hex>.tmp` beside it
 /// (Python's `Path.stem`: `39bc….json` -> `39bc….<8hex>.tmp`).
 pub fn tmp_path(path: &Path) -> PathBuf {
@@ -84,6 +113,31 @@ pub fn write_atomic(path: &Path, bytes: &[u8], busy_for: Duration) -> io::Result
         Err(e) => {
             let _ = fs::remove_file(&tmp);
             if is_busy(&e) { Ok(false) } else { Err(e) }
+        }
+    }
+}
+
+/// [`write_atomic`], keeping the written file open: Ok(Some(file)) is now the
+/// file at `path` (until something replaces it). Ok(None): refused as busy.
+pub fn write_atomic_keep(
+    path: &Path,
+    bytes: &[u8],
+    busy_for: Duration,
+) -> io::Result<Option<fs::File>> {
+    let tmp = tmp_path(path);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)?;
+    if let Err(e) = f.write_all(bytes) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    match patient(busy_for, || fs::rename(&tmp, path)) {
+        Ok(()) => Ok(Some(f)),
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            if is_busy(&e) { Ok(None) } else { Err(e) }
         }
     }
 }

@@ -72,11 +72,58 @@ pub struct Acquired {
 
 pub(crate) struct State {
     pub(crate) doc: LeaseDoc,
+    /// The in-place window for per-file claims, while the lease file is the one
+    /// this run last wrote (see [`Shared::append_claims`]).
+    pub(crate) tail: Option<Tail>,
     /// Claims (or replaced files) that could not be removed: the lease is kept.
     pub(crate) left: Vec<(String, Vec<String>)>,
+    /// The identity of each file this run moved in, by claim: taking its own
+    /// files back never removes a same-named file someone else put there since.
+    pub(crate) moved: std::collections::HashMap<String, crate::beneath::FileId>,
     /// The finished note could not be written: the lease is kept.
     pub(crate) keep: bool,
 }
+
+/// The lease file this run last wrote, kept open so that small changes can be
+/// written into it in place (see [`Shared::append_claims`]).
+pub(crate) struct Tail {
+    file: fs::File,
+    ino: u64,
+    dev: u64,
+    /// Its length.
+    len: u64,
+    /// Whitespace reserved inside one output's `claimed` list, if any.
+    window: Option<Window>,
+}
+
+/// Where further claims of one output go in the lease file.
+pub(crate) struct Window {
+    output: String,
+    /// Where the next item goes (just after the last claim, or after `[`).
+    at: u64,
+    /// Where the reserved whitespace ends (the list's `]`).
+    end: u64,
+    /// The list is empty: the next item has no leading `, `.
+    empty: bool,
+}
+
+/// File systems where a write within one page reaches the page cache whole or
+/// not at all, even when the writer is killed (they write through the kernel's
+/// generic_perform_write, which checks for a fatal signal only between pages),
+/// and where readers on other hosts cannot see a stale copy: ext2/3/4, XFS, tmpfs.
+fn in_place_ok(dir: &Path) -> bool {
+    if std::env::var_os("UBUNYE_NO_IN_PLACE").is_some() {
+        return false;
+    }
+    // f_type is i64 here, another integer type on other targets.
+    #[allow(clippy::useless_conversion)]
+    match rustix::fs::statfs(dir) {
+        Ok(st) => matches!(i64::from(st.f_type), 0xEF53 | 0x5846_5342 | 0x0102_1994),
+        Err(_) => false,
+    }
+}
+
+const PAGE: u64 = 4096;
 
 pub(crate) struct Shared {
     pub(crate) task: TaskPath,
@@ -88,6 +135,7 @@ pub(crate) struct Shared {
     pub(crate) beneath: Beneath,
     pub(crate) sys: Sys,
     pub(crate) actor: Option<String>,
+    pub(crate) in_place: bool,
     pub(crate) state: Mutex<State>,
     stop: Mutex<bool>,
     stop_cv: Condvar,
@@ -172,12 +220,28 @@ impl Shared {
             return Some(false);
         }
         for _ in 0..5 {
-            match fsx::read_patient(&self.lease_path(), self.busy()) {
+            // The run id comes first in every lease either engine writes: the
+            // first 4 KiB decide, without reading claims by the thousand.
+            match fsx::read_head_patient(&self.lease_path(), 4096, self.busy()) {
                 Err(_) => return None,
                 Ok(None) => return Some(false),
-                Ok(Some(b)) => {
-                    if let Some(is_ours) = owner_of(&b, &self.run_id) {
+                Ok(Some((head, whole))) => {
+                    if let Some(is_ours) = owner_by_head(&head, &self.run_id) {
                         return Some(is_ours);
+                    }
+                    let full = if whole {
+                        Ok(Some(head))
+                    } else {
+                        fsx::read_patient(&self.lease_path(), self.busy())
+                    };
+                    match full {
+                        Err(_) => return None,
+                        Ok(None) => return Some(false),
+                        Ok(Some(b)) => {
+                            if let Some(is_ours) = owner_of(&b, &self.run_id) {
+                                return Some(is_ours);
+                            }
+                        }
                     }
                 }
             }
@@ -188,19 +252,141 @@ impl Shared {
 
     /// Write the lease, only while it is this run's. The caller holds the state
     /// lock. Ok(false): not saved (not ours, refused, or taken over meanwhile).
-    pub(crate) fn save(&self, st: &State) -> Result<bool> {
+    pub(crate) fn save(&self, st: &mut State) -> Result<bool> {
+        self.save_reserving(st, None)
+    }
+
+    /// [`Shared::save`]; with `reserve`, whitespace is left inside that output's
+    /// `claimed` list (as much as the lease already weighs, at least 8 KiB), so
+    /// that the next claims are written in place instead of rewriting the lease.
+    pub(crate) fn save_reserving(&self, st: &mut State, reserve: Option<&str>) -> Result<bool> {
+        st.tail = None;
         if self.owner() != Some(true) {
             return Ok(false);
         }
         let path = self.lease_path();
-        match fsx::write_atomic(&path, st.doc.to_json().as_bytes(), self.busy()) {
-            Ok(true) => {
+        let (mut text, mark) = match reserve.filter(|_| self.in_place) {
+            Some(out) => pyjson::dumps_map_marking(
+                &st.doc.0,
+                pyjson::Style::COMPACT,
+                &["outputs", out, "claimed"],
+            ),
+            None => (st.doc.to_json(), None),
+        };
+        let mut window = None;
+        if let (Some(out), Some(at)) = (reserve, mark) {
+            let pad = text.len().max(8192);
+            text.insert_str(at, &" ".repeat(pad));
+            let empty = text.as_bytes()[at - 1] == b'[';
+            window = Some((out.to_string(), at as u64, (at + pad) as u64, empty));
+        }
+        match fsx::write_atomic_keep(&path, text.as_bytes(), self.busy()) {
+            Ok(Some(file)) => {
                 self.sys.hook.at(Step::Saved);
+                if let (true, Ok(meta)) = (self.in_place, file.metadata()) {
+                    use std::os::unix::fs::MetadataExt;
+                    let window = window.map(|(output, at, end, empty)| Window {
+                        output,
+                        at,
+                        end,
+                        empty,
+                    });
+                    st.tail = Some(Tail {
+                        ino: meta.ino(),
+                        dev: meta.dev(),
+                        len: text.len() as u64,
+                        file,
+                        window,
+                    });
+                }
                 Ok(!self.tombstoned())
             }
-            Ok(false) => Ok(false),
+            Ok(None) => Ok(false),
             Err(e) => Err(Error::io("rewrite the lease", path, e)),
         }
+    }
+
+    /// Whether the lease file is still the one `tail` was written into.
+    fn tail_is_current(&self, tail: &Tail) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        !self.tombstoned()
+            && fs::symlink_metadata(self.lease_path())
+                .is_ok_and(|m| m.ino() == tail.ino && m.dev() == tail.dev)
+    }
+
+    /// Per-file claims without rewriting the lease: write `items` (the claims'
+    /// JSON strings) into the whitespace reserved in `output`'s `claimed` list, in
+    /// one `pwrite` that stays within one page, so a kill leaves the lease with
+    /// or without the new claims, never torn. Only while the lease file is still
+    /// the one this run wrote (same inode, no takeover mark), checked before and
+    /// after the write. None: the window does not apply (the caller saves in
+    /// full); Some(false): the lease is no longer this run's.
+    pub(crate) fn append_claims(
+        &self,
+        st: &mut State,
+        output: &str,
+        items: &[String],
+    ) -> Option<Result<bool>> {
+        let tail = st.tail.as_mut()?;
+        let w = tail.window.as_ref().filter(|w| w.output == output)?;
+        let mut bytes = String::new();
+        for (i, item) in items.iter().enumerate() {
+            if !(i == 0 && w.empty) {
+                bytes.push_str(", ");
+            }
+            bytes.push_str(item);
+        }
+        let len = bytes.len() as u64;
+        let mut off = w.at;
+        if off / PAGE != (off + len - 1) / PAGE {
+            off = (off / PAGE + 1) * PAGE;
+        }
+        if len > PAGE || off + len > w.end {
+            return None;
+        }
+        let r = self.write_in_place(tail, bytes.as_bytes(), off)?;
+        if let Some(w) = tail.window.as_mut() {
+            w.at = off + len;
+            w.empty = false;
+        }
+        Some(r)
+    }
+
+    /// A new top-level field (the doc must not have it yet) written in place at
+    /// the end of the lease file, as `json.dumps` would place it: the final `}`
+    /// becomes `, "<key>": <value>}`, in one write within one page.
+    pub(crate) fn append_field(
+        &self,
+        st: &mut State,
+        key: &str,
+        value: &str,
+    ) -> Option<Result<bool>> {
+        let tail = st.tail.as_mut()?;
+        let mut bytes = String::from(", ");
+        pyjson::write_str(&mut bytes, key, true);
+        bytes.push_str(": ");
+        bytes.push_str(value);
+        bytes.push('}');
+        let off = tail.len.checked_sub(1)?;
+        let len = bytes.len() as u64;
+        if off / PAGE != (off + len - 1) / PAGE {
+            return None;
+        }
+        let r = self.write_in_place(tail, bytes.as_bytes(), off)?;
+        tail.len = off + len;
+        Some(r)
+    }
+
+    /// One write into the lease file this run last wrote, only while it is still
+    /// the lease (checked before and after).
+    fn write_in_place(&self, tail: &Tail, bytes: &[u8], off: u64) -> Option<Result<bool>> {
+        if !self.tail_is_current(tail) {
+            return Some(Ok(false));
+        }
+        use std::os::unix::fs::FileExt;
+        tail.file.write_all_at(bytes, off).ok()?;
+        self.sys.hook.at(Step::Saved);
+        Some(Ok(self.tail_is_current(tail)))
     }
 
     pub(crate) fn lost(&self) -> Error {
@@ -250,6 +436,15 @@ pub(crate) fn outside_refusal(
     .with("File", file.display())
     .hint("The peer engine would delete it; this one only removes files beneath the use-case folder. Check that path by hand, then repair the batch (see `ubunye leases explain`).")
     .into()
+}
+
+/// Whose lease this is, from the first bytes only: `{"run_id": "<id>", ...`, as
+/// both engines write it. None when the start is anything else.
+pub(crate) fn owner_by_head(head: &[u8], run_id: &str) -> Option<bool> {
+    let rest = head.strip_prefix(b"{\"run_id\": \"")?;
+    let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+    (rest[end] == b'"' && rest.get(end + 1) == Some(&b','))
+        .then(|| &rest[..end] == run_id.as_bytes())
 }
 
 /// Whose lease these bytes are, from its `run_id`: None when it is empty or not
@@ -319,16 +514,21 @@ impl RunLease {
             beneath,
             sys,
             actor: spec.actor,
+            in_place: false,
             state: Mutex::new(State {
                 doc,
+                tail: None,
                 left: Vec::new(),
+                moved: Default::default(),
                 keep: false,
             }),
             stop: Mutex::new(false),
             stop_cv: Condvar::new(),
         };
+        let mut shared = shared;
         fs::create_dir_all(&shared.paths.dir)
             .map_err(|e| Error::io("create the lease folder", &shared.paths.dir, e))?;
+        shared.in_place = in_place_ok(&shared.paths.dir);
         let lease = RunLease {
             s: Arc::new(shared),
             beat: Mutex::new(None),
@@ -632,7 +832,13 @@ impl RunLease {
                 }
             }
         }
-        let now = s.sys.clock.now();
+        // By the disk's clock, as every age: a host whose clock runs days ahead
+        // must not expire a fresh mark (it is what stops a frozen run's save).
+        let now = if tombs.is_empty() {
+            s.sys.clock.now()
+        } else {
+            s.sys.clock.disk_now(&s.paths.dir).time
+        };
         for t in tombs {
             let old = fs::metadata(&t)
                 .and_then(|m| m.modified())
@@ -705,7 +911,7 @@ impl RunLease {
                     }
                     let now = timefmt::epoch_secs(s.sys.clock.now());
                     st.doc.set("heartbeat", pyjson::float_value(now));
-                    let _ = s.save(&st);
+                    let _ = s.save(&mut st);
                 }
             });
         if let Ok(h) = handle {

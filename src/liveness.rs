@@ -67,6 +67,19 @@ pub struct Age {
     pub age: Duration,
     pub by: TouchedBy,
     pub clock: ClockSource,
+    /// Set when even the change time is ahead of the disk's clock by more than
+    /// the timeout: the clock was set back since the holder last saved. How
+    /// long ago that was cannot be told from one look, so such a lease is never
+    /// judged dead by age; people are shown this (`clock-behind`) instead.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "opt_secs")]
+    pub clock_behind: Option<Duration>,
+}
+
+fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => secs::serialize(d, s),
+        None => s.serialize_none(),
+    }
 }
 
 mod secs {
@@ -150,10 +163,15 @@ pub fn age_of(times: FileTimes, heartbeat: Option<f64>, now: Now, sys: &Sys) -> 
         }
     }
     let age = now.time.duration_since(touched).unwrap_or(Duration::ZERO);
+    let clock_behind = touched
+        .duration_since(now.time)
+        .ok()
+        .filter(|ahead| *ahead > t.heartbeat_timeout);
     Age {
         age,
         by,
         clock: now.source,
+        clock_behind,
     }
 }
 
@@ -524,6 +542,18 @@ mod tests {
                 procs: vec![],
                 dead: true,
                 why: "stale",
+                stalled: false,
+            },
+            Case {
+                name: "disk clock set back a month: not dead by age (shown as clock-behind)",
+                doc: other.into(),
+                times: Some(FileTimes {
+                    mtime: t0() + Duration::from_secs(30 * 86_400),
+                    ctime: t0() + Duration::from_secs(30 * 86_400),
+                }),
+                procs: vec![],
+                dead: false,
+                why: "fresh",
                 stalled: false,
             },
             Case {

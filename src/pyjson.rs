@@ -52,6 +52,74 @@ pub fn dumps_into(out: &mut String, value: &Value, style: Style) {
     write_value(out, value, style, 0);
 }
 
+/// `json.dumps` of an object held as a map (no copy into a `Value`).
+pub fn dumps_map(map: &serde_json::Map<String, Value>, style: Style) -> String {
+    dumps_map_marking(map, style, &[]).0
+}
+
+/// [`dumps_map`], also returning the byte offset just before the closing `]` of
+/// the array found at the key path `mark` (e.g. `["outputs", "events",
+/// "claimed"]`): where one more item of that array would go. None when there is
+/// no array there, or with an indent.
+pub fn dumps_map_marking(
+    map: &serde_json::Map<String, Value>,
+    style: Style,
+    mark: &[&str],
+) -> (String, Option<usize>) {
+    let mut out = String::with_capacity(4096);
+    let mut at = None;
+    write_object(
+        &mut out,
+        map,
+        style,
+        0,
+        if style.indent.is_none() {
+            Some(mark)
+        } else {
+            None
+        },
+        &mut at,
+    );
+    (out, at)
+}
+
+fn write_object(
+    out: &mut String,
+    map: &serde_json::Map<String, Value>,
+    style: Style,
+    level: usize,
+    mark: Option<&[&str]>,
+    at: &mut Option<usize>,
+) {
+    if map.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    if style.sort_keys {
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+    }
+    out.push('{');
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        separate(out, style, level, i == 0);
+        write_str(out, k, style.ensure_ascii);
+        out.push_str(": ");
+        let sub = mark.and_then(|m| (m.first() == Some(&k.as_str())).then(|| &m[1..]));
+        match (sub, v) {
+            (Some(rest), Value::Object(inner)) if !rest.is_empty() => {
+                write_object(out, inner, style, level + 1, Some(rest), at)
+            }
+            (Some([]), Value::Array(_)) => {
+                write_value(out, v, style, level + 1);
+                *at = Some(out.len() - 1);
+            }
+            _ => write_value(out, v, style, level + 1),
+        }
+    }
+    close(out, style, level);
+    out.push('}');
+}
+
 fn newline_indent(out: &mut String, indent: usize, level: usize) {
     out.push('\n');
     for _ in 0..indent.saturating_mul(level) {
@@ -79,25 +147,7 @@ fn write_value(out: &mut String, value: &Value, style: Style, level: usize) {
             close(out, style, level);
             out.push(']');
         }
-        Value::Object(map) => {
-            if map.is_empty() {
-                out.push_str("{}");
-                return;
-            }
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            if style.sort_keys {
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-            }
-            out.push('{');
-            for (i, (k, v)) in entries.into_iter().enumerate() {
-                separate(out, style, level, i == 0);
-                write_str(out, k, style.ensure_ascii);
-                out.push_str(": ");
-                write_value(out, v, style, level + 1);
-            }
-            close(out, style, level);
-            out.push('}');
-        }
+        Value::Object(map) => write_object(out, map, style, level, None, &mut None),
     }
 }
 
@@ -141,6 +191,13 @@ fn push_u16_escape(out: &mut String, unit: u16) {
 /// `\` and characters below 0x20 are escaped.
 pub fn write_str(out: &mut String, s: &str, ensure_ascii: bool) {
     out.push('"');
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -313,6 +370,35 @@ pub fn truthy(v: &Value) -> bool {
         Value::String(s) => !s.is_empty(),
         Value::Array(a) => !a.is_empty(),
         Value::Object(o) => !o.is_empty(),
+    }
+}
+
+#[cfg(test)]
+mod mark_tests {
+    use super::*;
+
+    #[test]
+    fn the_mark_is_where_the_next_item_goes() {
+        let v: Value = serde_json::from_str(r#"{"run_id": "r", "outputs": {"a": {"claimed": ["x"], "staging": "s"}, "b": {"claimed": []}}, "replaces": {}}"#).unwrap();
+        let Value::Object(m) = v else { panic!() };
+        let (text, at) = dumps_map_marking(&m, Style::COMPACT, &["outputs", "a", "claimed"]);
+        assert_eq!(text, dumps(&Value::Object(m.clone()), Style::COMPACT));
+        let at = at.unwrap();
+        assert_eq!(
+            &text[..at],
+            r#"{"run_id": "r", "outputs": {"a": {"claimed": ["x""#
+        );
+        let (text, at) = dumps_map_marking(&m, Style::COMPACT, &["outputs", "b", "claimed"]);
+        assert_eq!(&text[at.unwrap()..at.unwrap() + 1], "]");
+        assert_eq!(&text[at.unwrap() - 1..at.unwrap()], "[");
+        assert_eq!(
+            dumps_map_marking(&m, Style::COMPACT, &["outputs", "c", "claimed"]).1,
+            None
+        );
+        assert_eq!(
+            dumps_map_marking(&m, Style::NOTE, &["outputs", "a", "claimed"]).1,
+            None
+        );
     }
 }
 

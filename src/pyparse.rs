@@ -8,21 +8,31 @@
 //! builds nothing.
 
 /// `Some(true)`: Python accepts it and it is an object; `Some(false)`: Python
-/// accepts it and it is not an object; `None`: Python rejects it.
+/// accepts it and it is not an object; `None`: Python rejects it. Nesting deeper
+/// than this checker goes counts as accepted: a text that cannot be told apart
+/// must be refused, never taken for garbage.
 pub fn python_accepts(text: &str) -> Option<bool> {
     let mut p = P {
         s: text.as_bytes(),
         i: 0,
         depth: 0,
+        too_deep: false,
     };
     p.ws();
     let is_object = p.peek() == Some(b'{');
-    p.value()?;
+    let ok = p.value();
+    if p.too_deep {
+        return Some(is_object);
+    }
+    ok?;
     p.ws();
     (p.i == p.s.len()).then_some(is_object)
 }
 
+const MAX_DEPTH: usize = 900;
+
 struct P<'a> {
+    too_deep: bool,
     s: &'a [u8],
     i: usize,
     depth: usize,
@@ -47,7 +57,8 @@ impl P<'_> {
     }
     fn value(&mut self) -> Option<()> {
         self.depth += 1;
-        if self.depth > 900 {
+        if self.depth > MAX_DEPTH {
+            self.too_deep = true;
             return None;
         }
         let r = match self.peek()? {
@@ -257,6 +268,16 @@ mod tests {
         assert_eq!(v["status"], "success");
         assert_eq!(v["a"], serde_json::Value::Null);
         assert_eq!(v["s"], "NaN \u{fffd} \u{1f600} \" x");
+    }
+
+    #[test]
+    fn nesting_deeper_than_we_check_is_never_garbage() {
+        let deep = format!("{{\"a\": {}1{}}}", "[".repeat(950), "]".repeat(950));
+        assert_eq!(python_accepts(&deep), Some(true));
+        assert!(matches!(
+            crate::doc::parse_doc(deep.as_bytes()),
+            Err(crate::doc::Damage::Unrepresentable(_))
+        ));
     }
 
     #[test]

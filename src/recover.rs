@@ -93,7 +93,11 @@ impl RunLease {
     /// claimed file that exists. A claim not found is skipped (it never landed);
     /// if its folder is not visible either it is flagged `unseen` in place. After
     /// each removal, a `_SUCCESS` left over an output with no data goes too.
-    pub(crate) fn take_back(&self, outputs: &mut Map) -> TakeBack {
+    pub(crate) fn take_back(
+        &self,
+        outputs: &mut Map,
+        ids: Option<&std::collections::HashMap<String, crate::beneath::FileId>>,
+    ) -> TakeBack {
         let b = &self.s.beneath;
         let mut out = TakeBack::default();
         for (name, note) in outputs.iter_mut() {
@@ -120,7 +124,7 @@ impl RunLease {
                 _ => Vec::new(),
             };
             for claim in claims {
-                match b.remove_claim(&claim) {
+                match b.remove_claim_if(&claim, ids.and_then(|m| m.get(&claim).copied())) {
                     Removal::Removed(p) => {
                         self.s.sys.hook.at(crate::sys::Step::FileRemoved);
                         if let Some(parent) = p.parent() {
@@ -178,7 +182,7 @@ impl RunLease {
                 note_written = s.named;
             }
             let mut outputs = claims_map(&replaced);
-            let tb = self.take_back(&mut outputs);
+            let tb = self.take_back(&mut outputs, None);
             if !tb.left.is_empty() {
                 return Err(RecoverError::InUse {
                     left: tb.left,
@@ -203,7 +207,7 @@ impl RunLease {
             Some(Value::Object(m)) => m.clone(),
             _ => Map::new(),
         };
-        let tb = self.take_back(&mut outputs);
+        let tb = self.take_back(&mut outputs, None);
         if dead.0.get("outputs").is_some_and(Value::is_object) {
             dead.set("outputs", Value::Object(outputs));
         }

@@ -641,3 +641,217 @@ fn two_acquires_at_once_one_wins() {
         }
     }
 }
+
+#[test]
+fn in_place_writes_read_as_the_peer_would_write_them() {
+    // Per-file claims go into reserved whitespace; `committed` is appended at the
+    // end. At every step the lease parses to the document a full save writes, and
+    // the committed lease is byte for byte json.dumps of it.
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path().to_path_buf();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(Step, String, u64)>::new()));
+    let (mut sys, _, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
+    let (seen2, path) = (
+        seen.clone(),
+        uc.join(format!(".ubunye/leases/demo/sales/ingest/{DT2_KEY}.json")),
+    );
+    sys.hook = ubunye::sys::Hook(Some(std::sync::Arc::new(move |s: Step| {
+        if matches!(s, Step::Saved | Step::CommittedSaved) {
+            use std::os::unix::fs::MetadataExt;
+            let ino = fs::metadata(&path).map(|m| m.ino()).unwrap_or(0);
+            seen2
+                .lock()
+                .unwrap()
+                .push((s, fs::read_to_string(&path).unwrap_or_default(), ino));
+        }
+    })));
+    let (lease, _) = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap();
+    lease.writing("events", true, true).unwrap();
+    let out = uc.join("out/events");
+    fs::create_dir_all(&out).unwrap();
+    for i in 0..200 {
+        lease
+            .claim("events", &out.join(format!("part-{i:05}-\u{e9}.parquet")))
+            .unwrap();
+    }
+    let inodes: std::collections::BTreeSet<u64> =
+        seen.lock().unwrap().iter().map(|(_, _, i)| *i).collect();
+    // writing: 1 file; the first claim reserves room (8 KiB, then as much as the
+    // lease weighs): a handful of rewrites for 200 claims, not 200.
+    assert!(
+        inodes.len() <= 6,
+        "{} lease files written for 200 claims",
+        inodes.len()
+    );
+    let last = seen.lock().unwrap().last().unwrap().1.clone();
+    let doc: serde_json::Value = serde_json::from_str(&last).unwrap();
+    let claims = doc["outputs"]["events"]["claimed"].as_array().unwrap();
+    assert_eq!(claims.len(), 200);
+    assert_eq!(claims[199], "out/events/part-00199-\u{e9}.parquet");
+    assert!(
+        last.contains("part-00199-\\u00e9.parquet"),
+        "written with ensure_ascii, as the peer"
+    );
+    lease.end(true).unwrap();
+    let committed = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|(s, _, _)| *s == Step::CommittedSaved)
+        .unwrap()
+        .1
+        .clone();
+    let doc: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&committed).unwrap();
+    assert_eq!(doc.keys().next_back().unwrap(), "committed");
+    let squeezed = regex::Regex::new(r" {3,}")
+        .unwrap()
+        .replace_all(&committed, "")
+        .into_owned();
+    assert_eq!(
+        squeezed,
+        ubunye::pyjson::dumps_map(&doc, ubunye::pyjson::Style::COMPACT),
+        "json.dumps of the document, up to the reserve"
+    );
+}
+
+fn ino_of(p: &std::path::Path) -> ubunye::beneath::FileId {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::symlink_metadata(p).unwrap();
+    let dir = fs::metadata(p.parent().unwrap()).unwrap();
+    ubunye::beneath::FileId {
+        dev: m.dev(),
+        ino: m.ino(),
+        born_by: Some((dir.mtime(), dir.mtime_nsec() as u32)),
+    }
+}
+
+/// Review F1: a run frozen after moving its file in, and taken over meanwhile,
+/// must not remove by name the file its taker wrote under the same name.
+#[test]
+fn a_frozen_run_never_removes_a_same_named_file_its_taker_committed() {
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path();
+    let t0 = std::time::SystemTime::now();
+    let (sys_d, _, _) = fake_sys("host-d|pid:[1]", t0);
+    let (lease_d, _) = RunLease::acquire(spec(uc, "2025-01-01"), sys_d).unwrap();
+    lease_d.writing("events", true, true).unwrap();
+    let st =
+        ubunye::append::StagedAppend::begin(&lease_d, "events", &uc.join("out/events")).unwrap();
+    let staged = st.staging.join("events-2025-01-01.parquet");
+    fs::write(&staged, "D").unwrap();
+    let target = uc.join("out/events/events-2025-01-01.parquet");
+    let id = ino_of(&staged);
+    let claims = lease_d
+        .claim_all("events", std::slice::from_ref(&target))
+        .unwrap();
+    fs::rename(&staged, &target).unwrap();
+    // D freezes here. Sixteen minutes later by the disk's clock, T takes over.
+    set_mtime(&lease_d.path(), t0);
+    let (sys_t, _, _) = fake_sys("host-t|pid:[2]", t0 + Duration::from_secs(16 * 60));
+    append_run(
+        uc,
+        sys_t,
+        "2025-01-01",
+        false,
+        &[("events-2025-01-01.parquet", "T")],
+    )
+    .unwrap();
+    assert_eq!(fs::read_to_string(&target).unwrap(), "T");
+    // D resumes.
+    let err = lease_d.landed_file(&claims[0], id).unwrap_err();
+    assert_eq!(err.kind(), Some(RefusalKind::Lost));
+    assert_eq!(
+        fs::read_to_string(&target).unwrap(),
+        "T",
+        "the taker's committed file stays"
+    );
+    lease_d.end(false).unwrap();
+    assert_eq!(
+        fs::read_to_string(&target).unwrap(),
+        "T",
+        "and stays after the frozen run's rollback"
+    );
+}
+
+/// Review F2: a frozen save that lands after a takeover puts the dead run's lease
+/// back over the taker's. The taker then finds its lease lost at the end: it
+/// must take its own files back, or no later run would know of them.
+#[test]
+fn a_run_whose_lease_was_displaced_takes_its_own_files_back() {
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path();
+    let t0 = std::time::SystemTime::now();
+    let (sys_d, _, _) = fake_sys("host-d|pid:[1]", t0);
+    let (lease_d, _) = RunLease::acquire(spec(uc, "2025-01-01"), sys_d).unwrap();
+    lease_d.writing("events", true, true).unwrap();
+    // D's next save is frozen between writing its temp file and the rename.
+    let zombie = fs::read_to_string(lease_d.path()).unwrap();
+    set_mtime(&lease_d.path(), t0);
+    let (sys_t, _, _) = fake_sys("host-t|pid:[2]", t0 + Duration::from_secs(16 * 60));
+    let (lease_t, acq) = RunLease::acquire(spec(uc, "2025-01-01"), sys_t.clone()).unwrap();
+    assert!(acq.took_over.is_some());
+    lease_t.writing("events", true, true).unwrap();
+    let st =
+        ubunye::append::StagedAppend::begin(&lease_t, "events", &uc.join("out/events")).unwrap();
+    fs::write(st.staging.join("part-T.parquet"), "T").unwrap();
+    st.land(&lease_t).unwrap();
+    // The frozen rename lands.
+    let tmp = lease_t.path().with_extension("zombie.tmp");
+    fs::write(&tmp, &zombie).unwrap();
+    fs::rename(&tmp, lease_t.path()).unwrap();
+    let err = lease_t.end(true).unwrap_err();
+    assert_eq!(err.kind(), Some(RefusalKind::Lost));
+    assert!(
+        !uc.join("out/events/part-T.parquet").exists(),
+        "the taker took its own file back"
+    );
+    // D resumes, and stops: its takeover mark is there.
+    assert_eq!(
+        lease_d
+            .claim("events", &uc.join("out/events/part-D.parquet"))
+            .unwrap_err()
+            .kind(),
+        Some(RefusalKind::Lost)
+    );
+    lease_d.end(false).unwrap();
+
+    // D's lease is still on disk; the next run takes it over and lands the batch once.
+    let later = t0 + Duration::from_secs(40 * 60);
+    set_mtime(
+        &uc.join(".ubunye/leases/demo/sales/ingest/39bc42311894ddba.json"),
+        t0,
+    );
+    let (sys_3, _, _) = fake_sys("host-t|pid:[2]", later);
+    append_run(uc, sys_3, "2025-01-01", false, &[("part-T3.parquet", "T3")]).unwrap();
+    assert_eq!(
+        files(&uc.join("out/events")),
+        vec!["_SUCCESS", "part-T3.parquet"]
+    );
+}
+
+/// Review F3: takeover marks expire by the disk's clock, not this host's.
+#[test]
+fn a_host_with_a_fast_clock_does_not_expire_a_fresh_takeover_mark() {
+    #[derive(Debug)]
+    struct Fast;
+    impl ubunye::sys::Clock for Fast {
+        fn now(&self) -> std::time::SystemTime {
+            std::time::SystemTime::now() + Duration::from_secs(8 * 86_400)
+        }
+        fn disk_now(&self, dir: &std::path::Path) -> ubunye::sys::Now {
+            ubunye::sys::SystemClock.disk_now(dir)
+        }
+    }
+    let d = tempfile::tempdir().unwrap();
+    let dir = lease_dir(d.path());
+    fs::create_dir_all(&dir).unwrap();
+    let mark = dir.join(format!("{DT2_KEY}.taken-frozen-run"));
+    fs::write(&mark, "2026-11-29T00:00:00Z").unwrap();
+    let (mut sys, _, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
+    sys.clock = std::sync::Arc::new(Fast);
+    let (lease, acq) = RunLease::acquire(spec(d.path(), "2025-01-02"), sys).unwrap();
+    assert!(acq.expired_tombstones.is_empty());
+    assert!(mark.exists());
+    lease.release();
+}
