@@ -197,9 +197,16 @@ fn main() {
                 f.push(floor(&base, count));
             }
         }
-        let mut per_run: Vec<f64> = o.iter().zip(&f).map(|(a, b)| a.as_secs_f64() / b.as_secs_f64()).collect();
+        let mut per_run: Vec<f64> = o
+            .iter()
+            .zip(&f)
+            .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64())
+            .collect();
         per_run.sort_by(f64::total_cmp);
-        let (lo, lf) = (o.iter().min().copied().unwrap_or_default(), f.iter().min().copied().unwrap_or_default());
+        let (lo, lf) = (
+            o.iter().min().copied().unwrap_or_default(),
+            f.iter().min().copied().unwrap_or_default(),
+        );
         let (mo, mf) = (median(o), median(f));
         // The minimum is the least disturbed run of each side (a VM's disk and
         // neighbours add up to ±30% to single runs); the medians are shown too.

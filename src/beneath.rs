@@ -398,7 +398,9 @@ pub fn is_staging_name(name: &str) -> bool {
     }
     if let Some(rest) = name.strip_prefix('.') {
         if let Some((out, tail)) = rest.rsplit_once(".ubunye-") {
-            return !out.is_empty() && hex12(tail);
+            // `.old`: an overwrite's old copy, moved aside where no exchange exists.
+            return !out.is_empty()
+                && (hex12(tail) || tail.strip_suffix(".old").is_some_and(hex12));
         }
     }
     false

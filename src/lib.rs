@@ -10,6 +10,7 @@ pub mod claims;
 pub mod cli;
 pub mod doc;
 pub mod error;
+pub mod exec;
 pub mod finished;
 pub mod fsx;
 pub mod key;

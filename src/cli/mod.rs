@@ -6,6 +6,7 @@ use std::io::Write;
 
 use clap::{Args, Parser, Subcommand};
 
+mod exec;
 mod key;
 
 /// The exit codes.
@@ -41,6 +42,8 @@ pub struct Cli {
 pub enum Command {
     /// Print the batch key of a task and its variables, as the peer computes it.
     Key(key::KeyArgs),
+    /// Run any program as a batch under a lease (claimed appends, swapped overwrites).
+    Exec(exec::ExecArgs),
     /// Watch the leases and run records of a use case live (the dashboard).
     Top(TopArgs),
 }
@@ -125,6 +128,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
     };
     match &cli.command {
         Command::Key(a) => key::run(a),
+        Command::Exec(a) => exec::run(a),
         Command::Top(a) => dashboard.top(a),
     }
 }

@@ -1,0 +1,252 @@
+//! `ubunye exec`: render the engine's run of a command under a lease.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::key::VarArgs;
+use super::{DirArg, exit, say_err};
+use crate::exec::{self, Event, ExecEnd, Lineage};
+use crate::layout::TaskPath;
+use crate::sys::Sys;
+
+/// Run any program as a batch under a lease.
+///
+/// One live run per batch (the task and its variables, as the Python engine
+/// keys them): a second run of the batch is refused in one line; a dead one is
+/// taken over and what it appended is taken back. Each `--append` output gets a
+/// staging folder inside it (`$UBUNYE_OUT_<NAME>`): when the command succeeds,
+/// every file the command wrote there is claimed in the lease and moved into the
+/// output, once. Each `--overwrite` output gets a fresh folder beside it, swapped
+/// in in one step. A failed command leaves the outputs as they were.
+///
+/// The command also gets UBUNYE_RUN_ID, UBUNYE_BATCH_KEY, UBUNYE_TASK,
+/// UBUNYE_USECASE_DIR and each variable as UBUNYE_VAR_<NAME>.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+ubunye exec -d uc -u demo -p sales -t ingest -dt 2025-01-01 --append events=out/events -- ./ingest.sh\n  \
+ubunye exec -d uc --task demo/sales/summary -dt 2025-01-01 --overwrite totals=out/summary -- duckdb -c \"COPY ...\"\n\n\
+Exit codes: 0 done (or skipped with --resume); 1 refused (held, finished, lease lost); the command's own code when it fails; 2 usage.")]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The task as <usecase>/<package>/<task> (or give -u, -p and -t).
+    #[arg(long, value_name = "U/P/T", conflicts_with_all = ["usecase", "package", "task_name"])]
+    pub task: Option<String>,
+    /// The use case (with -p and -t).
+    #[arg(short = 'u', long = "usecase", value_name = "U", requires_all = ["package", "task_name"])]
+    pub usecase: Option<String>,
+    /// The package (with -u and -t).
+    #[arg(short = 'p', long = "package", value_name = "P", requires_all = ["usecase", "task_name"])]
+    pub package: Option<String>,
+    /// The task's name (with -u and -p).
+    #[arg(short = 't', long = "task-name", value_name = "T", requires_all = ["usecase", "package"])]
+    pub task_name: Option<String>,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    /// An append output, NAME=PATH (a folder, relative to -d). Repeatable.
+    #[arg(long = "append", value_name = "NAME=PATH")]
+    pub appends: Vec<String>,
+    /// An overwrite output, NAME=PATH (a folder, relative to -d). Repeatable.
+    #[arg(long = "overwrite", value_name = "NAME=PATH")]
+    pub overwrites: Vec<String>,
+    /// Replace a batch a finished run appended (its files are removed once this
+    /// run has committed).
+    #[arg(long, conflicts_with = "resume")]
+    pub rerun: bool,
+    /// Skip the batch, with one [SKIP] line and exit 0, if a run finished it.
+    #[arg(long)]
+    pub resume: bool,
+    /// Where run records go (relative to -d; default .ubunye/lineage).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_lineage")]
+    pub lineage_dir: Option<PathBuf>,
+    /// Write no run record.
+    #[arg(long)]
+    pub no_lineage: bool,
+    /// Say nothing but refusals and errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+fn task_of(a: &ExecArgs) -> Result<TaskPath, String> {
+    match (&a.task, &a.usecase, &a.package, &a.task_name) {
+        (Some(t), _, _, _) => TaskPath::parse(t),
+        (None, Some(u), Some(p), Some(t)) => TaskPath::from_parts(u, p, t),
+        _ => Err("name the task: --task <usecase>/<package>/<task>, or -u U -p P -t T".into()),
+    }
+}
+
+fn describe(e: &Event) -> Option<String> {
+    Some(match e {
+        Event::TookOver { recovery: r } | Event::Adopted { recovery: r } => {
+            let what = if matches!(e, Event::Adopted { .. }) {
+                "a dead lease left beside this one"
+            } else {
+                "its lease"
+            };
+            if r.finished {
+                format!(
+                    "run {} had finished ({what} was left behind); its commit was completed: {} replaced file(s) removed.",
+                    crate::doc::short(&r.run_id),
+                    r.removed.len()
+                )
+            } else {
+                let mut s = format!(
+                    "run {} died before it finished; took over {what} and removed {} file(s) it had appended.",
+                    if r.run_id.is_empty() {
+                        "?".to_string()
+                    } else {
+                        crate::doc::short(&r.run_id)
+                    },
+                    r.removed.len()
+                );
+                if !r.unrepaired.is_empty() {
+                    s.push_str(&format!(" Output(s) {} may hold part or all of its batch and cannot be taken back here: check them.", r.unrepaired.join(", ")));
+                }
+                s
+            }
+        }
+        Event::Replacing { finished_by, files } => format!(
+            "--rerun: replacing the batch written by {finished_by}; its {files} file(s) are removed once this run succeeds."
+        ),
+        Event::AppendsAgain {
+            finished_by,
+            outputs,
+        } => format!(
+            "--rerun: output(s) {} hold the batch written by {finished_by} and cannot be taken back, so this run appends the batch to them again.",
+            outputs.join(", ")
+        ),
+        Event::LeasesOff => {
+            "UBUNYE_RUN_LEASE is off: no lease, so nothing stops a second run of this batch.".into()
+        }
+        Event::Started { .. } | Event::Landed { .. } | Event::Swapped { .. } => return None,
+    })
+}
+
+pub fn run(a: &ExecArgs) -> i32 {
+    let task = match task_of(a) {
+        Ok(t) => t,
+        Err(e) => {
+            say_err(&e);
+            return exit::USAGE;
+        }
+    };
+    let vars = match a.vars.variables() {
+        Ok(v) => v,
+        Err(e) => {
+            say_err(&e);
+            return exit::USAGE;
+        }
+    };
+    let lineage = if a.no_lineage {
+        Lineage::Off
+    } else {
+        let dir = a
+            .lineage_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(".ubunye/lineage"));
+        Lineage::Dir(if dir.is_absolute() {
+            dir
+        } else {
+            a.dir.dir.join(dir)
+        })
+    };
+    let spec = match exec::plan(
+        &a.dir.dir,
+        task,
+        vars,
+        &a.appends,
+        &a.overwrites,
+        a.rerun,
+        a.resume,
+        lineage,
+        a.command.clone(),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            say_err(&e);
+            return exit::USAGE;
+        }
+    };
+    let quiet = a.quiet;
+    let mut landed = Vec::new();
+    let mut on_event = |e: Event| {
+        match &e {
+            Event::Landed { output, files } => landed.push(format!("{output} +{files} file(s)")),
+            Event::Swapped { output, .. } => landed.push(format!("{output} replaced")),
+            _ => {}
+        }
+        if let Some(line) = describe(&e) {
+            if !quiet || matches!(e, Event::LeasesOff) {
+                say_err(&line);
+            }
+        }
+    };
+    match exec::run(&spec, Sys::real(), &mut on_event) {
+        Ok(ExecEnd::Done {
+            run_id,
+            key,
+            commit,
+            kept,
+        }) => {
+            if !quiet {
+                let mut line = format!(
+                    "{} {} done (run {})",
+                    spec.task,
+                    key,
+                    crate::doc::short(&run_id)
+                );
+                if !landed.is_empty() {
+                    line.push_str(&format!(": {}", landed.join(", ")));
+                }
+                if let Some(c) = &commit {
+                    if !c.replaced_removed.is_empty() {
+                        line.push_str(&format!(
+                            "; removed {} file(s) of the run it replaced",
+                            c.replaced_removed.len()
+                        ));
+                    }
+                }
+                say_err(&line);
+            }
+            if kept {
+                say_err(&format!(
+                    "some files of the run it replaced could not be removed (in use?); the lease is kept so the next run removes them: see `ubunye leases explain {key}`"
+                ));
+            }
+            exit::OK
+        }
+        Ok(ExecEnd::Skipped { .. }) => {
+            println!(
+                "[SKIP] {} already finished this batch (--resume); kept as it is.",
+                spec.task
+            );
+            exit::OK
+        }
+        Ok(ExecEnd::CommandFailed { child, kept }) => {
+            let what = match (child.interrupted_by, child.signal) {
+                (Some(sig), _) => format!("interrupted by {}", exec::child::signal_name(sig)),
+                (None, Some(sig)) => format!("killed by {}", exec::child::signal_name(sig)),
+                (None, None) => format!("exited with code {}", child.code),
+            };
+            let back = if kept {
+                "some of what it wrote could not be removed; the lease is kept for the next run"
+            } else {
+                "what it wrote was taken back"
+            };
+            say_err(&format!("{}: the command {what}; {back}.", spec.task));
+            if child.code == 0 { 1 } else { child.code }
+        }
+        Err(e) => {
+            say_err(&e.to_string());
+            match e {
+                crate::Error::Usage(_) => exit::USAGE,
+                _ => exit::REFUSED,
+            }
+        }
+    }
+}

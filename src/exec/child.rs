@@ -1,0 +1,125 @@
+//! The child process of `ubunye exec`: started with the outputs in its
+//! environment, killed if `ubunye exec` dies (`PR_SET_PDEATHSIG`), sent the
+//! SIGINT/SIGTERM/SIGHUP that `ubunye exec` receives, and waited for.
+
+use std::ffi::OsString;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, Command};
+use std::sync::{Arc, Mutex};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::SignalsInfo;
+use signal_hook::iterator::exfiltrator::WithOrigin;
+use signal_hook::low_level::siginfo::Cause;
+
+/// How the child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ChildEnd {
+    /// Its exit code, or 128 + the signal that killed it.
+    pub code: i32,
+    /// The signal that killed it, if one did.
+    pub signal: Option<i32>,
+    /// The first signal `ubunye exec` received (and passed on) while it ran.
+    pub interrupted_by: Option<i32>,
+}
+
+impl ChildEnd {
+    pub fn success(&self) -> bool {
+        self.code == 0 && self.interrupted_by.is_none()
+    }
+}
+
+/// The name of a signal, for messages.
+pub fn signal_name(sig: i32) -> String {
+    match sig {
+        SIGINT => "SIGINT".into(),
+        SIGTERM => "SIGTERM".into(),
+        SIGHUP => "SIGHUP".into(),
+        9 => "SIGKILL".into(),
+        other => format!("signal {other}"),
+    }
+}
+
+/// Where a command is found: a path with a `/` as given, else the first
+/// executable of that name on `PATH`. None when it cannot be started.
+pub fn resolve_command(cmd: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &std::path::Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let as_path = std::path::Path::new(cmd);
+    if as_path.as_os_str().as_encoded_bytes().contains(&b'/') {
+        return runnable(as_path).then(|| as_path.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(cmd))
+        .find(|p| runnable(p))
+}
+
+/// Run `argv` with `env` added, passing on signals, until it exits.
+pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<ChildEnd> {
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let parent = rustix::process::getpid();
+    // SAFETY: only async-signal-safe calls between fork and exec: prctl and getppid.
+    unsafe {
+        cmd.pre_exec(move || {
+            // No writer may outlive its lease: if `ubunye exec` dies, so does the child.
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            if rustix::process::getppid() != Some(parent) {
+                // The parent died before the line above took effect.
+                return Err(std::io::Error::other("parent gone"));
+            }
+            Ok(())
+        });
+    }
+    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP])?;
+    let handle = signals.handle();
+    let interrupted: Arc<Mutex<Option<i32>>> = Arc::new(Mutex::new(None));
+    let spawned = cmd.spawn();
+    let pid = match &spawned {
+        Ok(c) => c.id() as i32,
+        Err(_) => 0,
+    };
+    let forwarder = {
+        let interrupted = interrupted.clone();
+        std::thread::spawn(move || {
+            for origin in &mut signals {
+                let sig = origin.signal;
+                interrupted
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert(sig);
+                // A SIGINT from the terminal reached the whole foreground process
+                // group, the child included: passing it on again would deliver it
+                // twice. Anything sent to `ubunye exec` alone is passed on.
+                let from_terminal = sig == SIGINT && matches!(origin.cause, Cause::Kernel);
+                if pid > 0 && !from_terminal {
+                    if let (Some(p), Some(s)) = (
+                        rustix::process::Pid::from_raw(pid),
+                        rustix::process::Signal::from_named_raw(sig),
+                    ) {
+                        let _ = rustix::process::kill_process(p, s);
+                    }
+                }
+            }
+        })
+    };
+    let result = spawned.and_then(|mut c: Child| c.wait());
+    handle.close();
+    let _ = forwarder.join();
+    let status = result?;
+    let signal = status.signal();
+    let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
+    let interrupted_by = *interrupted.lock().unwrap_or_else(|e| e.into_inner());
+    Ok(ChildEnd {
+        code,
+        signal,
+        interrupted_by,
+    })
+}

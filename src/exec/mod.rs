@@ -1,0 +1,680 @@
+//! `ubunye exec`: run any program as a batch under a lease, so that ADR 008's
+//! guarantees reach jobs written in any language. One live run per batch; a dead
+//! run taken over; appends written into a staging folder, claimed and moved in
+//! once the program succeeds; overwrites published in one step; a finished batch
+//! refused (`--rerun` replaces it, `--resume` skips it); a run record in the
+//! peer's format.
+//!
+//! The engine never prints: [`run`] reports [`Event`]s and returns an [`ExecEnd`]
+//! or an error; the CLI renders them.
+
+pub mod child;
+pub mod outputs;
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::append::StagedAppend;
+use crate::beneath::normpath;
+use crate::error::{Error, Refusal, RefusalKind, Result};
+use crate::finished::{Commit, Ended};
+use crate::key::{self, PyValue, Variables};
+use crate::layout::TaskPath;
+use crate::lease::{self, LeaseSpec, RunLease};
+use crate::lineage::{RecordSpec, RunRecord};
+use crate::recover::Recovery;
+use crate::sys::Sys;
+use child::ChildEnd;
+use outputs::Swap;
+
+/// One output of the command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Output {
+    pub name: String,
+    /// Absolute, normalised.
+    pub path: PathBuf,
+    pub append: bool,
+    /// `UBUNYE_OUT_<NAME>`.
+    pub env: String,
+}
+
+/// Where the run record goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lineage {
+    /// `<dir>/<task>/<run_id>.json`.
+    Dir(PathBuf),
+    /// No record (the lease looks for dead runs' records in `<uc>/.ubunye/lineage`).
+    Off,
+}
+
+/// A checked `ubunye exec` invocation.
+#[derive(Clone, Debug)]
+pub struct ExecSpec {
+    pub usecase_dir: PathBuf,
+    pub task: TaskPath,
+    pub variables: Variables,
+    pub outputs: Vec<Output>,
+    pub rerun: bool,
+    pub resume: bool,
+    pub lineage: Lineage,
+    pub command: Vec<OsString>,
+    pub run_id: String,
+}
+
+/// What happened along the way, for the CLI to tell.
+#[derive(Debug, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    /// A dead run's lease was taken over.
+    TookOver {
+        recovery: Recovery,
+    },
+    /// A dead lease left beside the lease was recovered.
+    Adopted {
+        recovery: Recovery,
+    },
+    /// `--rerun`: the finished run's files are removed once this run commits.
+    Replacing {
+        finished_by: String,
+        files: usize,
+    },
+    /// `--rerun`: outputs the finished run did not claim get the batch again.
+    AppendsAgain {
+        finished_by: String,
+        outputs: Vec<String>,
+    },
+    /// Leases are off (`UBUNYE_RUN_LEASE`): no protection against a concurrent run.
+    LeasesOff,
+    /// The command is about to start.
+    Started {
+        run_id: String,
+        key: String,
+    },
+    Landed {
+        output: String,
+        files: usize,
+    },
+    Swapped {
+        output: String,
+        how: Swap,
+    },
+}
+
+/// How `ubunye exec` ended, short of an error.
+#[derive(Debug, Serialize)]
+#[serde(tag = "end", rename_all = "kebab-case")]
+pub enum ExecEnd {
+    /// The command succeeded and the run committed.
+    Done {
+        run_id: String,
+        key: String,
+        commit: Option<Commit>,
+        kept: bool,
+    },
+    /// `--resume`: the batch was finished by an earlier run; nothing ran.
+    Skipped { message: String },
+    /// The command failed (or was interrupted); what it wrote was taken back.
+    CommandFailed { child: ChildEnd, kept: bool },
+}
+
+/// The environment name for an output or a variable: upper case, anything not
+/// alphanumeric as `_`.
+pub fn env_name(prefix: &str, name: &str) -> String {
+    let mut out = String::from(prefix);
+    out.extend(name.chars().map(|c| {
+        if c.is_ascii_alphanumeric() {
+            c.to_ascii_uppercase()
+        } else {
+            '_'
+        }
+    }));
+    out
+}
+
+/// Check an invocation: every problem here is a usage error (exit 2), found
+/// before anything is written.
+#[allow(clippy::too_many_arguments)]
+pub fn plan(
+    usecase_dir: &Path,
+    task: TaskPath,
+    variables: Variables,
+    appends: &[String],
+    overwrites: &[String],
+    rerun: bool,
+    resume: bool,
+    lineage: Lineage,
+    command: Vec<OsString>,
+) -> std::result::Result<ExecSpec, String> {
+    if command.is_empty() {
+        return Err("give the command after --, for example: ubunye exec --task demo/sales/ingest -dt 2025-01-01 -- ./ingest.sh".into());
+    }
+    if child::resolve_command(&command[0]).is_none() {
+        return Err(format!(
+            "cannot start '{}': no such executable (give a path, or a program on PATH)",
+            command[0].to_string_lossy()
+        ));
+    }
+    if !usecase_dir.is_dir() {
+        return Err(format!(
+            "the use-case folder {} does not exist (point -d at it)",
+            usecase_dir.display()
+        ));
+    }
+    let uc = normpath(
+        &std::env::current_dir()
+            .map_err(|e| e.to_string())?
+            .join(usecase_dir),
+    );
+    let uc_real = std::fs::canonicalize(&uc).map_err(|e| format!("{}: {e}", uc.display()))?;
+    let mut outputs: Vec<Output> = Vec::new();
+    for (items, append) in [(appends, true), (overwrites, false)] {
+        let flag = if append { "--append" } else { "--overwrite" };
+        for item in items {
+            let Some((name, path)) = item.split_once('=') else {
+                return Err(format!(
+                    "{flag} expects NAME=PATH, got '{item}'. Example: {flag} events=out/events"
+                ));
+            };
+            let name = name.trim();
+            if name.is_empty() || path.is_empty() {
+                return Err(format!("{flag} expects NAME=PATH, got '{item}'"));
+            }
+            let full = normpath(&uc.join(path));
+            let env = env_name("UBUNYE_OUT_", name);
+            if outputs.iter().any(|o| o.name == name || o.env == env) {
+                return Err(format!("the output name '{name}' is given twice"));
+            }
+            if let Some(o) = outputs
+                .iter()
+                .find(|o| o.path.starts_with(&full) || full.starts_with(&o.path))
+            {
+                return Err(format!(
+                    "outputs '{}' and '{name}' are the same folder or one is inside the other ({})",
+                    o.name,
+                    full.display()
+                ));
+            }
+            let real = crate::beneath::realpath_lenient(&full);
+            if full == uc || real == uc_real {
+                return Err(format!(
+                    "{flag} {item}: the output cannot be the use-case folder itself"
+                ));
+            }
+            if real.starts_with(uc_real.join(".ubunye")) || full.starts_with(uc.join(".ubunye")) {
+                return Err(format!(
+                    "{flag} {item}: an output cannot be inside .ubunye/, where the leases and run records are"
+                ));
+            }
+            if full.exists() && !full.is_dir() {
+                return Err(format!(
+                    "{flag} {item}: {} exists and is not a folder (an output is a folder of files)",
+                    full.display()
+                ));
+            }
+            outputs.push(Output {
+                name: name.to_string(),
+                path: full,
+                append,
+                env,
+            });
+        }
+    }
+    outputs.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(ExecSpec {
+        usecase_dir: uc,
+        task,
+        variables,
+        outputs,
+        rerun,
+        resume,
+        lineage,
+        command,
+        run_id: uuid::Uuid::new_v4().to_string(),
+    })
+}
+
+/// The command line as recorded: values of secret-looking variables (4 characters
+/// or more) masked as `***`, as the peer masks them in records.
+pub fn recorded_command(spec: &ExecSpec) -> Vec<String> {
+    let mut secrets: Vec<String> = spec
+        .variables
+        .iter()
+        .filter(|(k, _)| crate::secrets::looks_secret(k))
+        .filter_map(|(_, v)| match v {
+            PyValue::Str(s) if s.chars().count() >= 4 => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    spec.command
+        .iter()
+        .map(|a| {
+            let mut s = a.to_string_lossy().into_owned();
+            for secret in &secrets {
+                s = s.replace(secret.as_str(), crate::secrets::REDACTED);
+            }
+            s
+        })
+        .collect()
+}
+
+struct Prepared<'a> {
+    out: &'a Output,
+    staging: PathBuf,
+    staging_claim: Option<String>,
+    append: Option<StagedAppend>,
+}
+
+fn child_env(spec: &ExecSpec, key: &str, prepared: &[Prepared<'_>]) -> Vec<(String, OsString)> {
+    let mut env = vec![
+        ("UBUNYE_RUN_ID".to_string(), OsString::from(&spec.run_id)),
+        ("UBUNYE_BATCH_KEY".to_string(), OsString::from(key)),
+        (
+            "UBUNYE_TASK".to_string(),
+            OsString::from(spec.task.as_str()),
+        ),
+        (
+            "UBUNYE_USECASE_DIR".to_string(),
+            spec.usecase_dir.clone().into_os_string(),
+        ),
+    ];
+    for (k, v) in &spec.variables {
+        let value = match v {
+            PyValue::None => continue,
+            PyValue::Str(s) => s.clone(),
+            other => other
+                .to_json()
+                .map(|j| crate::pyjson::dumps(&j, crate::pyjson::Style::COMPACT))
+                .unwrap_or_default(),
+        };
+        env.push((env_name("UBUNYE_VAR_", k), OsString::from(value)));
+    }
+    for p in prepared {
+        env.push((p.out.env.clone(), p.staging.clone().into_os_string()));
+    }
+    env
+}
+
+fn failed_note(spec: &ExecSpec, end: &ChildEnd) -> String {
+    let cmd = spec.command[0].to_string_lossy();
+    match (end.interrupted_by, end.signal) {
+        (Some(sig), _) => format!(
+            "Interrupted: ubunye exec received {}; the command ({cmd}) was stopped and what it wrote was taken back.",
+            child::signal_name(sig)
+        ),
+        (None, Some(sig)) => format!(
+            "CommandFailed: {cmd} was killed by {}.",
+            child::signal_name(sig)
+        ),
+        (None, None) => format!("CommandFailed: {cmd} exited with code {}.", end.code),
+    }
+}
+
+/// Run the command as a batch under its lease.
+pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<ExecEnd> {
+    let key = key::batch_key(spec.task.as_str(), &spec.variables)
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    if !lease::enabled() {
+        events(Event::LeasesOff);
+        return run_unleased(spec, &key, sys, events);
+    }
+    let lineage_dir = match &spec.lineage {
+        Lineage::Dir(d) => Some(d.clone()),
+        Lineage::Off => None,
+    };
+    let lspec = LeaseSpec {
+        usecase_dir: spec.usecase_dir.clone(),
+        task: spec.task.clone(),
+        variables: spec.variables.clone(),
+        run_id: spec.run_id.clone(),
+        lineage_dir,
+        actor: None,
+    };
+    let (lease, acquired) = RunLease::acquire(lspec, sys.clone())?;
+    if let Some(r) = acquired.took_over {
+        events(Event::TookOver { recovery: r });
+    }
+    for r in acquired.adopted {
+        events(Event::Adopted { recovery: r });
+    }
+    let appends: Vec<String> = spec
+        .outputs
+        .iter()
+        .filter(|o| o.append)
+        .map(|o| o.name.clone())
+        .collect();
+    match lease.check_finished(&appends, spec.rerun) {
+        Err(e) if e.kind() == Some(RefusalKind::Finished) && spec.resume => {
+            lease.release();
+            let message = e.refusal().map(|r| r.message.clone()).unwrap_or_default();
+            return Ok(ExecEnd::Skipped { message });
+        }
+        Err(e) => {
+            lease.release();
+            return Err(e);
+        }
+        Ok(check) => {
+            if let Some(who) = &check.finished_by {
+                let files = check.replaces.iter().map(|(_, f)| f.len()).sum();
+                if files > 0 {
+                    events(Event::Replacing {
+                        finished_by: who.clone(),
+                        files,
+                    });
+                }
+                if !check.again.is_empty() {
+                    events(Event::AppendsAgain {
+                        finished_by: who.clone(),
+                        outputs: check.again.clone(),
+                    });
+                }
+            }
+        }
+    }
+    // Note every output, and name its staging folder in the lease before it exists.
+    let mut prepared: Vec<Prepared<'_>> = Vec::new();
+    for out in &spec.outputs {
+        match prepare(&lease, out) {
+            Ok(p) => prepared.push(p),
+            Err(e) => {
+                let _ = lease.end(false);
+                return Err(e);
+            }
+        }
+    }
+    let mut record = match &spec.lineage {
+        Lineage::Off => None,
+        Lineage::Dir(dir) => {
+            let rs = RecordSpec {
+                run_id: spec.run_id.clone(),
+                task: spec.task.clone(),
+                variables: spec.variables.clone(),
+                backend: "exec".into(),
+                command: Some(recorded_command(spec)),
+            };
+            match RunRecord::start(dir, &rs, sys.clock.now()) {
+                Ok(mut r) => {
+                    r.set_outputs(
+                        spec.outputs
+                            .iter()
+                            .map(|o| {
+                                (
+                                    o.name.clone(),
+                                    if o.append { "append" } else { "overwrite" }.to_string(),
+                                    o.path.display().to_string(),
+                                )
+                            })
+                            .collect(),
+                    );
+                    Some(r)
+                }
+                Err(e) => {
+                    let _ = lease.end(false);
+                    return Err(Error::io("write the run record in", dir, e));
+                }
+            }
+        }
+    };
+    let mut finish_record = |status: &str, note: Option<String>| {
+        if let Some(r) = record.as_mut() {
+            let _ = r.finish(status, note, sys.clock.now());
+        }
+    };
+    events(Event::Started {
+        run_id: spec.run_id.clone(),
+        key: key.clone(),
+    });
+    let end = match child::run(&spec.command, &child_env(spec, &key, &prepared)) {
+        Ok(end) => end,
+        Err(e) => {
+            let ended = lease.end(false);
+            finish_record(
+                "error",
+                Some(format!(
+                    "CommandFailed: {} could not be started: {e}",
+                    spec.command[0].to_string_lossy()
+                )),
+            );
+            ended?;
+            return Err(Error::io("start", PathBuf::from(&spec.command[0]), e));
+        }
+    };
+    if !end.success() {
+        let kept = matches!(lease.end(false)?, Ended::RolledBack { kept: true, .. });
+        finish_record("error", Some(failed_note(spec, &end)));
+        return Ok(ExecEnd::CommandFailed { child: end, kept });
+    }
+    // The command succeeded: land the appends, publish the overwrites.
+    let published = publish(&lease, &prepared, events);
+    if let Err(e) = published {
+        let lost = e.kind() == Some(RefusalKind::Lost);
+        let _ = lease.end(false);
+        let note = if lost {
+            lost_text(spec)
+        } else {
+            format!("{e}")
+        };
+        finish_record(if lost { "interrupted" } else { "error" }, Some(note));
+        return Err(e);
+    }
+    for p in &prepared {
+        lease.written(&p.out.name)?;
+    }
+    if let Some(note) = lease.lost_note() {
+        finish_record("interrupted", Some(note));
+        return Err(lease
+            .end(true)
+            .err()
+            .unwrap_or_else(|| Refusal::new(RefusalKind::Lost, lost_text(spec)).into()));
+    }
+    // As the peer: the record says success before the lease is committed, so a
+    // run killed in between is treated as finished by the next one.
+    finish_record("success", None);
+    match lease.end(true) {
+        Ok(Ended::Committed { commit, kept }) => Ok(ExecEnd::Done {
+            run_id: spec.run_id.clone(),
+            key,
+            commit: Some(commit),
+            kept,
+        }),
+        Ok(Ended::RolledBack { .. }) => Ok(ExecEnd::Done {
+            run_id: spec.run_id.clone(),
+            key,
+            commit: None,
+            kept: false,
+        }),
+        Err(e) => {
+            finish_record("interrupted", Some(lost_text(spec)));
+            Err(e)
+        }
+    }
+}
+
+fn lost_text(spec: &ExecSpec) -> String {
+    format!(
+        "Run {} lost its lease on {} to another run (it was judged dead). That run takes back what this one appended and writes the batch itself: check its record before running the batch again.",
+        crate::doc::short(&spec.run_id),
+        spec.task
+    )
+}
+
+fn prepare<'a>(lease: &RunLease, out: &'a Output) -> Result<Prepared<'a>> {
+    lease.writing(&out.name, out.append, true)?;
+    if out.append {
+        let st = StagedAppend::begin(lease, &out.name, &out.path)?;
+        return Ok(Prepared {
+            out,
+            staging: st.staging.clone(),
+            staging_claim: Some(st.staging_claim.clone()),
+            append: Some(st),
+        });
+    }
+    let staging = outputs::overwrite_staging(&out.path);
+    let claim = lease.staging(&out.name, &staging)?;
+    if let Some(parent) = out.path.parent() {
+        fs::create_dir_all(parent)
+            .map_err(|e| Error::io("create the output's folder", parent, e))?;
+    }
+    fs::create_dir(&staging).map_err(|e| Error::io("create the staging folder", &staging, e))?;
+    Ok(Prepared {
+        out,
+        staging,
+        staging_claim: Some(claim),
+        append: None,
+    })
+}
+
+fn publish(
+    lease: &RunLease,
+    prepared: &[Prepared<'_>],
+    events: &mut dyn FnMut(Event),
+) -> Result<()> {
+    for p in prepared {
+        if let Some(st) = &p.append {
+            let landed = st.land(lease)?;
+            events(Event::Landed {
+                output: p.out.name.clone(),
+                files: landed.files,
+            });
+            continue;
+        }
+        if !lease.still_owned() {
+            return Err(Refusal::new(
+                RefusalKind::Lost,
+                format!(
+                    "Run {} no longer holds the lease on {}; its overwrite of {} is not published.",
+                    crate::doc::short(lease.run_id()),
+                    lease.task(),
+                    p.out.name
+                ),
+            )
+            .into());
+        }
+        let how = outputs::swap_in(&p.staging, &p.out.path)
+            .map_err(|e| Error::io("publish the overwrite of", &p.out.path, e))?;
+        // The old copy is where the staging folder was (or beside it): remove it
+        // through the lease's own staging record.
+        if let Some(claim) = &p.staging_claim {
+            match how {
+                Swap::Exchanged => {
+                    let _ = lease.remove_staging(claim);
+                }
+                Swap::TwoRenames => {
+                    let _ = lease.remove_staging(&format!("{claim}.old"));
+                }
+                Swap::First => {}
+            }
+        }
+        events(Event::Swapped {
+            output: p.out.name.clone(),
+            how,
+        });
+    }
+    Ok(())
+}
+
+/// `UBUNYE_RUN_LEASE=off`: the same staging and publication, no lease, no claims.
+fn run_unleased(
+    spec: &ExecSpec,
+    key: &str,
+    sys: Sys,
+    events: &mut dyn FnMut(Event),
+) -> Result<ExecEnd> {
+    let mut prepared = Vec::new();
+    for out in &spec.outputs {
+        let staging = if out.append {
+            out.path.join(format!("_ubunye-{}", crate::fsx::hex12()))
+        } else {
+            outputs::overwrite_staging(&out.path)
+        };
+        let make = if out.append {
+            fs::create_dir_all(&out.path)
+        } else {
+            out.path.parent().map_or(Ok(()), fs::create_dir_all)
+        };
+        make.and_then(|_| fs::create_dir(&staging))
+            .map_err(|e| Error::io("create the staging folder", &staging, e))?;
+        prepared.push(Prepared {
+            out,
+            staging,
+            staging_claim: None,
+            append: None,
+        });
+    }
+    let cleanup = |prepared: &[Prepared<'_>]| {
+        for p in prepared {
+            let _ = fs::remove_dir_all(&p.staging);
+        }
+    };
+    let mut record = match &spec.lineage {
+        Lineage::Off => None,
+        Lineage::Dir(dir) => {
+            let rs = RecordSpec {
+                run_id: spec.run_id.clone(),
+                task: spec.task.clone(),
+                variables: spec.variables.clone(),
+                backend: "exec".into(),
+                command: Some(recorded_command(spec)),
+            };
+            RunRecord::start(dir, &rs, sys.clock.now()).ok()
+        }
+    };
+    events(Event::Started {
+        run_id: spec.run_id.clone(),
+        key: key.to_string(),
+    });
+    let end = match child::run(&spec.command, &child_env(spec, key, &prepared)) {
+        Ok(end) => end,
+        Err(e) => {
+            cleanup(&prepared);
+            return Err(Error::io("start", PathBuf::from(&spec.command[0]), e));
+        }
+    };
+    if !end.success() {
+        cleanup(&prepared);
+        if let Some(r) = record.as_mut() {
+            let _ = r.finish("error", Some(failed_note(spec, &end)), sys.clock.now());
+        }
+        return Ok(ExecEnd::CommandFailed {
+            child: end,
+            kept: false,
+        });
+    }
+    for p in &prepared {
+        if p.out.append {
+            let n = outputs::land_unleased(&p.staging, &p.out.path)
+                .map_err(|e| Error::io("land the files of", &p.out.path, e))?;
+            events(Event::Landed {
+                output: p.out.name.clone(),
+                files: n,
+            });
+        } else {
+            let how = outputs::swap_in(&p.staging, &p.out.path)
+                .map_err(|e| Error::io("publish the overwrite of", &p.out.path, e))?;
+            let old = if how == Swap::TwoRenames {
+                outputs::old_copy(&p.staging)
+            } else {
+                p.staging.clone()
+            };
+            if how != Swap::First {
+                let _ = fs::remove_dir_all(old);
+            }
+            events(Event::Swapped {
+                output: p.out.name.clone(),
+                how,
+            });
+        }
+    }
+    if let Some(r) = record.as_mut() {
+        let _ = r.finish("success", None, sys.clock.now());
+    }
+    Ok(ExecEnd::Done {
+        run_id: spec.run_id.clone(),
+        key: key.to_string(),
+        commit: None,
+        kept: false,
+    })
+}
