@@ -34,9 +34,7 @@ fn stage(base: &Path, n: usize) -> (PathBuf, PathBuf, Vec<String>) {
     let staging = out.join(format!("_ubunye-{}", ubunye::fsx::hex12()));
     fs::create_dir_all(&staging).unwrap();
     let job = uuid::Uuid::new_v4();
-    let names: Vec<String> = (0..n)
-        .map(|i| format!("part-{i:05}-{job}-c000.snappy.parquet"))
-        .collect();
+    let names: Vec<String> = (0..n).map(|i| format!("part-{i:05}-{job}-c000.snappy.parquet")).collect();
     for name in &names {
         fs::write(staging.join(name), b"PAR1\x00\x00PAR1").unwrap();
     }
@@ -103,21 +101,13 @@ fn ours(base: &Path, n: usize, per_file: bool) -> Duration {
     marks.push(("commit+release", Instant::now()));
     let d = marks[marks.len() - 1].1 - marks[0].1;
     if phases {
-        let parts: Vec<String> = marks
-            .windows(2)
-            .map(|w| format!("{} {:.1}ms", w[1].0, (w[1].1 - w[0].1).as_secs_f64() * 1e3))
-            .collect();
+        let parts: Vec<String> =
+            marks.windows(2).map(|w| format!("{} {:.1}ms", w[1].0, (w[1].1 - w[0].1).as_secs_f64() * 1e3)).collect();
         eprintln!("  {}", parts.join(", "));
     }
     let landed = fs::read_dir(&out)
         .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with("part-")
-        })
+        .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-"))
         .count();
     assert_eq!(landed, n);
     GARBAGE.lock().unwrap().push(root);
@@ -139,14 +129,7 @@ fn peer(python: &str, base: &Path, n: usize, runs: usize, per_file: bool) -> Opt
         return None;
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-    Some(
-        v["totals_s"]
-            .as_array()?
-            .iter()
-            .filter_map(|x| x.as_f64())
-            .map(Duration::from_secs_f64)
-            .collect(),
-    )
+    Some(v["totals_s"].as_array()?.iter().filter_map(|x| x.as_f64()).map(Duration::from_secs_f64).collect())
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -164,15 +147,8 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
-    let (n, per_n, runs) = if bench {
-        (
-            get("--n", 12_000),
-            get("--per-file-n", 3_000),
-            get("--runs", 5),
-        )
-    } else {
-        (50, 20, 1)
-    };
+    let (n, per_n, runs) =
+        if bench { (get("--n", 12_000), get("--per-file-n", 3_000), get("--runs", 5)) } else { (50, 20, 1) };
     let base = args
         .iter()
         .position(|a| a == "--dir")
@@ -181,10 +157,7 @@ fn main() {
         .unwrap_or_else(|| std::env::temp_dir().join("ubunye-bench"));
     fs::create_dir_all(&base).unwrap();
     let python = std::env::var("UBUNYE_PEER_PYTHON").ok().filter(|_| bench);
-    println!(
-        "claimed-append benchmark: {runs} run(s) each, in {}",
-        base.display()
-    );
+    println!("claimed-append benchmark: {runs} run(s) each, in {}", base.display());
     for (label, count, per_file) in [("claim_all", n, false), ("per-file claim", per_n, true)] {
         let (mut o, mut f) = (Vec::new(), Vec::new());
         for i in 0..runs {
@@ -197,16 +170,9 @@ fn main() {
                 f.push(floor(&base, count));
             }
         }
-        let mut per_run: Vec<f64> = o
-            .iter()
-            .zip(&f)
-            .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64())
-            .collect();
+        let mut per_run: Vec<f64> = o.iter().zip(&f).map(|(a, b)| a.as_secs_f64() / b.as_secs_f64()).collect();
         per_run.sort_by(f64::total_cmp);
-        let (lo, lf) = (
-            o.iter().min().copied().unwrap_or_default(),
-            f.iter().min().copied().unwrap_or_default(),
-        );
+        let (lo, lf) = (o.iter().min().copied().unwrap_or_default(), f.iter().min().copied().unwrap_or_default());
         let (mo, mf) = (median(o), median(f));
         // The minimum is the least disturbed run of each side (a VM's disk and
         // neighbours add up to ±30% to single runs); the medians are shown too.
@@ -220,10 +186,7 @@ fn main() {
             mo.as_secs_f64() / mf.as_secs_f64(),
         );
         let _ = per_run;
-        match python
-            .as_deref()
-            .and_then(|py| peer(py, &base, count, runs, per_file))
-        {
+        match python.as_deref().and_then(|py| peer(py, &base, count, runs, per_file)) {
             Some(p) => {
                 let lp = p.iter().min().copied().unwrap_or_default();
                 let mp = median(p);

@@ -15,6 +15,9 @@ use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::fsx;
 use crate::lease::RunLease;
 use crate::sys::Step;
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+use std::os::fd::OwnedFd;
 
 /// An append output being written through its staging folder.
 #[derive(Clone, Debug)]
@@ -71,25 +74,16 @@ pub fn staged_files(staging: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
     Ok(out)
 }
 
-/// Move `from` to `to`, never replacing a file already at `to`.
-fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    match rustix::fs::renameat_with(
-        rustix::fs::CWD,
-        from,
-        rustix::fs::CWD,
-        to,
-        rustix::fs::RenameFlags::NOREPLACE,
-    ) {
+/// Move `rel` from the folder `from` to the same name in `to`, never replacing
+/// a file already there.
+fn rename_noreplace(from: &OwnedFd, rel: &Path, to: &OwnedFd) -> io::Result<()> {
+    match rustix::fs::renameat_with(from, rel, to, rel, rustix::fs::RenameFlags::NOREPLACE) {
         Ok(()) => Ok(()),
-        Err(e) if e == rustix::io::Errno::EXIST => Err(e.into()),
-        Err(e)
-            if e == rustix::io::Errno::INVAL
-                || e == rustix::io::Errno::NOSYS
-                || e == rustix::io::Errno::NOTSUP =>
-        {
+        Err(e) if e == Errno::EXIST => Err(e.into()),
+        Err(e) if e == Errno::INVAL || e == Errno::NOSYS || e == Errno::NOTSUP => {
             // The file system has no RENAME_NOREPLACE (NFS): a hard link is exclusive too.
-            fs::hard_link(from, to)?;
-            fs::remove_file(from)
+            rustix::fs::linkat(from, rel, to, rel, AtFlags::empty())?;
+            rustix::fs::unlinkat(from, rel, AtFlags::empty()).map_err(Into::into)
         }
         Err(e) => Err(e.into()),
     }
@@ -101,16 +95,9 @@ impl StagedAppend {
     pub fn begin(lease: &RunLease, output: &str, out_dir: &Path) -> Result<StagedAppend> {
         let staging = out_dir.join(format!("_ubunye-{}", fsx::hex12()));
         let staging_claim = lease.staging(output, &staging)?;
-        fs::create_dir_all(out_dir)
-            .map_err(|e| Error::io("create the output folder", out_dir, e))?;
-        fs::create_dir(&staging)
-            .map_err(|e| Error::io("create the staging folder", &staging, e))?;
-        Ok(StagedAppend {
-            output: output.to_string(),
-            out_dir: out_dir.to_path_buf(),
-            staging,
-            staging_claim,
-        })
+        fs::create_dir_all(out_dir).map_err(|e| Error::io("create the output folder", out_dir, e))?;
+        fs::create_dir(&staging).map_err(|e| Error::io("create the staging folder", &staging, e))?;
+        Ok(StagedAppend { output: output.to_string(), out_dir: out_dir.to_path_buf(), staging, staging_claim })
     }
 
     /// Land what the writer put in the staging folder: refuse a name clash before
@@ -118,19 +105,25 @@ impl StagedAppend {
     /// kept, for `k=v/` layouts), check each, check the lease once, touch
     /// `_SUCCESS`, remove the staging folder.
     pub fn land(&self, lease: &RunLease) -> Result<Landed> {
-        let files = staged_files(&self.staging)
-            .map_err(|e| Error::io("list the staging folder", &self.staging, e))?;
+        let files = staged_files(&self.staging).map_err(|e| Error::io("list the staging folder", &self.staging, e))?;
         // Every staged file existed by the time of the staging folder's last
         // change: a file under one of their names born later is not this run's.
         let (dev, born_by) = {
             use std::os::unix::fs::MetadataExt;
-            let m = fs::metadata(&self.staging)
-                .map_err(|e| Error::io("read the staging folder", &self.staging, e))?;
+            let m = fs::metadata(&self.staging).map_err(|e| Error::io("read the staging folder", &self.staging, e))?;
             (m.dev(), Some((m.mtime(), m.mtime_nsec() as u32)))
         };
         let targets: Vec<PathBuf> = files.iter().map(|(f, _)| self.out_dir.join(f)).collect();
-        for t in &targets {
-            if fsx::exists(t) {
+        // Every operation below is relative to handles on the output and the
+        // staging folder: no path is walked from the root once per file.
+        let open_dir = |p: &Path| {
+            rustix::fs::open(p, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+                .map_err(|e| Error::io("open", p, e.into()))
+        };
+        let out_fd = open_dir(&self.out_dir)?;
+        let st_fd = open_dir(&self.staging)?;
+        for ((f, _), t) in files.iter().zip(&targets) {
+            if rustix::fs::statat(&out_fd, f, AtFlags::SYMLINK_NOFOLLOW).map_or_else(|e| e != Errno::NOENT, |_| true) {
                 return Err(Refusal::new(
                     RefusalKind::Outside,
                     format!(
@@ -145,16 +138,15 @@ impl StagedAppend {
         }
         let claims = lease.claim_all(&self.output, &targets)?;
         let mut made: HashSet<PathBuf> = HashSet::new();
-        made.insert(self.out_dir.clone());
         for (((f, ino), target), claim) in files.iter().zip(&targets).zip(&claims) {
-            if let Some(parent) = target.parent() {
+            if let Some(parent) = f.parent().filter(|p| !p.as_os_str().is_empty()) {
                 if !made.contains(parent) {
-                    fs::create_dir_all(parent)
-                        .map_err(|e| Error::io("create the output folder", parent, e))?;
+                    let full = self.out_dir.join(parent);
+                    fs::create_dir_all(&full).map_err(|e| Error::io("create the output folder", &full, e))?;
                     made.insert(parent.to_path_buf());
                 }
             }
-            if let Err(e) = rename_noreplace(&self.staging.join(f), target) {
+            if let Err(e) = rename_noreplace(&st_fd, f, &out_fd) {
                 if e.kind() == io::ErrorKind::AlreadyExists {
                     // Something else put a file there after the check: that file is
                     // not this run's, so its claim must go before anything is taken back.
@@ -163,26 +155,12 @@ impl StagedAppend {
                 return Err(Error::io("move a file into the output", target, e));
             }
             lease.step(Step::Moved);
-            lease.landed_file(
-                claim,
-                crate::beneath::FileId {
-                    dev,
-                    ino: *ino,
-                    born_by,
-                },
-            )?;
+            lease.landed_file(claim, crate::beneath::FileId { dev, ino: *ino, born_by })?;
         }
         lease.all_landed_files(&claims)?;
         let marker = self.out_dir.join("_SUCCESS");
-        fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&marker)
-            .map_err(|e| Error::io("touch", &marker, e))?;
+        fs::OpenOptions::new().create(true).append(true).open(&marker).map_err(|e| Error::io("touch", &marker, e))?;
         let _ = lease.remove_staging(&self.staging_claim);
-        Ok(Landed {
-            files: targets.len(),
-            targets,
-        })
+        Ok(Landed { files: targets.len(), targets })
     }
 }

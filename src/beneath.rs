@@ -104,10 +104,7 @@ pub struct Inside {
 impl Beneath {
     /// The use-case folder, resolved (symlinks followed), as the peer's `<root>`.
     pub fn new(root: &Path) -> io::Result<Beneath> {
-        Ok(Beneath {
-            root: std::fs::canonicalize(root)?,
-            parents: Mutex::new(HashMap::new()),
-        })
+        Ok(Beneath { root: std::fs::canonicalize(root)?, parents: Mutex::new(HashMap::new()) })
     }
 
     /// The resolved root.
@@ -127,9 +124,7 @@ impl Beneath {
         let path = if path.is_absolute() {
             path.to_path_buf()
         } else {
-            std::env::current_dir()
-                .map_err(|_| invalid(&shown(), "no current folder"))?
-                .join(path)
+            std::env::current_dir().map_err(|_| invalid(&shown(), "no current folder"))?.join(path)
         };
         let name = match path.file_name() {
             Some(n) if n != "." && n != ".." => n.to_owned(),
@@ -148,25 +143,17 @@ impl Beneath {
             }
         };
         let full = real_parent.join(&name);
-        let rel = full
-            .strip_prefix(&self.root)
-            .map_err(|_| self.outside(&shown()))?;
+        let rel = full.strip_prefix(&self.root).map_err(|_| self.outside(&shown()))?;
         let mut parts = Vec::new();
         for c in rel.components() {
-            let s = c
-                .as_os_str()
-                .to_str()
-                .ok_or_else(|| invalid(&shown(), "not valid UTF-8"))?;
+            let s = c.as_os_str().to_str().ok_or_else(|| invalid(&shown(), "not valid UTF-8"))?;
             parts.push(s);
         }
         if parts.is_empty() {
             return Err(invalid(&shown(), "the use-case folder itself"));
         }
         if parts[0] == ".ubunye" {
-            return Err(invalid(
-                &shown(),
-                "inside .ubunye/, where the leases and run records are",
-            ));
+            return Err(invalid(&shown(), "inside .ubunye/, where the leases and run records are"));
         }
         Ok(parts.join("/"))
     }
@@ -177,9 +164,7 @@ impl Beneath {
         let mut last: Option<(&Path, String)> = None;
         for p in paths {
             let (parent, name) = match (p.parent(), p.file_name().and_then(|n| n.to_str())) {
-                (Some(parent), Some(name)) if p.is_absolute() && name != "." && name != ".." => {
-                    (parent, name)
-                }
+                (Some(parent), Some(name)) if p.is_absolute() && name != "." && name != ".." => (parent, name),
                 _ => {
                     out.push(self.portable(p)?);
                     continue;
@@ -209,37 +194,25 @@ impl Beneath {
         }
         let joined = self.root.join(claim);
         let full = normpath(&joined);
-        let rel = full
-            .strip_prefix(&self.root)
-            .map_err(|_| self.outside(claim))?;
-        let parts: Vec<String> = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
+        let rel = full.strip_prefix(&self.root).map_err(|_| self.outside(claim))?;
+        let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
         if parts.is_empty() {
             return Err(self.outside(claim));
         }
         if parts[0] == ".ubunye" {
-            return Err(invalid(
-                claim,
-                "inside .ubunye/, where the leases and run records are",
-            ));
+            return Err(invalid(claim, "inside .ubunye/, where the leases and run records are"));
         }
         Ok(Inside { full, parts })
     }
 
     fn outside(&self, path: &str) -> PathRefusal {
-        PathRefusal::Outside {
-            path: path.to_string(),
-            root: self.root.display().to_string(),
-        }
+        PathRefusal::Outside { path: path.to_string(), root: self.root.display().to_string() }
     }
 
     /// Open the folder holding `parts`' last component, walking from the root
     /// without following any symlink. `Ok(None)`: a folder on the way is missing.
     fn open_parent(&self, claim: &str, parts: &[String]) -> Result<Option<OwnedFd>, PathRefusal> {
-        let mut fd = open_dir_path(&self.root)
-            .map_err(|_| invalid(claim, "the use-case folder cannot be opened"))?;
+        let mut fd = open_dir_path(&self.root).map_err(|_| invalid(claim, "the use-case folder cannot be opened"))?;
         let mut walked = self.root.clone();
         for part in &parts[..parts.len().saturating_sub(1)] {
             walked.push(part);
@@ -254,10 +227,7 @@ impl Beneath {
                 Err(e) => {
                     return match rustix::fs::statat(&fd, part.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
                         Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
-                            Err(PathRefusal::Symlink {
-                                path: claim.to_string(),
-                                at: walked.display().to_string(),
-                            })
+                            Err(PathRefusal::Symlink { path: claim.to_string(), at: walked.display().to_string() })
                         }
                         Ok(_) if e == Errno::NOTDIR => Ok(None),
                         _ => Err(invalid(claim, "a folder on its path cannot be opened")),
@@ -287,9 +257,7 @@ impl Beneath {
             Err(r) => return Removal::Refused(r),
         };
         let name = inside.parts.last().map(String::as_str).unwrap_or_default();
-        let mask = rustix::fs::StatxFlags::TYPE
-            | rustix::fs::StatxFlags::INO
-            | rustix::fs::StatxFlags::BTIME;
+        let mask = rustix::fs::StatxFlags::TYPE | rustix::fs::StatxFlags::INO | rustix::fs::StatxFlags::BTIME;
         match rustix::fs::statx(&parent, name, AtFlags::SYMLINK_NOFOLLOW, mask) {
             Err(Errno::NOENT) => return Removal::Missing { unseen: false },
             Err(e) => return Removal::Failed(inside.full, e.into()),
@@ -316,9 +284,7 @@ impl Beneath {
         let inside = self.resolve(staging)?;
         let name = inside.parts.last().map(String::as_str).unwrap_or_default();
         if !is_staging_name(name) {
-            return Err(PathRefusal::NotStaging {
-                path: staging.to_string(),
-            });
+            return Err(PathRefusal::NotStaging { path: staging.to_string() });
         }
         let Some(parent) = self.open_parent(staging, &inside.parts)? else {
             return Ok(true);
@@ -326,23 +292,15 @@ impl Beneath {
         match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
             Err(Errno::NOENT) => return Ok(true),
             Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
-                return Err(PathRefusal::Symlink {
-                    path: staging.to_string(),
-                    at: inside.full.display().to_string(),
-                });
+                return Err(PathRefusal::Symlink { path: staging.to_string(), at: inside.full.display().to_string() });
             }
             Ok(st) if FileType::from_raw_mode(st.st_mode) != FileType::Directory => {
-                return Err(PathRefusal::NotStaging {
-                    path: staging.to_string(),
-                });
+                return Err(PathRefusal::NotStaging { path: staging.to_string() });
             }
             _ => {}
         }
         remove_tree_at(&parent, name);
-        Ok(matches!(
-            rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW),
-            Err(Errno::NOENT)
-        ))
+        Ok(matches!(rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW), Err(Errno::NOENT)))
     }
 
     /// After a claimed file was removed from `folder`: if the output is left with
@@ -350,11 +308,7 @@ impl Beneath {
     /// `name=value` folders, so the check climbs to that root), as the peer does.
     pub fn drop_success_marker(&self, folder: &Path) {
         let mut root = folder.to_path_buf();
-        while root
-            .file_name()
-            .is_some_and(|n| n.as_bytes().contains(&b'='))
-            && root.starts_with(&self.root)
-        {
+        while root.file_name().is_some_and(|n| n.as_bytes().contains(&b'=')) && root.starts_with(&self.root) {
             root.pop();
         }
         if !root.starts_with(&self.root) || root == self.root {
@@ -370,37 +324,25 @@ impl Beneath {
 }
 
 fn invalid(path: &str, why: &'static str) -> PathRefusal {
-    PathRefusal::Invalid {
-        path: path.to_string(),
-        why,
-    }
+    PathRefusal::Invalid { path: path.to_string(), why }
 }
 
 fn open_dir_path(p: &Path) -> rustix::io::Result<OwnedFd> {
-    rustix::fs::open(
-        p,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
+    rustix::fs::open(p, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
 }
 
 /// Whether `name` is a staging folder Ubunye or the peer makes: `_ubunye-<12hex>`
 /// inside an output (Spark claimed appends, `ubunye exec` appends), or
 /// `.<output>.ubunye-<12hex>` beside one (overwrites).
 pub fn is_staging_name(name: &str) -> bool {
-    let hex12 = |s: &str| {
-        s.len() == 12
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    };
+    let hex12 = |s: &str| s.len() == 12 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
     if let Some(rest) = name.strip_prefix("_ubunye-") {
         return hex12(rest);
     }
     if let Some(rest) = name.strip_prefix('.') {
         if let Some((out, tail)) = rest.rsplit_once(".ubunye-") {
             // `.old`: an overwrite's old copy, moved aside where no exchange exists.
-            return !out.is_empty()
-                && (hex12(tail) || tail.strip_suffix(".old").is_some_and(hex12));
+            return !out.is_empty() && (hex12(tail) || tail.strip_suffix(".old").is_some_and(hex12));
         }
     }
     false
@@ -426,10 +368,8 @@ fn remove_tree_at(parent: &OwnedFd, name: &str) {
             }
             let is_dir = match entry.file_type() {
                 FileType::Directory => true,
-                FileType::Unknown => {
-                    rustix::fs::statat(&dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
-                        .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
-                }
+                FileType::Unknown => rustix::fs::statat(&dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory),
                 _ => false,
             };
             children.push((n.to_vec(), is_dir));
@@ -534,39 +474,21 @@ mod tests {
         assert_eq!(b.portable(&f).unwrap(), "out/events/part-1.parquet");
         // A symlinked folder inside the root resolves to its target.
         std::os::unix::fs::symlink(b.root().join("out/events"), b.root().join("ev")).unwrap();
-        assert_eq!(
-            b.portable(&b.root().join("ev/p.parquet")).unwrap(),
-            "out/events/p.parquet"
-        );
+        assert_eq!(b.portable(&b.root().join("ev/p.parquet")).unwrap(), "out/events/p.parquet");
         // A folder that does not exist yet (a partition about to be made).
-        assert_eq!(
-            b.portable(&b.root().join("out/events/p=1/x")).unwrap(),
-            "out/events/p=1/x"
-        );
+        assert_eq!(b.portable(&b.root().join("out/events/p=1/x")).unwrap(), "out/events/p=1/x");
         // Outside: refused.
         fs::create_dir_all(d.path().join("elsewhere")).unwrap();
-        assert!(matches!(
-            b.portable(&d.path().join("elsewhere/x")),
-            Err(PathRefusal::Outside { .. })
-        ));
+        assert!(matches!(b.portable(&d.path().join("elsewhere/x")), Err(PathRefusal::Outside { .. })));
         std::os::unix::fs::symlink(d.path().join("elsewhere"), b.root().join("out/link")).unwrap();
-        assert!(matches!(
-            b.portable(&b.root().join("out/link/x")),
-            Err(PathRefusal::Outside { .. })
-        ));
+        assert!(matches!(b.portable(&b.root().join("out/link/x")), Err(PathRefusal::Outside { .. })));
     }
 
     #[test]
     fn resolve_refuses_what_escapes() {
         let (_d, b) = setup();
-        assert_eq!(
-            b.resolve("out/events/a").unwrap().parts,
-            vec!["out", "events", "a"]
-        );
-        assert_eq!(
-            b.resolve("out/../out/events/a").unwrap().parts,
-            vec!["out", "events", "a"]
-        );
+        assert_eq!(b.resolve("out/events/a").unwrap().parts, vec!["out", "events", "a"]);
+        assert_eq!(b.resolve("out/../out/events/a").unwrap().parts, vec!["out", "events", "a"]);
         for bad in [
             ".ubunye/leases/demo/sales/ingest/39bc42311894ddba.finished.json",
             "out/../.ubunye/lineage/x.json",
@@ -588,52 +510,24 @@ mod tests {
     fn remove_claim_cases() {
         let (d, b) = setup();
         fs::write(b.root().join("out/events/a"), "x").unwrap();
-        assert!(matches!(
-            b.remove_claim("out/events/a"),
-            Removal::Removed(_)
-        ));
-        assert!(matches!(
-            b.remove_claim("out/events/a"),
-            Removal::Missing { unseen: false }
-        ));
-        assert!(matches!(
-            b.remove_claim("out/nowhere/a"),
-            Removal::Missing { unseen: true }
-        ));
+        assert!(matches!(b.remove_claim("out/events/a"), Removal::Removed(_)));
+        assert!(matches!(b.remove_claim("out/events/a"), Removal::Missing { unseen: false }));
+        assert!(matches!(b.remove_claim("out/nowhere/a"), Removal::Missing { unseen: true }));
         fs::create_dir(b.root().join("out/events/dir")).unwrap();
-        assert!(matches!(
-            b.remove_claim("out/events/dir"),
-            Removal::Failed(..)
-        ));
+        assert!(matches!(b.remove_claim("out/events/dir"), Removal::Failed(..)));
         // A symlinked folder on the way is never walked through, even to a file
         // that exists: the canary outside survives.
         fs::create_dir_all(d.path().join("outside")).unwrap();
         fs::write(d.path().join("outside/canary"), "keep").unwrap();
         std::os::unix::fs::symlink(d.path().join("outside"), b.root().join("out/sneaky")).unwrap();
-        assert!(matches!(
-            b.remove_claim("out/sneaky/canary"),
-            Removal::Refused(PathRefusal::Symlink { .. })
-        ));
-        assert!(matches!(
-            b.remove_claim("../outside/canary"),
-            Removal::Refused(PathRefusal::Outside { .. })
-        ));
+        assert!(matches!(b.remove_claim("out/sneaky/canary"), Removal::Refused(PathRefusal::Symlink { .. })));
+        assert!(matches!(b.remove_claim("../outside/canary"), Removal::Refused(PathRefusal::Outside { .. })));
         let abs = d.path().join("outside/canary");
-        assert!(matches!(
-            b.remove_claim(abs.to_str().unwrap()),
-            Removal::Refused(PathRefusal::Outside { .. })
-        ));
+        assert!(matches!(b.remove_claim(abs.to_str().unwrap()), Removal::Refused(PathRefusal::Outside { .. })));
         assert!(d.path().join("outside/canary").exists());
         // A claim that is itself a symlink: the link goes, never its target.
-        std::os::unix::fs::symlink(
-            d.path().join("outside/canary"),
-            b.root().join("out/events/l"),
-        )
-        .unwrap();
-        assert!(matches!(
-            b.remove_claim("out/events/l"),
-            Removal::Removed(_)
-        ));
+        std::os::unix::fs::symlink(d.path().join("outside/canary"), b.root().join("out/events/l")).unwrap();
+        assert!(matches!(b.remove_claim("out/events/l"), Removal::Removed(_)));
         assert!(d.path().join("outside/canary").exists());
     }
 
@@ -647,24 +541,12 @@ mod tests {
         fs::create_dir_all(d.path().join("outside")).unwrap();
         fs::write(d.path().join("outside/canary"), "keep").unwrap();
         std::os::unix::fs::symlink(d.path().join("outside"), st.join("link")).unwrap();
-        assert_eq!(
-            b.remove_staging("out/events/_ubunye-0123456789ab"),
-            Ok(true)
-        );
+        assert_eq!(b.remove_staging("out/events/_ubunye-0123456789ab"), Ok(true));
         assert!(!st.exists());
         assert!(d.path().join("outside/canary").exists());
-        assert_eq!(
-            b.remove_staging("out/events/_ubunye-0123456789ab"),
-            Ok(true)
-        );
-        assert!(matches!(
-            b.remove_staging("out/events"),
-            Err(PathRefusal::NotStaging { .. })
-        ));
-        assert!(matches!(
-            b.remove_staging("../outside"),
-            Err(PathRefusal::Outside { .. })
-        ));
+        assert_eq!(b.remove_staging("out/events/_ubunye-0123456789ab"), Ok(true));
+        assert!(matches!(b.remove_staging("out/events"), Err(PathRefusal::NotStaging { .. })));
+        assert!(matches!(b.remove_staging("../outside"), Err(PathRefusal::Outside { .. })));
         assert!(b.root().join("out/events").exists());
     }
 

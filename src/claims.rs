@@ -31,9 +31,12 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn claim_refusal(lease: &RunLease, r: &PathRefusal) -> Error {
-    Refusal::new(RefusalKind::Outside, format!("Run {} of {} will not claim {r}. Nothing was moved.", doc::short(lease.run_id()), lease.task()))
-        .hint("Write appended files beneath the use-case folder (-d): only those can be taken back safely.")
-        .into()
+    Refusal::new(
+        RefusalKind::Outside,
+        format!("Run {} of {} will not claim {r}. Nothing was moved.", doc::short(lease.run_id()), lease.task()),
+    )
+    .hint("Write appended files beneath the use-case folder (-d): only those can be taken back safely.")
+    .into()
 }
 
 impl RunLease {
@@ -41,9 +44,7 @@ impl RunLease {
     pub fn writing(&self, output: &str, appends: bool, exact: bool) -> Result<()> {
         let s = &*self.s;
         let mut st = lock(&s.state);
-        st.doc
-            .outputs_mut()
-            .insert(output.to_string(), doc::writing_note(appends, exact));
+        st.doc.outputs_mut().insert(output.to_string(), doc::writing_note(appends, exact));
         if !s.save(&mut st)? {
             return Err(s.lost());
         }
@@ -76,19 +77,12 @@ impl RunLease {
         if paths.is_empty() {
             return Ok(Vec::new());
         }
-        let claims = s
-            .beneath
-            .portable_many(paths)
-            .map_err(|r| claim_refusal(self, &r))?;
+        let claims = s.beneath.portable_many(paths).map_err(|r| claim_refusal(self, &r))?;
         let mut st = lock(&s.state);
         let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) else {
-            return Err(Error::Usage(format!(
-                "output '{output}' is not being written: call writing() first"
-            )));
+            return Err(Error::Usage(format!("output '{output}' is not being written: call writing() first")));
         };
-        let list = note
-            .entry("claimed")
-            .or_insert_with(|| Value::Array(Vec::new()));
+        let list = note.entry("claimed").or_insert_with(|| Value::Array(Vec::new()));
         if !list.is_array() {
             *list = Value::Array(Vec::new());
         }
@@ -131,25 +125,14 @@ impl RunLease {
     /// `.<output>.ubunye-<12hex>` (beside it).
     pub fn staging(&self, output: &str, folder: &Path) -> Result<String> {
         let s = &*self.s;
-        let name = folder
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
+        let name = folder.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         if !is_staging_name(name) {
-            return Err(Error::Usage(format!(
-                "{} is not a staging folder name (_ubunye-<12 hex>)",
-                folder.display()
-            )));
+            return Err(Error::Usage(format!("{} is not a staging folder name (_ubunye-<12 hex>)", folder.display())));
         }
-        let rel = s
-            .beneath
-            .portable(folder)
-            .map_err(|r| claim_refusal(self, &r))?;
+        let rel = s.beneath.portable(folder).map_err(|r| claim_refusal(self, &r))?;
         let mut st = lock(&s.state);
         let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) else {
-            return Err(Error::Usage(format!(
-                "output '{output}' is not being written: call writing() first"
-            )));
+            return Err(Error::Usage(format!("output '{output}' is not being written: call writing() first")));
         };
         let was = (note.get("exact").cloned(), note.get("staging").cloned());
         note.insert("exact".into(), Value::Bool(true));
@@ -168,10 +151,7 @@ impl RunLease {
     /// be taken by a file that is not this run's).
     pub fn unclaim(&self, output: &str, path: &Path) -> Result<()> {
         let s = &*self.s;
-        let claim = s
-            .beneath
-            .portable(path)
-            .map_err(|r| claim_refusal(self, &r))?;
+        let claim = s.beneath.portable(path).map_err(|r| claim_refusal(self, &r))?;
         let mut st = lock(&s.state);
         if let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) {
             if let Some(Value::Array(a)) = note.get_mut("claimed") {
@@ -242,13 +222,8 @@ impl RunLease {
     /// lease's outputs are cut down to the claims that could not be removed.
     pub fn rollback(&self) -> Result<Rollback> {
         let s = &*self.s;
-        let mut outputs: Map = lock(&s.state)
-            .doc
-            .0
-            .get("outputs")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+        let mut outputs: Map =
+            lock(&s.state).doc.0.get("outputs").and_then(Value::as_object).cloned().unwrap_or_default();
         let moved = lock(&s.state).moved.clone();
         let tb = self.take_back(&mut outputs, Some(&moved));
         let notes: Vec<doc::Note> = doc::LeaseDoc({
@@ -261,15 +236,8 @@ impl RunLease {
         let unrepaired = doc::unrepaired(&notes);
         let mut kept = Map::new();
         for (n, claims) in &tb.left {
-            let mut o = outputs
-                .get(n)
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
-            o.insert(
-                "claimed".into(),
-                claims.iter().cloned().map(Value::String).collect(),
-            );
+            let mut o = outputs.get(n).and_then(Value::as_object).cloned().unwrap_or_default();
+            o.insert("claimed".into(), claims.iter().cloned().map(Value::String).collect());
             kept.insert(n.clone(), Value::Object(o));
         }
         {

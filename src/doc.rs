@@ -82,9 +82,7 @@ pub fn py_int(v: Option<&Value>) -> Result<i64, String> {
             }
             match text.parse::<f64>() {
                 Ok(f)
-                    if f.is_finite()
-                        && f.abs() < 9.2e18
-                        && !text.bytes().all(|b| b.is_ascii_digit() || b == b'-') =>
+                    if f.is_finite() && f.abs() < 9.2e18 && !text.bytes().all(|b| b.is_ascii_digit() || b == b'-') =>
                 {
                     Ok(f.trunc() as i64)
                 }
@@ -93,13 +91,9 @@ pub fn py_int(v: Option<&Value>) -> Result<i64, String> {
         }
         Value::String(s) => {
             let t: String = s.trim().chars().filter(|c| *c != '_').collect();
-            t.parse::<i64>()
-                .map_err(|_| format!("the text {s:?}, not a number"))
+            t.parse::<i64>().map_err(|_| format!("the text {s:?}, not a number"))
         }
-        other => Err(format!(
-            "{}, not a number",
-            pyjson::dumps(other, pyjson::Style::COMPACT)
-        )),
+        other => Err(format!("{}, not a number", pyjson::dumps(other, pyjson::Style::COMPACT))),
     }
 }
 
@@ -134,10 +128,7 @@ impl LeaseDoc {
         m.insert("run_id".into(), Value::String(run_id.into()));
         m.insert("task".into(), Value::String(task.into()));
         m.insert("pid".into(), Value::from(pid));
-        m.insert(
-            "pid_started".into(),
-            pid_started.map(Value::String).unwrap_or(Value::Null),
-        );
+        m.insert("pid_started".into(), pid_started.map(Value::String).unwrap_or(Value::Null));
         m.insert("host".into(), Value::String(host.into()));
         m.insert("started_at".into(), Value::String(started_at));
         m.insert("heartbeat".into(), pyjson::float_value(heartbeat));
@@ -211,10 +202,7 @@ impl LeaseDoc {
     }
 
     pub fn pid(&self) -> Result<i64, Damage> {
-        py_int(self.0.get("pid")).map_err(|what| Damage::BadField {
-            field: "pid".into(),
-            what,
-        })
+        py_int(self.0.get("pid")).map_err(|what| Damage::BadField { field: "pid".into(), what })
     }
 
     pub fn pid_started(&self) -> Option<&Value> {
@@ -246,10 +234,9 @@ impl LeaseDoc {
         match self.0.get("replaces") {
             None => Ok(Vec::new()),
             Some(v) if !pyjson::truthy(v) => Ok(Vec::new()),
-            Some(Value::Object(m)) => m
-                .iter()
-                .map(|(n, v)| Ok((n.clone(), string_list(v, &format!("replaces.{n}"))?)))
-                .collect(),
+            Some(Value::Object(m)) => {
+                m.iter().map(|(n, v)| Ok((n.clone(), string_list(v, &format!("replaces.{n}"))?))).collect()
+            }
             Some(_) => Err(bad("replaces", "not an object")),
         }
     }
@@ -273,16 +260,11 @@ impl LeaseDoc {
 
     /// Total number of claims over all outputs (0 when damaged).
     pub fn claim_count(&self) -> usize {
-        self.notes()
-            .map(|ns| ns.iter().map(|n| n.claimed.len()).sum())
-            .unwrap_or(0)
+        self.notes().map(|ns| ns.iter().map(|n| n.claimed.len()).sum()).unwrap_or(0)
     }
 
     pub fn outputs_mut(&mut self) -> &mut Map {
-        let entry = self
-            .0
-            .entry("outputs")
-            .or_insert_with(|| Value::Object(Map::new()));
+        let entry = self.0.entry("outputs").or_insert_with(|| Value::Object(Map::new()));
         if !entry.is_object() {
             *entry = Value::Object(Map::new());
         }
@@ -302,10 +284,7 @@ impl LeaseDoc {
 }
 
 fn bad(field: &str, what: &str) -> Damage {
-    Damage::BadField {
-        field: field.into(),
-        what: what.into(),
-    }
+    Damage::BadField { field: field.into(), what: what.into() }
 }
 
 fn string_list(v: &Value, field: &str) -> Result<Vec<String>, Damage> {
@@ -317,11 +296,7 @@ fn string_list(v: &Value, field: &str) -> Result<Vec<String>, Damage> {
     };
     items
         .iter()
-        .map(|i| {
-            i.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| bad(field, "a list holding something other than text"))
-        })
+        .map(|i| i.as_str().map(str::to_string).ok_or_else(|| bad(field, "a list holding something other than text")))
         .collect()
 }
 
@@ -382,11 +357,7 @@ pub fn writing_note(appends: bool, exact: bool) -> Value {
 
 /// The finished note the peer writes for a run's lease document (`_note_finished`):
 /// None when there is nothing to note (no outputs).
-pub fn finished_note(
-    doc: &LeaseDoc,
-    task: &str,
-    finished_at: &str,
-) -> Result<Option<String>, Damage> {
+pub fn finished_note(doc: &LeaseDoc, task: &str, finished_at: &str) -> Result<Option<String>, Damage> {
     let notes = doc.notes()?;
     if notes.is_empty() {
         return Ok(None);
@@ -394,11 +365,7 @@ pub fn finished_note(
     let mut outputs = Map::new();
     for n in notes {
         let mut o = Map::new();
-        let claimed = if n.exact {
-            n.claimed.iter().cloned().map(Value::String).collect()
-        } else {
-            Vec::new()
-        };
+        let claimed = if n.exact { n.claimed.iter().cloned().map(Value::String).collect() } else { Vec::new() };
         o.insert("claimed".into(), Value::Array(claimed));
         if n.exact && n.staging.is_some() {
             o.insert("staged".into(), Value::Bool(true));
@@ -406,17 +373,11 @@ pub fn finished_note(
         outputs.insert(n.name, Value::Object(o));
     }
     let mut note = Map::new();
-    note.insert(
-        "run_id".into(),
-        doc.0.get("run_id").cloned().unwrap_or(Value::Null),
-    );
+    note.insert("run_id".into(), doc.0.get("run_id").cloned().unwrap_or(Value::Null));
     note.insert("task".into(), Value::String(task.into()));
     note.insert("finished_at".into(), Value::String(finished_at.into()));
     note.insert("outputs".into(), Value::Object(outputs));
-    Ok(Some(pyjson::dumps(
-        &Value::Object(note),
-        pyjson::Style::NOTE,
-    )))
+    Ok(Some(pyjson::dumps(&Value::Object(note), pyjson::Style::NOTE)))
 }
 
 /// A finished note as read back.
@@ -461,11 +422,7 @@ impl Finished {
                     None => Vec::new(),
                 };
                 let staged = o.and_then(|o| o.get("staged")).is_some_and(pyjson::truthy);
-                Ok(FinishedOutput {
-                    name: name.clone(),
-                    claimed,
-                    staged,
-                })
+                Ok(FinishedOutput { name: name.clone(), claimed, staged })
             })
             .collect()
     }
@@ -478,30 +435,12 @@ mod tests {
     #[test]
     fn parse_tells_damage_from_garbage() {
         assert!(matches!(parse_doc(b"{\"a\": 1}"), Ok(Parsed::Doc(_))));
-        for garbage in [
-            &b""[..],
-            b"   ",
-            b"{\"run_id\": \"x\"",
-            b"[1, 2]",
-            b"\"x\"",
-            b"nul",
-        ] {
-            assert_eq!(
-                parse_doc(garbage),
-                Ok(Parsed::NotADoc),
-                "{:?}",
-                String::from_utf8_lossy(garbage)
-            );
+        for garbage in [&b""[..], b"   ", b"{\"run_id\": \"x\"", b"[1, 2]", b"\"x\"", b"nul"] {
+            assert_eq!(parse_doc(garbage), Ok(Parsed::NotADoc), "{:?}", String::from_utf8_lossy(garbage));
         }
         assert_eq!(parse_doc(b"{\"a\": \xff}"), Err(Damage::NotUtf8));
-        assert!(matches!(
-            parse_doc(b"{\"heartbeat\": NaN}"),
-            Err(Damage::Unrepresentable(_))
-        ));
-        assert!(matches!(
-            parse_doc(b"{\"claimed\": [\"\\udcff\"]}"),
-            Err(Damage::Unrepresentable(_))
-        ));
+        assert!(matches!(parse_doc(b"{\"heartbeat\": NaN}"), Err(Damage::Unrepresentable(_))));
+        assert!(matches!(parse_doc(b"{\"claimed\": [\"\\udcff\"]}"), Err(Damage::Unrepresentable(_))));
     }
 
     #[test]
@@ -523,10 +462,9 @@ mod tests {
 
     #[test]
     fn unknown_fields_survive_a_round_trip_in_place() {
-        let text = r#"{"run_id": "r", "zzz": [1, {"k": 1e400}], "task": "t", "outputs": {}, "x": 18446744073709551617}"#;
-        let Parsed::Doc(m) = parse_doc(text.as_bytes()).unwrap() else {
-            panic!()
-        };
+        let text =
+            r#"{"run_id": "r", "zzz": [1, {"k": 1e400}], "task": "t", "outputs": {}, "x": 18446744073709551617}"#;
+        let Parsed::Doc(m) = parse_doc(text.as_bytes()).unwrap() else { panic!() };
         let mut d = LeaseDoc(m);
         d.set("committed", Value::Bool(true));
         assert_eq!(
@@ -568,8 +506,7 @@ mod tests {
         let notes = d.notes().unwrap();
         assert_eq!(notes.len(), 6);
         assert_eq!(unrepaired(&notes), vec!["b", "d", "f"]);
-        let bad =
-            LeaseDoc::from_parsed(parse_doc(br#"{"outputs": {"a": {"claimed": [1]}}}"#).unwrap());
+        let bad = LeaseDoc::from_parsed(parse_doc(br#"{"outputs": {"a": {"claimed": [1]}}}"#).unwrap());
         assert!(bad.notes().is_err());
         let bad = LeaseDoc::from_parsed(parse_doc(br#"{"outputs": [1]}"#).unwrap());
         assert!(bad.notes().is_err());
@@ -579,9 +516,7 @@ mod tests {
     fn finished_note_matches_the_peer_fixture() {
         let lease = r#"{"run_id": "b3e1fa02-bd26-47f1-890a-8704893f379c", "task": "demo/sales/ingest", "outputs": {"events": {"appends": true, "exact": true, "state": "done", "claimed": ["out/events/part-00000-ff869a38-8d2f-43ac-b8d6-303681ac89db-c000.snappy.parquet"]}}}"#;
         let d = LeaseDoc::from_parsed(parse_doc(lease.as_bytes()).unwrap());
-        let note = finished_note(&d, "demo/sales/ingest", "2026-11-29T10:33:09Z")
-            .unwrap()
-            .unwrap();
+        let note = finished_note(&d, "demo/sales/ingest", "2026-11-29T10:33:09Z").unwrap().unwrap();
         let fixture = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/fixtures/peer/dead-killed/uc/.ubunye/leases/demo/sales/ingest/39bc42311894ddba.finished.json"

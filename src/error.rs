@@ -41,12 +41,7 @@ pub struct Refusal {
 
 impl Refusal {
     pub fn new(kind: RefusalKind, message: impl Into<String>) -> Refusal {
-        Refusal {
-            kind,
-            message: message.into(),
-            context: Vec::new(),
-            hint: None,
-        }
+        Refusal { kind, message: message.into(), context: Vec::new(), hint: None }
     }
     pub fn with(mut self, label: &str, value: impl fmt::Display) -> Refusal {
         self.context.push((label.to_string(), value.to_string()));
@@ -68,12 +63,7 @@ impl Refusal {
         let mut out = self.message.clone();
         if !self.context.is_empty() {
             out.push('\n');
-            let w = self
-                .context
-                .iter()
-                .map(|(k, _)| k.len() + 1)
-                .max()
-                .unwrap_or(0);
+            let w = self.context.iter().map(|(k, _)| k.len() + 1).max().unwrap_or(0);
             for (k, v) in &self.context {
                 out.push_str(&format!("\n  {:<w$} {v}", format!("{k}:")));
             }
@@ -113,11 +103,7 @@ pub enum Error {
 
 impl Error {
     pub fn io(what: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
-        Error::Io {
-            what,
-            path: path.into(),
-            source,
-        }
+        Error::Io { what, path: path.into(), source }
     }
     pub fn refusal(&self) -> Option<&Refusal> {
         match self {

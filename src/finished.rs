@@ -55,10 +55,7 @@ pub enum Ended {
     /// It succeeded and committed.
     Committed { commit: Commit, kept: bool },
     /// It failed and took back what it claimed.
-    RolledBack {
-        rollback: Option<Rollback>,
-        kept: bool,
-    },
+    RolledBack { rollback: Option<Rollback>, kept: bool },
 }
 
 impl RunLease {
@@ -86,18 +83,11 @@ impl RunLease {
         }
         let outputs = last.outputs().map_err(|d| unreadable(&s.task, &path, d))?;
         let who = format!("run {} (finished {})", last.run_short(), last.finished_at());
-        let replaces: Vec<(String, Vec<String>)> = outputs
-            .iter()
-            .filter(|o| !o.claimed.is_empty())
-            .map(|o| (o.name.clone(), o.claimed.clone()))
-            .collect();
+        let replaces: Vec<(String, Vec<String>)> =
+            outputs.iter().filter(|o| !o.claimed.is_empty()).map(|o| (o.name.clone(), o.claimed.clone())).collect();
         let again: Vec<String> = appends
             .iter()
-            .filter(|n| {
-                !outputs
-                    .iter()
-                    .any(|o| &o.name == *n && (!o.claimed.is_empty() || o.staged))
-            })
+            .filter(|n| !outputs.iter().any(|o| &o.name == *n && (!o.claimed.is_empty() || o.staged)))
             .cloned()
             .collect();
         if !rerun {
@@ -130,21 +120,14 @@ impl RunLease {
             let mut st = lock(&s.state);
             let mut m = Map::new();
             for (n, files) in &replaces {
-                m.insert(
-                    n.clone(),
-                    files.iter().cloned().map(Value::String).collect(),
-                );
+                m.insert(n.clone(), files.iter().cloned().map(Value::String).collect());
             }
             st.doc.set("replaces", Value::Object(m));
             if !s.save(&mut st)? {
                 return Err(s.lost());
             }
         }
-        Ok(FinishedCheck {
-            finished_by: Some(who),
-            replaces,
-            again,
-        })
+        Ok(FinishedCheck { finished_by: Some(who), replaces, again })
     }
 
     /// The run succeeded: its appends are the batch now. Order: the done mark;
@@ -154,10 +137,7 @@ impl RunLease {
     pub fn commit(&self) -> Result<Commit> {
         let s = &*self.s;
         if s.owner() == Some(false) {
-            return Ok(Commit {
-                lost: true,
-                ..Commit::default()
-            });
+            return Ok(Commit { lost: true, ..Commit::default() });
         }
         let _ = fs::write(s.paths.done(&s.run_id), s.now_z());
         s.sys.hook.at(Step::DoneMarked);
@@ -165,38 +145,23 @@ impl RunLease {
             let mut st = lock(&s.state);
             let fresh = !st.doc.0.contains_key("committed");
             st.doc.set("committed", Value::Bool(true));
-            let saved = match fresh
-                .then(|| s.append_field(&mut st, "committed", "true"))
-                .flatten()
-            {
+            let saved = match fresh.then(|| s.append_field(&mut st, "committed", "true")).flatten() {
                 Some(r) => r?,
                 None => s.save(&mut st)?,
             };
             if !saved && (s.owner() == Some(false) || s.tombstoned()) {
-                return Ok(Commit {
-                    lost: true,
-                    ..Commit::default()
-                });
+                return Ok(Commit { lost: true, ..Commit::default() });
             }
-            let note = if s.named {
-                doc::finished_note(&st.doc, s.task.as_str(), &s.now_z()).unwrap_or(None)
-            } else {
-                None
-            };
+            let note =
+                if s.named { doc::finished_note(&st.doc, s.task.as_str(), &s.now_z()).unwrap_or(None) } else { None };
             (note, st.doc.replaces().unwrap_or_default())
         };
         s.sys.hook.at(Step::CommittedSaved);
         let note_written = note.is_some();
         if let Some(text) = note {
-            if !matches!(
-                fsx::write_atomic(&s.paths.finished(), text.as_bytes(), s.sys.timing.busy_for),
-                Ok(true)
-            ) {
+            if !matches!(fsx::write_atomic(&s.paths.finished(), text.as_bytes(), s.sys.timing.busy_for), Ok(true)) {
                 lock(&s.state).keep = true;
-                return Ok(Commit {
-                    note_failed: true,
-                    ..Commit::default()
-                });
+                return Ok(Commit { note_failed: true, ..Commit::default() });
             }
             s.sys.hook.at(Step::Noted);
         }
@@ -207,13 +172,7 @@ impl RunLease {
         }
         s.sys.hook.at(Step::OutputsCleared);
         let (replaced_removed, replaced_left) = self.replace(&replaces)?;
-        Ok(Commit {
-            lost: false,
-            note_written,
-            note_failed: false,
-            replaced_removed,
-            replaced_left,
-        })
+        Ok(Commit { lost: false, note_written, note_failed: false, replaced_removed, replaced_left })
     }
 
     /// Remove the files of the run this one replaced. Files that cannot be removed
@@ -231,10 +190,7 @@ impl RunLease {
         } else {
             let mut m = Map::new();
             for (n, files) in &tb.left {
-                m.insert(
-                    n.clone(),
-                    files.iter().cloned().map(Value::String).collect(),
-                );
+                m.insert(n.clone(), files.iter().cloned().map(Value::String).collect());
             }
             st.doc.set("replaces", Value::Object(m));
         }
@@ -284,10 +240,7 @@ impl RunLease {
             }
             return Ok(Ended::RolledBack { rollback, kept });
         }
-        let mut commit = Commit {
-            lost: !self.still_owned(),
-            ..Commit::default()
-        };
+        let mut commit = Commit { lost: !self.still_owned(), ..Commit::default() };
         if !commit.lost {
             commit = self.commit()?;
         }

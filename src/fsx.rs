@@ -31,9 +31,7 @@ fn patient<T>(busy_for: Duration, mut op: impl FnMut() -> io::Result<T>) -> io::
     let deadline = Instant::now() + busy_for;
     loop {
         match op() {
-            Err(e) if is_busy(&e) && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10))
-            }
+            Err(e) if is_busy(&e) && Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
             other => return other,
         }
     }
@@ -52,11 +50,7 @@ pub fn read_patient(path: &Path, busy_for: Duration) -> io::Result<Option<Vec<u8
 
 /// The first `n` bytes of a file (and whether that is all of it), or None when
 /// it does not exist; "permission denied" is retried as in [`read_patient`].
-pub fn read_head_patient(
-    path: &Path,
-    n: usize,
-    busy_for: Duration,
-) -> io::Result<Option<(Vec<u8>, bool)>> {
+pub fn read_head_patient(path: &Path, n: usize, busy_for: Duration) -> io::Result<Option<(Vec<u8>, bool)>> {
     use std::io::Read;
     let read = || -> io::Result<(Vec<u8>, bool)> {
         let mut f = fs::File::open(path)?;
@@ -82,18 +76,12 @@ pub fn read_head_patient(
 /// The temp name for an atomic rewrite of `path`: `<stem>.<8hex>.tmp` beside it
 /// (Python's `Path.stem`: `39bc….json` -> `39bc….<8hex>.tmp`).
 pub fn tmp_path(path: &Path) -> PathBuf {
-    let stem = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     path.with_file_name(format!("{stem}.{}.tmp", hex8()))
 }
 
 fn write_new_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)?;
+    let mut f = fs::OpenOptions::new().write(true).create_new(true).open(path)?;
     f.write_all(bytes)
 }
 
@@ -119,16 +107,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], busy_for: Duration) -> io::Result
 
 /// [`write_atomic`], keeping the written file open: Ok(Some(file)) is now the
 /// file at `path` (until something replaces it). Ok(None): refused as busy.
-pub fn write_atomic_keep(
-    path: &Path,
-    bytes: &[u8],
-    busy_for: Duration,
-) -> io::Result<Option<fs::File>> {
+pub fn write_atomic_keep(path: &Path, bytes: &[u8], busy_for: Duration) -> io::Result<Option<fs::File>> {
     let tmp = tmp_path(path);
-    let mut f = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)?;
+    let mut f = fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
     if let Err(e) = f.write_all(bytes) {
         let _ = fs::remove_file(&tmp);
         return Err(e);
@@ -177,24 +158,12 @@ fn links_unsupported(e: &io::Error) -> bool {
         return false;
     };
     let errno = Errno::from_raw_os_error(code);
-    [
-        Errno::PERM,
-        Errno::NOTSUP,
-        Errno::OPNOTSUPP,
-        Errno::MLINK,
-        Errno::NOSYS,
-        Errno::XDEV,
-    ]
-    .contains(&errno)
+    [Errno::PERM, Errno::NOTSUP, Errno::OPNOTSUPP, Errno::MLINK, Errno::NOSYS, Errno::XDEV].contains(&errno)
 }
 
 /// The peer's create: `O_CREAT|O_EXCL`, then the content.
 pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    match fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-    {
+    match fs::OpenOptions::new().write(true).create_new(true).open(path) {
         Ok(mut f) => {
             f.write_all(bytes)?;
             Ok(true)
@@ -229,19 +198,10 @@ mod tests {
     fn tmp_names_follow_python_stem() {
         let t = tmp_path(Path::new("/x/39bc42311894ddba.json"));
         let name = t.file_name().unwrap().to_str().unwrap();
-        assert!(
-            name.starts_with("39bc42311894ddba.") && name.ends_with(".tmp"),
-            "{name}"
-        );
+        assert!(name.starts_with("39bc42311894ddba.") && name.ends_with(".tmp"), "{name}");
         assert_eq!(name.len(), "39bc42311894ddba.".len() + 8 + 4);
         let t = tmp_path(Path::new("/x/39bc42311894ddba.finished.json"));
-        assert!(
-            t.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("39bc42311894ddba.finished.")
-        );
+        assert!(t.file_name().unwrap().to_str().unwrap().starts_with("39bc42311894ddba.finished."));
     }
 
     #[test]
@@ -251,10 +211,7 @@ mod tests {
         assert!(create_new(&p, b"{\"a\": 1}").unwrap());
         assert!(!create_new(&p, b"other").unwrap());
         assert_eq!(fs::read(&p).unwrap(), b"{\"a\": 1}");
-        let names: Vec<_> = fs::read_dir(d.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
+        let names: Vec<_> = fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("k.json")]);
     }
 
@@ -271,10 +228,7 @@ mod tests {
     #[test]
     fn read_patient_tells_missing_from_unreadable() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(
-            read_patient(&d.path().join("none"), Duration::ZERO).unwrap(),
-            None
-        );
+        assert_eq!(read_patient(&d.path().join("none"), Duration::ZERO).unwrap(), None);
         // A folder where a file should be: it exists and cannot be read.
         fs::create_dir(d.path().join("dir.json")).unwrap();
         assert!(read_patient(&d.path().join("dir.json"), Duration::ZERO).is_err());

@@ -41,11 +41,9 @@ impl PyValue {
             Value::Number(n) => number_from_literal(n.as_str()),
             Value::String(s) => PyValue::Str(s.clone()),
             Value::Array(items) => PyValue::List(items.iter().map(PyValue::from_json).collect()),
-            Value::Object(map) => PyValue::Dict(
-                map.iter()
-                    .map(|(k, v)| (PyValue::Str(k.clone()), PyValue::from_json(v)))
-                    .collect(),
-            ),
+            Value::Object(map) => {
+                PyValue::Dict(map.iter().map(|(k, v)| (PyValue::Str(k.clone()), PyValue::from_json(v))).collect())
+            }
         }
     }
 
@@ -57,11 +55,7 @@ impl PyValue {
             PyValue::Bool(b) => Value::Bool(*b),
             PyValue::Int(text) => {
                 let (neg, digits) = int_parts(text)?;
-                let text = if neg {
-                    format!("-{digits}")
-                } else {
-                    digits.to_owned()
-                };
+                let text = if neg { format!("-{digits}") } else { digits.to_owned() };
                 Value::Number(serde_json::from_str(&text).ok()?)
             }
             PyValue::Float(x) => {
@@ -71,9 +65,7 @@ impl PyValue {
                 float_value(*x)
             }
             PyValue::Str(s) => Value::String(s.clone()),
-            PyValue::List(items) => {
-                Value::Array(items.iter().map(PyValue::to_json).collect::<Option<_>>()?)
-            }
+            PyValue::List(items) => Value::Array(items.iter().map(PyValue::to_json).collect::<Option<_>>()?),
             PyValue::Dict(entries) => {
                 let mut map = serde_json::Map::new();
                 for (k, v) in entries {
@@ -102,11 +94,7 @@ impl PyValue {
 fn number_from_literal(raw: &str) -> PyValue {
     if is_int_literal(raw) {
         match int_parts(raw) {
-            Some((neg, digits)) => PyValue::Int(if neg {
-                format!("-{digits}")
-            } else {
-                digits.to_owned()
-            }),
+            Some((neg, digits)) => PyValue::Int(if neg { format!("-{digits}") } else { digits.to_owned() }),
             None => PyValue::Str(raw.to_owned()),
         }
     } else {
@@ -200,9 +188,7 @@ pub fn names_a_batch(vars: &Variables) -> bool {
 }
 
 fn write_int(out: &mut String, text: &str) -> Result<(), KeyError> {
-    let (neg, digits) = int_parts(text).ok_or_else(|| KeyError::BadInt {
-        text: text.to_owned(),
-    })?;
+    let (neg, digits) = int_parts(text).ok_or_else(|| KeyError::BadInt { text: text.to_owned() })?;
     if neg {
         out.push('-');
     }
@@ -261,9 +247,7 @@ fn write_key(out: &mut String, key: &PyValue) -> Result<(), KeyError> {
         PyValue::Bool(b) => out.push_str(if *b { "\"true\"" } else { "\"false\"" }),
         PyValue::None => out.push_str("\"null\""),
         PyValue::List(_) | PyValue::Dict(_) => {
-            return Err(KeyError::UnhashableKey {
-                type_name: key.type_name(),
-            });
+            return Err(KeyError::UnhashableKey { type_name: key.type_name() });
         }
     }
     Ok(())
@@ -283,9 +267,7 @@ fn key_class(key: &PyValue) -> Result<KeyClass, KeyError> {
         PyValue::Str(_) => Ok(KeyClass::Str),
         PyValue::Bool(_) | PyValue::Int(_) | PyValue::Float(_) => Ok(KeyClass::Num),
         PyValue::None => Ok(KeyClass::None),
-        PyValue::List(_) | PyValue::Dict(_) => Err(KeyError::UnhashableKey {
-            type_name: key.type_name(),
-        }),
+        PyValue::List(_) | PyValue::Dict(_) => Err(KeyError::UnhashableKey { type_name: key.type_name() }),
     }
 }
 
@@ -297,13 +279,9 @@ enum Num<'a> {
 
 fn num_of(key: &PyValue) -> Result<Num<'_>, KeyError> {
     match key {
-        PyValue::Bool(b) => Ok(Num::Int {
-            neg: false,
-            digits: if *b { "1" } else { "0" },
-        }),
+        PyValue::Bool(b) => Ok(Num::Int { neg: false, digits: if *b { "1" } else { "0" } }),
         PyValue::Int(text) => {
-            let (neg, digits) =
-                int_parts(text).ok_or_else(|| KeyError::BadInt { text: text.clone() })?;
+            let (neg, digits) = int_parts(text).ok_or_else(|| KeyError::BadInt { text: text.clone() })?;
             Ok(Num::Int { neg, digits })
         }
         PyValue::Float(x) => Ok(Num::Float(*x)),
@@ -347,16 +325,7 @@ fn cmp_int_float(neg: bool, digits: &str, x: f64) -> Ordering {
 /// A total order on numeric keys: exact numeric order, NaN after everything.
 fn cmp_num(a: &Num<'_>, b: &Num<'_>) -> Ordering {
     match (a, b) {
-        (
-            Num::Int {
-                neg: an,
-                digits: ad,
-            },
-            Num::Int {
-                neg: bn,
-                digits: bd,
-            },
-        ) => cmp_int(*an, ad, *bn, bd),
+        (Num::Int { neg: an, digits: ad }, Num::Int { neg: bn, digits: bd }) => cmp_int(*an, ad, *bn, bd),
         (Num::Float(x), Num::Float(y)) => match (x.is_nan(), y.is_nan()) {
             (true, true) => Ordering::Equal,
             (true, false) => Ordering::Greater,
@@ -411,9 +380,7 @@ fn sorted_entries(entries: &[(PyValue, PyValue)]) -> Result<Vec<(&PyValue, &PyVa
     for run in strs.chunk_by(|a, b| a.1 == b.1) {
         groups.push((run[0].0, run.iter().map(|e| e.0).max().unwrap_or(run[0].0)));
     }
-    for run in nums
-        .chunk_by(|a, b| !is_nan(&a.1) && !is_nan(&b.1) && cmp_num(&a.1, &b.1) == Ordering::Equal)
-    {
+    for run in nums.chunk_by(|a, b| !is_nan(&a.1) && !is_nan(&b.1) && cmp_num(&a.1, &b.1) == Ordering::Equal) {
         groups.push((run[0].0, run.iter().map(|e| e.0).max().unwrap_or(run[0].0)));
     }
     // None == None: one key.
@@ -436,10 +403,7 @@ fn sorted_entries(entries: &[(PyValue, PyValue)]) -> Result<Vec<(&PyValue, &PyVa
             }
         }
     }
-    Ok(groups
-        .into_iter()
-        .map(|(k, v)| (&entries[k].0, &entries[v].1))
-        .collect())
+    Ok(groups.into_iter().map(|(k, v)| (&entries[k].0, &entries[v].1)).collect())
 }
 
 /// Why `--var` items (or `--vars-json`) cannot become run variables.
@@ -503,10 +467,7 @@ pub enum VarError {
 /// Err if not an object.
 pub fn variables_from_json(v: &Value) -> Result<Variables, VarError> {
     match v {
-        Value::Object(map) => Ok(map
-            .iter()
-            .map(|(k, v)| (k.clone(), PyValue::from_json(v)))
-            .collect()),
+        Value::Object(map) => Ok(map.iter().map(|(k, v)| (k.clone(), PyValue::from_json(v))).collect()),
         other => Err(VarError::NotAnObject {
             found: match other {
                 Value::Null => "null",
@@ -532,10 +493,8 @@ fn py_space(c: char) -> bool {
 /// they are refused here as CPython 3.11 refuses them. Letters assigned after
 /// Unicode 14 are still accepted.
 fn py_identifier(s: &str) -> bool {
-    let continues = |c: char| {
-        unicode_ident::is_xid_continue(c)
-            && !matches!(c, '\u{200c}' | '\u{200d}' | '\u{30fb}' | '\u{ff65}')
-    };
+    let continues =
+        |c: char| unicode_ident::is_xid_continue(c) && !matches!(c, '\u{200c}' | '\u{200d}' | '\u{30fb}' | '\u{ff65}');
     let mut chars = s.chars();
     match chars.next() {
         Some(c) if c == '_' || unicode_ident::is_xid_start(c) => chars.all(continues),
@@ -556,16 +515,10 @@ fn parse_var_flags(items: &[String]) -> Result<Vec<(String, String)>, VarError> 
             return Err(VarError::EmptyName { item: item.clone() });
         }
         if !py_identifier(name) {
-            return Err(VarError::NotIdentifier {
-                item: item.clone(),
-                name: name.to_owned(),
-            });
+            return Err(VarError::NotIdentifier { item: item.clone(), name: name.to_owned() });
         }
         if name == "env" || name == "task_dir" {
-            return Err(VarError::Reserved {
-                item: item.clone(),
-                name: name.to_owned(),
-            });
+            return Err(VarError::Reserved { item: item.clone(), name: name.to_owned() });
         }
         if name == "mode" {
             return Err(VarError::Mode { item: item.clone() });
@@ -583,12 +536,7 @@ fn parse_var_flags(items: &[String]) -> Result<Vec<(String, String)>, VarError> 
 ///
 /// Starts as `dt`, `dtf` (None when not given) and `mode`, then sets each `--var`.
 /// All values are strings.
-pub fn cli_variables(
-    dt: Option<&str>,
-    dtf: Option<&str>,
-    mode: &str,
-    vars: &[String],
-) -> Result<Variables, VarError> {
+pub fn cli_variables(dt: Option<&str>, dtf: Option<&str>, mode: &str, vars: &[String]) -> Result<Variables, VarError> {
     let str_or_none = |v: Option<&str>| v.map_or(PyValue::None, |s| PyValue::Str(s.to_owned()));
     let mut out: Variables = vec![
         ("dt".to_owned(), str_or_none(dt)),
@@ -603,11 +551,7 @@ pub fn cli_variables(
         };
         if let Some(flag) = flag {
             if flag != value {
-                return Err(VarError::GivenTwice {
-                    name,
-                    flag: flag.to_owned(),
-                    var: value,
-                });
+                return Err(VarError::GivenTwice { name, flag: flag.to_owned(), var: value });
             }
         }
         match out.iter_mut().find(|(n, _)| *n == name) {
@@ -641,81 +585,19 @@ mod tests {
     #[test]
     fn var_errors() {
         let cases: &[(&[&str], VarError)] = &[
-            (
-                &["region"],
-                VarError::NotKeyValue {
-                    item: "region".into(),
-                },
-            ),
+            (&["region"], VarError::NotKeyValue { item: "region".into() }),
             (&["ok=1", ""], VarError::NotKeyValue { item: "".into() }),
             (&["=x"], VarError::EmptyName { item: "=x".into() }),
-            (
-                &["  =x"],
-                VarError::EmptyName {
-                    item: "  =x".into(),
-                },
-            ),
-            (
-                &["\u{1f}=x"],
-                VarError::EmptyName {
-                    item: "\u{1f}=x".into(),
-                },
-            ),
-            (
-                &["1x=a"],
-                VarError::NotIdentifier {
-                    item: "1x=a".into(),
-                    name: "1x".into(),
-                },
-            ),
-            (
-                &["a-b=c"],
-                VarError::NotIdentifier {
-                    item: "a-b=c".into(),
-                    name: "a-b".into(),
-                },
-            ),
-            (
-                &["a\u{200d}b=c"],
-                VarError::NotIdentifier {
-                    item: "a\u{200d}b=c".into(),
-                    name: "a\u{200d}b".into(),
-                },
-            ),
-            (
-                &["a b=c"],
-                VarError::NotIdentifier {
-                    item: "a b=c".into(),
-                    name: "a b".into(),
-                },
-            ),
-            (
-                &["env=prod"],
-                VarError::Reserved {
-                    item: "env=prod".into(),
-                    name: "env".into(),
-                },
-            ),
-            (
-                &["task_dir=/x"],
-                VarError::Reserved {
-                    item: "task_dir=/x".into(),
-                    name: "task_dir".into(),
-                },
-            ),
-            (
-                &[" env =prod"],
-                VarError::Reserved {
-                    item: " env =prod".into(),
-                    name: "env".into(),
-                },
-            ),
-            (
-                &["mode=PROD"],
-                VarError::Mode {
-                    item: "mode=PROD".into(),
-                },
-            ),
+            (&["  =x"], VarError::EmptyName { item: "  =x".into() }),
+            (&["\u{1f}=x"], VarError::EmptyName { item: "\u{1f}=x".into() }),
+            (&["1x=a"], VarError::NotIdentifier { item: "1x=a".into(), name: "1x".into() }),
+            (&["a-b=c"], VarError::NotIdentifier { item: "a-b=c".into(), name: "a-b".into() }),
+            (&["a\u{200d}b=c"], VarError::NotIdentifier { item: "a\u{200d}b=c".into(), name: "a\u{200d}b".into() }),
+            (&["a b=c"], VarError::NotIdentifier { item: "a b=c".into(), name: "a b".into() }),
+            (&["env=prod"], VarError::Reserved { item: "env=prod".into(), name: "env".into() }),
+            (&["task_dir=/x"], VarError::Reserved { item: "task_dir=/x".into(), name: "task_dir".into() }),
+            (&[" env =prod"], VarError::Reserved { item: " env =prod".into(), name: "env".into() }),
+            (&["mode=PROD"], VarError::Mode { item: "mode=PROD".into() }),
         ];
         for (vars, want) in cases {
             assert_eq!(cli(None, None, vars).as_ref(), Err(want), "--var {vars:?}");
@@ -725,79 +607,39 @@ mod tests {
     #[test]
     fn var_error_messages() {
         let err = cli(None, None, &["region"]).expect_err("no '='");
-        assert_eq!(
-            err.to_string(),
-            "--var expects key=value, got 'region'. Example: --var region=gauteng"
-        );
+        assert_eq!(err.to_string(), "--var expects key=value, got 'region'. Example: --var region=gauteng");
         let err = cli(None, None, &["mode=PROD"]).expect_err("mode");
-        assert!(
-            err.to_string()
-                .contains("set mode with -m/--mode, not --var")
-        );
+        assert!(err.to_string().contains("set mode with -m/--mode, not --var"));
         let err = cli(Some("a"), None, &["dt=b"]).expect_err("dt twice");
-        assert_eq!(
-            err.to_string(),
-            "'dt' is given twice with different values ('a' and 'b'); pass one"
-        );
+        assert_eq!(err.to_string(), "'dt' is given twice with different values ('a' and 'b'); pass one");
     }
 
     #[test]
     fn dt_and_dtf_given_twice() {
         assert_eq!(
             cli(Some("a"), None, &["dt=b"]),
-            Err(VarError::GivenTwice {
-                name: "dt".into(),
-                flag: "a".into(),
-                var: "b".into()
-            })
+            Err(VarError::GivenTwice { name: "dt".into(), flag: "a".into(), var: "b".into() })
         );
         assert_eq!(
             cli(None, Some("%Y"), &["dtf=%d"]),
-            Err(VarError::GivenTwice {
-                name: "dtf".into(),
-                flag: "%Y".into(),
-                var: "%d".into()
-            })
+            Err(VarError::GivenTwice { name: "dtf".into(), flag: "%Y".into(), var: "%d".into() })
         );
         assert_eq!(
             cli(Some(""), None, &["dt=x"]),
-            Err(VarError::GivenTwice {
-                name: "dt".into(),
-                flag: "".into(),
-                var: "x".into()
-            })
+            Err(VarError::GivenTwice { name: "dt".into(), flag: "".into(), var: "x".into() })
         );
         // The same value twice is fine, and so is a later --var that settles it.
-        let want = vec![
-            ("dt".to_owned(), s("2025-01-01")),
-            ("dtf".to_owned(), PyValue::None),
-            ("mode".to_owned(), s("DEV")),
-        ];
-        assert_eq!(
-            cli(Some("2025-01-01"), None, &["dt=2025-01-01"]),
-            Ok(want.clone())
-        );
-        assert_eq!(
-            cli(Some("2025-01-01"), None, &["dt=x", "dt=2025-01-01"]),
-            Ok(want.clone())
-        );
+        let want =
+            vec![("dt".to_owned(), s("2025-01-01")), ("dtf".to_owned(), PyValue::None), ("mode".to_owned(), s("DEV"))];
+        assert_eq!(cli(Some("2025-01-01"), None, &["dt=2025-01-01"]), Ok(want.clone()));
+        assert_eq!(cli(Some("2025-01-01"), None, &["dt=x", "dt=2025-01-01"]), Ok(want.clone()));
         assert_eq!(cli(None, None, &["dt=2025-01-01"]), Ok(want));
     }
 
     #[test]
     fn var_values() {
-        let got = cli(
-            None,
-            None,
-            &[
-                " region =Gauteng ",
-                "note=a=b c",
-                "empty=",
-                "région=x",
-                "_u=1",
-            ],
-        )
-        .expect("valid vars");
+        let got =
+            cli(None, None, &[" region =Gauteng ", "note=a=b c", "empty=", "région=x", "_u=1"]).expect("valid vars");
         assert_eq!(
             got,
             vec![
@@ -813,10 +655,7 @@ mod tests {
         );
         // A repeated name keeps its first place and its last value.
         let got = cli(None, None, &["a=1", "b=2", "a=3"]).expect("valid vars");
-        assert_eq!(
-            &got[3..],
-            &[("a".to_owned(), s("3")), ("b".to_owned(), s("2"))]
-        );
+        assert_eq!(&got[3..], &[("a".to_owned(), s("3")), ("b".to_owned(), s("2"))]);
     }
 
     #[test]
@@ -826,15 +665,9 @@ mod tests {
             canonical_text("demo/sales/ingest", &vars),
             Ok(r#"{"task": "demo/sales/ingest", "variables": {"dt": "2025-01-01", "mode": "DEV"}}"#.to_owned())
         );
-        assert_eq!(
-            batch_key("demo/sales/ingest", &vars),
-            Ok("39bc42311894ddba".to_owned())
-        );
+        assert_eq!(batch_key("demo/sales/ingest", &vars), Ok("39bc42311894ddba".to_owned()));
         let vars = cli(None, None, &[]).expect("valid");
-        assert_eq!(
-            batch_key("demo/sales/ingest", &vars),
-            Ok("e28288cfb0ec7f09".to_owned())
-        );
+        assert_eq!(batch_key("demo/sales/ingest", &vars), Ok("e28288cfb0ec7f09".to_owned()));
         assert!(!names_a_batch(&vars));
     }
 
@@ -851,96 +684,54 @@ mod tests {
             (vec![("dt", s("x")), ("dt", PyValue::None)], false),
         ];
         for (vars, want) in cases {
-            let vars: Variables = vars
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), v.clone()))
-                .collect();
+            let vars: Variables = vars.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
             assert_eq!(names_a_batch(&vars), *want, "{vars:?}");
         }
     }
 
     #[test]
     fn nested_keys() {
-        let dict =
-            |entries: Vec<(PyValue, PyValue)>| vec![("m".to_owned(), PyValue::Dict(entries))];
+        let dict = |entries: Vec<(PyValue, PyValue)>| vec![("m".to_owned(), PyValue::Dict(entries))];
         let text = |entries| {
-            canonical_text("t", &dict(entries)).map(|t| {
-                t["{\"task\": \"t\", \"variables\": {\"m\": ".len()..t.len() - 2].to_owned()
-            })
+            canonical_text("t", &dict(entries))
+                .map(|t| t["{\"task\": \"t\", \"variables\": {\"m\": ".len()..t.len() - 2].to_owned())
         };
         type Case = (Vec<(PyValue, PyValue)>, Result<&'static str, KeyError>);
         let cases: Vec<Case> = vec![
+            (vec![(int("10"), s("a")), (int("9"), s("b"))], Ok(r#"{"9": "b", "10": "a"}"#)),
             (
-                vec![(int("10"), s("a")), (int("9"), s("b"))],
-                Ok(r#"{"9": "b", "10": "a"}"#),
-            ),
-            (
-                vec![
-                    (PyValue::Float(1.5), s("a")),
-                    (int("1"), s("b")),
-                    (PyValue::Bool(true), s("c")),
-                ],
+                vec![(PyValue::Float(1.5), s("a")), (int("1"), s("b")), (PyValue::Bool(true), s("c"))],
                 Ok(r#"{"1": "c", "1.5": "a"}"#),
             ),
+            (vec![(PyValue::Bool(true), s("a")), (int("1"), s("b"))], Ok(r#"{"true": "b"}"#)),
             (
-                vec![(PyValue::Bool(true), s("a")), (int("1"), s("b"))],
-                Ok(r#"{"true": "b"}"#),
-            ),
-            (
-                vec![
-                    (PyValue::Bool(false), s("a")),
-                    (PyValue::Float(-0.5), s("b")),
-                ],
+                vec![(PyValue::Bool(false), s("a")), (PyValue::Float(-0.5), s("b"))],
                 Ok(r#"{"-0.5": "b", "false": "a"}"#),
             ),
             (
-                vec![
-                    (int("9007199254740993"), s("a")),
-                    (PyValue::Float(9007199254740992.0), s("b")),
-                ],
+                vec![(int("9007199254740993"), s("a")), (PyValue::Float(9007199254740992.0), s("b"))],
                 Ok(r#"{"9007199254740992.0": "b", "9007199254740993": "a"}"#),
             ),
             (
-                vec![
-                    (int("-18446744073709551617"), s("a")),
-                    (PyValue::Float(f64::NEG_INFINITY), s("b")),
-                ],
+                vec![(int("-18446744073709551617"), s("a")), (PyValue::Float(f64::NEG_INFINITY), s("b"))],
                 Ok(r#"{"-Infinity": "b", "-18446744073709551617": "a"}"#),
             ),
             (vec![(PyValue::None, s("a"))], Ok(r#"{"null": "a"}"#)),
-            (
-                vec![(s("b"), int("1")), (s("a"), PyValue::None)],
-                Ok(r#"{"a": null, "b": 1}"#),
-            ),
+            (vec![(s("b"), int("1")), (s("a"), PyValue::None)], Ok(r#"{"a": null, "b": 1}"#)),
             (
                 vec![(int("1"), s("a")), (s("b"), int("2"))],
-                Err(KeyError::UnorderableKeys {
-                    left: "str",
-                    right: "int",
-                }),
+                Err(KeyError::UnorderableKeys { left: "str", right: "int" }),
             ),
             (
                 vec![(PyValue::Bool(true), int("1")), (PyValue::None, int("2"))],
-                Err(KeyError::UnorderableKeys {
-                    left: "NoneType",
-                    right: "bool",
-                }),
+                Err(KeyError::UnorderableKeys { left: "NoneType", right: "bool" }),
             ),
             (
                 vec![(s("a"), int("1")), (PyValue::Float(1.0), int("2"))],
-                Err(KeyError::UnorderableKeys {
-                    left: "float",
-                    right: "str",
-                }),
+                Err(KeyError::UnorderableKeys { left: "float", right: "str" }),
             ),
-            (
-                vec![(PyValue::List(vec![]), int("1"))],
-                Err(KeyError::UnhashableKey { type_name: "list" }),
-            ),
-            (
-                vec![(int("x"), int("1"))],
-                Err(KeyError::BadInt { text: "x".into() }),
-            ),
+            (vec![(PyValue::List(vec![]), int("1"))], Err(KeyError::UnhashableKey { type_name: "list" })),
+            (vec![(int("x"), int("1"))], Err(KeyError::BadInt { text: "x".into() })),
         ];
         for (entries, want) in cases {
             let shown = format!("{entries:?}");
@@ -951,8 +742,7 @@ mod tests {
     #[test]
     fn json_round_trip() {
         let v: Value =
-            serde_json::from_str(r#"{"a": [1, 1.50, -0, 1e400, null, true, "x"], "b": {}}"#)
-                .expect("test JSON parses");
+            serde_json::from_str(r#"{"a": [1, 1.50, -0, 1e400, null, true, "x"], "b": {}}"#).expect("test JSON parses");
         let py = PyValue::from_json(&v);
         assert_eq!(
             py,
@@ -990,20 +780,8 @@ mod tests {
     #[test]
     fn variables_from_json_needs_an_object() {
         let v: Value = serde_json::from_str(r#"{"dt": "2025-01-01", "n": 13}"#).expect("parses");
-        assert_eq!(
-            variables_from_json(&v),
-            Ok(vec![
-                ("dt".to_owned(), s("2025-01-01")),
-                ("n".to_owned(), int("13"))
-            ])
-        );
-        assert_eq!(
-            variables_from_json(&Value::Null),
-            Err(VarError::NotAnObject { found: "null" })
-        );
-        assert_eq!(
-            variables_from_json(&serde_json::json!([1])),
-            Err(VarError::NotAnObject { found: "a list" })
-        );
+        assert_eq!(variables_from_json(&v), Ok(vec![("dt".to_owned(), s("2025-01-01")), ("n".to_owned(), int("13"))]));
+        assert_eq!(variables_from_json(&Value::Null), Err(VarError::NotAnObject { found: "null" }));
+        assert_eq!(variables_from_json(&serde_json::json!([1])), Err(VarError::NotAnObject { found: "a list" }));
     }
 }

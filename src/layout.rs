@@ -11,9 +11,7 @@ impl TaskPath {
     pub fn parse(s: &str) -> Result<TaskPath, String> {
         let parts: Vec<&str> = s.split('/').collect();
         let ok = parts.len() == 3
-            && parts.iter().all(|p| {
-                !p.is_empty() && *p != "." && *p != ".." && !p.contains('\0') && !p.contains('\\')
-            });
+            && parts.iter().all(|p| !p.is_empty() && *p != "." && *p != ".." && !p.contains('\0') && !p.contains('\\'));
         if ok {
             Ok(TaskPath(s.to_string()))
         } else {
@@ -73,10 +71,7 @@ pub struct LeasePaths {
 
 impl LeasePaths {
     pub fn new(uc: &Path, task: &TaskPath, key: &str) -> LeasePaths {
-        LeasePaths {
-            dir: leases_root(uc).join(task.as_str()),
-            key: key.to_string(),
-        }
+        LeasePaths { dir: leases_root(uc).join(task.as_str()), key: key.to_string() }
     }
     /// `<key>.json`
     pub fn lease(&self) -> PathBuf {
@@ -96,8 +91,7 @@ impl LeasePaths {
     }
     /// A fresh `<key>.dead-<8hex>.json`.
     pub fn dead_new(&self) -> PathBuf {
-        self.dir
-            .join(format!("{}.dead-{}.json", self.key, crate::fsx::hex8()))
+        self.dir.join(format!("{}.dead-{}.json", self.key, crate::fsx::hex8()))
     }
 }
 
@@ -131,9 +125,7 @@ pub enum Entry {
 
 /// Whether `s` is a batch key: 16 lowercase hex digits.
 pub fn is_key(s: &str) -> bool {
-    s.len() == 16
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    s.len() == 16 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Classify a file name found in a task's lease folder.
@@ -156,16 +148,10 @@ pub fn classify(name: &str) -> Entry {
         return Entry::Finished { key };
     }
     if let Some(run) = rest.strip_prefix("done-") {
-        return Entry::Done {
-            key,
-            run: run.to_string(),
-        };
+        return Entry::Done { key, run: run.to_string() };
     }
     if let Some(run) = rest.strip_prefix("taken-") {
-        return Entry::Taken {
-            key,
-            run: run.to_string(),
-        };
+        return Entry::Taken { key, run: run.to_string() };
     }
     if rest.ends_with(".tmp") {
         return Entry::Tmp { key };
@@ -183,14 +169,7 @@ mod tests {
     #[test]
     fn task_paths() {
         assert!(TaskPath::parse("demo/sales/ingest").is_ok());
-        for bad in [
-            "demo/sales",
-            "demo/sales/ingest/x",
-            "/sales/ingest",
-            "demo/../x",
-            "demo/sales/",
-            "",
-        ] {
+        for bad in ["demo/sales", "demo/sales/ingest/x", "/sales/ingest", "demo/../x", "demo/sales/", ""] {
             assert!(TaskPath::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(TaskPath::parse("a/b/c").unwrap().parts(), ("a", "b", "c"));
@@ -201,37 +180,13 @@ mod tests {
         let k = "39bc42311894ddba";
         let cases = [
             (format!("{k}.json"), Entry::Lease { key: k.into() }),
-            (
-                format!("{k}.finished.json"),
-                Entry::Finished { key: k.into() },
-            ),
-            (
-                format!("{k}.done-b56ec931-bb32"),
-                Entry::Done {
-                    key: k.into(),
-                    run: "b56ec931-bb32".into(),
-                },
-            ),
-            (
-                format!("{k}.taken-"),
-                Entry::Taken {
-                    key: k.into(),
-                    run: String::new(),
-                },
-            ),
-            (
-                format!("{k}.dead-cf0bcc83.json"),
-                Entry::Dead { key: k.into() },
-            ),
+            (format!("{k}.finished.json"), Entry::Finished { key: k.into() }),
+            (format!("{k}.done-b56ec931-bb32"), Entry::Done { key: k.into(), run: "b56ec931-bb32".into() }),
+            (format!("{k}.taken-"), Entry::Taken { key: k.into(), run: String::new() }),
+            (format!("{k}.dead-cf0bcc83.json"), Entry::Dead { key: k.into() }),
             (format!("{k}.0123abcd.tmp"), Entry::Tmp { key: k.into() }),
-            (
-                format!("{k}.finished.0123abcd.tmp"),
-                Entry::Tmp { key: k.into() },
-            ),
-            (
-                format!("{k}.dead-cf0bcc83.0123abcd.tmp"),
-                Entry::Tmp { key: k.into() },
-            ),
+            (format!("{k}.finished.0123abcd.tmp"), Entry::Tmp { key: k.into() }),
+            (format!("{k}.dead-cf0bcc83.0123abcd.tmp"), Entry::Tmp { key: k.into() }),
             (".clock-0123abcd".into(), Entry::Clock),
             ("README".into(), Entry::Other),
             ("39BC42311894DDBA.json".into(), Entry::Other),

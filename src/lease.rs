@@ -136,6 +136,9 @@ pub(crate) struct Shared {
     pub(crate) sys: Sys,
     pub(crate) actor: Option<String>,
     pub(crate) in_place: bool,
+    /// A handle on the lease folder, and this run's tombstone name in it.
+    dir_fd: Option<std::os::fd::OwnedFd>,
+    tomb_name: String,
     pub(crate) state: Mutex<State>,
     stop: Mutex<bool>,
     stop_cv: Condvar,
@@ -169,10 +172,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 pub(crate) fn unreadable(task: &TaskPath, path: &Path, why: impl std::fmt::Display) -> Error {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     Refusal::new(
         RefusalKind::Unreadable,
         format!("{name} for {task} exists but cannot be read ({why}), so Ubunye cannot tell what it says. Nothing was run or taken back."),
@@ -200,17 +200,21 @@ impl Shared {
     pub(crate) fn read_current(&self) -> Option<LeaseDoc> {
         match fsx::read_patient(&self.lease_path(), self.busy()) {
             Ok(None) => None,
-            Ok(Some(b)) => Some(
-                doc::parse_doc(&b)
-                    .map(LeaseDoc::from_parsed)
-                    .unwrap_or_default(),
-            ),
+            Ok(Some(b)) => Some(doc::parse_doc(&b).map(LeaseDoc::from_parsed).unwrap_or_default()),
             Err(_) => Some(LeaseDoc::default()),
         }
     }
 
     pub(crate) fn tombstoned(&self) -> bool {
-        fsx::exists(&self.paths.taken(&self.run_id))
+        // Through a handle on the lease folder when there is one: this is checked
+        // once per landed file.
+        match &self.dir_fd {
+            Some(fd) => !matches!(
+                rustix::fs::statat(fd, self.tomb_name.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW),
+                Err(rustix::io::Errno::NOENT)
+            ),
+            None => fsx::exists(&self.paths.taken(&self.run_id)),
+        }
     }
 
     /// True: the lease is this run's. False: gone, another run's, or this run was
@@ -229,11 +233,7 @@ impl Shared {
                     if let Some(is_ours) = owner_by_head(&head, &self.run_id) {
                         return Some(is_ours);
                     }
-                    let full = if whole {
-                        Ok(Some(head))
-                    } else {
-                        fsx::read_patient(&self.lease_path(), self.busy())
-                    };
+                    let full = if whole { Ok(Some(head)) } else { fsx::read_patient(&self.lease_path(), self.busy()) };
                     match full {
                         Err(_) => return None,
                         Ok(None) => return Some(false),
@@ -266,11 +266,7 @@ impl Shared {
         }
         let path = self.lease_path();
         let (mut text, mark) = match reserve.filter(|_| self.in_place) {
-            Some(out) => pyjson::dumps_map_marking(
-                &st.doc.0,
-                pyjson::Style::COMPACT,
-                &["outputs", out, "claimed"],
-            ),
+            Some(out) => pyjson::dumps_map_marking(&st.doc.0, pyjson::Style::COMPACT, &["outputs", out, "claimed"]),
             None => (st.doc.to_json(), None),
         };
         let mut window = None;
@@ -285,19 +281,8 @@ impl Shared {
                 self.sys.hook.at(Step::Saved);
                 if let (true, Ok(meta)) = (self.in_place, file.metadata()) {
                     use std::os::unix::fs::MetadataExt;
-                    let window = window.map(|(output, at, end, empty)| Window {
-                        output,
-                        at,
-                        end,
-                        empty,
-                    });
-                    st.tail = Some(Tail {
-                        ino: meta.ino(),
-                        dev: meta.dev(),
-                        len: text.len() as u64,
-                        file,
-                        window,
-                    });
+                    let window = window.map(|(output, at, end, empty)| Window { output, at, end, empty });
+                    st.tail = Some(Tail { ino: meta.ino(), dev: meta.dev(), len: text.len() as u64, file, window });
                 }
                 Ok(!self.tombstoned())
             }
@@ -310,8 +295,7 @@ impl Shared {
     fn tail_is_current(&self, tail: &Tail) -> bool {
         use std::os::unix::fs::MetadataExt;
         !self.tombstoned()
-            && fs::symlink_metadata(self.lease_path())
-                .is_ok_and(|m| m.ino() == tail.ino && m.dev() == tail.dev)
+            && fs::symlink_metadata(self.lease_path()).is_ok_and(|m| m.ino() == tail.ino && m.dev() == tail.dev)
     }
 
     /// Per-file claims without rewriting the lease: write `items` (the claims'
@@ -321,12 +305,7 @@ impl Shared {
     /// the one this run wrote (same inode, no takeover mark), checked before and
     /// after the write. None: the window does not apply (the caller saves in
     /// full); Some(false): the lease is no longer this run's.
-    pub(crate) fn append_claims(
-        &self,
-        st: &mut State,
-        output: &str,
-        items: &[String],
-    ) -> Option<Result<bool>> {
+    pub(crate) fn append_claims(&self, st: &mut State, output: &str, items: &[String]) -> Option<Result<bool>> {
         let tail = st.tail.as_mut()?;
         let w = tail.window.as_ref().filter(|w| w.output == output)?;
         let mut bytes = String::new();
@@ -355,12 +334,7 @@ impl Shared {
     /// A new top-level field (the doc must not have it yet) written in place at
     /// the end of the lease file, as `json.dumps` would place it: the final `}`
     /// becomes `, "<key>": <value>}`, in one write within one page.
-    pub(crate) fn append_field(
-        &self,
-        st: &mut State,
-        key: &str,
-        value: &str,
-    ) -> Option<Result<bool>> {
+    pub(crate) fn append_field(&self, st: &mut State, key: &str, value: &str) -> Option<Result<bool>> {
         let tail = st.tail.as_mut()?;
         let mut bytes = String::from(", ");
         pyjson::write_str(&mut bytes, key, true);
@@ -424,11 +398,7 @@ impl Shared {
     }
 }
 
-pub(crate) fn outside_refusal(
-    task: &TaskPath,
-    file: &Path,
-    r: &crate::beneath::PathRefusal,
-) -> Error {
+pub(crate) fn outside_refusal(task: &TaskPath, file: &Path, r: &crate::beneath::PathRefusal) -> Error {
     Refusal::new(
         RefusalKind::Outside,
         format!("{} for {task} names a path Ubunye will not remove: {r}. Nothing was run or taken back.", file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
@@ -443,8 +413,7 @@ pub(crate) fn outside_refusal(
 pub(crate) fn owner_by_head(head: &[u8], run_id: &str) -> Option<bool> {
     let rest = head.strip_prefix(b"{\"run_id\": \"")?;
     let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
-    (rest[end] == b'"' && rest.get(end + 1) == Some(&b','))
-        .then(|| &rest[..end] == run_id.as_bytes())
+    (rest[end] == b'"' && rest.get(end + 1) == Some(&b',')).then(|| &rest[..end] == run_id.as_bytes())
 }
 
 /// Whose lease these bytes are, from its `run_id`: None when it is empty or not
@@ -455,10 +424,7 @@ pub(crate) fn owner_of(bytes: &[u8], run_id: &str) -> Option<bool> {
     let prefix = b"{\"run_id\": \"";
     if let Some(rest) = bytes.strip_prefix(prefix) {
         if let Some(end) = rest.iter().position(|&b| b == b'"' || b == b'\\') {
-            if rest[end] == b'"'
-                && rest.get(end + 1) == Some(&b',')
-                && !contains(&rest[end..], b"\"run_id\"")
-            {
+            if rest[end] == b'"' && rest.get(end + 1) == Some(&b',') && !contains(&rest[end..], b"\"run_id\"") {
                 return Some(&rest[..end] == run_id.as_bytes());
             }
         }
@@ -477,16 +443,12 @@ impl RunLease {
     /// Take the lease on the batch, taking over a dead run's (its claimed files
     /// are removed, its record marked interrupted) and adopting orphans, or refuse.
     pub fn acquire(spec: LeaseSpec, sys: Sys) -> Result<(RunLease, Acquired)> {
-        let beneath = Beneath::new(&spec.usecase_dir)
-            .map_err(|e| Error::io("open the use-case folder", &spec.usecase_dir, e))?;
+        let beneath =
+            Beneath::new(&spec.usecase_dir).map_err(|e| Error::io("open the use-case folder", &spec.usecase_dir, e))?;
         if !layout::run_id_is_safe(&spec.run_id) || spec.run_id.is_empty() {
-            return Err(Error::Usage(format!(
-                "run id '{}' cannot name a file",
-                spec.run_id
-            )));
+            return Err(Error::Usage(format!("run id '{}' cannot name a file", spec.run_id)));
         }
-        let key = key::batch_key(spec.task.as_str(), &spec.variables)
-            .map_err(|e| Error::Usage(e.to_string()))?;
+        let key = key::batch_key(spec.task.as_str(), &spec.variables).map_err(|e| Error::Usage(e.to_string()))?;
         let root = beneath.root().to_path_buf();
         let paths = LeasePaths::new(&root, &spec.task, &key);
         let lineage_dir = match &spec.lineage_dir {
@@ -515,13 +477,9 @@ impl RunLease {
             sys,
             actor: spec.actor,
             in_place: false,
-            state: Mutex::new(State {
-                doc,
-                tail: None,
-                left: Vec::new(),
-                moved: Default::default(),
-                keep: false,
-            }),
+            dir_fd: None,
+            tomb_name: String::new(),
+            state: Mutex::new(State { doc, tail: None, left: Vec::new(), moved: Default::default(), keep: false }),
             stop: Mutex::new(false),
             stop_cv: Condvar::new(),
         };
@@ -529,10 +487,19 @@ impl RunLease {
         fs::create_dir_all(&shared.paths.dir)
             .map_err(|e| Error::io("create the lease folder", &shared.paths.dir, e))?;
         shared.in_place = in_place_ok(&shared.paths.dir);
-        let lease = RunLease {
-            s: Arc::new(shared),
-            beat: Mutex::new(None),
-        };
+        shared.dir_fd = rustix::fs::open(
+            &shared.paths.dir,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .ok();
+        shared.tomb_name = shared
+            .paths
+            .taken(&shared.run_id)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let lease = RunLease { s: Arc::new(shared), beat: Mutex::new(None) };
         let acquired = lease.take()?;
         lease.start_heartbeat();
         Ok((lease, acquired))
@@ -565,14 +532,8 @@ impl RunLease {
                 },
             };
             let times = fs::metadata(&path).ok().map(|m| FileTimes::of(&m));
-            let judged = liveness::judge(
-                &held,
-                times,
-                &mut || s.sys.clock.disk_now(&s.paths.dir),
-                &s.sys,
-                false,
-            )
-            .map_err(|d| unreadable(&s.task, &path, d))?;
+            let judged = liveness::judge(&held, times, &mut || s.sys.clock.disk_now(&s.paths.dir), &s.sys, false)
+                .map_err(|d| unreadable(&s.task, &path, d))?;
             if !judged.dead {
                 return Err(held_refusal(s, &held));
             }
@@ -630,7 +591,11 @@ impl RunLease {
             if s.owner() != Some(true) {
                 return Err(Refusal::new(
                     RefusalKind::Contended,
-                    format!("The lease on {} changed hands while run {} was taking it over. Nothing was taken back.", s.task, doc::short(&s.run_id)),
+                    format!(
+                        "The lease on {} changed hands while run {} was taking it over. Nothing was taken back.",
+                        s.task,
+                        doc::short(&s.run_id)
+                    ),
                 )
                 .with("Lease", path.display())
                 .hint("Run again in a moment.")
@@ -647,8 +612,7 @@ impl RunLease {
                 return Err(unreadable(&s.task, &stale, "its run_id cannot name a file"));
             }
             let tomb = s.paths.taken(&dead_id);
-            fs::write(&tomb, s.now_z())
-                .map_err(|e| Error::io("write the takeover mark", &tomb, e))?;
+            fs::write(&tomb, s.now_z()).map_err(|e| Error::io("write the takeover mark", &tomb, e))?;
             s.sys.hook.at(Step::Tombstoned);
             match self.recover(&mut taken, false) {
                 Ok(r) => acquired.took_over = Some(r),
@@ -661,10 +625,7 @@ impl RunLease {
         }
         Err(Refusal::new(
             RefusalKind::Contended,
-            format!(
-                "Could not take the lease on {}: another run keeps taking it.",
-                s.task
-            ),
+            format!("Could not take the lease on {}: another run keeps taking it.", s.task),
         )
         .with("Lease", path.display())
         .hint("Run again in a moment.")
@@ -682,11 +643,7 @@ impl RunLease {
 
     /// Write the dead run's lease back over this run's new one, as it was.
     fn hand_back(&self, taken: &LeaseDoc, stale: &Path) {
-        if let Ok(true) = fsx::write_atomic(
-            &self.s.lease_path(),
-            taken.to_json().as_bytes(),
-            self.s.busy(),
-        ) {
+        if let Ok(true) = fsx::write_atomic(&self.s.lease_path(), taken.to_json().as_bytes(), self.s.busy()) {
             let _ = fs::remove_file(stale);
         }
     }
@@ -698,49 +655,21 @@ impl RunLease {
                 self.hand_back(&taken, stale);
                 unreadable(&s.task, &path, why)
             }
-            RecoverError::InUse {
-                left,
-                replaces,
-                note,
-                refused,
-            } => {
+            RecoverError::InUse { left, replaces, note, refused } => {
                 // Hand the lease back to the dead run with what is left, and refuse:
                 // a forgotten claim would let its batch land twice.
                 if replaces {
                     let mut m = doc::Map::new();
                     for (n, files) in &left {
-                        m.insert(
-                            n.clone(),
-                            files
-                                .iter()
-                                .cloned()
-                                .map(serde_json::Value::String)
-                                .collect(),
-                        );
+                        m.insert(n.clone(), files.iter().cloned().map(serde_json::Value::String).collect());
                     }
                     taken.set("replaces", serde_json::Value::Object(m));
                 } else {
-                    let old = taken
-                        .0
-                        .get("outputs")
-                        .and_then(|v| v.as_object())
-                        .cloned()
-                        .unwrap_or_default();
+                    let old = taken.0.get("outputs").and_then(|v| v.as_object()).cloned().unwrap_or_default();
                     let mut m = doc::Map::new();
                     for (n, files) in &left {
-                        let mut o = old
-                            .get(n)
-                            .and_then(|v| v.as_object())
-                            .cloned()
-                            .unwrap_or_default();
-                        o.insert(
-                            "claimed".into(),
-                            files
-                                .iter()
-                                .cloned()
-                                .map(serde_json::Value::String)
-                                .collect(),
-                        );
+                        let mut o = old.get(n).and_then(|v| v.as_object()).cloned().unwrap_or_default();
+                        o.insert("claimed".into(), files.iter().cloned().map(serde_json::Value::String).collect());
                         m.insert(n.clone(), serde_json::Value::Object(o));
                     }
                     taken.set("outputs", serde_json::Value::Object(m));
@@ -763,22 +692,13 @@ impl RunLease {
                         s.paths.finished().display()
                     )
                 } else {
-                    let files: Vec<&str> = left
-                        .iter()
-                        .flat_map(|(_, c)| c.iter().map(String::as_str))
-                        .collect();
-                    format!(
-                        "its appended files cannot be removed yet (in use): {}",
-                        files.join(", ")
-                    )
+                    let files: Vec<&str> = left.iter().flat_map(|(_, c)| c.iter().map(String::as_str)).collect();
+                    format!("its appended files cannot be removed yet (in use): {}", files.join(", "))
                 };
-                Refusal::new(
-                    RefusalKind::InUse,
-                    format!("Run {} of {} died, and {what}", taken.run_short(), s.task),
-                )
-                .with("Lease", s.lease_path().display())
-                .hint("Close whatever has those files open and run again.")
-                .into()
+                Refusal::new(RefusalKind::InUse, format!("Run {} of {} died, and {what}", taken.run_short(), s.task))
+                    .with("Lease", s.lease_path().display())
+                    .hint("Close whatever has those files open and run again.")
+                    .into()
             }
         }
     }
@@ -794,20 +714,19 @@ impl RunLease {
                 let _ = fsx::remove_if_present(&s.lease_path());
                 Err(match e {
                     AdoptError::Refused(e) => e,
-                    AdoptError::Recover(RecoverError::Unreadable { path, why }) => {
-                        unreadable(&s.task, &path, why)
-                    }
+                    AdoptError::Recover(RecoverError::Unreadable { path, why }) => unreadable(&s.task, &path, why),
                     AdoptError::Recover(RecoverError::InUse { left, refused, .. }) => {
                         if let Some(r) = refused.first() {
                             return Err(outside_refusal(&s.task, &s.lease_path(), r));
                         }
-                        let files: Vec<&str> = left
-                            .iter()
-                            .flat_map(|(_, c)| c.iter().map(String::as_str))
-                            .collect();
+                        let files: Vec<&str> = left.iter().flat_map(|(_, c)| c.iter().map(String::as_str)).collect();
                         Refusal::new(
                             RefusalKind::InUse,
-                            format!("A dead run of {} left appended files that cannot be removed yet (in use): {}", s.task, files.join(", ")),
+                            format!(
+                                "A dead run of {} left appended files that cannot be removed yet (in use): {}",
+                                s.task,
+                                files.join(", ")
+                            ),
                         )
                         .with("Lease", s.lease_path().display())
                         .hint("Close whatever has those files open and run again.")
@@ -834,19 +753,10 @@ impl RunLease {
         }
         // By the disk's clock, as every age: a host whose clock runs days ahead
         // must not expire a fresh mark (it is what stops a frozen run's save).
-        let now = if tombs.is_empty() {
-            s.sys.clock.now()
-        } else {
-            s.sys.clock.disk_now(&s.paths.dir).time
-        };
+        let now = if tombs.is_empty() { s.sys.clock.now() } else { s.sys.clock.disk_now(&s.paths.dir).time };
         for t in tombs {
-            let old = fs::metadata(&t)
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|m| now.duration_since(m).ok());
-            if old.is_some_and(|age| age > s.sys.timing.tombstone_expiry)
-                && fs::remove_file(&t).is_ok()
-            {
+            let old = fs::metadata(&t).and_then(|m| m.modified()).ok().and_then(|m| now.duration_since(m).ok());
+            if old.is_some_and(|age| age > s.sys.timing.tombstone_expiry) && fs::remove_file(&t).is_ok() {
                 acquired.expired_tombstones.push(t);
             }
         }
@@ -854,10 +764,7 @@ impl RunLease {
         for orphan in orphans {
             let bytes = match fsx::read_patient(&orphan, s.busy()) {
                 Err(e) => {
-                    return Err(AdoptError::Recover(RecoverError::Unreadable {
-                        path: orphan,
-                        why: e.to_string(),
-                    }));
+                    return Err(AdoptError::Recover(RecoverError::Unreadable { path: orphan, why: e.to_string() }));
                 }
                 Ok(None) => continue,
                 Ok(Some(b)) => b,
@@ -865,10 +772,7 @@ impl RunLease {
             let mut dead = match doc::parse_doc(&bytes) {
                 Ok(p) => LeaseDoc::from_parsed(p),
                 Err(d) => {
-                    return Err(AdoptError::Recover(RecoverError::Unreadable {
-                        path: orphan,
-                        why: d.to_string(),
-                    }));
+                    return Err(AdoptError::Recover(RecoverError::Unreadable { path: orphan, why: d.to_string() }));
                 }
             };
             s.check_paths(&dead, &orphan).map_err(AdoptError::Refused)?;
@@ -889,31 +793,29 @@ impl RunLease {
 
     fn start_heartbeat(&self) {
         let s = Arc::clone(&self.s);
-        let handle = std::thread::Builder::new()
-            .name("ubunye-lease".into())
-            .spawn(move || {
-                loop {
-                    {
-                        let stop = lock(&s.stop);
-                        let (stop, _) = s
-                            .stop_cv
-                            .wait_timeout_while(stop, s.sys.timing.heartbeat_every, |stop| !*stop)
-                            .unwrap_or_else(|e| e.into_inner());
-                        if *stop {
-                            return;
-                        }
+        let handle = std::thread::Builder::new().name("ubunye-lease".into()).spawn(move || {
+            loop {
+                {
+                    let stop = lock(&s.stop);
+                    let (stop, _) = s
+                        .stop_cv
+                        .wait_timeout_while(stop, s.sys.timing.heartbeat_every, |stop| !*stop)
+                        .unwrap_or_else(|e| e.into_inner());
+                    if *stop {
+                        return;
                     }
-                    let mut st = lock(&s.state);
-                    match s.read_current() {
-                        Some(held) if !held.is_empty() && !held.is_run(&s.run_id) => return,
-                        Some(held) if !held.is_empty() => {}
-                        _ => continue,
-                    }
-                    let now = timefmt::epoch_secs(s.sys.clock.now());
-                    st.doc.set("heartbeat", pyjson::float_value(now));
-                    let _ = s.save(&mut st);
                 }
-            });
+                let mut st = lock(&s.state);
+                match s.read_current() {
+                    Some(held) if !held.is_empty() && !held.is_run(&s.run_id) => return,
+                    Some(held) if !held.is_empty() => {}
+                    _ => continue,
+                }
+                let now = timefmt::epoch_secs(s.sys.clock.now());
+                st.doc.set("heartbeat", pyjson::float_value(now));
+                let _ = s.save(&mut st);
+            }
+        });
         if let Ok(h) = handle {
             *lock(&self.beat) = Some(h);
         }

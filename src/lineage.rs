@@ -14,10 +14,7 @@ pub fn status_of(bytes: &[u8]) -> Result<Option<String>, String> {
                 .map_err(|e| format!("it cannot be parsed ({e})"))?,
         },
     };
-    Ok(value
-        .get("status")
-        .and_then(|s| s.as_str())
-        .map(str::to_string))
+    Ok(value.get("status").and_then(|s| s.as_str()).map(str::to_string))
 }
 
 #[cfg(test)]
@@ -26,14 +23,8 @@ mod tests {
 
     #[test]
     fn statuses() {
-        assert_eq!(
-            status_of(br#"{"status": "success"}"#),
-            Ok(Some("success".into()))
-        );
-        assert_eq!(
-            status_of(br#"{"status": "running", "x": NaN}"#),
-            Ok(Some("running".into()))
-        );
+        assert_eq!(status_of(br#"{"status": "success"}"#), Ok(Some("success".into())));
+        assert_eq!(status_of(br#"{"status": "running", "x": NaN}"#), Ok(Some("running".into())));
         assert_eq!(status_of(br#"{"status": "succ"#), Ok(None));
         assert_eq!(status_of(br#"[1]"#), Ok(None));
         assert_eq!(status_of(br#"{"status": 1}"#), Ok(None));
@@ -62,8 +53,7 @@ pub fn redact_variables(vars: &Variables) -> Map<String, Value> {
         let value = if secrets::looks_secret(k) && !empty {
             Value::String(secrets::REDACTED.into())
         } else {
-            v.to_json()
-                .unwrap_or_else(|| Value::String(format!("{v:?}")))
+            v.to_json().unwrap_or_else(|| Value::String(format!("{v:?}")))
         };
         out.insert(k.clone(), value);
     }
@@ -94,24 +84,14 @@ pub struct RunRecord {
 impl RunRecord {
     /// `<lineage_dir>/<task>/<run_id>.json`
     pub fn path_for(lineage_dir: &Path, task: &TaskPath, run_id: &str) -> PathBuf {
-        lineage_dir
-            .join(task.as_str())
-            .join(format!("{run_id}.json"))
+        lineage_dir.join(task.as_str()).join(format!("{run_id}.json"))
     }
 
     /// Write the record with status `running`.
-    pub fn start(
-        lineage_dir: &Path,
-        spec: &RecordSpec,
-        now: SystemTime,
-    ) -> std::io::Result<RunRecord> {
+    pub fn start(lineage_dir: &Path, spec: &RecordSpec, now: SystemTime) -> std::io::Result<RunRecord> {
         let (u, p, t) = spec.task.parts();
-        let mode = spec
-            .variables
-            .iter()
-            .find(|(k, _)| k == "mode")
-            .and_then(|(_, v)| v.to_json())
-            .unwrap_or(Value::Null);
+        let mode =
+            spec.variables.iter().find(|(k, _)| k == "mode").and_then(|(_, v)| v.to_json()).unwrap_or(Value::Null);
         let mut d = Map::new();
         let s = |x: &str| Value::String(x.to_string());
         d.insert("run_id".into(), s(&spec.run_id));
@@ -130,15 +110,9 @@ impl RunRecord {
         d.insert("inputs".into(), Value::Array(Vec::new()));
         d.insert("outputs".into(), Value::Array(Vec::new()));
         d.insert("error".into(), Value::Null);
-        d.insert(
-            "engine_version".into(),
-            s(concat!("ubunye-rs ", env!("CARGO_PKG_VERSION"))),
-        );
+        d.insert("engine_version".into(), s(concat!("ubunye-rs ", env!("CARGO_PKG_VERSION"))));
         d.insert("backend".into(), s(&spec.backend));
-        d.insert(
-            "variables".into(),
-            Value::Object(redact_variables(&spec.variables)),
-        );
+        d.insert("variables".into(), Value::Object(redact_variables(&spec.variables)));
         d.insert("record_version".into(), Value::from(2));
         d.insert("code_hash".into(), Value::Null);
         let mut env = Map::new();
@@ -156,16 +130,9 @@ impl RunRecord {
         d.insert("llm_budget".into(), Value::Object(Map::new()));
         d.insert("time_zone".into(), s("UTC"));
         if let Some(cmd) = &spec.command {
-            d.insert(
-                "command".into(),
-                Value::Array(cmd.iter().map(|a| s(a)).collect()),
-            );
+            d.insert("command".into(), Value::Array(cmd.iter().map(|a| s(a)).collect()));
         }
-        let rec = RunRecord {
-            path: Self::path_for(lineage_dir, &spec.task, &spec.run_id),
-            doc: d,
-            started: now,
-        };
+        let rec = RunRecord { path: Self::path_for(lineage_dir, &spec.task, &spec.run_id), doc: d, started: now };
         if let Some(parent) = rec.path.parent() {
             std::fs::create_dir_all(parent)?;
         }
@@ -175,16 +142,9 @@ impl RunRecord {
 
     fn write(&self) -> std::io::Result<()> {
         let text = pyjson::dumps(&Value::Object(self.doc.clone()), pyjson::Style::RECORD);
-        match fsx::write_atomic(
-            &self.path,
-            text.as_bytes(),
-            std::time::Duration::from_secs(2),
-        )? {
+        match fsx::write_atomic(&self.path, text.as_bytes(), std::time::Duration::from_secs(2))? {
             true => Ok(()),
-            false => Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                "record in use",
-            )),
+            false => Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "record in use")),
         }
     }
 
@@ -226,28 +186,12 @@ impl RunRecord {
 
     /// Rewrite the record with its final status (`success`, `error` or
     /// `interrupted`), `ended_at` and `duration_sec`.
-    pub fn finish(
-        &mut self,
-        status: &str,
-        error: Option<String>,
-        now: SystemTime,
-    ) -> std::io::Result<()> {
-        let secs = now
-            .duration_since(self.started)
-            .map(|d| d.as_secs_f64())
-            .unwrap_or(0.0);
-        self.doc
-            .insert("ended_at".into(), Value::String(timefmt::iso_micros(now)));
-        self.doc.insert(
-            "duration_sec".into(),
-            pyjson::float_value((secs * 1000.0).round() / 1000.0),
-        );
-        self.doc
-            .insert("status".into(), Value::String(status.into()));
-        self.doc.insert(
-            "error".into(),
-            error.map(Value::String).unwrap_or(Value::Null),
-        );
+    pub fn finish(&mut self, status: &str, error: Option<String>, now: SystemTime) -> std::io::Result<()> {
+        let secs = now.duration_since(self.started).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        self.doc.insert("ended_at".into(), Value::String(timefmt::iso_micros(now)));
+        self.doc.insert("duration_sec".into(), pyjson::float_value((secs * 1000.0).round() / 1000.0));
+        self.doc.insert("status".into(), Value::String(status.into()));
+        self.doc.insert("error".into(), error.map(Value::String).unwrap_or(Value::Null));
         self.write()
     }
 }

@@ -36,15 +36,9 @@ impl FileTimes {
     pub fn of(meta: &std::fs::Metadata) -> FileTimes {
         use std::os::unix::fs::MetadataExt;
         let ctime = SystemTime::UNIX_EPOCH
-            .checked_add(Duration::new(
-                meta.ctime().max(0) as u64,
-                meta.ctime_nsec().clamp(0, 999_999_999) as u32,
-            ))
+            .checked_add(Duration::new(meta.ctime().max(0) as u64, meta.ctime_nsec().clamp(0, 999_999_999) as u32))
             .unwrap_or(SystemTime::UNIX_EPOCH);
-        FileTimes {
-            mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-            ctime,
-        }
+        FileTimes { mtime: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH), ctime }
     }
 }
 
@@ -83,10 +77,7 @@ fn opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S
 }
 
 mod secs {
-    pub fn serialize<S: serde::Serializer>(
-        d: &std::time::Duration,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64((d.as_secs_f64() * 1000.0).round() / 1000.0)
     }
 }
@@ -113,17 +104,9 @@ pub enum Why {
     /// Same host, and no process has the pid (or the pid is not positive).
     ProcessGone { pid: i64 },
     /// Same host, the pid is in use by another process (its start token differs).
-    PidReused {
-        pid: i64,
-        recorded: String,
-        current: String,
-    },
+    PidReused { pid: i64, recorded: String, current: String },
     /// Same host, and the process is running (the same one, by its start token).
-    ProcessAlive {
-        pid: i64,
-        probe: PidProbe,
-        state: Option<char>,
-    },
+    ProcessAlive { pid: i64, probe: PidProbe, state: Option<char> },
     /// The age test said dead (older than the timeout).
     Stale { because: AgeBecause },
     /// The age test said alive (not older than the timeout).
@@ -163,16 +146,8 @@ pub fn age_of(times: FileTimes, heartbeat: Option<f64>, now: Now, sys: &Sys) -> 
         }
     }
     let age = now.time.duration_since(touched).unwrap_or(Duration::ZERO);
-    let clock_behind = touched
-        .duration_since(now.time)
-        .ok()
-        .filter(|ahead| *ahead > t.heartbeat_timeout);
-    Age {
-        age,
-        by,
-        clock: now.source,
-        clock_behind,
-    }
+    let clock_behind = touched.duration_since(now.time).ok().filter(|ahead| *ahead > t.heartbeat_timeout);
+    Age { age, by, clock: now.source, clock_behind }
 }
 
 /// Judge the holder of a lease, as the peer's `_dead` does.
@@ -189,9 +164,8 @@ pub fn judge(
     want_age: bool,
 ) -> Result<Judgement, Damage> {
     let heartbeat = doc.heartbeat();
-    let age_now = |times: Option<FileTimes>, now: &mut dyn FnMut() -> Now| {
-        times.map(|ft| age_of(ft, heartbeat, now(), sys))
-    };
+    let age_now =
+        |times: Option<FileTimes>, now: &mut dyn FnMut() -> Now| times.map(|ft| age_of(ft, heartbeat, now(), sys));
     let same_host = !doc.is_empty() && doc.host_is(&sys.host);
     let because = if doc.is_empty() {
         AgeBecause::NoDocument
@@ -201,20 +175,10 @@ pub fn judge(
         let pid = doc.pid()?;
         let done = |dead: bool, why: Why, age: Option<Age>| {
             let stalled = !dead && age.is_some_and(|a| a.age > sys.timing.stalled_after);
-            Ok(Judgement {
-                dead,
-                same_host,
-                why,
-                age,
-                stalled,
-            })
+            Ok(Judgement { dead, same_host, why, age, stalled })
         };
         let maybe_age = |now: &mut dyn FnMut() -> Now| {
-            if want_age {
-                times.map(|ft| age_of(ft, heartbeat, now(), sys))
-            } else {
-                None
-            }
+            if want_age { times.map(|ft| age_of(ft, heartbeat, now(), sys)) } else { None }
         };
         if doc.kept() && pid == i64::from(sys.pid) {
             return done(true, Why::OwnKeptLease { pid }, maybe_age(now));
@@ -223,10 +187,7 @@ pub fn judge(
             if pid <= 0 {
                 return done(true, Why::ProcessGone { pid }, maybe_age(now));
             }
-            return Err(Damage::BadField {
-                field: "pid".into(),
-                what: format!("{pid}, not a possible process id"),
-            });
+            return Err(Damage::BadField { field: "pid".into(), what: format!("{pid}, not a possible process id") });
         };
         if pid32 <= 0 {
             return done(true, Why::ProcessGone { pid }, maybe_age(now));
@@ -240,50 +201,22 @@ pub fn judge(
         match (recorded, &current) {
             (Some(rec), Some(cur)) if rec != &Value::String(cur.clone()) => {
                 let recorded = crate::doc::py_str(Some(rec), "None");
-                return done(
-                    true,
-                    Why::PidReused {
-                        pid,
-                        recorded,
-                        current: cur.clone(),
-                    },
-                    maybe_age(now),
-                );
+                return done(true, Why::PidReused { pid, recorded, current: cur.clone() }, maybe_age(now));
             }
             (Some(rec), None) if crate::pyjson::truthy(rec) => AgeBecause::TokenUnreadable,
             _ => {
                 let state = sys.procs.state(pid32);
-                return done(
-                    false,
-                    Why::ProcessAlive { pid, probe, state },
-                    maybe_age(now),
-                );
+                return done(false, Why::ProcessAlive { pid, probe, state }, maybe_age(now));
             }
         }
     };
     let Some(age) = age_now(times, now) else {
-        return Ok(Judgement {
-            dead: false,
-            same_host,
-            why: Why::NoStat { because },
-            age: None,
-            stalled: false,
-        });
+        return Ok(Judgement { dead: false, same_host, why: Why::NoStat { because }, age: None, stalled: false });
     };
     let dead = age.age > sys.timing.heartbeat_timeout;
-    let why = if dead {
-        Why::Stale { because }
-    } else {
-        Why::Fresh { because }
-    };
+    let why = if dead { Why::Stale { because } } else { Why::Fresh { because } };
     let stalled = !dead && age.age > sys.timing.stalled_after;
-    Ok(Judgement {
-        dead,
-        same_host,
-        why,
-        age: Some(age),
-        stalled,
-    })
+    Ok(Judgement { dead, same_host, why, age: Some(age), stalled })
 }
 
 #[cfg(test)]
@@ -326,10 +259,7 @@ mod tests {
     }
 
     fn now() -> Now {
-        Now {
-            time: t0(),
-            source: ClockSource::Disk,
-        }
+        Now { time: t0(), source: ClockSource::Disk }
     }
 
     struct Case {
@@ -350,7 +280,8 @@ mod tests {
 
     #[test]
     fn table() {
-        let other = r#"{"run_id": "r", "pid": 1, "pid_started": "5", "host": "elsewhere|pid:[1]", "heartbeat": 1795948390.0}"#;
+        let other =
+            r#"{"run_id": "r", "pid": 1, "pid_started": "5", "host": "elsewhere|pid:[1]", "heartbeat": 1795948390.0}"#;
         let cases = vec![
             Case {
                 name: "same host, process gone",
@@ -559,10 +490,7 @@ mod tests {
             Case {
                 name: "far-past mtime does not make a live lease dead: ctime decides",
                 doc: other.into(),
-                times: Some(FileTimes {
-                    mtime: UNIX_EPOCH,
-                    ctime: t0() - Duration::from_secs(10),
-                }),
+                times: Some(FileTimes { mtime: UNIX_EPOCH, ctime: t0() - Duration::from_secs(10) }),
                 procs: vec![],
                 dead: false,
                 why: "fresh",
@@ -572,32 +500,13 @@ mod tests {
         for c in cases {
             let procs = FakeProcs::new();
             for (pid, token, denied) in &c.procs {
-                procs.put(
-                    *pid,
-                    FakeProc {
-                        token: token.map(str::to_string),
-                        state: 'S',
-                        denied: *denied,
-                    },
-                );
+                procs.put(*pid, FakeProc { token: token.map(str::to_string), state: 'S', denied: *denied });
             }
             let s = sys(procs);
-            let doc = if c.doc.is_empty() {
-                LeaseDoc::default()
-            } else {
-                lease(&c.doc)
-            };
+            let doc = if c.doc.is_empty() { LeaseDoc::default() } else { lease(&c.doc) };
             let j = judge(&doc, c.times, &mut now, &s, true).unwrap();
-            let why = serde_json::to_value(&j).unwrap()["reason"]
-                .as_str()
-                .unwrap()
-                .to_string();
-            assert_eq!(
-                (j.dead, why.as_str(), j.stalled),
-                (c.dead, c.why, c.stalled),
-                "{}",
-                c.name
-            );
+            let why = serde_json::to_value(&j).unwrap()["reason"].as_str().unwrap().to_string();
+            assert_eq!((j.dead, why.as_str(), j.stalled), (c.dead, c.why, c.stalled), "{}", c.name);
         }
     }
 
@@ -623,10 +532,7 @@ mod tests {
             same(0, "null", "").replace("\"pid\": 0", "\"pid\": \"x\""),
             same(0, "null", "").replace("\"pid\": 0", "\"pid\": 99999999999"),
         ] {
-            assert!(
-                judge(&lease(&doc), Some(at(5)), &mut now, &s, false).is_err(),
-                "{doc}"
-            );
+            assert!(judge(&lease(&doc), Some(at(5)), &mut now, &s, false).is_err(), "{doc}");
         }
     }
 }

@@ -21,23 +21,11 @@ pub struct Style {
 
 impl Style {
     /// `json.dumps(doc)`: the lease file.
-    pub const COMPACT: Style = Style {
-        indent: None,
-        ensure_ascii: true,
-        sort_keys: false,
-    };
+    pub const COMPACT: Style = Style { indent: None, ensure_ascii: true, sort_keys: false };
     /// `json.dumps(note, indent=2)`: the finished note.
-    pub const NOTE: Style = Style {
-        indent: Some(2),
-        ensure_ascii: true,
-        sort_keys: false,
-    };
+    pub const NOTE: Style = Style { indent: Some(2), ensure_ascii: true, sort_keys: false };
     /// `json.dumps(doc, indent=2, ensure_ascii=False)`: a lineage run record.
-    pub const RECORD: Style = Style {
-        indent: Some(2),
-        ensure_ascii: false,
-        sort_keys: false,
-    };
+    pub const RECORD: Style = Style { indent: Some(2), ensure_ascii: false, sort_keys: false };
 }
 
 /// `json.dumps(value, ...)` with the given style. No trailing newline.
@@ -61,25 +49,10 @@ pub fn dumps_map(map: &serde_json::Map<String, Value>, style: Style) -> String {
 /// the array found at the key path `mark` (e.g. `["outputs", "events",
 /// "claimed"]`): where one more item of that array would go. None when there is
 /// no array there, or with an indent.
-pub fn dumps_map_marking(
-    map: &serde_json::Map<String, Value>,
-    style: Style,
-    mark: &[&str],
-) -> (String, Option<usize>) {
+pub fn dumps_map_marking(map: &serde_json::Map<String, Value>, style: Style, mark: &[&str]) -> (String, Option<usize>) {
     let mut out = String::with_capacity(4096);
     let mut at = None;
-    write_object(
-        &mut out,
-        map,
-        style,
-        0,
-        if style.indent.is_none() {
-            Some(mark)
-        } else {
-            None
-        },
-        &mut at,
-    );
+    write_object(&mut out, map, style, 0, if style.indent.is_none() { Some(mark) } else { None }, &mut at);
     (out, at)
 }
 
@@ -191,9 +164,7 @@ fn push_u16_escape(out: &mut String, unit: u16) {
 /// `\` and characters below 0x20 are escaped.
 pub fn write_str(out: &mut String, s: &str, ensure_ascii: bool) {
     out.push('"');
-    if s.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
-    {
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\') {
         out.push_str(s);
         out.push('"');
         return;
@@ -287,11 +258,7 @@ fn shortest_sci(x: f64) -> String {
         return shortest;
     }
     let nearest = format!("{:.*e}", n - 1, x);
-    if nearest != shortest && nearest.parse::<f64>() == Ok(x) {
-        nearest
-    } else {
-        shortest
-    }
+    if nearest != shortest && nearest.parse::<f64>() == Ok(x) { nearest } else { shortest }
 }
 
 /// Splits an integer literal (`-?[0-9]+`) into sign and digits without leading zeros.
@@ -384,21 +351,12 @@ mod mark_tests {
         let (text, at) = dumps_map_marking(&m, Style::COMPACT, &["outputs", "a", "claimed"]);
         assert_eq!(text, dumps(&Value::Object(m.clone()), Style::COMPACT));
         let at = at.unwrap();
-        assert_eq!(
-            &text[..at],
-            r#"{"run_id": "r", "outputs": {"a": {"claimed": ["x""#
-        );
+        assert_eq!(&text[..at], r#"{"run_id": "r", "outputs": {"a": {"claimed": ["x""#);
         let (text, at) = dumps_map_marking(&m, Style::COMPACT, &["outputs", "b", "claimed"]);
         assert_eq!(&text[at.unwrap()..at.unwrap() + 1], "]");
         assert_eq!(&text[at.unwrap() - 1..at.unwrap()], "[");
-        assert_eq!(
-            dumps_map_marking(&m, Style::COMPACT, &["outputs", "c", "claimed"]).1,
-            None
-        );
-        assert_eq!(
-            dumps_map_marking(&m, Style::NOTE, &["outputs", "a", "claimed"]).1,
-            None
-        );
+        assert_eq!(dumps_map_marking(&m, Style::COMPACT, &["outputs", "c", "claimed"]).1, None);
+        assert_eq!(dumps_map_marking(&m, Style::NOTE, &["outputs", "a", "claimed"]).1, None);
     }
 }
 
@@ -441,72 +399,36 @@ mod tests {
     #[test]
     fn layouts() {
         let cases: &[(&str, Style, &str)] = &[
-            (
-                r#"{"a": [1, {}], "b": []}"#,
-                Style::NOTE,
-                "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": []\n}",
-            ),
-            (
-                r#"{"a": [1, {}], "b": []}"#,
-                Style::COMPACT,
-                r#"{"a": [1, {}], "b": []}"#,
-            ),
+            (r#"{"a": [1, {}], "b": []}"#, Style::NOTE, "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": []\n}"),
+            (r#"{"a": [1, {}], "b": []}"#, Style::COMPACT, r#"{"a": [1, {}], "b": []}"#),
+            (r#"{"b": 1, "a": {"d": 2, "c": 3}}"#, Style::COMPACT, r#"{"b": 1, "a": {"d": 2, "c": 3}}"#),
             (
                 r#"{"b": 1, "a": {"d": 2, "c": 3}}"#,
-                Style::COMPACT,
-                r#"{"b": 1, "a": {"d": 2, "c": 3}}"#,
-            ),
-            (
-                r#"{"b": 1, "a": {"d": 2, "c": 3}}"#,
-                Style {
-                    indent: None,
-                    ensure_ascii: true,
-                    sort_keys: true,
-                },
+                Style { indent: None, ensure_ascii: true, sort_keys: true },
                 r#"{"a": {"c": 3, "d": 2}, "b": 1}"#,
             ),
             (
                 r#"{"b": [{"z": 1, "y": null}], "a": "x"}"#,
-                Style {
-                    indent: Some(4),
-                    ensure_ascii: true,
-                    sort_keys: true,
-                },
+                Style { indent: Some(4), ensure_ascii: true, sort_keys: true },
                 "{\n    \"a\": \"x\",\n    \"b\": [\n        {\n            \"y\": null,\n            \"z\": 1\n        }\n    ]\n}",
             ),
             (
                 r#"{"a": [1, 2]}"#,
-                Style {
-                    indent: Some(0),
-                    ensure_ascii: true,
-                    sort_keys: false,
-                },
+                Style { indent: Some(0), ensure_ascii: true, sort_keys: false },
                 "{\n\"a\": [\n1,\n2\n]\n}",
             ),
             (r#"{"é": "é"}"#, Style::RECORD, "{\n  \"é\": \"é\"\n}"),
-            (
-                r#"{"é": "é"}"#,
-                Style::NOTE,
-                "{\n  \"\\u00e9\": \"\\u00e9\"\n}",
-            ),
+            (r#"{"é": "é"}"#, Style::NOTE, "{\n  \"\\u00e9\": \"\\u00e9\"\n}"),
             ("[]", Style::NOTE, "[]"),
             ("{}", Style::NOTE, "{}"),
             ("[[]]", Style::NOTE, "[\n  []\n]"),
             ("null", Style::NOTE, "null"),
             ("[true, false, null]", Style::COMPACT, "[true, false, null]"),
-            (
-                "[1e2, -0, 1.50, 18446744073709551617]",
-                Style::COMPACT,
-                "[100.0, 0, 1.5, 18446744073709551617]",
-            ),
+            ("[1e2, -0, 1.50, 18446744073709551617]", Style::COMPACT, "[100.0, 0, 1.5, 18446744073709551617]"),
             (r#""x""#, Style::COMPACT, r#""x""#),
         ];
         for (input, style, want) in cases {
-            assert_eq!(
-                &dumps(&parse(input), *style),
-                want,
-                "dumps({input}, {style:?})"
-            );
+            assert_eq!(&dumps(&parse(input), *style), want, "dumps({input}, {style:?})");
         }
     }
 
@@ -519,15 +441,8 @@ mod tests {
     #[test]
     fn sort_keys_is_code_point_order() {
         let v = parse(r#"{"😀": 3, "！": 2, "é": 1, "~": 5, "e": 4, "B": 6}"#);
-        let style = Style {
-            indent: None,
-            ensure_ascii: true,
-            sort_keys: true,
-        };
-        assert_eq!(
-            dumps(&v, style),
-            r#"{"B": 6, "e": 4, "~": 5, "\u00e9": 1, "\uff01": 2, "\ud83d\ude00": 3}"#
-        );
+        let style = Style { indent: None, ensure_ascii: true, sort_keys: true };
+        assert_eq!(dumps(&v, style), r#"{"B": 6, "e": 4, "~": 5, "\u00e9": 1, "\uff01": 2, "\ud83d\ude00": 3}"#);
     }
 
     #[test]
@@ -578,10 +493,7 @@ mod tests {
             ("42", "42"),
             ("-42", "-42"),
             ("18446744073709551617", "18446744073709551617"),
-            (
-                "-123456789012345678901234567890",
-                "-123456789012345678901234567890",
-            ),
+            ("-123456789012345678901234567890", "-123456789012345678901234567890"),
             ("1e2", "100.0"),
             ("1E2", "100.0"),
             ("1.0", "1.0"),
@@ -603,13 +515,9 @@ mod tests {
 
     #[test]
     fn float_values() {
-        for (x, want) in [
-            (1.0, "1.0"),
-            (1e16, "1e+16"),
-            (0.5, "0.5"),
-            (-0.0, "-0.0"),
-            (1795948390.3607788, "1795948390.3607788"),
-        ] {
+        for (x, want) in
+            [(1.0, "1.0"), (1e16, "1e+16"), (0.5, "0.5"), (-0.0, "-0.0"), (1795948390.3607788, "1795948390.3607788")]
+        {
             let v = float_value(x);
             assert!(v.is_number(), "float_value({x}) is a number");
             assert_eq!(dumps(&v, Style::COMPACT), want);

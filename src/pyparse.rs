@@ -12,12 +12,7 @@
 /// than this checker goes counts as accepted: a text that cannot be told apart
 /// must be refused, never taken for garbage.
 pub fn python_accepts(text: &str) -> Option<bool> {
-    let mut p = P {
-        s: text.as_bytes(),
-        i: 0,
-        depth: 0,
-        too_deep: false,
-    };
+    let mut p = P { s: text.as_bytes(), i: 0, depth: 0, too_deep: false };
     p.ws();
     let is_object = p.peek() == Some(b'{');
     let ok = p.value();
@@ -274,10 +269,7 @@ mod tests {
     fn nesting_deeper_than_we_check_is_never_garbage() {
         let deep = format!("{{\"a\": {}1{}}}", "[".repeat(950), "]".repeat(950));
         assert_eq!(python_accepts(&deep), Some(true));
-        assert!(matches!(
-            crate::doc::parse_doc(deep.as_bytes()),
-            Err(crate::doc::Damage::Unrepresentable(_))
-        ));
+        assert!(matches!(crate::doc::parse_doc(deep.as_bytes()), Err(crate::doc::Damage::Unrepresentable(_))));
     }
 
     #[test]
@@ -287,10 +279,7 @@ mod tests {
             (" {\"a\": [1, 2.5e3, -0, true, null]} \n", Some(true)),
             ("[1]", Some(false)),
             ("\"x\"", Some(false)),
-            (
-                "{\"a\": NaN, \"b\": -Infinity, \"c\": Infinity}",
-                Some(true),
-            ),
+            ("{\"a\": NaN, \"b\": -Infinity, \"c\": Infinity}", Some(true)),
             ("{\"a\": \"\\ud800\"}", Some(true)),
             ("", None),
             ("{", None),

@@ -47,12 +47,7 @@ pub(crate) enum RecoverError {
     Unreadable { path: PathBuf, why: String },
     /// Some files could not be removed (or the note could not be written, or a
     /// path was refused): they stay listed, never forgotten.
-    InUse {
-        left: Vec<(String, Vec<String>)>,
-        replaces: bool,
-        note: bool,
-        refused: Vec<PathRefusal>,
-    },
+    InUse { left: Vec<(String, Vec<String>)>, replaces: bool, note: bool, refused: Vec<PathRefusal> },
 }
 
 /// The result of removing what some outputs claimed.
@@ -79,10 +74,7 @@ pub(crate) fn claims_map(lists: &[(String, Vec<String>)]) -> Map {
     let mut m = Map::new();
     for (n, files) in lists {
         let mut o = Map::new();
-        o.insert(
-            "claimed".into(),
-            files.iter().cloned().map(Value::String).collect(),
-        );
+        o.insert("claimed".into(), files.iter().cloned().map(Value::String).collect());
         m.insert(n.clone(), Value::Object(o));
     }
     m
@@ -117,10 +109,7 @@ impl RunLease {
                 }
             }
             let claims: Vec<String> = match note.get("claimed") {
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .filter_map(|c| c.as_str().map(str::to_string))
-                    .collect(),
+                Some(Value::Array(a)) => a.iter().filter_map(|c| c.as_str().map(str::to_string)).collect(),
                 _ => Vec::new(),
             };
             for claim in claims {
@@ -152,11 +141,7 @@ impl RunLease {
     }
 
     /// Recover a dead run from its lease document (see the module docs).
-    pub(crate) fn recover(
-        &self,
-        dead: &mut LeaseDoc,
-        orphan: bool,
-    ) -> Result<Recovery, RecoverError> {
+    pub(crate) fn recover(&self, dead: &mut LeaseDoc, orphan: bool) -> Result<Recovery, RecoverError> {
         let s = &*self.s;
         let dead_id = dead.run_id();
         let done = (!dead_id.is_empty()).then(|| s.paths.done(&dead_id));
@@ -184,12 +169,7 @@ impl RunLease {
             let mut outputs = claims_map(&replaced);
             let tb = self.take_back(&mut outputs, None);
             if !tb.left.is_empty() {
-                return Err(RecoverError::InUse {
-                    left: tb.left,
-                    replaces: true,
-                    note: false,
-                    refused: tb.refused,
-                });
+                return Err(RecoverError::InUse { left: tb.left, replaces: true, note: false, refused: tb.refused });
             }
             if let Some(d) = done {
                 let _ = fsx::remove_if_present(&d);
@@ -212,12 +192,7 @@ impl RunLease {
             dead.set("outputs", Value::Object(outputs));
         }
         if !tb.left.is_empty() || !tb.refused.is_empty() {
-            return Err(RecoverError::InUse {
-                left: tb.left,
-                replaces: false,
-                note: false,
-                refused: tb.refused,
-            });
+            return Err(RecoverError::InUse { left: tb.left, replaces: false, note: false, refused: tb.refused });
         }
         let unrepaired = doc::unrepaired(&dead.notes().unwrap_or_default());
         let record_marked = self.mark_interrupted(&dead_id, &unrepaired);
@@ -237,10 +212,7 @@ impl RunLease {
     }
 
     pub(crate) fn record_path(&self, run_id: &str) -> PathBuf {
-        self.s
-            .lineage_dir
-            .join(self.s.task.as_str())
-            .join(format!("{run_id}.json"))
+        self.s.lineage_dir.join(self.s.task.as_str()).join(format!("{run_id}.json"))
     }
 
     /// A run's record status. Missing, empty or half-written: None (it did not get
@@ -255,10 +227,7 @@ impl RunLease {
             Ok(None) => return Ok(None),
             Ok(Some(b)) => b,
             Err(e) => {
-                return Err(RecoverError::Unreadable {
-                    path,
-                    why: e.to_string(),
-                });
+                return Err(RecoverError::Unreadable { path, why: e.to_string() });
             }
         };
         if bytes.is_empty() {
@@ -301,10 +270,7 @@ impl RunLease {
         rec.insert("status".into(), Value::String("interrupted".into()));
         rec.insert("error".into(), Value::String(note));
         let out = pyjson::dumps(&Value::Object(rec), pyjson::Style::RECORD);
-        matches!(
-            fsx::write_atomic(&path, out.as_bytes(), s.sys.timing.busy_for),
-            Ok(true)
-        )
+        matches!(fsx::write_atomic(&path, out.as_bytes(), s.sys.timing.busy_for), Ok(true))
     }
 
     /// Write the finished note for a run's lease document (this run's or a dead
@@ -316,10 +282,9 @@ impl RunLease {
         }
         match doc::finished_note(d, s.task.as_str(), &s.now_z()) {
             Ok(None) => true,
-            Ok(Some(text)) => matches!(
-                fsx::write_atomic(&s.paths.finished(), text.as_bytes(), s.sys.timing.busy_for),
-                Ok(true)
-            ),
+            Ok(Some(text)) => {
+                matches!(fsx::write_atomic(&s.paths.finished(), text.as_bytes(), s.sys.timing.busy_for), Ok(true))
+            }
             Err(_) => false,
         }
     }

@@ -44,9 +44,8 @@ const SECRET_PAIRS: &[(&str, &str)] = &[
 ];
 const NOT_SECRET_FIRST: &[&str] = &["max", "min", "num", "n"];
 const NOT_SECRET_LAST: &[&str] = &[
-    "limit", "limits", "count", "counts", "max", "min", "mode", "type", "name", "scope", "version",
-    "domain", "expiry", "length", "path", "file", "url", "id", "header", "endpoint", "enabled",
-    "provider", "method", "format",
+    "limit", "limits", "count", "counts", "max", "min", "mode", "type", "name", "scope", "version", "domain", "expiry",
+    "length", "path", "file", "url", "id", "header", "endpoint", "enabled", "provider", "method", "format",
 ];
 
 /// The words of a name as the peer's regex `[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+`
@@ -117,8 +116,7 @@ pub fn looks_secret(name: &str) -> bool {
     if w.iter().any(|x| SECRET_WORDS.contains(&x.as_str())) {
         return true;
     }
-    w.windows(2)
-        .any(|p| SECRET_PAIRS.contains(&(p[0].as_str(), p[1].as_str())))
+    w.windows(2).any(|p| SECRET_PAIRS.contains(&(p[0].as_str(), p[1].as_str())))
 }
 
 #[cfg(test)]

@@ -99,11 +99,7 @@ impl Timing {
     /// unset. A value that does not parse is ignored.
     pub fn from_env() -> Timing {
         let mut t = Timing::peer();
-        let read = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| humantime::parse_duration(v.trim()).ok())
-        };
+        let read = |name: &str| std::env::var(name).ok().and_then(|v| humantime::parse_duration(v.trim()).ok());
         if let Some(d) = read("UBUNYE_TEST_SETTLE") {
             t.settle = d;
         }
@@ -176,11 +172,7 @@ impl Hook {
 
 impl std::fmt::Debug for Hook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "Hook(set)"
-        } else {
-            "Hook(none)"
-        })
+        f.write_str(if self.0.is_some() { "Hook(set)" } else { "Hook(none)" })
     }
 }
 
@@ -254,14 +246,8 @@ impl Clock for SystemClock {
         let read = std::fs::File::create(&probe).and_then(|f| f.metadata()?.modified());
         let _ = std::fs::remove_file(&probe);
         match read {
-            Ok(time) => Now {
-                time,
-                source: ClockSource::Disk,
-            },
-            Err(_) => Now {
-                time: SystemTime::now(),
-                source: ClockSource::Local,
-            },
+            Ok(time) => Now { time, source: ClockSource::Disk },
+            Err(_) => Now { time: SystemTime::now(), source: ClockSource::Local },
         }
     }
 }
@@ -312,9 +298,7 @@ pub struct FakeClock {
 
 impl FakeClock {
     pub fn at(time: SystemTime) -> Arc<FakeClock> {
-        Arc::new(FakeClock {
-            now: Mutex::new(time),
-        })
+        Arc::new(FakeClock { now: Mutex::new(time) })
     }
     pub fn set(&self, time: SystemTime) {
         *self.now.lock().unwrap_or_else(|e| e.into_inner()) = time;
@@ -330,10 +314,7 @@ impl Clock for FakeClock {
         *self.now.lock().unwrap_or_else(|e| e.into_inner())
     }
     fn disk_now(&self, _dir: &Path) -> Now {
-        Now {
-            time: self.now(),
-            source: ClockSource::Disk,
-        }
+        Now { time: self.now(), source: ClockSource::Disk }
     }
 }
 
@@ -357,33 +338,16 @@ impl FakeProcs {
     }
     /// A running process with this start token (None: the token cannot be read).
     pub fn add(&self, pid: i32, token: Option<&str>) {
-        self.put(
-            pid,
-            FakeProc {
-                token: token.map(str::to_string),
-                state: 'S',
-                denied: false,
-            },
-        );
+        self.put(pid, FakeProc { token: token.map(str::to_string), state: 'S', denied: false });
     }
     pub fn put(&self, pid: i32, p: FakeProc) {
-        self.table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(pid, p);
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).insert(pid, p);
     }
     pub fn remove(&self, pid: i32) {
-        self.table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&pid);
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).remove(&pid);
     }
     fn get(&self, pid: i32) -> Option<FakeProc> {
-        self.table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&pid)
-            .cloned()
+        self.table.lock().unwrap_or_else(|e| e.into_inner()).get(&pid).cloned()
     }
 }
 

@@ -5,9 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// `YYYY-MM-DDTHH:MM:SSZ`, UTC: the lease's `started_at`, notes, tombstones.
 pub fn utc_z(t: SystemTime) -> String {
-    DateTime::<Utc>::from(t)
-        .format("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    DateTime::<Utc>::from(t).format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// Python's `datetime.now(timezone.utc).isoformat()`: microseconds when there are
@@ -16,11 +14,7 @@ pub fn iso_micros(t: SystemTime) -> String {
     let dt = DateTime::<Utc>::from(t);
     let micros = dt.timestamp_subsec_micros();
     let base = dt.format("%Y-%m-%dT%H:%M:%S").to_string();
-    if micros == 0 {
-        format!("{base}+00:00")
-    } else {
-        format!("{base}.{micros:06}+00:00")
-    }
+    if micros == 0 { format!("{base}+00:00") } else { format!("{base}.{micros:06}+00:00") }
 }
 
 /// Seconds since the epoch as a float (Python's `time.time()`), for `heartbeat`.
@@ -45,9 +39,7 @@ pub fn from_epoch_secs(s: f64) -> Option<SystemTime> {
 
 /// Parse the times the peer writes (`…Z` or ISO 8601 with an offset).
 pub fn parse(text: &str) -> Option<SystemTime> {
-    DateTime::parse_from_rfc3339(text)
-        .ok()
-        .map(SystemTime::from)
+    DateTime::parse_from_rfc3339(text).ok().map(SystemTime::from)
 }
 
 /// RFC 3339 with seconds, for `--json` output.
@@ -75,14 +67,8 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_micros(1_795_948_390_366_712);
         assert_eq!(utc_z(t), "2026-11-29T10:33:10Z");
         assert_eq!(iso_micros(t), "2026-11-29T10:33:10.366712+00:00");
-        assert_eq!(
-            iso_micros(UNIX_EPOCH + Duration::from_secs(1_795_948_390)),
-            "2026-11-29T10:33:10+00:00"
-        );
-        assert_eq!(
-            parse("2026-11-29T10:33:10Z"),
-            Some(UNIX_EPOCH + Duration::from_secs(1_795_948_390))
-        );
+        assert_eq!(iso_micros(UNIX_EPOCH + Duration::from_secs(1_795_948_390)), "2026-11-29T10:33:10+00:00");
+        assert_eq!(parse("2026-11-29T10:33:10Z"), Some(UNIX_EPOCH + Duration::from_secs(1_795_948_390)));
         assert_eq!(parse("2026-11-29T10:33:10.366712+00:00"), Some(t));
         assert!((epoch_secs(t) - 1_795_948_390.366712).abs() < 1e-6);
         assert_eq!(age(Duration::from_secs(21 * 60 + 5)), "21m");

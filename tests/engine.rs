@@ -32,38 +32,15 @@ fn fresh_acquire_writes_the_peer_layout_and_release_removes_it() {
     assert_eq!(lease.key(), DT2_KEY);
     let text = fs::read_to_string(lease.path()).unwrap();
     let keys: Vec<String> =
-        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text)
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect();
-    assert_eq!(
-        keys,
-        [
-            "run_id",
-            "task",
-            "pid",
-            "pid_started",
-            "host",
-            "started_at",
-            "heartbeat",
-            "outputs"
-        ]
-    );
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(&text).unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["run_id", "task", "pid", "pid_started", "host", "started_at", "heartbeat", "outputs"]);
     assert!(
-        text.contains(&format!(
-            "\"pid\": {}, \"pid_started\": \"123\", \"host\": \"{FIXTURE_HOST}\"",
-            sys.pid
-        )),
+        text.contains(&format!("\"pid\": {}, \"pid_started\": \"123\", \"host\": \"{FIXTURE_HOST}\"", sys.pid)),
         "{text}"
     );
     assert!(text.ends_with("\"outputs\": {}}"), "{text}");
     assert!(lease.release());
-    assert_eq!(
-        files(d.path()),
-        Vec::<String>::new(),
-        "release leaves nothing"
-    );
+    assert_eq!(files(d.path()), Vec::<String>::new(), "release leaves nothing");
 }
 
 #[test]
@@ -71,10 +48,7 @@ fn a_live_holder_is_refused_in_one_line_naming_it() {
     let (_d, uc, m) = fixture("live");
     let (sys, _, procs) = fake_sys(FIXTURE_HOST, m.captured_at());
     let holder = &m.json["leases"][0];
-    procs.add(
-        holder["pid"].as_i64().unwrap() as i32,
-        holder["pid_started"].as_str(),
-    );
+    procs.add(holder["pid"].as_i64().unwrap() as i32, holder["pid_started"].as_str());
     let before = tree_hash(&uc);
     let err = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap_err();
     assert_eq!(err.kind(), Some(RefusalKind::Held));
@@ -88,39 +62,19 @@ fn a_live_holder_is_refused_in_one_line_naming_it() {
 fn dead_same_host_run_is_taken_over() {
     let (_d, uc, m) = fixture("dead-killed");
     let (sys, _, _) = fake_sys(FIXTURE_HOST, m.captured_at());
-    let dead_file =
-        uc.join("out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet");
-    let kept_file =
-        uc.join("out/events/part-00000-ff869a38-8d2f-43ac-b8d6-303681ac89db-c000.snappy.parquet");
+    let dead_file = uc.join("out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet");
+    let kept_file = uc.join("out/events/part-00000-ff869a38-8d2f-43ac-b8d6-303681ac89db-c000.snappy.parquet");
     let (lease, acq) = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap();
     let r = acq.took_over.unwrap();
     assert_eq!(r.run_id, "a7ee7676-3983-4c1b-8fff-47937b7a2497");
     assert!(!r.finished && r.record_marked);
-    assert_eq!(
-        r.removed,
-        vec![
-            fs::canonicalize(uc.join("out/events"))
-                .unwrap()
-                .join(dead_file.file_name().unwrap())
-        ]
-    );
+    assert_eq!(r.removed, vec![fs::canonicalize(uc.join("out/events")).unwrap().join(dead_file.file_name().unwrap())]);
     assert!(!dead_file.exists() && kept_file.exists());
-    assert!(
-        uc.join("out/events/_SUCCESS").exists(),
-        "another batch's data is still there"
-    );
-    assert!(
-        lease_dir(&uc)
-            .join(format!(
-                "{DT2_KEY}.taken-a7ee7676-3983-4c1b-8fff-47937b7a2497"
-            ))
-            .exists()
-    );
+    assert!(uc.join("out/events/_SUCCESS").exists(), "another batch's data is still there");
+    assert!(lease_dir(&uc).join(format!("{DT2_KEY}.taken-a7ee7676-3983-4c1b-8fff-47937b7a2497")).exists());
     let rec: serde_json::Value = serde_json::from_str(
-        &fs::read_to_string(
-            uc.join(".ubunye/lineage/demo/sales/ingest/a7ee7676-3983-4c1b-8fff-47937b7a2497.json"),
-        )
-        .unwrap(),
+        &fs::read_to_string(uc.join(".ubunye/lineage/demo/sales/ingest/a7ee7676-3983-4c1b-8fff-47937b7a2497.json"))
+            .unwrap(),
     )
     .unwrap();
     assert_eq!(rec["status"], "interrupted");
@@ -134,10 +88,7 @@ fn dead_same_host_run_is_taken_over() {
     );
     assert!(note.ends_with("and removed the files it had appended."));
     let names = files(&lease_dir(&uc));
-    assert!(
-        names.iter().all(|n| !n.contains(".dead-")),
-        "the dead lease is gone: {names:?}"
-    );
+    assert!(names.iter().all(|n| !n.contains(".dead-")), "the dead lease is gone: {names:?}");
     lease.release();
 }
 
@@ -153,10 +104,7 @@ fn another_host_is_judged_by_age_by_the_disk_clock() {
     // 16 minutes: taken over.
     let (sys, _, _) = fake_sys("other|pid:[1]", mtime + Duration::from_secs(16 * 60));
     let (lease, acq) = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap();
-    assert_eq!(
-        acq.took_over.unwrap().run_id,
-        m.json["leases"][0]["run_id"].as_str().unwrap()
-    );
+    assert_eq!(acq.took_over.unwrap().run_id, m.json["leases"][0]["run_id"].as_str().unwrap());
     lease.release();
 }
 
@@ -172,14 +120,13 @@ fn an_empty_lease_is_judged_by_age_even_on_this_host() {
     let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
     let err = RunLease::acquire(spec(d.path(), "2025-01-02"), sys.clone()).unwrap_err();
     assert_eq!(err.kind(), Some(RefusalKind::Held));
-    assert!(err.refusal().unwrap().message.starts_with("Run ? of demo/sales/ingest with the same variables is still running (process None on None, since None)."));
+    assert!(err.refusal().unwrap().message.starts_with(
+        "Run ? of demo/sales/ingest with the same variables is still running (process None on None, since None)."
+    ));
     set_mtime(&lease, now - Duration::from_secs(20 * 60));
     let (l, acq) = RunLease::acquire(spec(d.path(), "2025-01-02"), sys).unwrap();
     assert_eq!(acq.took_over.unwrap().run_id, "");
-    assert!(
-        dir.join(format!("{DT2_KEY}.taken-")).exists(),
-        "the tombstone of a lease with no run id"
-    );
+    assert!(dir.join(format!("{DT2_KEY}.taken-")).exists(), "the tombstone of a lease with no run id");
     l.release();
 }
 
@@ -194,8 +141,16 @@ fn an_unreadable_lease_is_refused_naming_it_and_nothing_is_touched() {
                 fs::create_dir(&lease).unwrap();
             }
             "not-utf8" => fs::write(&lease, b"{\"run_id\": \"\xff\"}").unwrap(),
-            "bad-pid" => fs::write(&lease, format!(r#"{{"run_id": "x", "pid": "abc", "host": "{FIXTURE_HOST}", "outputs": {{}}}}"#)).unwrap(),
-            _ => fs::write(&lease, r#"{"run_id": "x", "heartbeat": NaN, "outputs": {"events": {"claimed": ["out/events/a"]}}}"#).unwrap(),
+            "bad-pid" => fs::write(
+                &lease,
+                format!(r#"{{"run_id": "x", "pid": "abc", "host": "{FIXTURE_HOST}", "outputs": {{}}}}"#),
+            )
+            .unwrap(),
+            _ => fs::write(
+                &lease,
+                r#"{"run_id": "x", "heartbeat": NaN, "outputs": {"events": {"claimed": ["out/events/a"]}}}"#,
+            )
+            .unwrap(),
         }
         set_mtime(&lease, m.captured_at() - Duration::from_secs(3600));
         let before = tree_hash(&uc);
@@ -203,9 +158,7 @@ fn an_unreadable_lease_is_refused_naming_it_and_nothing_is_touched() {
         let err = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap_err();
         assert_eq!(err.kind(), Some(RefusalKind::Unreadable), "{damage}: {err}");
         assert!(
-            err.to_string().contains(&format!(
-                "{DT2_KEY}.json for demo/sales/ingest exists but cannot be read"
-            )),
+            err.to_string().contains(&format!("{DT2_KEY}.json for demo/sales/ingest exists but cannot be read")),
             "{damage}: {err}"
         );
         assert_eq!(tree_hash(&uc), before, "{damage}: nothing changed");
@@ -222,20 +175,14 @@ fn an_orphan_is_adopted_without_a_tombstone() {
     let r = &acq.adopted[0];
     assert!(r.from_orphan && r.record_marked && r.removed.len() == 1);
     let names = files(&lease_dir(&uc));
-    assert!(
-        names
-            .iter()
-            .all(|n| !n.contains(".dead-") && !n.contains(".taken-")),
-        "{names:?}"
-    );
+    assert!(names.iter().all(|n| !n.contains(".dead-") && !n.contains(".taken-")), "{names:?}");
     lease.release();
 }
 
 #[test]
 fn a_claim_that_cannot_be_removed_hands_the_lease_back() {
     let (_d, uc, m) = fixture("dead-killed");
-    let claim =
-        uc.join("out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet");
+    let claim = uc.join("out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet");
     fs::remove_file(&claim).unwrap();
     fs::create_dir(&claim).unwrap();
     fs::write(claim.join("inner"), "x").unwrap();
@@ -251,25 +198,16 @@ fn a_claim_that_cannot_be_removed_hands_the_lease_back() {
     // Handed back: the dead run's lease, same content, and the tombstone stays.
     assert_eq!(fs::read_to_string(&lease_path).unwrap(), dead_text);
     let names = files(&lease_dir(&uc));
-    assert!(
-        names.contains(&format!(
-            "{DT2_KEY}.taken-a7ee7676-3983-4c1b-8fff-47937b7a2497"
-        )),
-        "{names:?}"
-    );
+    assert!(names.contains(&format!("{DT2_KEY}.taken-a7ee7676-3983-4c1b-8fff-47937b7a2497")), "{names:?}");
     assert!(names.iter().all(|n| !n.contains(".dead-")), "{names:?}");
-    let rec = fs::read_to_string(
-        uc.join(".ubunye/lineage/demo/sales/ingest/a7ee7676-3983-4c1b-8fff-47937b7a2497.json"),
-    )
-    .unwrap();
-    assert!(
-        rec.contains("\"status\": \"running\""),
-        "the record is not marked while the files stay"
-    );
+    let rec =
+        fs::read_to_string(uc.join(".ubunye/lineage/demo/sales/ingest/a7ee7676-3983-4c1b-8fff-47937b7a2497.json"))
+            .unwrap();
+    assert!(rec.contains("\"status\": \"running\""), "the record is not marked while the files stay");
     // The same state as the peer's takeover-refused-in-use fixture.
-    let peer = fs::read_to_string(fixture_dir("takeover-refused-in-use").join(format!(
-        "uc/.ubunye/leases/demo/sales/ingest/{DT2_KEY}.json"
-    )))
+    let peer = fs::read_to_string(
+        fixture_dir("takeover-refused-in-use").join(format!("uc/.ubunye/leases/demo/sales/ingest/{DT2_KEY}.json")),
+    )
     .unwrap();
     assert_eq!(fs::read_to_string(&lease_path).unwrap(), peer);
 }
@@ -279,46 +217,20 @@ fn finished_batches_are_refused_and_rerun_replaces_after_commit() {
     let d = tempfile::tempdir().unwrap();
     let uc = d.path();
     let (sys, _, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
-    let (_, ended) = append_run(
-        uc,
-        sys.clone(),
-        "2025-01-01",
-        false,
-        &[("part-a.parquet", "one")],
-    )
-    .unwrap();
+    let (_, ended) = append_run(uc, sys.clone(), "2025-01-01", false, &[("part-a.parquet", "one")]).unwrap();
     assert!(matches!(ended, Ended::Committed { kept: false, .. }));
     let note = fs::read_to_string(lease_dir(uc).join("39bc42311894ddba.finished.json")).unwrap();
     assert!(note.contains("\"out/events/part-a.parquet\""), "{note}");
     assert!(note.contains("\"staged\": true"), "{note}");
-    assert_eq!(
-        files(&lease_dir(uc)),
-        vec!["39bc42311894ddba.finished.json"]
-    );
+    assert_eq!(files(&lease_dir(uc)), vec!["39bc42311894ddba.finished.json"]);
     // Again: refused, nothing written, the lease removed.
-    let err = append_run(
-        uc,
-        sys.clone(),
-        "2025-01-01",
-        false,
-        &[("part-b.parquet", "two")],
-    )
-    .unwrap_err();
+    let err = append_run(uc, sys.clone(), "2025-01-01", false, &[("part-b.parquet", "two")]).unwrap_err();
     assert_eq!(err.kind(), Some(RefusalKind::Finished));
     let msg = err.refusal().unwrap().one_line();
-    assert!(
-        msg.starts_with("demo/sales/ingest already finished this batch (run "),
-        "{msg}"
-    );
+    assert!(msg.starts_with("demo/sales/ingest already finished this batch (run "), "{msg}");
     assert!(msg.contains("and appends to events: running it again would add the batch twice. To replace the batch, run again with --rerun."), "{msg}");
-    assert_eq!(
-        files(&uc.join("out/events")),
-        vec!["_SUCCESS", "part-a.parquet"]
-    );
-    assert_eq!(
-        files(&lease_dir(uc)),
-        vec!["39bc42311894ddba.finished.json"]
-    );
+    assert_eq!(files(&uc.join("out/events")), vec!["_SUCCESS", "part-a.parquet"]);
+    assert_eq!(files(&lease_dir(uc)), vec!["39bc42311894ddba.finished.json"]);
     // --rerun: the old file goes only after the new one committed.
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut sys2 = sys.clone();
@@ -328,25 +240,12 @@ fn finished_batches_are_refused_and_rerun_replaces_after_commit() {
             seen2.lock().unwrap().push(files(&out));
         }
     })));
-    let (_, ended) =
-        append_run(uc, sys2, "2025-01-01", true, &[("part-c.parquet", "three")]).unwrap();
-    let Ended::Committed { commit, kept } = ended else {
-        panic!()
-    };
+    let (_, ended) = append_run(uc, sys2, "2025-01-01", true, &[("part-c.parquet", "three")]).unwrap();
+    let Ended::Committed { commit, kept } = ended else { panic!() };
     assert!(!kept && commit.replaced_removed.len() == 1);
-    assert_eq!(
-        seen.lock().unwrap()[0],
-        vec!["_SUCCESS", "part-a.parquet", "part-c.parquet"],
-        "both present at commit"
-    );
-    assert_eq!(
-        files(&uc.join("out/events")),
-        vec!["_SUCCESS", "part-c.parquet"]
-    );
-    assert_eq!(
-        files(&lease_dir(uc)),
-        vec!["39bc42311894ddba.finished.json"]
-    );
+    assert_eq!(seen.lock().unwrap()[0], vec!["_SUCCESS", "part-a.parquet", "part-c.parquet"], "both present at commit");
+    assert_eq!(files(&uc.join("out/events")), vec!["_SUCCESS", "part-c.parquet"]);
+    assert_eq!(files(&lease_dir(uc)), vec!["39bc42311894ddba.finished.json"]);
 }
 
 #[test]
@@ -383,9 +282,7 @@ fn a_failed_run_takes_back_its_claims_or_keeps_its_lease() {
     fs::write(st.staging.join("p1"), "x").unwrap();
     st.land(&lease).unwrap();
     fs::write(uc.join("out/events/foreign"), "not ours").unwrap();
-    let Ended::RolledBack { rollback, kept } = lease.end(false).unwrap() else {
-        panic!()
-    };
+    let Ended::RolledBack { rollback, kept } = lease.end(false).unwrap() else { panic!() };
     assert!(!kept && rollback.unwrap().removed.len() == 1);
     assert_eq!(files(&uc.join("out/events")), vec!["_SUCCESS", "foreign"]);
     assert_eq!(files(&lease_dir(uc)), Vec::<String>::new());
@@ -398,19 +295,12 @@ fn a_failed_run_takes_back_its_claims_or_keeps_its_lease() {
     fs::remove_file(uc.join("out/events/p2")).unwrap();
     fs::create_dir(uc.join("out/events/p2")).unwrap();
     fs::write(uc.join("out/events/p2/inner"), "x").unwrap();
-    let Ended::RolledBack { kept, .. } = lease.end(false).unwrap() else {
-        panic!()
-    };
+    let Ended::RolledBack { kept, .. } = lease.end(false).unwrap() else { panic!() };
     assert!(kept);
-    let doc: serde_json::Value = serde_json::from_str(
-        &fs::read_to_string(lease_dir(uc).join(format!("{DT2_KEY}.json"))).unwrap(),
-    )
-    .unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(lease_dir(uc).join(format!("{DT2_KEY}.json"))).unwrap()).unwrap();
     assert_eq!(doc["kept"], true);
-    assert_eq!(
-        doc["outputs"]["events"]["claimed"],
-        serde_json::json!(["out/events/p2"])
-    );
+    assert_eq!(doc["outputs"]["events"]["claimed"], serde_json::json!(["out/events/p2"]));
     // The same process may take its own kept lease over at once.
     fs::remove_dir_all(uc.join("out/events/p2")).unwrap();
     fs::write(uc.join("out/events/p2"), "x").unwrap();
@@ -426,36 +316,22 @@ fn a_failed_run_takes_back_its_claims_or_keeps_its_lease() {
 
 #[test]
 fn paths_outside_the_use_case_folder_are_never_removed() {
-    for how in [
-        "dotdot",
-        "absolute",
-        "symlinked-folder",
-        "staging-outside",
-        "staging-not-named-so",
-    ] {
+    for how in ["dotdot", "absolute", "symlinked-folder", "staging-outside", "staging-not-named-so"] {
         let (d, uc, m) = fixture("dead-killed");
         let outside = d.path().join("outside");
         fs::create_dir_all(&outside).unwrap();
         fs::write(outside.join("canary"), "keep me").unwrap();
         let lease_path = lease_dir(&uc).join(format!("{DT2_KEY}.json"));
-        let mut doc: serde_json::Value =
-            serde_json::from_str(&fs::read_to_string(&lease_path).unwrap()).unwrap();
+        let mut doc: serde_json::Value = serde_json::from_str(&fs::read_to_string(&lease_path).unwrap()).unwrap();
         let events = &mut doc["outputs"]["events"];
         match how {
-            "dotdot" => events["claimed"]
-                .as_array_mut()
-                .unwrap()
-                .push("../outside/canary".into()),
-            "absolute" => events["claimed"]
-                .as_array_mut()
-                .unwrap()
-                .push(outside.join("canary").to_string_lossy().into()),
+            "dotdot" => events["claimed"].as_array_mut().unwrap().push("../outside/canary".into()),
+            "absolute" => {
+                events["claimed"].as_array_mut().unwrap().push(outside.join("canary").to_string_lossy().into())
+            }
             "symlinked-folder" => {
                 std::os::unix::fs::symlink(&outside, uc.join("out/sneaky")).unwrap();
-                events["claimed"]
-                    .as_array_mut()
-                    .unwrap()
-                    .push("out/sneaky/canary".into());
+                events["claimed"].as_array_mut().unwrap().push("out/sneaky/canary".into());
             }
             "staging-outside" => events["staging"] = "../outside".into(),
             _ => events["staging"] = "out/events".into(),
@@ -467,10 +343,7 @@ fn paths_outside_the_use_case_folder_are_never_removed() {
         assert_eq!(err.kind(), Some(RefusalKind::Outside), "{how}: {err}");
         assert!(outside.join("canary").exists(), "{how}");
         assert!(
-            uc.join(
-                "out/events/part-00000-ff869a38-8d2f-43ac-b8d6-303681ac89db-c000.snappy.parquet"
-            )
-            .exists(),
+            uc.join("out/events/part-00000-ff869a38-8d2f-43ac-b8d6-303681ac89db-c000.snappy.parquet").exists(),
             "{how}"
         );
         assert!(lease_path.exists(), "{how}: the lease is still there");
@@ -491,10 +364,8 @@ fn a_run_judged_dead_that_writes_its_lease_again_is_left_alone() {
         std::thread::spawn(move || {
             for _ in 0..200 {
                 std::thread::sleep(Duration::from_millis(5));
-                let mine = fs::read_dir(&dir)
-                    .unwrap()
-                    .flatten()
-                    .any(|e| e.file_name().to_string_lossy().contains(".dead-"));
+                let mine =
+                    fs::read_dir(&dir).unwrap().flatten().any(|e| e.file_name().to_string_lossy().contains(".dead-"));
                 if mine {
                     std::thread::sleep(Duration::from_millis(50));
                     let tmp = dir.join("x.tmp");
@@ -509,17 +380,11 @@ fn a_run_judged_dead_that_writes_its_lease_again_is_left_alone() {
     writer.join().unwrap();
     assert_eq!(err.kind(), Some(RefusalKind::LookedDead), "{err}");
     assert!(
-        uc.join("out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet")
-            .exists(),
+        uc.join("out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet").exists(),
         "nothing taken back"
     );
     let names = files(&lease_dir(&uc));
-    assert!(
-        names
-            .iter()
-            .all(|n| !n.contains(".taken-") && !n.contains(".dead-")),
-        "{names:?}"
-    );
+    assert!(names.iter().all(|n| !n.contains(".taken-") && !n.contains(".dead-")), "{names:?}");
 }
 
 #[test]
@@ -532,24 +397,12 @@ fn a_run_taken_over_stops_and_removes_what_it_moved() {
     let st = ubunye::append::StagedAppend::begin(&lease, "events", &uc.join("out/events")).unwrap();
     fs::write(st.staging.join("p1"), "x").unwrap();
     // Another run took it over (its tombstone for this run appears).
-    fs::write(
-        lease_dir(uc).join(format!("{DT2_KEY}.taken-{}", lease.run_id())),
-        "2026-01-01T00:00:00Z",
-    )
-    .unwrap();
+    fs::write(lease_dir(uc).join(format!("{DT2_KEY}.taken-{}", lease.run_id())), "2026-01-01T00:00:00Z").unwrap();
     let err = st.land(&lease).unwrap_err();
     assert_eq!(err.kind(), Some(RefusalKind::Lost));
-    assert!(
-        !uc.join("out/events/p1").exists(),
-        "the file it moved in was removed again"
-    );
+    assert!(!uc.join("out/events/p1").exists(), "the file it moved in was removed again");
     assert!(!lease.still_owned());
-    assert!(
-        lease
-            .lost_note()
-            .unwrap()
-            .contains("lost its lease on demo/sales/ingest to another run")
-    );
+    assert!(lease.lost_note().unwrap().contains("lost its lease on demo/sales/ingest to another run"));
 }
 
 #[test]
@@ -571,11 +424,7 @@ fn old_tombstones_expire_and_young_ones_stay() {
     assert_eq!(acq.expired_tombstones.len(), 1);
     assert_eq!(
         files(&dir),
-        vec![
-            "0000000000000000.taken-old".to_string(),
-            format!("{DT2_KEY}.json"),
-            format!("{DT2_KEY}.taken-new")
-        ]
+        vec!["0000000000000000.taken-old".to_string(), format!("{DT2_KEY}.json"), format!("{DT2_KEY}.taken-new")]
     );
     lease.release();
 }
@@ -586,10 +435,7 @@ fn the_heartbeat_rewrites_the_lease_and_stops_when_it_is_not_ours() {
     let (mut sys, clock, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
     sys.timing.heartbeat_every = Duration::from_millis(30);
     let (lease, _) = RunLease::acquire(spec(d.path(), "2025-01-02"), sys).unwrap();
-    let read = || {
-        serde_json::from_str::<serde_json::Value>(&fs::read_to_string(lease.path()).unwrap())
-            .unwrap()
-    };
+    let read = || serde_json::from_str::<serde_json::Value>(&fs::read_to_string(lease.path()).unwrap()).unwrap();
     let first = read()["heartbeat"].as_f64().unwrap();
     clock.advance(Duration::from_secs(30));
     let mut beat = first;
@@ -614,14 +460,7 @@ fn the_heartbeat_rewrites_the_lease_and_stops_when_it_is_not_ours() {
 fn two_acquires_at_once_one_wins() {
     let d = tempfile::tempdir().unwrap();
     let (sys, _, procs) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
-    procs.put(
-        sys.pid,
-        FakeProc {
-            token: None,
-            state: 'S',
-            denied: false,
-        },
-    );
+    procs.put(sys.pid, FakeProc { token: None, state: 'S', denied: false });
     let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
     let handles: Vec<_> = (0..8)
         .map(|_| {
@@ -651,18 +490,12 @@ fn in_place_writes_read_as_the_peer_would_write_them() {
     let uc = d.path().to_path_buf();
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(Step, String, u64)>::new()));
     let (mut sys, _, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
-    let (seen2, path) = (
-        seen.clone(),
-        uc.join(format!(".ubunye/leases/demo/sales/ingest/{DT2_KEY}.json")),
-    );
+    let (seen2, path) = (seen.clone(), uc.join(format!(".ubunye/leases/demo/sales/ingest/{DT2_KEY}.json")));
     sys.hook = ubunye::sys::Hook(Some(std::sync::Arc::new(move |s: Step| {
         if matches!(s, Step::Saved | Step::CommittedSaved) {
             use std::os::unix::fs::MetadataExt;
             let ino = fs::metadata(&path).map(|m| m.ino()).unwrap_or(0);
-            seen2
-                .lock()
-                .unwrap()
-                .push((s, fs::read_to_string(&path).unwrap_or_default(), ino));
+            seen2.lock().unwrap().push((s, fs::read_to_string(&path).unwrap_or_default(), ino));
         }
     })));
     let (lease, _) = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap();
@@ -670,44 +503,23 @@ fn in_place_writes_read_as_the_peer_would_write_them() {
     let out = uc.join("out/events");
     fs::create_dir_all(&out).unwrap();
     for i in 0..200 {
-        lease
-            .claim("events", &out.join(format!("part-{i:05}-\u{e9}.parquet")))
-            .unwrap();
+        lease.claim("events", &out.join(format!("part-{i:05}-\u{e9}.parquet"))).unwrap();
     }
-    let inodes: std::collections::BTreeSet<u64> =
-        seen.lock().unwrap().iter().map(|(_, _, i)| *i).collect();
+    let inodes: std::collections::BTreeSet<u64> = seen.lock().unwrap().iter().map(|(_, _, i)| *i).collect();
     // writing: 1 file; the first claim reserves room (8 KiB, then as much as the
     // lease weighs): a handful of rewrites for 200 claims, not 200.
-    assert!(
-        inodes.len() <= 6,
-        "{} lease files written for 200 claims",
-        inodes.len()
-    );
+    assert!(inodes.len() <= 6, "{} lease files written for 200 claims", inodes.len());
     let last = seen.lock().unwrap().last().unwrap().1.clone();
     let doc: serde_json::Value = serde_json::from_str(&last).unwrap();
     let claims = doc["outputs"]["events"]["claimed"].as_array().unwrap();
     assert_eq!(claims.len(), 200);
     assert_eq!(claims[199], "out/events/part-00199-\u{e9}.parquet");
-    assert!(
-        last.contains("part-00199-\\u00e9.parquet"),
-        "written with ensure_ascii, as the peer"
-    );
+    assert!(last.contains("part-00199-\\u00e9.parquet"), "written with ensure_ascii, as the peer");
     lease.end(true).unwrap();
-    let committed = seen
-        .lock()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|(s, _, _)| *s == Step::CommittedSaved)
-        .unwrap()
-        .1
-        .clone();
+    let committed = seen.lock().unwrap().iter().rev().find(|(s, _, _)| *s == Step::CommittedSaved).unwrap().1.clone();
     let doc: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&committed).unwrap();
     assert_eq!(doc.keys().next_back().unwrap(), "committed");
-    let squeezed = regex::Regex::new(r" {3,}")
-        .unwrap()
-        .replace_all(&committed, "")
-        .into_owned();
+    let squeezed = regex::Regex::new(r" {3,}").unwrap().replace_all(&committed, "").into_owned();
     assert_eq!(
         squeezed,
         ubunye::pyjson::dumps_map(&doc, ubunye::pyjson::Style::COMPACT),
@@ -719,11 +531,7 @@ fn ino_of(p: &std::path::Path) -> ubunye::beneath::FileId {
     use std::os::unix::fs::MetadataExt;
     let m = fs::symlink_metadata(p).unwrap();
     let dir = fs::metadata(p.parent().unwrap()).unwrap();
-    ubunye::beneath::FileId {
-        dev: m.dev(),
-        ino: m.ino(),
-        born_by: Some((dir.mtime(), dir.mtime_nsec() as u32)),
-    }
+    ubunye::beneath::FileId { dev: m.dev(), ino: m.ino(), born_by: Some((dir.mtime(), dir.mtime_nsec() as u32)) }
 }
 
 /// Review F1: a run frozen after moving its file in, and taken over meanwhile,
@@ -736,42 +544,24 @@ fn a_frozen_run_never_removes_a_same_named_file_its_taker_committed() {
     let (sys_d, _, _) = fake_sys("host-d|pid:[1]", t0);
     let (lease_d, _) = RunLease::acquire(spec(uc, "2025-01-01"), sys_d).unwrap();
     lease_d.writing("events", true, true).unwrap();
-    let st =
-        ubunye::append::StagedAppend::begin(&lease_d, "events", &uc.join("out/events")).unwrap();
+    let st = ubunye::append::StagedAppend::begin(&lease_d, "events", &uc.join("out/events")).unwrap();
     let staged = st.staging.join("events-2025-01-01.parquet");
     fs::write(&staged, "D").unwrap();
     let target = uc.join("out/events/events-2025-01-01.parquet");
     let id = ino_of(&staged);
-    let claims = lease_d
-        .claim_all("events", std::slice::from_ref(&target))
-        .unwrap();
+    let claims = lease_d.claim_all("events", std::slice::from_ref(&target)).unwrap();
     fs::rename(&staged, &target).unwrap();
     // D freezes here. Sixteen minutes later by the disk's clock, T takes over.
     set_mtime(&lease_d.path(), t0);
     let (sys_t, _, _) = fake_sys("host-t|pid:[2]", t0 + Duration::from_secs(16 * 60));
-    append_run(
-        uc,
-        sys_t,
-        "2025-01-01",
-        false,
-        &[("events-2025-01-01.parquet", "T")],
-    )
-    .unwrap();
+    append_run(uc, sys_t, "2025-01-01", false, &[("events-2025-01-01.parquet", "T")]).unwrap();
     assert_eq!(fs::read_to_string(&target).unwrap(), "T");
     // D resumes.
     let err = lease_d.landed_file(&claims[0], id).unwrap_err();
     assert_eq!(err.kind(), Some(RefusalKind::Lost));
-    assert_eq!(
-        fs::read_to_string(&target).unwrap(),
-        "T",
-        "the taker's committed file stays"
-    );
+    assert_eq!(fs::read_to_string(&target).unwrap(), "T", "the taker's committed file stays");
     lease_d.end(false).unwrap();
-    assert_eq!(
-        fs::read_to_string(&target).unwrap(),
-        "T",
-        "and stays after the frozen run's rollback"
-    );
+    assert_eq!(fs::read_to_string(&target).unwrap(), "T", "and stays after the frozen run's rollback");
 }
 
 /// Review F2: a frozen save that lands after a takeover puts the dead run's lease
@@ -792,8 +582,7 @@ fn a_run_whose_lease_was_displaced_takes_its_own_files_back() {
     let (lease_t, acq) = RunLease::acquire(spec(uc, "2025-01-01"), sys_t.clone()).unwrap();
     assert!(acq.took_over.is_some());
     lease_t.writing("events", true, true).unwrap();
-    let st =
-        ubunye::append::StagedAppend::begin(&lease_t, "events", &uc.join("out/events")).unwrap();
+    let st = ubunye::append::StagedAppend::begin(&lease_t, "events", &uc.join("out/events")).unwrap();
     fs::write(st.staging.join("part-T.parquet"), "T").unwrap();
     st.land(&lease_t).unwrap();
     // The frozen rename lands.
@@ -802,32 +591,20 @@ fn a_run_whose_lease_was_displaced_takes_its_own_files_back() {
     fs::rename(&tmp, lease_t.path()).unwrap();
     let err = lease_t.end(true).unwrap_err();
     assert_eq!(err.kind(), Some(RefusalKind::Lost));
-    assert!(
-        !uc.join("out/events/part-T.parquet").exists(),
-        "the taker took its own file back"
-    );
+    assert!(!uc.join("out/events/part-T.parquet").exists(), "the taker took its own file back");
     // D resumes, and stops: its takeover mark is there.
     assert_eq!(
-        lease_d
-            .claim("events", &uc.join("out/events/part-D.parquet"))
-            .unwrap_err()
-            .kind(),
+        lease_d.claim("events", &uc.join("out/events/part-D.parquet")).unwrap_err().kind(),
         Some(RefusalKind::Lost)
     );
     lease_d.end(false).unwrap();
 
     // D's lease is still on disk; the next run takes it over and lands the batch once.
     let later = t0 + Duration::from_secs(40 * 60);
-    set_mtime(
-        &uc.join(".ubunye/leases/demo/sales/ingest/39bc42311894ddba.json"),
-        t0,
-    );
+    set_mtime(&uc.join(".ubunye/leases/demo/sales/ingest/39bc42311894ddba.json"), t0);
     let (sys_3, _, _) = fake_sys("host-t|pid:[2]", later);
     append_run(uc, sys_3, "2025-01-01", false, &[("part-T3.parquet", "T3")]).unwrap();
-    assert_eq!(
-        files(&uc.join("out/events")),
-        vec!["_SUCCESS", "part-T3.parquet"]
-    );
+    assert_eq!(files(&uc.join("out/events")), vec!["_SUCCESS", "part-T3.parquet"]);
 }
 
 /// Review F3: takeover marks expire by the disk's clock, not this host's.

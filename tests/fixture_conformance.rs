@@ -54,25 +54,14 @@ fn every_lease_and_orphan_is_judged_as_the_peer_would() {
                     // An orphan is never judged: its claims are taken back by
                     // whoever holds the batch next (§7.2).
                     orphans_seen += 1;
-                    assert!(
-                        doc.claim_count() > 0,
-                        "{name}/{f}: the orphan lists the dead run's claims"
-                    );
+                    assert!(doc.claim_count() > 0, "{name}/{f}: the orphan lists the dead run's claims");
                 }
                 Entry::Lease { .. } => {
                     leases_seen += 1;
                     let rel = format!(".ubunye/leases/demo/sales/{f}");
                     let mtime = m.mtime(&rel);
-                    let times = Some(FileTimes {
-                        mtime,
-                        ctime: mtime,
-                    });
-                    let manifest = m.json["leases"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .find(|l| l["path"] == rel)
-                        .unwrap();
+                    let times = Some(FileTimes { mtime, ctime: mtime });
+                    let manifest = m.json["leases"].as_array().unwrap().iter().find(|l| l["path"] == rel).unwrap();
                     let pid = manifest["pid"].as_i64().unwrap() as i32;
                     // Same host: dead unless its process runs. The live fixture's
                     // process ran at capture: keep it running, same start token.
@@ -81,23 +70,14 @@ fn every_lease_and_orphan_is_judged_as_the_peer_would() {
                     if alive_at_capture {
                         procs.add(pid, manifest["pid_started"].as_str());
                     }
-                    let now = || ubunye::sys::Now {
-                        time: m.captured_at(),
-                        source: ubunye::sys::ClockSource::Disk,
-                    };
+                    let now = || ubunye::sys::Now { time: m.captured_at(), source: ubunye::sys::ClockSource::Disk };
                     let j = judge(&doc, times, &mut { now }, &sys, true).unwrap();
                     assert!(j.same_host, "{name}/{f}");
-                    assert_eq!(
-                        j.dead, !alive_at_capture,
-                        "{name}/{f}: same host, pid {pid}"
-                    );
+                    assert_eq!(j.dead, !alive_at_capture, "{name}/{f}: same host, pid {pid}");
                     // The same process, reused by another (a different start token): dead.
                     if alive_at_capture {
                         procs.add(pid, Some("1"));
-                        assert!(
-                            judge(&doc, times, &mut { now }, &sys, false).unwrap().dead,
-                            "{name}/{f}: reused pid"
-                        );
+                        assert!(judge(&doc, times, &mut { now }, &sys, false).unwrap().dead, "{name}/{f}: reused pid");
                     }
                     // Another host: by age only.
                     let (sys, _, _) = fake_sys("elsewhere|pid:[1]", m.captured_at());
@@ -113,10 +93,7 @@ fn every_lease_and_orphan_is_judged_as_the_peer_would() {
                     let j = judge(
                         &doc,
                         times,
-                        &mut || ubunye::sys::Now {
-                            time: later,
-                            source: ubunye::sys::ClockSource::Disk,
-                        },
+                        &mut || ubunye::sys::Now { time: later, source: ubunye::sys::ClockSource::Disk },
                         &sys,
                         false,
                     )
@@ -126,18 +103,12 @@ fn every_lease_and_orphan_is_judged_as_the_peer_would() {
                     let j = judge(
                         &doc,
                         times,
-                        &mut || ubunye::sys::Now {
-                            time: almost,
-                            source: ubunye::sys::ClockSource::Disk,
-                        },
+                        &mut || ubunye::sys::Now { time: almost, source: ubunye::sys::ClockSource::Disk },
                         &sys,
                         false,
                     )
                     .unwrap();
-                    assert!(
-                        !j.dead,
-                        "{name}/{f}: exactly 900 s is not dead (strictly greater)"
-                    );
+                    assert!(!j.dead, "{name}/{f}: exactly 900 s is not dead (strictly greater)");
                 }
                 _ => {}
             }

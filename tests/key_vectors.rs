@@ -5,10 +5,7 @@ use serde_json::Value;
 use ubunye::key::{PyValue, Variables, batch_key, canonical_text, cli_variables, names_a_batch};
 
 fn load() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/fixtures/peer/batch_key_vectors.json"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/peer/batch_key_vectors.json");
     let text = std::fs::read_to_string(path).expect("read batch_key_vectors.json");
     serde_json::from_str(&text).expect("batch_key_vectors.json is JSON")
 }
@@ -18,11 +15,9 @@ fn decode_py(v: &Value) -> PyValue {
     let Some(tag) = v.get("$py").and_then(Value::as_str) else {
         return match v {
             Value::Array(items) => PyValue::List(items.iter().map(decode_py).collect()),
-            Value::Object(map) => PyValue::Dict(
-                map.iter()
-                    .map(|(k, v)| (PyValue::Str(k.clone()), decode_py(v)))
-                    .collect(),
-            ),
+            Value::Object(map) => {
+                PyValue::Dict(map.iter().map(|(k, v)| (PyValue::Str(k.clone()), decode_py(v))).collect())
+            }
             other => PyValue::from_json(other),
         };
     };
@@ -36,14 +31,7 @@ fn decode_py(v: &Value) -> PyValue {
             "-inf" => f64::NEG_INFINITY,
             other => other.parse().expect("float repr"),
         }),
-        "tuple" => PyValue::List(
-            v["items"]
-                .as_array()
-                .expect("tuple items")
-                .iter()
-                .map(decode_py)
-                .collect(),
-        ),
+        "tuple" => PyValue::List(v["items"].as_array().expect("tuple items").iter().map(decode_py).collect()),
         "dict" => PyValue::Dict(
             v["items"]
                 .as_array()
@@ -69,11 +57,7 @@ fn decode_vars(vector: &Value) -> Variables {
     let python = vector["group"] == "python";
     map.iter()
         .map(|(k, v)| {
-            let v = if python {
-                decode_py(v)
-            } else {
-                PyValue::from_json(v)
-            };
+            let v = if python { decode_py(v) } else { PyValue::from_json(v) };
             (k.clone(), v)
         })
         .collect()
@@ -144,10 +128,7 @@ fn decode_u_escapes(s: &str) -> String {
     while let Some(at) = rest.find("\\u") {
         out.push_str(&rest[..at]);
         let hex = rest.get(at + 2..at + 6);
-        match hex
-            .and_then(|h| u32::from_str_radix(h, 16).ok())
-            .and_then(char::from_u32)
-        {
+        match hex.and_then(|h| u32::from_str_radix(h, 16).ok()).and_then(char::from_u32) {
             Some(c) => {
                 out.push(c);
                 rest = &rest[at + 6..];
@@ -164,10 +145,7 @@ fn decode_u_escapes(s: &str) -> String {
 
 /// Rebuilds the variables of an `ubunye run` command line through `cli_variables`.
 fn vars_from_command(command: &str) -> Variables {
-    let words: Vec<String> = shell_words(command)
-        .iter()
-        .map(|w| decode_u_escapes(w))
-        .collect();
+    let words: Vec<String> = shell_words(command).iter().map(|w| decode_u_escapes(w)).collect();
     assert_eq!(&words[..2], ["ubunye", "run"], "{command}");
     let (mut dt, mut dtf, mut mode) = (None, None, "DEV".to_owned());
     let mut vars = Vec::new();
@@ -176,26 +154,11 @@ fn vars_from_command(command: &str) -> Variables {
         let flag = words[i].as_str();
         let takes_value = matches!(
             flag,
-            "-dt"
-                | "--data-timestamp"
-                | "-dtf"
-                | "-m"
-                | "--mode"
-                | "--var"
-                | "-d"
-                | "-u"
-                | "-p"
-                | "-t"
-                | "--backend"
+            "-dt" | "--data-timestamp" | "-dtf" | "-m" | "--mode" | "--var" | "-d" | "-u" | "-p" | "-t" | "--backend"
         );
         let value = if takes_value {
             i += 1;
-            Some(
-                words
-                    .get(i)
-                    .unwrap_or_else(|| panic!("{flag} needs a value: {command}"))
-                    .clone(),
-            )
+            Some(words.get(i).unwrap_or_else(|| panic!("{flag} needs a value: {command}")).clone())
         } else {
             None
         };
@@ -226,10 +189,7 @@ fn all_vectors() {
         let label = format!(
             "vector {n} ({} {})",
             vector["group"],
-            vector
-                .get("name")
-                .or_else(|| vector.get("command"))
-                .unwrap_or(&Value::Null)
+            vector.get("name").or_else(|| vector.get("command")).unwrap_or(&Value::Null)
         );
         let task = vector["task_path"].as_str().expect("task_path");
         let vars = decode_vars(vector);
@@ -243,11 +203,7 @@ fn all_vectors() {
         let hashed = vector["hashed"].as_str().expect("hashed");
         let key = vector["key"].as_str().expect("key");
         let named = vector["names_a_batch"].as_bool().expect("names_a_batch");
-        assert_eq!(
-            canonical_text(task, &vars).as_deref(),
-            Ok(hashed),
-            "{label}"
-        );
+        assert_eq!(canonical_text(task, &vars).as_deref(), Ok(hashed), "{label}");
         assert_eq!(batch_key(task, &vars).as_deref(), Ok(key), "{label}");
         assert_eq!(names_a_batch(&vars), named, "{label}");
         if vector["group"] == "cli" {

@@ -23,12 +23,7 @@ fn driver_entry() {
 
 /// Run the driver; returns Some(exit code) or None when it was SIGKILLed.
 fn drive(uc: &Path, dt: &str, extra: &[&str]) -> Option<i32> {
-    let mut args = vec![
-        uc.display().to_string(),
-        dt.to_string(),
-        "--files".into(),
-        FILES.to_string(),
-    ];
+    let mut args = vec![uc.display().to_string(), dt.to_string(), "--files".into(), FILES.to_string()];
     args.extend(extra.iter().map(|s| s.to_string()));
     let out = common::driver::command("driver_entry", &args)
         .env("UBUNYE_TEST_SETTLE", "30ms")
@@ -65,23 +60,11 @@ fn use_case() -> (tempfile::TempDir, PathBuf) {
 /// Every batch exactly once, the foreign file and the decoy intact, no debris.
 fn verify(uc: &Path, batches: &[&str], what: &str) {
     let out = uc.join("out/events");
-    assert_eq!(
-        fs::read_to_string(out.join("foreign.txt")).unwrap(),
-        "not a run's",
-        "{what}"
-    );
-    assert_eq!(
-        fs::read_to_string(out.join(DECOY).join("part-decoy.txt")).unwrap(),
-        "not a run's either",
-        "{what}"
-    );
+    assert_eq!(fs::read_to_string(out.join("foreign.txt")).unwrap(), "not a run's", "{what}");
+    assert_eq!(fs::read_to_string(out.join(DECOY).join("part-decoy.txt")).unwrap(), "not a run's either", "{what}");
     let mut seen: Vec<String> = Vec::new();
     for f in files(&out) {
-        let name = Path::new(&f)
-            .file_name()
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
+        let name = Path::new(&f).file_name().unwrap().to_string_lossy().into_owned();
         if f.starts_with(DECOY) || name == "foreign.txt" || name == "_SUCCESS" {
             continue;
         }
@@ -90,10 +73,7 @@ fn verify(uc: &Path, batches: &[&str], what: &str) {
         seen.push(fs::read_to_string(out.join(&f)).unwrap());
     }
     seen.sort();
-    let mut want: Vec<String> = batches
-        .iter()
-        .flat_map(|dt| (0..FILES).map(move |k| format!("{dt}:{k}\n")))
-        .collect();
+    let mut want: Vec<String> = batches.iter().flat_map(|dt| (0..FILES).map(move |k| format!("{dt}:{k}\n"))).collect();
     want.sort();
     assert_eq!(seen, want, "{what}: every batch exactly once");
     let leases = uc.join(".ubunye/leases/demo/sales/ingest");
@@ -107,18 +87,11 @@ fn verify(uc: &Path, batches: &[&str], what: &str) {
             || name.ends_with(".tmp")
             || name.starts_with(".clock-")
             || name.contains(".done-");
-        assert!(
-            ok,
-            "{what}: debris in the lease folder: {name} (all: {:?})",
-            files(&leases)
-        );
+        assert!(ok, "{what}: debris in the lease folder: {name} (all: {:?})", files(&leases));
     }
     for entry in fs::read_dir(uc.join("out")).unwrap().flatten() {
         let n = entry.file_name().to_string_lossy().into_owned();
-        assert!(
-            n == "events" || n.starts_with(".events.ubunye-"),
-            "{what}: {n} beside the output"
-        );
+        assert!(n == "events" || n.starts_with(".events.ubunye-"), "{what}: {n} beside the output");
     }
 }
 
@@ -149,17 +122,9 @@ fn fresh_kill(step: &str, mode: &[&str]) {
     assert_eq!(drive(&uc, "B", &args), None, "{step} {mode:?} was reached");
     // The next run of B: done, or refused as finished when the killed run committed.
     let code = drive(&uc, "B", mode).unwrap();
-    verify(
-        &uc,
-        &["A", "B"],
-        &format!("fresh {step} {mode:?} then rerun ({code})"),
-    );
+    verify(&uc, &["A", "B"], &format!("fresh {step} {mode:?} then rerun ({code})"));
     // And again: now it is surely finished.
-    assert_eq!(
-        drive(&uc, "B", mode),
-        Some(1),
-        "{step}: finished batches are refused"
-    );
+    assert_eq!(drive(&uc, "B", mode), Some(1), "{step}: finished batches are refused");
 }
 
 #[test]
@@ -217,18 +182,11 @@ fn kill_at_every_step_of_a_takeover() {
         // A run of B dies after moving 2 of its 3 files in.
         assert_eq!(drive(&uc, "B", &["--kill", "moved:2"]), None);
         // The next run of B is killed while it takes the dead run over.
-        assert_eq!(
-            drive(&uc, "B", &["--kill", step]),
-            None,
-            "{step} was reached"
-        );
+        assert_eq!(drive(&uc, "B", &["--kill", step]), None, "{step} was reached");
         // The next run lands the batch, or is refused when the killed taker had
         // already committed it (a kill at release).
         let code = drive(&uc, "B", &[]).unwrap();
-        assert!(
-            code == 0 || step.starts_with("released"),
-            "{step}: the next run lands the batch ({code})"
-        );
+        assert!(code == 0 || step.starts_with("released"), "{step}: the next run lands the batch ({code})");
         verify(&uc, &["A", "B"], &format!("takeover {step}"));
     }
 }
@@ -251,11 +209,7 @@ fn kill_at_every_step_of_a_rerun_replace() {
     ] {
         let (_d, uc) = use_case();
         assert_eq!(drive(&uc, "A", &[]), Some(0));
-        assert_eq!(
-            drive(&uc, "A", &["--rerun", "--kill", step]),
-            None,
-            "{step} was reached"
-        );
+        assert_eq!(drive(&uc, "A", &["--rerun", "--kill", step]), None, "{step} was reached");
         // A plain run finishes whatever the killed rerun left, then is refused.
         assert_eq!(drive(&uc, "A", &[]), Some(1), "{step}");
         verify(&uc, &["A"], &format!("rerun {step}"));

@@ -15,16 +15,10 @@ use ubunye::RefusalKind;
 
 fn normalize(s: &str) -> String {
     let rules = [
-        (
-            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
-            "<uuid>",
-        ),
+        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>"),
         (r"\.dead-[0-9a-f]{8}", ".dead-<hex>"),
         (r"_ubunye-[0-9a-f]{12}", "_ubunye-<hex>"),
-        (
-            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|\+00:00)",
-            "<time>",
-        ),
+        (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|\+00:00)", "<time>"),
         (r"\brun [0-9a-f]{8}\b", "run <id>"),
     ];
     let mut out = s.to_string();
@@ -40,16 +34,7 @@ fn normalize_json(v: &Value) -> Value {
         Value::Array(a) => Value::Array(a.iter().map(normalize_json).collect()),
         Value::Object(m) => Value::Object(
             m.iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        if k == "heartbeat" || k == "pid" {
-                            Value::Null
-                        } else {
-                            normalize_json(v)
-                        },
-                    )
-                })
+                .map(|(k, v)| (k.clone(), if k == "heartbeat" || k == "pid" { Value::Null } else { normalize_json(v) }))
                 .collect(),
         ),
         other => other.clone(),
@@ -72,11 +57,7 @@ fn snapshot(uc: &Path, records_before: &BTreeSet<String>) -> Vec<(String, String
                 }
             }
             let content = if rel.starts_with("out/") {
-                if f.ends_with("_SUCCESS") {
-                    String::new()
-                } else {
-                    "<data>".into()
-                }
+                if f.ends_with("_SUCCESS") { String::new() } else { "<data>".into() }
             } else if rel.ends_with(".json") {
                 let v: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
                 serde_json::to_string(&normalize_json(&v)).unwrap()
@@ -93,13 +74,7 @@ fn snapshot(uc: &Path, records_before: &BTreeSet<String>) -> Vec<(String, String
 fn records(uc: &Path) -> BTreeSet<String> {
     files(&uc.join(".ubunye/lineage"))
         .iter()
-        .map(|f| {
-            Path::new(f)
-                .file_stem()
-                .unwrap()
-                .to_string_lossy()
-                .into_owned()
-        })
+        .map(|f| Path::new(f).file_stem().unwrap().to_string_lossy().into_owned())
         .collect()
 }
 
@@ -118,10 +93,9 @@ fn same_as_peer(dead: &str, recovered: &str, dt: &str, expect: Option<RefusalKin
     match (&result, expect) {
         (Ok(_), None) => {}
         (Err(e), Some(k)) => assert_eq!(e.kind(), Some(k), "{dead}: {e}"),
-        (r, want) => panic!(
-            "{dead}: got {:?}, wanted refusal {want:?}",
-            r.as_ref().map(|_| ()).map_err(|e| e.to_string())
-        ),
+        (r, want) => {
+            panic!("{dead}: got {:?}, wanted refusal {want:?}", r.as_ref().map(|_| ()).map_err(|e| e.to_string()))
+        }
     }
     let (_p, peer_uc, _) = fixture(recovered);
     let ours = snapshot(&uc, &before);
@@ -149,12 +123,7 @@ fn orphan_is_adopted_as_the_peer_did() {
 
 #[test]
 fn rerun_pending_is_finished_as_the_peer_did() {
-    same_as_peer(
-        "rerun-pending",
-        "rerun-pending-recovered",
-        "2025-01-01",
-        Some(RefusalKind::Finished),
-    );
+    same_as_peer("rerun-pending", "rerun-pending-recovered", "2025-01-01", Some(RefusalKind::Finished));
 }
 
 #[test]
@@ -164,20 +133,10 @@ fn kept_is_recovered_as_the_peer_did() {
 
 #[test]
 fn dead_before_commit_is_finished_as_the_peer_did() {
-    same_as_peer(
-        "dead-before-commit",
-        "dead-before-commit-recovered",
-        "2025-01-02",
-        Some(RefusalKind::Finished),
-    );
+    same_as_peer("dead-before-commit", "dead-before-commit-recovered", "2025-01-02", Some(RefusalKind::Finished));
 }
 
 #[test]
 fn dead_spark_staged_is_taken_over_as_the_peer_did() {
-    same_as_peer(
-        "dead-spark-staged",
-        "dead-spark-staged-taken-over",
-        "2025-01-03",
-        None,
-    );
+    same_as_peer("dead-spark-staged", "dead-spark-staged-taken-over", "2025-01-03", None);
 }

@@ -83,11 +83,8 @@ fn task_of(a: &ExecArgs) -> Result<TaskPath, String> {
 fn describe(e: &Event) -> Option<String> {
     Some(match e {
         Event::TookOver { recovery: r } | Event::Adopted { recovery: r } => {
-            let what = if matches!(e, Event::Adopted { .. }) {
-                "a dead lease left beside this one"
-            } else {
-                "its lease"
-            };
+            let what =
+                if matches!(e, Event::Adopted { .. }) { "a dead lease left beside this one" } else { "its lease" };
             if r.finished {
                 format!(
                     "run {} had finished ({what} was left behind); its commit was completed: {} replaced file(s) removed.",
@@ -97,15 +94,14 @@ fn describe(e: &Event) -> Option<String> {
             } else {
                 let mut s = format!(
                     "run {} died before it finished; took over {what} and removed {} file(s) it had appended.",
-                    if r.run_id.is_empty() {
-                        "?".to_string()
-                    } else {
-                        crate::doc::short(&r.run_id)
-                    },
+                    if r.run_id.is_empty() { "?".to_string() } else { crate::doc::short(&r.run_id) },
                     r.removed.len()
                 );
                 if !r.unrepaired.is_empty() {
-                    s.push_str(&format!(" Output(s) {} may hold part or all of its batch and cannot be taken back here: check them.", r.unrepaired.join(", ")));
+                    s.push_str(&format!(
+                        " Output(s) {} may hold part or all of its batch and cannot be taken back here: check them.",
+                        r.unrepaired.join(", ")
+                    ));
                 }
                 s
             }
@@ -113,17 +109,15 @@ fn describe(e: &Event) -> Option<String> {
         Event::Replacing { finished_by, files } => format!(
             "--rerun: replacing the batch written by {finished_by}; its {files} file(s) are removed once this run succeeds."
         ),
-        Event::AppendsAgain {
-            finished_by,
-            outputs,
-        } => format!(
+        Event::AppendsAgain { finished_by, outputs } => format!(
             "--rerun: output(s) {} hold the batch written by {finished_by} and cannot be taken back, so this run appends the batch to them again.",
             outputs.join(", ")
         ),
-        Event::LeasesOff => {
-            "UBUNYE_RUN_LEASE is off: no lease, so nothing stops a second run of this batch.".into()
+        Event::LeasesOff => "UBUNYE_RUN_LEASE is off: no lease, so nothing stops a second run of this batch.".into(),
+        Event::Timing { phase, seconds } if std::env::var_os("UBUNYE_EXEC_TIMINGS").is_some() => {
+            format!("timing {phase} {:.3} ms", seconds * 1e3)
         }
-        Event::Started { .. } | Event::Landed { .. } | Event::Swapped { .. } => return None,
+        Event::Started { .. } | Event::Landed { .. } | Event::Swapped { .. } | Event::Timing { .. } => return None,
     })
 }
 
@@ -145,15 +139,8 @@ pub fn run(a: &ExecArgs) -> i32 {
     let lineage = if a.no_lineage {
         Lineage::Off
     } else {
-        let dir = a
-            .lineage_dir
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(".ubunye/lineage"));
-        Lineage::Dir(if dir.is_absolute() {
-            dir
-        } else {
-            a.dir.dir.join(dir)
-        })
+        let dir = a.lineage_dir.clone().unwrap_or_else(|| PathBuf::from(".ubunye/lineage"));
+        Lineage::Dir(if dir.is_absolute() { dir } else { a.dir.dir.join(dir) })
     };
     let spec = match exec::plan(
         &a.dir.dir,
@@ -181,25 +168,15 @@ pub fn run(a: &ExecArgs) -> i32 {
             _ => {}
         }
         if let Some(line) = describe(&e) {
-            if !quiet || matches!(e, Event::LeasesOff) {
+            if !quiet || matches!(e, Event::LeasesOff | Event::Timing { .. }) {
                 say_err(&line);
             }
         }
     };
     match exec::run(&spec, Sys::real(), &mut on_event) {
-        Ok(ExecEnd::Done {
-            run_id,
-            key,
-            commit,
-            kept,
-        }) => {
+        Ok(ExecEnd::Done { run_id, key, commit, kept }) => {
             if !quiet {
-                let mut line = format!(
-                    "{} {} done (run {})",
-                    spec.task,
-                    key,
-                    crate::doc::short(&run_id)
-                );
+                let mut line = format!("{} {} done (run {})", spec.task, key, crate::doc::short(&run_id));
                 if !landed.is_empty() {
                     line.push_str(&format!(": {}", landed.join(", ")));
                 }
@@ -221,10 +198,7 @@ pub fn run(a: &ExecArgs) -> i32 {
             exit::OK
         }
         Ok(ExecEnd::Skipped { .. }) => {
-            println!(
-                "[SKIP] {} already finished this batch (--resume); kept as it is.",
-                spec.task
-            );
+            println!("[SKIP] {} already finished this batch (--resume); kept as it is.", spec.task);
             exit::OK
         }
         Ok(ExecEnd::CommandFailed { child, kept }) => {

@@ -13,11 +13,7 @@ pub struct VarArgs {
     #[arg(long = "dt", visible_alias = "data-timestamp", value_name = "X")]
     pub dt: Option<String>,
     /// The data timestamp format (`-dtf` works too). It is part of the batch.
-    #[arg(
-        long = "dtf",
-        visible_alias = "data-timestamp-format",
-        value_name = "F"
-    )]
+    #[arg(long = "dtf", visible_alias = "data-timestamp-format", value_name = "F")]
     pub dtf: Option<String>,
     /// The run mode. Case matters: DEV, dev and PROD are three batches.
     #[arg(short = 'm', long = "mode", value_name = "MODE", default_value = "DEV")]
@@ -30,13 +26,7 @@ pub struct VarArgs {
 impl VarArgs {
     /// The variables, as the peer's `build_variables`.
     pub fn variables(&self) -> Result<key::Variables, String> {
-        key::cli_variables(
-            self.dt.as_deref(),
-            self.dtf.as_deref(),
-            &self.mode,
-            &self.vars,
-        )
-        .map_err(|e| e.to_string())
+        key::cli_variables(self.dt.as_deref(), self.dtf.as_deref(), &self.mode, &self.vars).map_err(|e| e.to_string())
     }
 }
 

@@ -29,10 +29,8 @@ pub trait Dashboard {
 /// ubunye-engine 0.8.0, and the tools to see and repair run state.
 #[derive(Parser, Debug)]
 #[command(name = "ubunye", version, about, long_about = None, propagate_version = true)]
-#[command(
-    after_help = "Every command that reads a use case takes -d DIR (default: the current folder).\n\
-Exit codes: 0 ok, 1 refused or findings, 2 usage error."
-)]
+#[command(after_help = "Every command that reads a use case takes -d DIR (default: the current folder).\n\
+Exit codes: 0 ok, 1 refused or findings, 2 usage error.")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -52,13 +50,7 @@ pub enum Command {
 #[derive(Args, Debug, Clone)]
 pub struct DirArg {
     /// The use-case folder (the peer's `ubunye run -d`).
-    #[arg(
-        short = 'd',
-        long = "usecase-dir",
-        visible_alias = "dir",
-        value_name = "DIR",
-        default_value = "."
-    )]
+    #[arg(short = 'd', long = "usecase-dir", visible_alias = "dir", value_name = "DIR", default_value = ".")]
     pub dir: std::path::PathBuf,
 }
 
@@ -97,8 +89,7 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
             if s == *flag {
                 Some(OsString::from(format!("-{flag}")))
             } else {
-                s.strip_prefix(&format!("{flag}="))
-                    .map(|v| OsString::from(format!("-{flag}={v}")))
+                s.strip_prefix(&format!("{flag}=")).map(|v| OsString::from(format!("-{flag}={v}")))
             }
         });
         out.push(fixed.unwrap_or(a));
@@ -117,11 +108,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
     let cli = match Cli::try_parse_from(normalize_args(args)) {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
-            };
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
             let _ = e.print();
             return code;
         }
@@ -139,36 +126,10 @@ mod tests {
 
     #[test]
     fn peer_spellings_are_rewritten_before_the_command_only() {
-        let args: Vec<OsString> = [
-            "ubunye",
-            "exec",
-            "-dt",
-            "2025-01-01",
-            "-dtf=%Y",
-            "--",
-            "-dt",
-            "x",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect();
-        let got: Vec<String> = normalize_args(args)
-            .iter()
-            .map(|s| s.to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(
-            got,
-            [
-                "ubunye",
-                "exec",
-                "--dt",
-                "2025-01-01",
-                "--dtf=%Y",
-                "--",
-                "-dt",
-                "x"
-            ]
-        );
+        let args: Vec<OsString> =
+            ["ubunye", "exec", "-dt", "2025-01-01", "-dtf=%Y", "--", "-dt", "x"].iter().map(OsString::from).collect();
+        let got: Vec<String> = normalize_args(args).iter().map(|s| s.to_string_lossy().into_owned()).collect();
+        assert_eq!(got, ["ubunye", "exec", "--dt", "2025-01-01", "--dtf=%Y", "--", "-dt", "x"]);
     }
 
     #[test]

@@ -44,18 +44,13 @@ pub fn signal_name(sig: i32) -> String {
 /// executable of that name on `PATH`. None when it cannot be started.
 pub fn resolve_command(cmd: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let runnable = |p: &std::path::Path| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
+    let runnable = |p: &std::path::Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
     let as_path = std::path::Path::new(cmd);
     if as_path.as_os_str().as_encoded_bytes().contains(&b'/') {
         return runnable(as_path).then(|| as_path.to_path_buf());
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(cmd))
-        .find(|p| runnable(p))
+    std::env::split_paths(&path).map(|d| d.join(cmd)).find(|p| runnable(p))
 }
 
 /// Run `argv` with `env` added, passing on signals, until it exits.
@@ -91,19 +86,15 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<Chi
         std::thread::spawn(move || {
             for origin in &mut signals {
                 let sig = origin.signal;
-                interrupted
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get_or_insert(sig);
+                interrupted.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(sig);
                 // A SIGINT from the terminal reached the whole foreground process
                 // group, the child included: passing it on again would deliver it
                 // twice. Anything sent to `ubunye exec` alone is passed on.
                 let from_terminal = sig == SIGINT && matches!(origin.cause, Cause::Kernel);
                 if pid > 0 && !from_terminal {
-                    if let (Some(p), Some(s)) = (
-                        rustix::process::Pid::from_raw(pid),
-                        rustix::process::Signal::from_named_raw(sig),
-                    ) {
+                    if let (Some(p), Some(s)) =
+                        (rustix::process::Pid::from_raw(pid), rustix::process::Signal::from_named_raw(sig))
+                    {
                         let _ = rustix::process::kill_process(p, s);
                     }
                 }
@@ -117,9 +108,5 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<Chi
     let signal = status.signal();
     let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
     let interrupted_by = *interrupted.lock().unwrap_or_else(|e| e.into_inner());
-    Ok(ChildEnd {
-        code,
-        signal,
-        interrupted_by,
-    })
+    Ok(ChildEnd { code, signal, interrupted_by })
 }

@@ -101,6 +101,11 @@ pub enum Event {
         output: String,
         how: Swap,
     },
+    /// How long a phase took (the CLI shows it when `UBUNYE_EXEC_TIMINGS` is set).
+    Timing {
+        phase: &'static str,
+        seconds: f64,
+    },
 }
 
 /// How `ubunye exec` ended, short of an error.
@@ -108,12 +113,7 @@ pub enum Event {
 #[serde(tag = "end", rename_all = "kebab-case")]
 pub enum ExecEnd {
     /// The command succeeded and the run committed.
-    Done {
-        run_id: String,
-        key: String,
-        commit: Option<Commit>,
-        kept: bool,
-    },
+    Done { run_id: String, key: String, commit: Option<Commit>, kept: bool },
     /// `--resume`: the batch was finished by an earlier run; nothing ran.
     Skipped { message: String },
     /// The command failed (or was interrupted); what it wrote was taken back.
@@ -124,13 +124,7 @@ pub enum ExecEnd {
 /// alphanumeric as `_`.
 pub fn env_name(prefix: &str, name: &str) -> String {
     let mut out = String::from(prefix);
-    out.extend(name.chars().map(|c| {
-        if c.is_ascii_alphanumeric() {
-            c.to_ascii_uppercase()
-        } else {
-            '_'
-        }
-    }));
+    out.extend(name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }));
     out
 }
 
@@ -158,25 +152,16 @@ pub fn plan(
         ));
     }
     if !usecase_dir.is_dir() {
-        return Err(format!(
-            "the use-case folder {} does not exist (point -d at it)",
-            usecase_dir.display()
-        ));
+        return Err(format!("the use-case folder {} does not exist (point -d at it)", usecase_dir.display()));
     }
-    let uc = normpath(
-        &std::env::current_dir()
-            .map_err(|e| e.to_string())?
-            .join(usecase_dir),
-    );
+    let uc = normpath(&std::env::current_dir().map_err(|e| e.to_string())?.join(usecase_dir));
     let uc_real = std::fs::canonicalize(&uc).map_err(|e| format!("{}: {e}", uc.display()))?;
     let mut outputs: Vec<Output> = Vec::new();
     for (items, append) in [(appends, true), (overwrites, false)] {
         let flag = if append { "--append" } else { "--overwrite" };
         for item in items {
             let Some((name, path)) = item.split_once('=') else {
-                return Err(format!(
-                    "{flag} expects NAME=PATH, got '{item}'. Example: {flag} events=out/events"
-                ));
+                return Err(format!("{flag} expects NAME=PATH, got '{item}'. Example: {flag} events=out/events"));
             };
             let name = name.trim();
             if name.is_empty() || path.is_empty() {
@@ -187,10 +172,7 @@ pub fn plan(
             if outputs.iter().any(|o| o.name == name || o.env == env) {
                 return Err(format!("the output name '{name}' is given twice"));
             }
-            if let Some(o) = outputs
-                .iter()
-                .find(|o| o.path.starts_with(&full) || full.starts_with(&o.path))
-            {
+            if let Some(o) = outputs.iter().find(|o| o.path.starts_with(&full) || full.starts_with(&o.path)) {
                 return Err(format!(
                     "outputs '{}' and '{name}' are the same folder or one is inside the other ({})",
                     o.name,
@@ -199,9 +181,7 @@ pub fn plan(
             }
             let real = crate::beneath::realpath_lenient(&full);
             if full == uc || real == uc_real {
-                return Err(format!(
-                    "{flag} {item}: the output cannot be the use-case folder itself"
-                ));
+                return Err(format!("{flag} {item}: the output cannot be the use-case folder itself"));
             }
             if real.starts_with(uc_real.join(".ubunye")) || full.starts_with(uc.join(".ubunye")) {
                 return Err(format!(
@@ -214,12 +194,7 @@ pub fn plan(
                     full.display()
                 ));
             }
-            outputs.push(Output {
-                name: name.to_string(),
-                path: full,
-                append,
-                env,
-            });
+            outputs.push(Output { name: name.to_string(), path: full, append, env });
         }
     }
     outputs.sort_by(|a, b| a.name.cmp(&b.name));
@@ -272,23 +247,16 @@ fn child_env(spec: &ExecSpec, key: &str, prepared: &[Prepared<'_>]) -> Vec<(Stri
     let mut env = vec![
         ("UBUNYE_RUN_ID".to_string(), OsString::from(&spec.run_id)),
         ("UBUNYE_BATCH_KEY".to_string(), OsString::from(key)),
-        (
-            "UBUNYE_TASK".to_string(),
-            OsString::from(spec.task.as_str()),
-        ),
-        (
-            "UBUNYE_USECASE_DIR".to_string(),
-            spec.usecase_dir.clone().into_os_string(),
-        ),
+        ("UBUNYE_TASK".to_string(), OsString::from(spec.task.as_str())),
+        ("UBUNYE_USECASE_DIR".to_string(), spec.usecase_dir.clone().into_os_string()),
     ];
     for (k, v) in &spec.variables {
         let value = match v {
             PyValue::None => continue,
             PyValue::Str(s) => s.clone(),
-            other => other
-                .to_json()
-                .map(|j| crate::pyjson::dumps(&j, crate::pyjson::Style::COMPACT))
-                .unwrap_or_default(),
+            other => {
+                other.to_json().map(|j| crate::pyjson::dumps(&j, crate::pyjson::Style::COMPACT)).unwrap_or_default()
+            }
         };
         env.push((env_name("UBUNYE_VAR_", k), OsString::from(value)));
     }
@@ -305,18 +273,14 @@ fn failed_note(spec: &ExecSpec, end: &ChildEnd) -> String {
             "Interrupted: ubunye exec received {}; the command ({cmd}) was stopped and what it wrote was taken back.",
             child::signal_name(sig)
         ),
-        (None, Some(sig)) => format!(
-            "CommandFailed: {cmd} was killed by {}.",
-            child::signal_name(sig)
-        ),
+        (None, Some(sig)) => format!("CommandFailed: {cmd} was killed by {}.", child::signal_name(sig)),
         (None, None) => format!("CommandFailed: {cmd} exited with code {}.", end.code),
     }
 }
 
 /// Run the command as a batch under its lease.
 pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<ExecEnd> {
-    let key = key::batch_key(spec.task.as_str(), &spec.variables)
-        .map_err(|e| Error::Usage(e.to_string()))?;
+    let key = key::batch_key(spec.task.as_str(), &spec.variables).map_err(|e| Error::Usage(e.to_string()))?;
     if !lease::enabled() {
         events(Event::LeasesOff);
         return run_unleased(spec, &key, sys, events);
@@ -340,12 +304,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
     for r in acquired.adopted {
         events(Event::Adopted { recovery: r });
     }
-    let appends: Vec<String> = spec
-        .outputs
-        .iter()
-        .filter(|o| o.append)
-        .map(|o| o.name.clone())
-        .collect();
+    let appends: Vec<String> = spec.outputs.iter().filter(|o| o.append).map(|o| o.name.clone()).collect();
     match lease.check_finished(&appends, spec.rerun) {
         Err(e) if e.kind() == Some(RefusalKind::Finished) && spec.resume => {
             lease.release();
@@ -360,16 +319,10 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
             if let Some(who) = &check.finished_by {
                 let files = check.replaces.iter().map(|(_, f)| f.len()).sum();
                 if files > 0 {
-                    events(Event::Replacing {
-                        finished_by: who.clone(),
-                        files,
-                    });
+                    events(Event::Replacing { finished_by: who.clone(), files });
                 }
                 if !check.again.is_empty() {
-                    events(Event::AppendsAgain {
-                        finished_by: who.clone(),
-                        outputs: check.again.clone(),
-                    });
+                    events(Event::AppendsAgain { finished_by: who.clone(), outputs: check.again.clone() });
                 }
             }
         }
@@ -423,20 +376,14 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
             let _ = r.finish(status, note, sys.clock.now());
         }
     };
-    events(Event::Started {
-        run_id: spec.run_id.clone(),
-        key: key.clone(),
-    });
+    events(Event::Started { run_id: spec.run_id.clone(), key: key.clone() });
     let end = match child::run(&spec.command, &child_env(spec, &key, &prepared)) {
         Ok(end) => end,
         Err(e) => {
             let ended = lease.end(false);
             finish_record(
                 "error",
-                Some(format!(
-                    "CommandFailed: {} could not be started: {e}",
-                    spec.command[0].to_string_lossy()
-                )),
+                Some(format!("CommandFailed: {} could not be started: {e}", spec.command[0].to_string_lossy())),
             );
             ended?;
             return Err(Error::io("start", PathBuf::from(&spec.command[0]), e));
@@ -448,15 +395,13 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
         return Ok(ExecEnd::CommandFailed { child: end, kept });
     }
     // The command succeeded: land the appends, publish the overwrites.
+    let t = std::time::Instant::now();
     let published = publish(&lease, &prepared, events);
+    events(Event::Timing { phase: "land", seconds: t.elapsed().as_secs_f64() });
     if let Err(e) = published {
         let lost = e.kind() == Some(RefusalKind::Lost);
         let _ = lease.end(false);
-        let note = if lost {
-            lost_text(spec)
-        } else {
-            format!("{e}")
-        };
+        let note = if lost { lost_text(spec) } else { format!("{e}") };
         finish_record(if lost { "interrupted" } else { "error" }, Some(note));
         return Err(e);
     }
@@ -465,27 +410,21 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
     }
     if let Some(note) = lease.lost_note() {
         finish_record("interrupted", Some(note));
-        return Err(lease
-            .end(true)
-            .err()
-            .unwrap_or_else(|| Refusal::new(RefusalKind::Lost, lost_text(spec)).into()));
+        return Err(lease.end(true).err().unwrap_or_else(|| Refusal::new(RefusalKind::Lost, lost_text(spec)).into()));
     }
     // As the peer: the record says success before the lease is committed, so a
     // run killed in between is treated as finished by the next one.
     finish_record("success", None);
-    match lease.end(true) {
-        Ok(Ended::Committed { commit, kept }) => Ok(ExecEnd::Done {
-            run_id: spec.run_id.clone(),
-            key,
-            commit: Some(commit),
-            kept,
-        }),
-        Ok(Ended::RolledBack { .. }) => Ok(ExecEnd::Done {
-            run_id: spec.run_id.clone(),
-            key,
-            commit: None,
-            kept: false,
-        }),
+    let t = std::time::Instant::now();
+    let ended = lease.end(true);
+    events(Event::Timing { phase: "commit", seconds: t.elapsed().as_secs_f64() });
+    match ended {
+        Ok(Ended::Committed { commit, kept }) => {
+            Ok(ExecEnd::Done { run_id: spec.run_id.clone(), key, commit: Some(commit), kept })
+        }
+        Ok(Ended::RolledBack { .. }) => {
+            Ok(ExecEnd::Done { run_id: spec.run_id.clone(), key, commit: None, kept: false })
+        }
         Err(e) => {
             finish_record("interrupted", Some(lost_text(spec)));
             Err(e)
@@ -515,30 +454,17 @@ fn prepare<'a>(lease: &RunLease, out: &'a Output) -> Result<Prepared<'a>> {
     let staging = outputs::overwrite_staging(&out.path);
     let claim = lease.staging(&out.name, &staging)?;
     if let Some(parent) = out.path.parent() {
-        fs::create_dir_all(parent)
-            .map_err(|e| Error::io("create the output's folder", parent, e))?;
+        fs::create_dir_all(parent).map_err(|e| Error::io("create the output's folder", parent, e))?;
     }
     fs::create_dir(&staging).map_err(|e| Error::io("create the staging folder", &staging, e))?;
-    Ok(Prepared {
-        out,
-        staging,
-        staging_claim: Some(claim),
-        append: None,
-    })
+    Ok(Prepared { out, staging, staging_claim: Some(claim), append: None })
 }
 
-fn publish(
-    lease: &RunLease,
-    prepared: &[Prepared<'_>],
-    events: &mut dyn FnMut(Event),
-) -> Result<()> {
+fn publish(lease: &RunLease, prepared: &[Prepared<'_>], events: &mut dyn FnMut(Event)) -> Result<()> {
     for p in prepared {
         if let Some(st) = &p.append {
             let landed = st.land(lease)?;
-            events(Event::Landed {
-                output: p.out.name.clone(),
-                files: landed.files,
-            });
+            events(Event::Landed { output: p.out.name.clone(), files: landed.files });
             continue;
         }
         if !lease.still_owned() {
@@ -568,21 +494,13 @@ fn publish(
                 Swap::First => {}
             }
         }
-        events(Event::Swapped {
-            output: p.out.name.clone(),
-            how,
-        });
+        events(Event::Swapped { output: p.out.name.clone(), how });
     }
     Ok(())
 }
 
 /// `UBUNYE_RUN_LEASE=off`: the same staging and publication, no lease, no claims.
-fn run_unleased(
-    spec: &ExecSpec,
-    key: &str,
-    sys: Sys,
-    events: &mut dyn FnMut(Event),
-) -> Result<ExecEnd> {
+fn run_unleased(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<ExecEnd> {
     let mut prepared = Vec::new();
     for out in &spec.outputs {
         let staging = if out.append {
@@ -595,14 +513,8 @@ fn run_unleased(
         } else {
             out.path.parent().map_or(Ok(()), fs::create_dir_all)
         };
-        make.and_then(|_| fs::create_dir(&staging))
-            .map_err(|e| Error::io("create the staging folder", &staging, e))?;
-        prepared.push(Prepared {
-            out,
-            staging,
-            staging_claim: None,
-            append: None,
-        });
+        make.and_then(|_| fs::create_dir(&staging)).map_err(|e| Error::io("create the staging folder", &staging, e))?;
+        prepared.push(Prepared { out, staging, staging_claim: None, append: None });
     }
     let cleanup = |prepared: &[Prepared<'_>]| {
         for p in prepared {
@@ -622,10 +534,7 @@ fn run_unleased(
             RunRecord::start(dir, &rs, sys.clock.now()).ok()
         }
     };
-    events(Event::Started {
-        run_id: spec.run_id.clone(),
-        key: key.to_string(),
-    });
+    events(Event::Started { run_id: spec.run_id.clone(), key: key.to_string() });
     let end = match child::run(&spec.command, &child_env(spec, key, &prepared)) {
         Ok(end) => end,
         Err(e) => {
@@ -638,43 +547,25 @@ fn run_unleased(
         if let Some(r) = record.as_mut() {
             let _ = r.finish("error", Some(failed_note(spec, &end)), sys.clock.now());
         }
-        return Ok(ExecEnd::CommandFailed {
-            child: end,
-            kept: false,
-        });
+        return Ok(ExecEnd::CommandFailed { child: end, kept: false });
     }
     for p in &prepared {
         if p.out.append {
             let n = outputs::land_unleased(&p.staging, &p.out.path)
                 .map_err(|e| Error::io("land the files of", &p.out.path, e))?;
-            events(Event::Landed {
-                output: p.out.name.clone(),
-                files: n,
-            });
+            events(Event::Landed { output: p.out.name.clone(), files: n });
         } else {
             let how = outputs::swap_in(&p.staging, &p.out.path)
                 .map_err(|e| Error::io("publish the overwrite of", &p.out.path, e))?;
-            let old = if how == Swap::TwoRenames {
-                outputs::old_copy(&p.staging)
-            } else {
-                p.staging.clone()
-            };
+            let old = if how == Swap::TwoRenames { outputs::old_copy(&p.staging) } else { p.staging.clone() };
             if how != Swap::First {
                 let _ = fs::remove_dir_all(old);
             }
-            events(Event::Swapped {
-                output: p.out.name.clone(),
-                how,
-            });
+            events(Event::Swapped { output: p.out.name.clone(), how });
         }
     }
     if let Some(r) = record.as_mut() {
         let _ = r.finish("success", None, sys.clock.now());
     }
-    Ok(ExecEnd::Done {
-        run_id: spec.run_id.clone(),
-        key: key.to_string(),
-        commit: None,
-        kept: false,
-    })
+    Ok(ExecEnd::Done { run_id: spec.run_id.clone(), key: key.to_string(), commit: None, kept: false })
 }

@@ -25,10 +25,7 @@ pub enum Swap {
 
 /// The staging folder of an overwrite output: `.<name>.ubunye-<12hex>` beside it.
 pub fn overwrite_staging(output: &Path) -> PathBuf {
-    let name = output
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     output.with_file_name(format!(".{name}.ubunye-{}", crate::fsx::hex12()))
 }
 
@@ -89,10 +86,7 @@ pub fn land_unleased(staging: &Path, out_dir: &Path) -> io::Result<usize> {
             Err(e) => return Err(e.into()),
         }
     }
-    fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(out_dir.join("_SUCCESS"))?;
+    fs::OpenOptions::new().create(true).append(true).open(out_dir.join("_SUCCESS"))?;
     fs::remove_dir_all(staging)?;
     Ok(files.len())
 }
@@ -106,9 +100,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let out = d.path().join("summary");
         let st = overwrite_staging(&out);
-        assert!(crate::beneath::is_staging_name(
-            st.file_name().unwrap().to_str().unwrap()
-        ));
+        assert!(crate::beneath::is_staging_name(st.file_name().unwrap().to_str().unwrap()));
         fs::create_dir(&st).unwrap();
         fs::write(st.join("a.csv"), "1").unwrap();
         assert_eq!(swap_in(&st, &out).unwrap(), Swap::First);
@@ -118,10 +110,6 @@ mod tests {
         fs::write(st.join("a.csv"), "2").unwrap();
         assert_eq!(swap_in(&st, &out).unwrap(), Swap::Exchanged);
         assert_eq!(fs::read_to_string(out.join("a.csv")).unwrap(), "2");
-        assert_eq!(
-            fs::read_to_string(st.join("a.csv")).unwrap(),
-            "1",
-            "the old copy is at the staging path"
-        );
+        assert_eq!(fs::read_to_string(st.join("a.csv")).unwrap(), "1", "the old copy is at the staging path");
     }
 }

@@ -56,13 +56,7 @@ pub fn run_if_asked() {
 /// Start the current test binary as a driver with these arguments.
 pub fn command(test_name: &str, args: &[String]) -> std::process::Command {
     let mut c = std::process::Command::new(std::env::current_exe().unwrap());
-    c.args([
-        test_name,
-        "--exact",
-        "--nocapture",
-        "--test-threads=1",
-        "-q",
-    ]);
+    c.args([test_name, "--exact", "--nocapture", "--test-threads=1", "-q"]);
     c.env("UBUNYE_DRIVER_ARGS", serde_json::to_string(args).unwrap());
     c
 }
@@ -107,10 +101,7 @@ fn run(args: Vec<String>) -> ! {
             let c = seen.entry(s).or_insert(0);
             *c += 1;
             if s == target && *c == nth {
-                let _ = rustix::process::kill_process(
-                    rustix::process::getpid(),
-                    rustix::process::Signal::KILL,
-                );
+                let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
                 std::thread::sleep(std::time::Duration::from_secs(10));
             }
         })));
@@ -131,17 +122,11 @@ fn run(args: Vec<String>) -> ! {
                 // The peer's pandas writer: a hidden sibling staging folder (not in
                 // the lease), then one claim and one rename per file.
                 std::fs::create_dir_all(&out).unwrap();
-                let side = uc
-                    .join("out")
-                    .join(format!(".events.ubunye-{}", ubunye::fsx::hex12()));
+                let side = uc.join("out").join(format!(".events.ubunye-{}", ubunye::fsx::hex12()));
                 std::fs::create_dir_all(&side).unwrap();
                 for k in 0..n {
                     let name = format!("part-{k:05}-{}.txt", lease.run_id());
-                    let target = if partitioned {
-                        out.join(format!("dt={dt}")).join(&name)
-                    } else {
-                        out.join(&name)
-                    };
+                    let target = if partitioned { out.join(format!("dt={dt}")).join(&name) } else { out.join(&name) };
                     let tmp = side.join(&name);
                     std::fs::write(&tmp, format!("{dt}:{k}\n")).unwrap();
                     lease.claim("events", &target)?;
@@ -156,11 +141,8 @@ fn run(args: Vec<String>) -> ! {
             let st = StagedAppend::begin(&lease, "events", &out)?;
             for k in 0..n {
                 let name = format!("part-{k:05}-{}.txt", lease.run_id());
-                let p = if partitioned {
-                    st.staging.join(format!("dt={dt}")).join(name)
-                } else {
-                    st.staging.join(name)
-                };
+                let p =
+                    if partitioned { st.staging.join(format!("dt={dt}")).join(name) } else { st.staging.join(name) };
                 std::fs::create_dir_all(p.parent().unwrap()).unwrap();
                 std::fs::write(p, format!("{dt}:{k}\n")).unwrap();
             }
@@ -180,10 +162,7 @@ fn run(args: Vec<String>) -> ! {
             std::process::exit(if fail { 3 } else { 0 });
         }
         Err(e) => {
-            println!(
-                "{}",
-                serde_json::json!({"error": e.to_string(), "kind": e.kind()})
-            );
+            println!("{}", serde_json::json!({"error": e.to_string(), "kind": e.kind()}));
             std::process::exit(if e.kind().is_some() { 1 } else { 3 });
         }
     }

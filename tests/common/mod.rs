@@ -39,17 +39,11 @@ pub fn copy_tree(from: &Path, to: &Path) {
 
 pub fn set_mtime(path: &Path, t: SystemTime) {
     let d = t.duration_since(UNIX_EPOCH).unwrap();
-    let ts = rustix::fs::Timespec {
-        tv_sec: d.as_secs() as i64,
-        tv_nsec: d.subsec_nanos() as _,
-    };
+    let ts = rustix::fs::Timespec { tv_sec: d.as_secs() as i64, tv_nsec: d.subsec_nanos() as _ };
     rustix::fs::utimensat(
         rustix::fs::CWD,
         path,
-        &rustix::fs::Timestamps {
-            last_access: ts,
-            last_modification: ts,
-        },
+        &rustix::fs::Timestamps { last_access: ts, last_modification: ts },
         rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
     )
     .unwrap();
@@ -74,12 +68,7 @@ impl Manifest {
         UNIX_EPOCH + Duration::from_nanos(f["mtime_ns"].as_u64().unwrap())
     }
     pub fn paths(&self) -> Vec<String> {
-        self.json["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["path"].as_str().unwrap().to_string())
-            .collect()
+        self.json["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap().to_string()).collect()
     }
 }
 
@@ -90,10 +79,7 @@ pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf, Manifest) {
     let uc = d.path().join("uc");
     copy_tree(&fixture_dir(name).join("uc"), &uc);
     let manifest = Manifest {
-        json: serde_json::from_str(
-            &fs::read_to_string(fixture_dir(name).join("MANIFEST.json")).unwrap(),
-        )
-        .unwrap(),
+        json: serde_json::from_str(&fs::read_to_string(fixture_dir(name).join("MANIFEST.json")).unwrap()).unwrap(),
     };
     for p in manifest.paths() {
         set_mtime(&uc.join(&p), manifest.mtime(&p));
@@ -210,9 +196,7 @@ fn run_with(
     lease.writing("events", true, true)?;
     if per_file {
         let out = uc.join("out/events");
-        let side = uc
-            .join("out")
-            .join(format!(".events.ubunye-{}", ubunye::fsx::hex12()));
+        let side = uc.join("out").join(format!(".events.ubunye-{}", ubunye::fsx::hex12()));
         fs::create_dir_all(&side).unwrap();
         for (name, content) in files {
             fs::write(side.join(name), content).unwrap();

@@ -13,11 +13,7 @@ fn bin() -> PathBuf {
 
 fn ubunye(uc: &Path) -> Cmd {
     let mut c = Cmd::new(bin());
-    c.env("UBUNYE_TEST_SETTLE", "30ms")
-        .env_remove("UBUNYE_RUN_LEASE")
-        .arg("exec")
-        .arg("-d")
-        .arg(uc);
+    c.env("UBUNYE_TEST_SETTLE", "30ms").env_remove("UBUNYE_RUN_LEASE").arg("exec").arg("-d").arg(uc);
     c
 }
 
@@ -40,10 +36,7 @@ fn files(dir: &Path) -> Vec<String> {
 }
 
 fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    files(dir)
-        .into_iter()
-        .map(|f| (f.clone(), fs::read(dir.join(f)).unwrap()))
-        .collect()
+    files(dir).into_iter().map(|f| (f.clone(), fs::read(dir.join(f)).unwrap())).collect()
 }
 
 const LEASES: &str = ".ubunye/leases/demo/sales/ingest";
@@ -51,61 +44,33 @@ const WRITE_ONE: &str = "echo \"$UBUNYE_VAR_DT\" > \"$UBUNYE_OUT_EVENTS/part-$UB
 
 fn ingest(uc: &Path, dt: &str) -> Cmd {
     let mut c = ubunye(uc);
-    c.args([
-        "-u",
-        "demo",
-        "-p",
-        "sales",
-        "-t",
-        "ingest",
-        "-dt",
-        dt,
-        "--append",
-        "events=out/events",
-    ]);
+    c.args(["-u", "demo", "-p", "sales", "-t", "ingest", "-dt", dt, "--append", "events=out/events"]);
     c
 }
 
 #[test]
 fn an_append_lands_once_and_a_finished_batch_is_refused() {
     let d = tempfile::tempdir().unwrap();
-    ingest(d.path(), "2025-01-01")
-        .args(["--", "sh", "-c", WRITE_ONE])
-        .assert()
-        .success();
+    ingest(d.path(), "2025-01-01").args(["--", "sh", "-c", WRITE_ONE]).assert().success();
     let out = files(&d.path().join("out/events"));
     assert_eq!(out.len(), 2, "{out:?}");
     assert!(out.contains(&"_SUCCESS".to_string()));
-    assert_eq!(
-        files(&d.path().join(LEASES)),
-        vec!["39bc42311894ddba.finished.json"]
-    );
+    assert_eq!(files(&d.path().join(LEASES)), vec!["39bc42311894ddba.finished.json"]);
     // Again: refused in one line, exit 1, nothing written.
-    let o = ingest(d.path(), "2025-01-01")
-        .args(["--", "sh", "-c", WRITE_ONE])
-        .output()
-        .unwrap();
+    let o = ingest(d.path(), "2025-01-01").args(["--", "sh", "-c", WRITE_ONE]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("already finished this batch (run ") && err.contains("--rerun"),
-        "{err}"
-    );
+    assert!(err.contains("already finished this batch (run ") && err.contains("--rerun"), "{err}");
     assert_eq!(files(&d.path().join("out/events")), out);
     // --resume: one [SKIP] line, exit 0.
     ingest(d.path(), "2025-01-01")
         .args(["--resume", "--", "sh", "-c", WRITE_ONE])
         .assert()
         .success()
-        .stdout(
-            "[SKIP] demo/sales/ingest already finished this batch (--resume); kept as it is.\n",
-        );
+        .stdout("[SKIP] demo/sales/ingest already finished this batch (--resume); kept as it is.\n");
     // --rerun: replaced; the old file goes after the new one committed.
-    ingest(d.path(), "2025-01-01")
-        .args(["--rerun", "--", "sh", "-c", WRITE_ONE])
-        .assert()
-        .success();
+    ingest(d.path(), "2025-01-01").args(["--rerun", "--", "sh", "-c", WRITE_ONE]).assert().success();
     let after = files(&d.path().join("out/events"));
     assert_eq!(after.len(), 2, "{after:?}");
     assert_ne!(after, out, "the batch was replaced");
@@ -114,29 +79,18 @@ fn an_append_lands_once_and_a_finished_batch_is_refused() {
 #[test]
 fn a_failed_command_leaves_the_output_as_it_was() {
     let d = tempfile::tempdir().unwrap();
-    ingest(d.path(), "2025-01-01")
-        .args(["--", "sh", "-c", WRITE_ONE])
-        .assert()
-        .success();
+    ingest(d.path(), "2025-01-01").args(["--", "sh", "-c", WRITE_ONE]).assert().success();
     let before = tree(&d.path().join("out"));
-    let o = ingest(d.path(), "2025-01-02")
-        .args(["--", "sh", "-c", &format!("{WRITE_ONE}; exit 7")])
-        .output()
-        .unwrap();
+    let o = ingest(d.path(), "2025-01-02").args(["--", "sh", "-c", &format!("{WRITE_ONE}; exit 7")]).output().unwrap();
     assert_eq!(o.status.code(), Some(7), "the command's own code");
     assert_eq!(tree(&d.path().join("out")), before);
-    assert_eq!(
-        files(&d.path().join(LEASES)),
-        vec!["39bc42311894ddba.finished.json"],
-        "lease released"
-    );
+    assert_eq!(files(&d.path().join(LEASES)), vec!["39bc42311894ddba.finished.json"], "lease released");
     let rec = files(&d.path().join(".ubunye/lineage/demo/sales/ingest"));
     let statuses: Vec<String> = rec
         .iter()
         .map(|f| {
             serde_json::from_str::<serde_json::Value>(
-                &fs::read_to_string(d.path().join(".ubunye/lineage/demo/sales/ingest").join(f))
-                    .unwrap(),
+                &fs::read_to_string(d.path().join(".ubunye/lineage/demo/sales/ingest").join(f)).unwrap(),
             )
             .unwrap()["status"]
                 .as_str()
@@ -153,23 +107,12 @@ fn a_failed_command_leaves_the_output_as_it_was() {
 fn partitioned_appends_keep_their_folders() {
     let d = tempfile::tempdir().unwrap();
     let script = "mkdir -p \"$UBUNYE_OUT_EVENTS/dt=$UBUNYE_VAR_DT/region=wc\" && echo a > \"$UBUNYE_OUT_EVENTS/dt=$UBUNYE_VAR_DT/region=wc/part-$UBUNYE_RUN_ID.txt\" && touch \"$UBUNYE_OUT_EVENTS/_SUCCESS\" \"$UBUNYE_OUT_EVENTS/.hidden\"";
-    ingest(d.path(), "2025-01-01")
-        .args(["--", "sh", "-c", script])
-        .assert()
-        .success();
+    ingest(d.path(), "2025-01-01").args(["--", "sh", "-c", script]).assert().success();
     let out = files(&d.path().join("out/events"));
     assert_eq!(out.len(), 2, "{out:?}");
-    assert!(
-        out.iter()
-            .any(|f| f.starts_with("dt=2025-01-01/region=wc/part-")),
-        "{out:?}"
-    );
-    let note =
-        fs::read_to_string(d.path().join(LEASES).join("39bc42311894ddba.finished.json")).unwrap();
-    assert!(
-        note.contains("out/events/dt=2025-01-01/region=wc/part-"),
-        "{note}"
-    );
+    assert!(out.iter().any(|f| f.starts_with("dt=2025-01-01/region=wc/part-")), "{out:?}");
+    let note = fs::read_to_string(d.path().join(LEASES).join("39bc42311894ddba.finished.json")).unwrap();
+    assert!(note.contains("out/events/dt=2025-01-01/region=wc/part-"), "{note}");
 }
 
 #[test]
@@ -178,12 +121,7 @@ fn a_name_clash_is_refused_before_anything_is_claimed() {
     fs::create_dir_all(d.path().join("out/events")).unwrap();
     fs::write(d.path().join("out/events/data.txt"), "someone else's").unwrap();
     let o = ingest(d.path(), "2025-01-01")
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "echo mine > \"$UBUNYE_OUT_EVENTS/data.txt\"",
-        ])
+        .args(["--", "sh", "-c", "echo mine > \"$UBUNYE_OUT_EVENTS/data.txt\""])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
@@ -192,28 +130,15 @@ fn a_name_clash_is_refused_before_anything_is_claimed() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert_eq!(
-        fs::read_to_string(d.path().join("out/events/data.txt")).unwrap(),
-        "someone else's"
-    );
-    assert_eq!(
-        files(&d.path().join("out/events")),
-        vec!["data.txt"],
-        "no staging left"
-    );
-    assert_eq!(
-        files(&d.path().join(LEASES)),
-        Vec::<String>::new(),
-        "no lease left"
-    );
+    assert_eq!(fs::read_to_string(d.path().join("out/events/data.txt")).unwrap(), "someone else's");
+    assert_eq!(files(&d.path().join("out/events")), vec!["data.txt"], "no staging left");
+    assert_eq!(files(&d.path().join(LEASES)), Vec::<String>::new(), "no lease left");
 }
 
 #[test]
 fn an_overwrite_is_never_seen_half_done() {
     let d = tempfile::tempdir().unwrap();
-    let write = |n: usize| {
-        format!("for i in $(seq 1 50); do echo {n} > \"$UBUNYE_OUT_TOTALS/f$i.csv\"; done")
-    };
+    let write = |n: usize| format!("for i in $(seq 1 50); do echo {n} > \"$UBUNYE_OUT_TOTALS/f$i.csv\"; done");
     let summary = |uc: &Path, n: usize| {
         let mut c = ubunye(uc);
         c.args([
@@ -258,24 +183,14 @@ fn an_overwrite_is_never_seen_half_done() {
                 let mut versions = std::collections::BTreeSet::new();
                 let mut count = 0;
                 for n in &names {
-                    if let Ok(fd) =
-                        rustix::fs::openat(&dir, n.as_str(), OFlags::RDONLY, Mode::empty())
-                    {
+                    if let Ok(fd) = rustix::fs::openat(&dir, n.as_str(), OFlags::RDONLY, Mode::empty()) {
                         let mut buf = [0u8; 16];
                         let k = rustix::io::read(&fd, &mut buf).unwrap();
-                        versions.insert(
-                            String::from_utf8_lossy(&buf[..k])
-                                .trim()
-                                .parse::<u32>()
-                                .unwrap(),
-                        );
+                        versions.insert(String::from_utf8_lossy(&buf[..k]).trim().parse::<u32>().unwrap());
                         count += 1;
                     }
                 }
-                assert!(
-                    versions.len() <= 1,
-                    "a mix of two versions in one look: {versions:?}"
-                );
+                assert!(versions.len() <= 1, "a mix of two versions in one look: {versions:?}");
                 if let Some(&v) = versions.iter().next() {
                     if v > newest {
                         assert_eq!(count, 50, "version {v} seen half-done");
@@ -298,16 +213,8 @@ fn an_overwrite_is_never_seen_half_done() {
         .map(|f| fs::read_to_string(d.path().join("out/summary").join(f)).unwrap())
         .collect();
     assert!(last.iter().all(|v| v == "7\n"));
-    let leftovers: Vec<_> = fs::read_dir(d.path().join("out"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
-    assert_eq!(
-        leftovers.len(),
-        1,
-        "no staging or old copy left beside it: {leftovers:?}"
-    );
+    let leftovers: Vec<_> = fs::read_dir(d.path().join("out")).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "no staging or old copy left beside it: {leftovers:?}");
 }
 
 #[test]
@@ -337,27 +244,14 @@ fn two_runs_of_one_batch_at_once_one_runs_the_other_is_refused() {
                 .unwrap(),
         );
     }
-    let outs: Vec<_> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect();
+    let outs: Vec<_> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
     let codes: Vec<_> = outs.iter().map(|o| o.status.code()).collect();
-    assert!(
-        codes.contains(&Some(0)) && codes.contains(&Some(1)),
-        "{codes:?}"
-    );
+    assert!(codes.contains(&Some(0)) && codes.contains(&Some(1)), "{codes:?}");
     let refused = outs.iter().find(|o| o.status.code() == Some(1)).unwrap();
     let err = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.contains("with the same variables is still running (process "),
-        "{err}"
-    );
-    assert_eq!(
-        files(&d.path().join("out/events")).len(),
-        2,
-        "the batch once"
-    );
+    assert!(err.contains("with the same variables is still running (process "), "{err}");
+    assert_eq!(files(&d.path().join("out/events")).len(), 2, "the batch once");
 }
 
 #[test]
@@ -396,10 +290,7 @@ fn the_command_gets_its_batch_in_the_environment() {
     }
     assert!(env.contains("/out/events/_ubunye-"), "{env}");
     assert!(env.contains("/out/.summary.ubunye-"), "{env}");
-    assert!(
-        !env.contains("UBUNYE_VAR_DTF"),
-        "None values are not passed"
-    );
+    assert!(!env.contains("UBUNYE_VAR_DTF"), "None values are not passed");
 }
 
 #[test]
@@ -472,10 +363,7 @@ fn the_run_record_is_the_peers_with_backend_exec_and_secrets_masked() {
 fn sigterm_is_passed_on_and_the_run_rolled_back() {
     let d = tempfile::tempdir().unwrap();
     let mark = d.path().join("started");
-    let script = format!(
-        "{WRITE_ONE}; touch {}; trap 'exit 143' TERM; while :; do sleep 0.05; done",
-        mark.display()
-    );
+    let script = format!("{WRITE_ONE}; touch {}; trap 'exit 143' TERM; while :; do sleep 0.05; done", mark.display());
     let child = Command::new(bin())
         .args(["exec", "-d"])
         .arg(d.path())
@@ -506,18 +394,9 @@ fn sigterm_is_passed_on_and_the_run_rolled_back() {
     )
     .unwrap();
     let o = child.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(143),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_eq!(o.status.code(), Some(143), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("interrupted by SIGTERM"));
-    assert_eq!(
-        files(&d.path().join("out/events")),
-        Vec::<String>::new(),
-        "staging removed, nothing landed"
-    );
+    assert_eq!(files(&d.path().join("out/events")), Vec::<String>::new(), "staging removed, nothing landed");
     assert_eq!(files(&d.path().join(LEASES)), Vec::<String>::new());
 }
 
@@ -550,25 +429,17 @@ fn the_child_dies_with_ubunye_exec() {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let grandchild: i32 = fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let grandchild: i32 = fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
     child.kill().unwrap();
     child.wait().unwrap();
     let gone = (0..200).any(|_| {
         std::thread::sleep(Duration::from_millis(10));
-        rustix::process::test_kill_process(rustix::process::Pid::from_raw(grandchild).unwrap())
-            .is_err()
+        rustix::process::test_kill_process(rustix::process::Pid::from_raw(grandchild).unwrap()).is_err()
     });
     assert!(gone, "the command outlived ubunye exec");
     // The next run takes the dead run over (same host: by pid) and runs; the
     // dead run's record says interrupted, naming the taker.
-    let o = ingest(d.path(), "2025-01-01")
-        .args(["--", "sh", "-c", WRITE_ONE])
-        .output()
-        .unwrap();
+    let o = ingest(d.path(), "2025-01-01").args(["--", "sh", "-c", WRITE_ONE]).output().unwrap();
     assert!(o.status.success());
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("died before it finished; took over its lease"),
@@ -577,21 +448,10 @@ fn the_child_dies_with_ubunye_exec() {
     );
     assert_eq!(files(&d.path().join("out/events")).len(), 2);
     let dir = d.path().join(".ubunye/lineage/demo/sales/ingest");
-    let records: Vec<serde_json::Value> = files(&dir)
-        .iter()
-        .map(|f| serde_json::from_str(&fs::read_to_string(dir.join(f)).unwrap()).unwrap())
-        .collect();
-    let dead = records
-        .iter()
-        .find(|r| r["status"] == "interrupted")
-        .expect("the dead run's record is marked");
-    assert!(
-        dead["error"]
-            .as_str()
-            .unwrap()
-            .starts_with("The run did not finish; run "),
-        "{dead}"
-    );
+    let records: Vec<serde_json::Value> =
+        files(&dir).iter().map(|f| serde_json::from_str(&fs::read_to_string(dir.join(f)).unwrap()).unwrap()).collect();
+    let dead = records.iter().find(|r| r["status"] == "interrupted").expect("the dead run's record is marked");
+    assert!(dead["error"].as_str().unwrap().starts_with("The run did not finish; run "), "{dead}");
     assert!(records.iter().any(|r| r["status"] == "success"));
 }
 
@@ -601,148 +461,38 @@ fn bad_input_is_refused_and_leaves_nothing() {
     fs::write(d.path().join("a-file"), "x").unwrap();
     fs::create_dir(d.path().join("ro")).unwrap();
     let cases: &[(&[&str], i32, &str)] = &[
+        (&["--task", "demo/sales/ingest", "--append", "events=out/events"], 2, "after --"),
         (
-            &[
-                "--task",
-                "demo/sales/ingest",
-                "--append",
-                "events=out/events",
-            ],
-            2,
-            "after --",
-        ),
-        (
-            &[
-                "--task",
-                "demo/sales/ingest",
-                "--append",
-                "events=out/events",
-                "--",
-                "no-such-program-xyz",
-            ],
+            &["--task", "demo/sales/ingest", "--append", "events=out/events", "--", "no-such-program-xyz"],
             2,
             "cannot start",
         ),
         (
-            &[
-                "--task",
-                "demo/sales/ingest",
-                "--append",
-                "events=out/a",
-                "--append",
-                "events=out/b",
-                "--",
-                "true",
-            ],
+            &["--task", "demo/sales/ingest", "--append", "events=out/a", "--append", "events=out/b", "--", "true"],
             2,
             "given twice",
         ),
         (
-            &[
-                "--task",
-                "demo/sales/ingest",
-                "--append",
-                "a=out/x",
-                "--overwrite",
-                "b=out/x",
-                "--",
-                "true",
-            ],
+            &["--task", "demo/sales/ingest", "--append", "a=out/x", "--overwrite", "b=out/x", "--", "true"],
             2,
             "same folder",
         ),
-        (
-            &[
-                "--task",
-                "demo/sales/ingest",
-                "--append",
-                "a=.ubunye/x",
-                "--",
-                "true",
-            ],
-            2,
-            "inside .ubunye",
-        ),
-        (
-            &[
-                "--task",
-                "demo/sales/ingest",
-                "--append",
-                "a=a-file",
-                "--",
-                "true",
-            ],
-            2,
-            "not a folder",
-        ),
-        (
-            &[
-                "--task",
-                "demo/sales/ingest",
-                "--append",
-                "events",
-                "--",
-                "true",
-            ],
-            2,
-            "NAME=PATH",
-        ),
-        (
-            &["--task", "demo/sales", "--", "true"],
-            2,
-            "not a task path",
-        ),
-        (
-            &["--task", "demo/sales/ingest", "--var", "x", "--", "true"],
-            2,
-            "key=value",
-        ),
-        (
-            &[
-                "--task",
-                "demo/sales/ingest",
-                "--append",
-                "a=a-file/sub",
-                "--",
-                "true",
-            ],
-            1,
-            "could not create",
-        ),
+        (&["--task", "demo/sales/ingest", "--append", "a=.ubunye/x", "--", "true"], 2, "inside .ubunye"),
+        (&["--task", "demo/sales/ingest", "--append", "a=a-file", "--", "true"], 2, "not a folder"),
+        (&["--task", "demo/sales/ingest", "--append", "events", "--", "true"], 2, "NAME=PATH"),
+        (&["--task", "demo/sales", "--", "true"], 2, "not a task path"),
+        (&["--task", "demo/sales/ingest", "--var", "x", "--", "true"], 2, "key=value"),
+        (&["--task", "demo/sales/ingest", "--append", "a=a-file/sub", "--", "true"], 1, "could not create"),
     ];
     for (args, code, says) in cases {
         let o = ubunye(d.path()).args(*args).output().unwrap();
-        assert_eq!(
-            o.status.code(),
-            Some(*code),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(says), "{args:?}: {err}");
-        assert_eq!(
-            err.trim_end().lines().count(),
-            1,
-            "{args:?}: one line: {err}"
-        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line: {err}");
     }
-    assert_eq!(
-        files(d.path()),
-        vec!["a-file"],
-        "no lease, no staging, no record left"
-    );
-    let o = Cmd::new(bin())
-        .args([
-            "exec",
-            "-d",
-            "/no/such/folder",
-            "--task",
-            "a/b/c",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
+    assert_eq!(files(d.path()), vec!["a-file"], "no lease, no staging, no record left");
+    let o = Cmd::new(bin()).args(["exec", "-d", "/no/such/folder", "--task", "a/b/c", "--", "true"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
 
