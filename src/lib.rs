@@ -18,6 +18,7 @@ pub mod layout;
 pub mod lease;
 pub mod lineage;
 pub mod liveness;
+pub mod plan;
 pub mod pyjson;
 pub mod pyparse;
 pub mod recover;

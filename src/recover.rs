@@ -145,10 +145,12 @@ impl RunLease {
         let s = &*self.s;
         let dead_id = dead.run_id();
         let done = (!dead_id.is_empty()).then(|| s.paths.done(&dead_id));
-        let mut finished = dead.committed() || done.as_ref().is_some_and(|d| fsx::exists(d));
-        if !finished {
-            finished = self.record_status(&dead_id)?.as_deref() == Some("success");
-        }
+        // The decision is the plan's: what `explain` and `--dry-run` show is what
+        // this does.
+        let files = self.batch_files();
+        let plan = crate::plan::plan_recovery(&files, dead, Some(s.named))
+            .map_err(|u| RecoverError::Unreadable { path: u.path, why: u.why })?;
+        let finished = plan.finished.is_some();
         let notes_present = dead.0.get("outputs").is_some_and(pyjson::truthy);
         if finished {
             // It finished: its appends are the batch. Write its note if it died
@@ -215,25 +217,15 @@ impl RunLease {
         self.s.lineage_dir.join(self.s.task.as_str()).join(format!("{run_id}.json"))
     }
 
-    /// A run's record status. Missing, empty or half-written: None (it did not get
-    /// as far as recording success). A record that exists but cannot be read
-    /// refuses: it may say success.
-    fn record_status(&self, run_id: &str) -> Result<Option<String>, RecoverError> {
-        if run_id.is_empty() {
-            return Ok(None);
+    pub(crate) fn batch_files(&self) -> crate::plan::BatchFiles<'_> {
+        let s = &*self.s;
+        crate::plan::BatchFiles {
+            beneath: &s.beneath,
+            paths: &s.paths,
+            lineage_dir: &s.lineage_dir,
+            task: &s.task,
+            busy: s.sys.timing.busy_for,
         }
-        let path = self.record_path(run_id);
-        let bytes = match fsx::read_patient(&path, self.s.sys.timing.busy_for) {
-            Ok(None) => return Ok(None),
-            Ok(Some(b)) => b,
-            Err(e) => {
-                return Err(RecoverError::Unreadable { path, why: e.to_string() });
-            }
-        };
-        if bytes.is_empty() {
-            return Ok(None);
-        }
-        crate::lineage::status_of(&bytes).map_err(|why| RecoverError::Unreadable { path, why })
     }
 
     /// Rewrite a dead run's `running` record as `interrupted`, with the peer's note.
