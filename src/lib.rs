@@ -23,6 +23,7 @@ pub mod pyjson;
 pub mod pyparse;
 pub mod recover;
 pub mod secrets;
+pub mod state;
 pub mod sys;
 pub mod timefmt;
 

@@ -1,0 +1,187 @@
+//! The state model: every fixture gets the state FORMAT.md §13 says, and
+//! synthetic trees cover every state with an injected clock and process table.
+
+mod common;
+
+use std::fs;
+use std::time::Duration;
+
+use common::*;
+use ubunye::state::{Flag, ScanOptions, State, scan};
+
+fn states(fixture: &str, host: &str, alive: bool) -> Vec<(String, String, State, Option<String>)> {
+    let (_d, uc, m) = common::fixture(fixture);
+    let (sys, _, procs) = fake_sys(host, m.captured_at());
+    if alive {
+        for l in m.json["leases"].as_array().unwrap() {
+            if l["pid_alive_at_capture"] == true {
+                procs.add(l["pid"].as_i64().unwrap() as i32, l["pid_started"].as_str());
+            }
+        }
+    }
+    let s = scan(&uc, &ScanOptions::default(), &sys).unwrap();
+    s.batches.iter().map(|b| (b.task.clone(), b.key.clone(), b.state, b.variables_text())).collect()
+}
+
+#[test]
+fn every_fixture_gets_the_state_format_md_says() {
+    use State::*;
+    let table: &[(&str, &[(&str, State)])] = &[
+        ("finished", &[("39bc42311894ddba", Finished)]),
+        ("finished-rerun", &[("39bc42311894ddba", Finished)]),
+        ("resumed", &[("39bc42311894ddba", Finished), ("7d106ca76674f2a1", Finished), ("faa6514a45a85a31", Finished)]),
+        ("live", &[("7d106ca76674f2a1", Live), ("39bc42311894ddba", Finished)]),
+        ("dead-killed", &[("7d106ca76674f2a1", Dead), ("39bc42311894ddba", Finished)]),
+        ("taken-over", &[("7d106ca76674f2a1", Live), ("39bc42311894ddba", Finished)]),
+        ("taken-over-done", &[("39bc42311894ddba", Finished), ("7d106ca76674f2a1", Finished)]),
+        ("takeover-refused-in-use", &[("7d106ca76674f2a1", HandedBack), ("39bc42311894ddba", Finished)]),
+        ("dead-before-commit", &[("7d106ca76674f2a1", Dead), ("39bc42311894ddba", Finished)]),
+        ("dead-before-commit-recovered", &[("39bc42311894ddba", Finished), ("7d106ca76674f2a1", Finished)]),
+        ("rerun-pending", &[("39bc42311894ddba", Pending)]),
+        ("rerun-pending-recovered", &[("39bc42311894ddba", Finished)]),
+        ("rerun-pending-kept", &[("39bc42311894ddba", Pending)]),
+        ("kept", &[("7d106ca76674f2a1", Kept), ("39bc42311894ddba", Finished)]),
+        ("kept-recovered", &[("39bc42311894ddba", Finished), ("7d106ca76674f2a1", Finished)]),
+        ("orphan", &[("7d106ca76674f2a1", Orphan), ("39bc42311894ddba", Finished)]),
+        ("orphan-adopted", &[("39bc42311894ddba", Finished), ("7d106ca76674f2a1", Finished)]),
+        ("dead-spark-staged", &[("540a6418b2f41334", Dead), ("39bc42311894ddba", Finished)]),
+        ("dead-spark-staged-taken-over", &[("39bc42311894ddba", Finished), ("540a6418b2f41334", Finished)]),
+    ];
+    for (fixture, want) in table {
+        let got = states(fixture, FIXTURE_HOST, true);
+        let got: Vec<(&str, State)> = got.iter().map(|(_, k, s, _)| (k.as_str(), *s)).collect();
+        assert_eq!(&got, want, "{fixture}");
+    }
+    // Variables come from the records whose variables hash to the key.
+    let got = states("dead-killed", FIXTURE_HOST, true);
+    assert_eq!(got[0].3.as_deref(), Some("dt=2025-01-02 mode=DEV"));
+    assert_eq!(got[1].3.as_deref(), Some("dt=2025-01-01 mode=DEV"));
+    // From another host, right at capture, the killed run's lease is fresh: live.
+    let got = states("dead-killed", "elsewhere|pid:[1]", false);
+    assert_eq!(got[0].2, State::Live);
+}
+
+fn lease_json(pid: i64, token: &str, host: &str, extra: &str) -> String {
+    format!(
+        r#"{{"run_id": "r-1", "task": "demo/sales/ingest", "pid": {pid}, "pid_started": "{token}", "host": "{host}", "started_at": "2026-11-29T10:00:00Z", "heartbeat": 1795946400.0, "outputs": {{}}{extra}}}"#
+    )
+}
+
+/// A synthetic use case holding one lease for dt=2025-01-02, written `age` ago.
+fn one_lease(content: &str, age: Duration) -> (tempfile::TempDir, std::path::PathBuf, std::time::SystemTime) {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join(".ubunye/leases/demo/sales/ingest");
+    fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("7d106ca76674f2a1.json");
+    fs::write(&p, content).unwrap();
+    let now = std::time::SystemTime::now();
+    set_mtime(&p, now - age);
+    let uc = d.path().to_path_buf();
+    (d, uc, now)
+}
+
+fn one(uc: &std::path::Path, sys: &ubunye::Sys) -> ubunye::state::Batch {
+    let s = scan(uc, &ScanOptions::default(), sys).unwrap();
+    assert_eq!(s.batches.len(), 1, "{:?}", s.batches);
+    s.batches.into_iter().next().unwrap()
+}
+
+#[test]
+fn synthetic_states_with_an_injected_clock_and_process_table() {
+    let minute = Duration::from_secs(60);
+    // Same host, process running, lease written 5 minutes ago: live but stalled.
+    let (_d, uc, now) = one_lease(&lease_json(4242, "100", FIXTURE_HOST, ""), 5 * minute);
+    let (sys, _, procs) = fake_sys(FIXTURE_HOST, now);
+    procs.add(4242, Some("100"));
+    let b = one(&uc, &sys);
+    assert_eq!((b.state, b.flags.contains(&Flag::Stalled)), (State::Live, true), "{}", b.note);
+    assert!(b.note.starts_with("stalled"), "{}", b.note);
+    // The same, written 10 s ago: live, not stalled.
+    let (_d, uc, now) = one_lease(&lease_json(4242, "100", FIXTURE_HOST, ""), Duration::from_secs(10));
+    let (sys, _, procs) = fake_sys(FIXTURE_HOST, now);
+    procs.add(4242, Some("100"));
+    let b = one(&uc, &sys);
+    assert_eq!((b.state, b.flags.contains(&Flag::Stalled)), (State::Live, false));
+    // Reused pid: dead.
+    procs.add(4242, Some("999"));
+    assert_eq!(one(&uc, &sys).state, State::Dead);
+    // Another host at 14 and 16 minutes.
+    for (age, state) in [(14, State::Live), (16, State::Dead)] {
+        let (_d, uc, now) = one_lease(&lease_json(1, "5", "elsewhere|pid:[1]", ""), age * minute);
+        let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
+        assert_eq!(one(&uc, &sys).state, state, "{age} minutes");
+    }
+    // An empty lease: live young, dead old.
+    for (age, state) in [(1, State::Live), (20, State::Dead)] {
+        let (_d, uc, now) = one_lease("", age * minute);
+        let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
+        assert_eq!(one(&uc, &sys).state, state, "empty, {age} minutes");
+    }
+    // Kept by a process that still runs (a notebook): kept, holder alive.
+    let (_d, uc, now) = one_lease(&lease_json(4242, "100", FIXTURE_HOST, r#", "kept": true"#), minute);
+    let (sys, _, procs) = fake_sys(FIXTURE_HOST, now);
+    procs.add(4242, Some("100"));
+    let b = one(&uc, &sys);
+    assert_eq!((b.state, b.flags.contains(&Flag::HolderAlive)), (State::Kept, true));
+    // The disk's clock set back a month: not dead, flagged.
+    let (_d, uc, now) = one_lease(&lease_json(1, "5", "elsewhere|pid:[1]", ""), Duration::ZERO);
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, now - 30 * 24 * 60 * minute);
+    let b = one(&uc, &sys);
+    assert_eq!((b.state, b.flags.contains(&Flag::ClockBehind)), (State::Live, true));
+}
+
+#[test]
+fn unreadable_files_become_rows_and_never_stop_the_scan() {
+    let (_d, uc, m) = fixture("dead-killed");
+    let dir = uc.join(".ubunye/leases/demo/sales/ingest");
+    // A folder where the lease should be, and a damaged note of another batch.
+    fs::remove_file(dir.join("7d106ca76674f2a1.json")).unwrap();
+    fs::create_dir(dir.join("7d106ca76674f2a1.json")).unwrap();
+    fs::write(dir.join("39bc42311894ddba.finished.json"), "{\"run_id\": ").unwrap();
+    fs::write(dir.join("540a6418b2f41334.dead-0badc0de.json"), b"{\"run_id\": \"\xff\"}").unwrap();
+    fs::write(uc.join(".ubunye/lineage/demo/sales/ingest/zzz.json"), b"\xff\xfe").unwrap();
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, m.captured_at());
+    let s = scan(&uc, &ScanOptions::default(), &sys).unwrap();
+    let unreadable: Vec<_> = s.batches.iter().filter(|b| b.state == State::Unreadable).collect();
+    assert_eq!(unreadable.len(), 4, "{:#?}", s.batches.iter().map(|b| (&b.key, b.state, &b.note)).collect::<Vec<_>>());
+    for b in unreadable {
+        assert!(!b.unreadable.is_empty() && b.note.contains(':'), "{}", b.note);
+    }
+}
+
+#[test]
+fn records_alone_give_interrupted_and_failed() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join(".ubunye/lineage/demo/sales/ingest");
+    fs::create_dir_all(&dir).unwrap();
+    let rec = |id: &str, dt: &str, status: &str, started: &str| {
+        format!(
+            r#"{{"run_id": "{id}", "task_path": "demo/sales/ingest", "started_at": "{started}", "status": "{status}", "error": "boom", "variables": {{"dt": "{dt}", "mode": "DEV"}}}}"#
+        )
+    };
+    fs::write(dir.join("a.json"), rec("a", "2025-01-01", "success", "2026-11-29T10:00:00+00:00")).unwrap();
+    fs::write(dir.join("b.json"), rec("b", "2025-01-01", "interrupted", "2026-11-29T11:00:00+00:00")).unwrap();
+    fs::write(dir.join("c.json"), rec("c", "2025-01-02", "error", "2026-11-29T11:00:00+00:00")).unwrap();
+    fs::write(dir.join("d.json"), rec("d", "2025-01-03", "success", "2026-11-29T11:00:00+00:00")).unwrap();
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
+    let s = scan(d.path(), &ScanOptions::default(), &sys).unwrap();
+    let got: Vec<(String, State)> = s.batches.iter().map(|b| (b.variables_text().unwrap(), b.state)).collect();
+    assert_eq!(
+        got,
+        vec![
+            ("dt=2025-01-01 mode=DEV".to_string(), State::Interrupted),
+            ("dt=2025-01-02 mode=DEV".to_string(), State::Failed),
+            ("dt=2025-01-03 mode=DEV".to_string(), State::Finished),
+        ]
+    );
+    assert_eq!(s.batches[0].key, "39bc42311894ddba", "keyed by re-hashing the record's variables");
+}
+
+#[test]
+fn a_folder_without_ubunye_is_not_a_use_case() {
+    let d = tempfile::tempdir().unwrap();
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, std::time::SystemTime::now());
+    let e = scan(d.path(), &ScanOptions::default(), &sys).unwrap_err();
+    assert!(e.to_string().contains("has no .ubunye/ folder") && e.to_string().contains("Point -d"), "{e}");
+    assert!(scan(&d.path().join("nope"), &ScanOptions::default(), &sys).is_err());
+}
