@@ -39,6 +39,10 @@ pub struct LeaseSpec {
     /// Who takes a dead run over, for its record's note: None for a run (the
     /// peer's wording), `Some("ubunye leases takeover")` for a repair.
     pub actor: Option<String>,
+    /// A repair knows the batch by its key, not always by its variables: the key,
+    /// and whether the batch is named (None: unknown, taken as named, so that a
+    /// finished run's note is written; an unnamed batch never reads one).
+    pub key: Option<(String, Option<bool>)>,
 }
 
 impl LeaseSpec {
@@ -55,6 +59,7 @@ impl LeaseSpec {
             run_id: run_id.into(),
             lineage_dir: None,
             actor: None,
+            key: None,
         }
     }
 }
@@ -448,7 +453,14 @@ impl RunLease {
         if !layout::run_id_is_safe(&spec.run_id) || spec.run_id.is_empty() {
             return Err(Error::Usage(format!("run id '{}' cannot name a file", spec.run_id)));
         }
-        let key = key::batch_key(spec.task.as_str(), &spec.variables).map_err(|e| Error::Usage(e.to_string()))?;
+        let (key, named) = match &spec.key {
+            Some((k, named)) if layout::is_key(k) => (k.clone(), named.unwrap_or(true)),
+            Some((k, _)) => return Err(Error::Usage(format!("'{k}' is not a batch key"))),
+            None => (
+                key::batch_key(spec.task.as_str(), &spec.variables).map_err(|e| Error::Usage(e.to_string()))?,
+                key::names_a_batch(&spec.variables),
+            ),
+        };
         let root = beneath.root().to_path_buf();
         let paths = LeasePaths::new(&root, &spec.task, &key);
         let lineage_dir = match &spec.lineage_dir {
@@ -467,7 +479,7 @@ impl RunLease {
             timefmt::epoch_secs(now),
         );
         let shared = Shared {
-            named: key::names_a_batch(&spec.variables),
+            named,
             task: spec.task,
             key,
             run_id: spec.run_id,

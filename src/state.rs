@@ -191,6 +191,9 @@ pub struct RecordInfo {
     pub backend: Option<String>,
     #[serde(skip)]
     pub variables: Option<serde_json::Map<String, Value>>,
+    /// Where its outputs went (`outputs[].location`).
+    #[serde(skip)]
+    pub locations: Vec<String>,
 }
 
 /// A file that exists and cannot be read.
@@ -489,6 +492,7 @@ struct RecordHead {
     error: Option<Value>,
     backend: Option<Value>,
     variables: Option<Value>,
+    outputs: Option<Value>,
 }
 
 fn text(v: Option<Value>) -> Option<String> {
@@ -525,6 +529,12 @@ pub fn read_record(path: &Path) -> Result<RecordInfo, UnreadableFile> {
         variables: match head.variables {
             Some(Value::Object(m)) => Some(m),
             _ => None,
+        },
+        locations: match head.outputs {
+            Some(Value::Array(a)) => {
+                a.iter().filter_map(|o| o.get("location").and_then(Value::as_str).map(str::to_string)).collect()
+            }
+            _ => Vec::new(),
         },
     })
 }
@@ -643,6 +653,151 @@ pub fn scan(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Scan, ScanError>
     Ok(Scan { root, lineage_dir, now, batches: out, problems })
 }
 
+/// Read one batch only: its lease-folder files and the run records they name
+/// (no folder of records is listed), for `explain`, which must answer fast in a
+/// use case of 100,000 batches.
+pub fn scan_batch(uc: &Path, task: &str, key: &str, opts: &ScanOptions, sys: &Sys) -> Result<(Scan, Batch), ScanError> {
+    let root = fs::canonicalize(uc).map_err(|e| ScanError::NoFolder(uc.to_path_buf(), e.to_string()))?;
+    if !root.join(".ubunye").is_dir() {
+        return Err(ScanError::NotAUseCase(root));
+    }
+    let beneath = crate::beneath::Beneath::new(&root).map_err(|e| ScanError::NoFolder(root.clone(), e.to_string()))?;
+    let leases_root = layout::leases_root(&root);
+    let lineage_dir = match &opts.lineage_dir {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => uc.join(d),
+        None => layout::lineage_root(&root),
+    };
+    let now = sys.clock.disk_now(if leases_root.is_dir() { &leases_root } else { &root });
+    let mut problems = Vec::new();
+    let dir = leases_root.join(task);
+    let mut b = Batch::new(task, key);
+    let mut folder = Folder::default();
+    if let Ok(rd) = fs::read_dir(&dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(key) {
+                continue;
+            }
+            let path = e.path();
+            match layout::classify(&name) {
+                Entry::Lease { key: k } if k == key => folder.leases.push(path),
+                Entry::Finished { key: k } if k == key => folder.finished.push(path),
+                Entry::Dead { key: k } if k == key => folder.dead.push(path),
+                Entry::Done { key: k, run } if k == key => folder.done.push((run, path)),
+                Entry::Taken { key: k, run } if k == key => folder.taken.push((run, path)),
+                Entry::Tmp { key: k } if k == key => folder.tmp.push(path),
+                _ => {}
+            }
+        }
+    }
+    fill(&mut b, folder, &beneath, sys, now);
+    let mut runs: Vec<String> = b
+        .lease
+        .iter()
+        .chain(&b.orphans)
+        .map(|l| l.holder.run_id.clone())
+        .chain(b.finished.iter().filter_map(|f| f.run_id.clone()))
+        .chain(b.done_marks.iter().chain(&b.tombstones).map(|m| m.run_id.clone()))
+        .filter(|r| !r.is_empty() && layout::run_id_is_safe(r))
+        .collect();
+    runs.sort();
+    runs.dedup();
+    for r in runs {
+        let path = lineage_dir.join(task).join(format!("{r}.json"));
+        if !path.exists() {
+            continue;
+        }
+        match read_record(&path) {
+            Ok(rec) => {
+                if b.variables.is_none()
+                    && rec.variables.as_ref().and_then(|v| record_key(task, v)).as_deref() == Some(key)
+                {
+                    b.variables = rec.variables.clone();
+                }
+                b.records.push(rec);
+            }
+            Err(u) => b.unreadable.push(u),
+        }
+    }
+    b.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
+    classify(&mut b, now);
+    let scan = Scan { root, lineage_dir, now, batches: Vec::new(), problems: std::mem::take(&mut problems) };
+    Ok((scan, b))
+}
+
+/// Where a batch is: its task and key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct BatchId {
+    pub task: String,
+    pub key: String,
+}
+
+/// What a key, key prefix or lease path names.
+#[derive(Debug)]
+pub enum Found {
+    One(BatchId),
+    /// Several batches start with that prefix.
+    Ambiguous(Vec<BatchId>),
+    /// None; the keys that come closest.
+    None(Vec<BatchId>),
+}
+
+/// Find the batch a key, a unique key prefix, or a path to a lease-folder file
+/// names, by file names in the lease folders only. `task` narrows it.
+pub fn find(uc: &Path, query: &str, task: Option<&str>) -> Result<Found, ScanError> {
+    let root = fs::canonicalize(uc).map_err(|e| ScanError::NoFolder(uc.to_path_buf(), e.to_string()))?;
+    if !root.join(".ubunye").is_dir() {
+        return Err(ScanError::NotAUseCase(root));
+    }
+    let leases_root = layout::leases_root(&root);
+    // A path to a lease, note, orphan or mark.
+    let as_path = Path::new(query);
+    if query.contains('/') && as_path.exists() {
+        if let (Ok(full), Some(name)) = (fs::canonicalize(as_path), as_path.file_name()) {
+            if let Ok(rel) = full.parent().unwrap_or(Path::new("/")).strip_prefix(&leases_root) {
+                let key = match layout::classify(&name.to_string_lossy()) {
+                    Entry::Lease { key } | Entry::Finished { key } | Entry::Dead { key } | Entry::Tmp { key } => {
+                        Some(key)
+                    }
+                    Entry::Done { key, .. } | Entry::Taken { key, .. } => Some(key),
+                    _ => None,
+                };
+                if let Some(key) = key {
+                    return Ok(Found::One(BatchId { task: rel.to_string_lossy().into_owned(), key }));
+                }
+            }
+        }
+    }
+    let q = query.to_ascii_lowercase();
+    let mut all = std::collections::BTreeSet::new();
+    let mut problems = Vec::new();
+    for (t, dir) in task_dirs(&leases_root, &mut problems) {
+        if task.is_some_and(|want| !glob_match(want, &t)) {
+            continue;
+        }
+        if let Ok(rd) = fs::read_dir(&dir) {
+            for e in rd.flatten() {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if name.len() >= 16 && layout::is_key(&name[..16]) {
+                    all.insert(BatchId { task: t.clone(), key: name[..16].to_string() });
+                }
+            }
+        }
+    }
+    let hits: Vec<BatchId> = all.iter().filter(|b| b.key.starts_with(&q)).cloned().collect();
+    Ok(match hits.len() {
+        1 => Found::One(hits.into_iter().next().unwrap_or_else(|| unreachable!())),
+        0 => {
+            let common = |k: &str| k.chars().zip(q.chars()).take_while(|(a, b)| a == b).count();
+            let best = all.iter().map(|b| common(&b.key)).max().unwrap_or(0);
+            Found::None(all.into_iter().filter(|b| best > 0 && common(&b.key) == best).take(5).collect())
+        }
+        _ => Found::Ambiguous(hits),
+    })
+}
+
 /// Read one batch's lease-folder files into the batch.
 fn fill(b: &mut Batch, f: Folder, beneath: &crate::beneath::Beneath, sys: &Sys, now: Now) {
     for p in f.leases {
@@ -727,7 +882,7 @@ pub fn classify(b: &mut Batch, now: Now) {
             if !dead {
                 b.flags.push(Flag::HolderAlive);
             }
-            let what = if l.committed { "files of the run it replaced" } else { "claims" };
+            let what = if l.committed { "file(s) of the run it replaced" } else { "claimed file(s)" };
             (State::Kept, format!("run ended and kept its lease: {} {what} it could not remove", present.max(replaced)))
         } else if l.tombstoned {
             (State::HandedBack, format!("takeover refused: {present} claimed file(s) could not be removed"))

@@ -185,3 +185,83 @@ fn a_folder_without_ubunye_is_not_a_use_case() {
     assert!(e.to_string().contains("has no .ubunye/ folder") && e.to_string().contains("Point -d"), "{e}");
     assert!(scan(&d.path().join("nope"), &ScanOptions::default(), &sys).is_err());
 }
+
+/// The plan `explain` shows for each dead fixture is what the real peer did
+/// next: the files it removed, the record it marked, the note it wrote, the
+/// staging folder it removed (the `*-recovered`, `*-taken-over`, `*-adopted`
+/// fixtures are the answers).
+#[test]
+fn the_explain_plan_is_what_the_peer_did_next() {
+    use ubunye::beneath::Beneath;
+    use ubunye::doc::{LeaseDoc, parse_doc};
+    use ubunye::layout::{LeasePaths, TaskPath};
+    use ubunye::plan::{BatchFiles, plan_recovery};
+    let pairs = [
+        ("dead-killed", "taken-over-done", "7d106ca76674f2a1", false),
+        ("orphan", "orphan-adopted", "7d106ca76674f2a1", true),
+        ("rerun-pending", "rerun-pending-recovered", "39bc42311894ddba", false),
+        ("kept", "kept-recovered", "7d106ca76674f2a1", false),
+        ("dead-before-commit", "dead-before-commit-recovered", "7d106ca76674f2a1", false),
+        ("dead-spark-staged", "dead-spark-staged-taken-over", "540a6418b2f41334", false),
+    ];
+    let task = TaskPath::parse("demo/sales/ingest").unwrap();
+    for (dead, after, key, orphan) in pairs {
+        let before_uc = fixture_dir(dead).join("uc");
+        let after_uc = fixture_dir(after).join("uc");
+        let beneath = Beneath::new(&before_uc).unwrap();
+        let paths = LeasePaths::new(beneath.root(), &task, key);
+        let lineage = beneath.root().join(".ubunye/lineage");
+        let files =
+            BatchFiles { beneath: &beneath, paths: &paths, lineage_dir: &lineage, task: &task, busy: Duration::ZERO };
+        let lease_file = if orphan {
+            fs::read_dir(&paths.dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .find(|p| p.to_string_lossy().contains(".dead-"))
+                .unwrap()
+        } else {
+            paths.lease()
+        };
+        let doc = LeaseDoc::from_parsed(parse_doc(&fs::read(&lease_file).unwrap()).unwrap());
+        let plan = plan_recovery(&files, &doc, Some(true)).unwrap();
+        // Files: what the plan removes is what disappeared.
+        let planned: Vec<String> = plan.present().map(|f| f.claim.clone()).collect();
+        let gone: Vec<String> = files_under(&before_uc, "out")
+            .into_iter()
+            .filter(|f| !f.contains("_ubunye-") && !f.ends_with("_SUCCESS") && !after_uc.join(f).exists())
+            .collect();
+        assert_eq!(planned, gone, "{dead}: removed files");
+        // Staging folders: removed.
+        for st in &plan.staging {
+            assert!(before_uc.join(st).exists() && !after_uc.join(st).exists(), "{dead}: staging {st}");
+        }
+        // The record: marked interrupted iff the plan says so.
+        let rec = |uc: &std::path::Path| {
+            fs::read_to_string(uc.join(format!(".ubunye/lineage/demo/sales/ingest/{}.json", plan.run_id)))
+                .ok()
+                .map(|t| serde_json::from_str::<serde_json::Value>(&t).unwrap()["status"].as_str().unwrap().to_string())
+        };
+        let marked = rec(&before_uc).as_deref() == Some("running") && rec(&after_uc).as_deref() == Some("interrupted");
+        assert_eq!(plan.mark_record.is_some(), marked, "{dead}: record");
+        // The note: written for the dead run iff the plan says so.
+        let note: Option<serde_json::Value> =
+            fs::read_to_string(after_uc.join(format!(".ubunye/leases/demo/sales/ingest/{key}.finished.json")))
+                .ok()
+                .map(|t| serde_json::from_str(&t).unwrap());
+        let noted_for_it = note.is_some_and(|n| n["run_id"] == plan.run_id.as_str())
+            && !before_uc.join(format!(".ubunye/leases/demo/sales/ingest/{key}.finished.json")).exists();
+        assert_eq!(plan.write_note.is_some(), noted_for_it, "{dead}: note");
+        // The done mark: removed.
+        if let Some(d) = &plan.remove_done {
+            assert!(
+                !after_uc.join(".ubunye/leases/demo/sales/ingest").join(d.file_name().unwrap()).exists(),
+                "{dead}: done mark"
+            );
+        }
+    }
+}
+
+fn files_under(uc: &std::path::Path, sub: &str) -> Vec<String> {
+    files(&uc.join(sub)).into_iter().map(|f| format!("{sub}/{f}")).collect()
+}

@@ -6,8 +6,12 @@ use std::io::Write;
 
 use clap::{Args, Parser, Subcommand};
 
+mod doctor;
 mod exec;
 mod key;
+mod leases;
+mod repair;
+mod runs;
 
 /// The exit codes.
 pub mod exit {
@@ -42,6 +46,12 @@ pub enum Command {
     Key(key::KeyArgs),
     /// Run any program as a batch under a lease (claimed appends, swapped overwrites).
     Exec(exec::ExecArgs),
+    /// See and repair the leases of a use case: list, explain, takeover, finish.
+    Leases(leases::LeasesArgs),
+    /// The run records of a use case, newest first.
+    Runs(runs::RunsArgs),
+    /// What the engine leaves for people: stray staging, temp files, old marks...
+    Doctor(doctor::DoctorArgs),
     /// Watch the leases and run records of a use case live (the dashboard).
     Top(TopArgs),
 }
@@ -116,6 +126,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
     match &cli.command {
         Command::Key(a) => key::run(a),
         Command::Exec(a) => exec::run(a),
+        Command::Leases(a) => leases::run(a),
+        Command::Runs(a) => runs::run(a),
+        Command::Doctor(a) => doctor::run(a),
         Command::Top(a) => dashboard.top(a),
     }
 }

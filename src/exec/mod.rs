@@ -296,6 +296,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
         run_id: spec.run_id.clone(),
         lineage_dir,
         actor: None,
+        key: None,
     };
     let (lease, acquired) = RunLease::acquire(lspec, sys.clone())?;
     if let Some(r) = acquired.took_over {

@@ -1,0 +1,59 @@
+//! `ubunye doctor`: findings the engine leaves for people. Exit 1 when there
+//! are any, 0 when clean. Nothing is changed.
+
+use clap::Args;
+
+use super::leases::LineageArg;
+use super::{DirArg, exit, say_err};
+use crate::state::{self, ScanOptions};
+use crate::sys::Sys;
+
+/// Look for what the engine leaves for people: stray staging folders, temp
+/// files, old takeover marks, done marks without a lease, running records
+/// without a lease, paths outside the use case, unreadable files, stalled runs.
+#[derive(Args, Debug)]
+#[command(after_help = "Exit codes: 0 clean, 1 findings (or the folder cannot be read). Nothing is ever changed.")]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    #[command(flatten)]
+    pub lineage: LineageArg,
+    /// JSON (schema: docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: &DoctorArgs) -> i32 {
+    let sys = Sys::real();
+    let scan = match state::scan(
+        &a.dir.dir,
+        &ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None },
+        &sys,
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            say_err(&e.to_string());
+            return exit::REFUSED;
+        }
+    };
+    let findings = crate::doctor::examine(&scan);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"use_case": scan.root, "findings": findings}))
+                .unwrap_or_default()
+        );
+    } else if findings.is_empty() {
+        println!("{}: clean ({} batch(es) looked at).", scan.root.display(), scan.batches.len());
+    } else {
+        for f in &findings {
+            let at = match (&f.task, &f.key) {
+                (Some(t), Some(k)) => format!(" [{t} {k}]"),
+                _ => String::new(),
+            };
+            println!("{:<18} {}{at}\n{:<18} {}", f.kind, f.path.display(), "", f.detail);
+        }
+        println!("{} finding(s).", findings.len());
+    }
+    if findings.is_empty() { exit::OK } else { exit::REFUSED }
+}

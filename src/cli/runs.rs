@@ -1,0 +1,149 @@
+//! `ubunye runs`: the run records of a use case, newest first.
+
+use clap::Args;
+use comfy_table::{Cell, ContentArrangement, Table, presets};
+use serde::Serialize;
+
+use super::leases::LineageArg;
+use super::{DirArg, exit, say_err};
+use crate::state::{self, RecordInfo, UnreadableFile};
+
+/// The run records (lineage) of a use case, newest first.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  ubunye runs -d uc --status interrupted --since 1d\n  ubunye runs -d uc --task 'demo/sales/*' --limit 5 --json"
+)]
+pub struct RunsArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    #[command(flatten)]
+    pub lineage: LineageArg,
+    /// Only tasks matching this pattern (`*` matches anything).
+    #[arg(long, value_name = "GLOB")]
+    pub task: Option<String>,
+    /// Only records with this status (running, success, error, interrupted).
+    #[arg(long, value_name = "S")]
+    pub status: Option<String>,
+    /// Only runs started within this long (e.g. 2h, 3d).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub since: Option<std::time::Duration>,
+    /// At most this many.
+    #[arg(long, value_name = "N", default_value = "50")]
+    pub limit: usize,
+    /// JSON (schema: docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct Row<'a> {
+    task: String,
+    #[serde(flatten)]
+    record: &'a RecordInfo,
+    variables: Option<&'a serde_json::Map<String, serde_json::Value>>,
+}
+
+pub fn run(a: &RunsArgs) -> i32 {
+    let root = match std::fs::canonicalize(&a.dir.dir) {
+        Ok(r) if r.join(".ubunye").is_dir() => r,
+        Ok(r) => {
+            say_err(&state::ScanError::NotAUseCase(r).to_string());
+            return exit::REFUSED;
+        }
+        Err(e) => {
+            say_err(&state::ScanError::NoFolder(a.dir.dir.clone(), e.to_string()).to_string());
+            return exit::REFUSED;
+        }
+    };
+    let lineage = match &a.lineage.lineage_dir {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => a.dir.dir.join(d),
+        None => crate::layout::lineage_root(&root),
+    };
+    let mut problems: Vec<UnreadableFile> = Vec::new();
+    let mut records: Vec<(String, RecordInfo)> = Vec::new();
+    for (task, dir) in state::task_dirs(&lineage, &mut problems) {
+        if a.task.as_deref().is_some_and(|g| !state::glob_match(g, &task)) {
+            continue;
+        }
+        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.extension().is_none_or(|x| x != "json") {
+                continue;
+            }
+            match state::read_record(&p) {
+                Ok(r) => records.push((task.clone(), r)),
+                Err(u) => problems.push(u),
+            }
+        }
+    }
+    let cutoff = a.since.and_then(|d| std::time::SystemTime::now().checked_sub(d));
+    records.retain(|(_, r)| {
+        a.status.as_deref().is_none_or(|s| r.status.as_deref() == Some(s))
+            && cutoff.is_none_or(|c| r.started_at.as_deref().and_then(crate::timefmt::parse).is_some_and(|t| t >= c))
+    });
+    records.sort_by(|x, y| y.1.started_at.cmp(&x.1.started_at));
+    records.truncate(a.limit);
+    if a.json {
+        let rows: Vec<Row<'_>> =
+            records.iter().map(|(t, r)| Row { task: t.clone(), record: r, variables: r.variables.as_ref() }).collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"records": rows, "problems": problems}))
+                .unwrap_or_default()
+        );
+        return exit::OK;
+    }
+    for p in &problems {
+        say_err(&format!("{} cannot be read: {}", p.path.display(), p.why));
+    }
+    if records.is_empty() {
+        println!("No run records in {}.", lineage.display());
+        return exit::OK;
+    }
+    let mut t = Table::new();
+    t.load_style(presets::NOTHING).set_content_arrangement(ContentArrangement::Dynamic);
+    t.set_header(["STARTED", "STATUS", "TASK", "RUN", "VARIABLES", "SECONDS", "ERROR"]);
+    let colour = super::leases::colour();
+    for (task, r) in &records {
+        let vars = r
+            .variables
+            .as_ref()
+            .map(|v| {
+                v.iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        let status = r.status.clone().unwrap_or_else(|| "(none)".into());
+        let mut cell = Cell::new(&status);
+        if colour {
+            cell = cell.fg(match status.as_str() {
+                "success" => comfy_table::Color::Green,
+                "running" => comfy_table::Color::Cyan,
+                "interrupted" => comfy_table::Color::Yellow,
+                _ => comfy_table::Color::Red,
+            });
+        }
+        let secs = match (
+            r.started_at.as_deref().and_then(crate::timefmt::parse),
+            r.ended_at.as_deref().and_then(crate::timefmt::parse),
+        ) {
+            (Some(s), Some(e)) => e.duration_since(s).map(|d| format!("{:.1}", d.as_secs_f64())).unwrap_or_default(),
+            _ => String::new(),
+        };
+        t.add_row(vec![
+            Cell::new(r.started_at.clone().unwrap_or_default()),
+            cell,
+            Cell::new(task),
+            Cell::new(crate::doc::short(&r.run_id)),
+            Cell::new(vars),
+            Cell::new(secs),
+            Cell::new(r.error.clone().unwrap_or_default()),
+        ]);
+    }
+    println!("{t}");
+    exit::OK
+}

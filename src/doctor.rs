@@ -1,0 +1,219 @@
+//! `ubunye doctor`: what the engine leaves for people. It reports; it never
+//! removes anything (the repairs do that, through the engine).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::beneath::{Beneath, is_staging_name};
+use crate::state::{Flag, Scan, State};
+
+/// One thing to look at.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    /// stray-staging, temp-file, old-tombstone, done-without-lease,
+    /// running-record, path-outside, unreadable, stalled, clock-behind.
+    pub kind: &'static str,
+    pub path: PathBuf,
+    pub detail: String,
+    pub task: Option<String>,
+    pub key: Option<String>,
+}
+
+/// The root folder of an output that holds `file`: its folder, above any
+/// `name=value` partition folders.
+fn output_root(file: &Path) -> Option<PathBuf> {
+    let mut d = file.parent()?.to_path_buf();
+    while d.file_name().is_some_and(|n| n.to_string_lossy().contains('=')) {
+        d.pop();
+    }
+    Some(d)
+}
+
+/// Look at a scanned use case.
+pub fn examine(scan: &Scan) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let Ok(beneath) = Beneath::new(&scan.root) else { return out };
+    let mut outputs: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut recorded_staging: BTreeSet<PathBuf> = BTreeSet::new();
+    for p in &scan.problems {
+        out.push(Finding {
+            kind: "unreadable",
+            path: p.path.clone(),
+            detail: format!("cannot be listed: {}", p.why),
+            task: None,
+            key: None,
+        });
+    }
+    for b in &scan.batches {
+        let id = || (Some(b.task.clone()), Some(b.key.clone()));
+        for u in &b.unreadable {
+            let (task, key) = id();
+            out.push(Finding { kind: "unreadable", path: u.path.clone(), detail: u.why.clone(), task, key });
+        }
+        for t in &b.temp_files {
+            let (task, key) = id();
+            out.push(Finding { kind: "temp-file", path: t.clone(), detail: "left by a save killed between its write and its rename; safe to remove once no run of the batch is live".into(), task, key });
+        }
+        for t in &b.tombstones {
+            if t.time
+                .and_then(|m| scan.now.time.duration_since(m).ok())
+                .is_some_and(|age| age > Duration::from_secs(7 * 86_400))
+            {
+                let (task, key) = id();
+                out.push(Finding {
+                    kind: "old-tombstone",
+                    path: t.path.clone(),
+                    detail: "a takeover mark older than 7 days: the next run of the batch removes it".into(),
+                    task,
+                    key,
+                });
+            }
+        }
+        if b.flags.contains(&Flag::LeftoverDone) {
+            for d in &b.done_marks {
+                let (task, key) = id();
+                out.push(Finding {
+                    kind: "done-without-lease",
+                    path: d.path.clone(),
+                    detail: format!(
+                        "run {} was killed between removing its lease and this mark; harmless, and nothing removes it",
+                        crate::doc::short(&d.run_id)
+                    ),
+                    task,
+                    key,
+                });
+            }
+        }
+        if b.state == State::Interrupted && b.records.first().is_some_and(|r| r.status.as_deref() == Some("running")) {
+            let r = &b.records[0];
+            let (task, key) = id();
+            out.push(Finding { kind: "running-record", path: r.path.clone(), detail: "the record says running, but no lease holds the batch and so no process runs it (a run without a lease, or one killed before taking it)".into(), task, key });
+        }
+        if let Some(l) = &b.lease {
+            let (task, key) = id();
+            if b.flags.contains(&Flag::Stalled) && b.state == State::Live {
+                out.push(Finding {
+                    kind: "stalled",
+                    path: l.path.clone(),
+                    detail: b.note.clone(),
+                    task: task.clone(),
+                    key: key.clone(),
+                });
+            }
+            if b.flags.contains(&Flag::ClockBehind) {
+                out.push(Finding { kind: "clock-behind", path: l.path.clone(), detail: "the lease's times are ahead of the disk's clock: the clock was set back; it is not judged dead until the clock catches up".into(), task, key });
+            }
+        }
+        for l in b.lease.iter().chain(&b.orphans) {
+            for o in &l.outputs {
+                if let Some(st) = &o.staging {
+                    if let Ok(i) = beneath.resolve(st) {
+                        recorded_staging.insert(i.full.clone());
+                        if let Some(parent) = i.full.parent() {
+                            outputs.insert(
+                                if is_staging_name(&i.parts.last().cloned().unwrap_or_default())
+                                    && i.parts.last().is_some_and(|n| n.starts_with('_'))
+                                {
+                                    parent.to_path_buf()
+                                } else {
+                                    i.full.with_file_name(o.name.clone())
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            let all = l.doc.paths().unwrap_or_default();
+            for p in all {
+                match beneath.resolve(&p) {
+                    Ok(i) => {
+                        if let Some(r) = output_root(&i.full) {
+                            outputs.insert(r);
+                        }
+                    }
+                    Err(r) => {
+                        let (task, key) = id();
+                        out.push(Finding {
+                            kind: "path-outside",
+                            path: l.path.clone(),
+                            detail: r.to_string(),
+                            task,
+                            key,
+                        });
+                    }
+                }
+            }
+        }
+        if let Some(f) = &b.finished {
+            for (_, claims, _) in &f.outputs {
+                for c in claims {
+                    match beneath.resolve(c) {
+                        Ok(i) => {
+                            if let Some(r) = output_root(&i.full) {
+                                outputs.insert(r);
+                            }
+                        }
+                        Err(r) => {
+                            let (task, key) = id();
+                            out.push(Finding {
+                                kind: "path-outside",
+                                path: f.path.clone(),
+                                detail: r.to_string(),
+                                task,
+                                key,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        for r in &b.records {
+            for loc in &r.locations {
+                let p = PathBuf::from(loc);
+                if p.is_dir() && p.starts_with(&scan.root) {
+                    outputs.insert(p);
+                }
+            }
+        }
+    }
+    // Staging folders in (`_ubunye-*`) or beside (`.<name>.ubunye-*`) the
+    // outputs found above, that no lease or orphan names.
+    let mut seen = BTreeSet::new();
+    for o in &outputs {
+        let mut candidates = Vec::new();
+        if let Ok(rd) = fs::read_dir(o) {
+            candidates.extend(
+                rd.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("_ubunye-"))),
+            );
+        }
+        if let (Some(parent), Some(name)) = (o.parent(), o.file_name()) {
+            let prefix = format!(".{}.ubunye-", name.to_string_lossy());
+            if let Ok(rd) = fs::read_dir(parent) {
+                candidates.extend(
+                    rd.flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix))),
+                );
+            }
+        }
+        for c in candidates {
+            let name = c.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if is_staging_name(&name) && !recorded_staging.contains(&c) && seen.insert(c.clone()) {
+                out.push(Finding {
+                    kind: "stray-staging",
+                    path: c,
+                    detail: "a staging folder no lease names (its run was interrupted in a way no lease could record); readers skip it; check it, then remove it by hand".into(),
+                    task: None,
+                    key: None,
+                });
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,467 @@
+//! `ubunye leases explain`: the triage report an expert would give for one
+//! batch: what it is, who holds it and the verdict in plain words, what it
+//! wrote, its history, and exactly what the next run or a repair would do, from
+//! the same plan the engine acts on.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::layout::{LeasePaths, TaskPath};
+use crate::liveness::{AgeBecause, Judgement, TouchedBy, Why};
+use crate::plan::{BatchFiles, RecoveryPlan, plan_recovery};
+use crate::state::{Batch, Flag, LeaseInfo, Scan, State};
+use crate::timefmt;
+
+/// The next step, and the one command to run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Next {
+    /// `takeover`, `finish`, `wait`, `end-the-process`, `check-the-file`,
+    /// `run-again`, `nothing`.
+    pub action: &'static str,
+    /// What will happen, step by step.
+    pub steps: Vec<String>,
+    /// The command to run, when there is one.
+    pub command: Option<String>,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Explanation {
+    pub batch: Batch,
+    /// The verdict on the holder in plain words.
+    pub verdict: Option<String>,
+    /// What recovering the dead holder (or each orphan) will do.
+    pub plans: Vec<RecoveryPlan>,
+    pub next: Next,
+    /// Past repairs of this batch (`.ubunye/repairs.jsonl`).
+    pub repairs: Vec<serde_json::Value>,
+}
+
+fn mins(secs: f64) -> String {
+    timefmt::age(std::time::Duration::from_secs_f64(secs.max(0.0)))
+}
+
+/// The verdict on a lease's holder, in one sentence.
+pub fn verdict(l: &LeaseInfo, key_prefix: &str) -> String {
+    let Some(j) = &l.holder.judgement else { return "cannot be judged: the lease is damaged".into() };
+    let host = l.holder.host.clone().unwrap_or_else(|| "no host".into());
+    let age = j.age.map(|a| a.age.as_secs_f64());
+    let age_txt = age.map(mins).unwrap_or_else(|| "an unknown time".into());
+    let mut s = match &j.why {
+        Why::ProcessGone { pid } if *pid <= 0 => format!("dead: it names no process (pid {pid}), checked on this host"),
+        Why::ProcessGone { pid } => format!("dead: process {pid} is gone, checked on this host"),
+        Why::PidReused { pid, recorded, current } => format!(
+            "dead: pid {pid} now belongs to another process (its start time is {current}, the lease recorded {recorded}), checked on this host"
+        ),
+        Why::OwnKeptLease { pid } => {
+            format!("dead: process {pid} is this very process, whose earlier run failed and kept the lease")
+        }
+        Why::ProcessAlive { pid, state, .. } if j.stalled => {
+            let how = match state {
+                Some('T') | Some('t') => format!("process {pid} is stopped (state T)"),
+                Some('Z') => {
+                    format!("process {pid} is a zombie (state Z): it has exited and its parent has not reaped it")
+                }
+                Some('D') => format!("process {pid} is blocked in the kernel (state D)"),
+                Some(c) => format!("process {pid} is running (state {c})"),
+                None => format!("process {pid} exists"),
+            };
+            format!(
+                "alive but stalled: {how} and has not written its lease for {age_txt}; the engine never takes over a live process: end it with `kill {pid}`, then `ubunye leases takeover {key_prefix}`"
+            )
+        }
+        Why::ProcessAlive { pid, .. } => {
+            format!("alive: process {pid} is running on this host (the same process: its start time matches)")
+        }
+        Why::Stale { because } => format!(
+            "dead: {} its lease has not been written for {age_txt} by the disk's clock (the limit is 15 minutes)",
+            because_txt(*because, &host)
+        ),
+        Why::Fresh { because } => format!(
+            "alive: {} its lease was written {age_txt} ago by the disk's clock; it is judged dead after 15 minutes without a write",
+            because_txt(*because, &host)
+        ),
+        Why::NoStat { .. } => "cannot be judged: the lease cannot be stat'ed, so it is never judged dead".into(),
+    };
+    if let Some(a) = j.age {
+        if let Some(behind) = a.clock_behind {
+            let _ = write!(
+                s,
+                ". Its times are {} ahead of the disk's clock: the clock was set back since it last wrote, so its age cannot be told; if its holder is surely gone, it can be taken over once the clock has caught up",
+                timefmt::age(behind)
+            );
+        } else if a.by != TouchedBy::Mtime {
+            s.push_str(". Its mtime was set by hand or by a tool, so its change time was used");
+        }
+    }
+    s
+}
+
+fn because_txt(b: AgeBecause, host: &str) -> String {
+    match b {
+        AgeBecause::OtherHost => format!("it was taken on another host ({host}), so its process cannot be checked from here;"),
+        AgeBecause::NoDocument => "the lease is empty or not JSON (a crash inside its creation), so it names no process;".into(),
+        AgeBecause::TokenUnreadable => "its process exists but its start time cannot be read (another user's?), so a reused pid cannot be ruled out;".into(),
+    }
+}
+
+fn size(n: Option<u64>) -> String {
+    match n {
+        None => "-".into(),
+        Some(n) if n < 1024 => format!("{n} B"),
+        Some(n) if n < 1024 * 1024 => format!("{:.1} KiB", n as f64 / 1024.0),
+        Some(n) => format!("{:.1} MiB", n as f64 / 1048576.0),
+    }
+}
+
+fn plan_steps(p: &RecoveryPlan, paths: &LeasePaths, settle: bool) -> Vec<String> {
+    let mut steps = Vec::new();
+    let run = if p.run_id.is_empty() { "(no run id)".to_string() } else { crate::doc::short(&p.run_id) };
+    if settle {
+        steps.push(format!("rename its lease aside, hold the batch, and wait 3 s for run {run} to show it is alive (a live run that writes its lease again is left alone)"));
+        steps.push(format!(
+            "leave the takeover mark {}",
+            paths.taken(&p.run_id).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        ));
+    }
+    if let Some(by) = p.finished {
+        let why = match by {
+            crate::plan::FinishedBy::Committed => "its lease says committed",
+            crate::plan::FinishedBy::DoneMark => "its done mark is there",
+            crate::plan::FinishedBy::SuccessRecord => "its record says success",
+        };
+        steps.push(format!("treat run {run} as finished ({why}): its appends are the batch and stay"));
+        if let Some(n) = &p.write_note {
+            steps.push(format!(
+                "write the finished note {} for it",
+                n.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+            ));
+        }
+    }
+    for f in &p.remove {
+        match (&f.path, f.present) {
+            (None, _) => {}
+            (Some(_), true) => steps.push(format!("remove {} ({})", f.claim, size(f.size))),
+            (Some(_), false) => steps.push(format!(
+                "skip {}: not there (it never landed{})",
+                f.claim,
+                if f.unseen { "; its folder is not visible either" } else { "" }
+            )),
+        }
+    }
+    for st in &p.staging {
+        steps.push(format!("remove its staging folder {st} and all it holds (nothing in it landed)"));
+    }
+    if let Some(r) = &p.mark_record {
+        steps.push(format!(
+            "mark its record {} interrupted",
+            r.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        ));
+    } else if p.finished.is_none() {
+        match p.record_status.as_deref() {
+            None => steps.push("(no run record to mark)".into()),
+            Some(s) => steps.push(format!("leave its record as it is (it says {s})")),
+        }
+    }
+    if let Some(d) = &p.remove_done {
+        steps.push(format!(
+            "remove its done mark {}",
+            d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+        ));
+    }
+    if !p.unrepaired.is_empty() {
+        steps.push(format!(
+            "name output(s) {} as possibly holding part of its batch: they cannot be taken back here",
+            p.unrepaired.join(", ")
+        ));
+    }
+    for r in &p.refused {
+        steps.push(format!("REFUSE: {r}; nothing is removed until that path is dealt with by hand"));
+    }
+    steps
+}
+
+/// Past repairs of a batch, from `<uc>/.ubunye/repairs.jsonl`.
+pub fn repairs_of(root: &Path, task: &str, key: &str) -> Vec<serde_json::Value> {
+    let Ok(text) = std::fs::read_to_string(root.join(".ubunye/repairs.jsonl")) else { return Vec::new() };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["key"] == key && v["task"] == task)
+        .collect()
+}
+
+/// Build the report for one batch.
+pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
+    let prefix = &batch.key[..8.min(batch.key.len())];
+    let dflag = format!(" -d {}", uc_arg.display());
+    let task = TaskPath::parse(&batch.task).ok();
+    let named = batch.variables.as_ref().map(|v| {
+        crate::key::variables_from_json(&serde_json::Value::Object(v.clone()))
+            .map(|v| crate::key::names_a_batch(&v))
+            .unwrap_or(true)
+    });
+    let beneath = crate::beneath::Beneath::new(&scan.root).ok();
+    let mut plans = Vec::new();
+    let mut plan_error = None;
+    if let (Some(task), Some(beneath)) = (&task, &beneath) {
+        let paths = LeasePaths::new(&scan.root, task, &batch.key);
+        let files = BatchFiles {
+            beneath,
+            paths: &paths,
+            lineage_dir: &scan.lineage_dir,
+            task,
+            busy: std::time::Duration::ZERO,
+        };
+        let dead_lease = batch
+            .lease
+            .as_ref()
+            .filter(|_| matches!(batch.state, State::Dead | State::Kept | State::HandedBack | State::Pending));
+        for l in dead_lease.into_iter().chain(&batch.orphans) {
+            match plan_recovery(&files, &l.doc, named) {
+                Ok(p) => plans.push(p),
+                Err(u) => plan_error = Some(format!("{}: {}", u.path.display(), u.why)),
+            }
+        }
+    }
+    let verdict = batch.lease.as_ref().map(|l| verdict(l, prefix));
+    let paths = task.as_ref().map(|t| LeasePaths::new(&scan.root, t, &batch.key));
+    let judgement: Option<&Judgement> = batch.lease.as_ref().and_then(|l| l.holder.judgement.as_ref());
+    let next = match batch.state {
+        State::Unreadable => Next {
+            action: "check-the-file",
+            steps: batch.unreadable.iter().map(|u| format!("{} cannot be read: {}", u.path.display(), u.why)).collect::<Vec<_>>().into_iter().chain([
+                "Nothing is run, taken over or removed while it cannot be read: whether its run is alive, and which files it claims, cannot be told.".to_string(),
+                "Fix what stops it from being read (a permission, a file in the way), or look at it: it may list another run's files. Do not delete it by hand.".to_string(),
+            ]).collect(),
+            command: None,
+        },
+        State::Dead | State::Orphan | State::Kept | State::HandedBack if plan_error.is_none() => {
+            let mut steps = vec![format!("The next run of this batch, or `ubunye leases takeover {prefix}`, will:")];
+            for (i, p) in plans.iter().enumerate() {
+                let settle = i == 0 && batch.state != State::Orphan;
+                if batch.state == State::Orphan || i > 0 {
+                    steps.push(format!("adopt the dead lease left beside the lease (run {}):", crate::doc::short(&p.run_id)));
+                }
+                if let Some(paths) = &paths {
+                    steps.extend(plan_steps(p, paths, settle).into_iter().map(|s| format!("  {s}")));
+                }
+            }
+            if batch.state == State::Kept && batch.flags.contains(&Flag::HolderAlive) {
+                let pid = batch.lease.as_ref().and_then(|l| l.holder.pid).unwrap_or(0);
+                Next {
+                    action: "end-the-process",
+                    steps: vec![format!(
+                        "The run ended and kept its lease, but its process {pid} still runs (a notebook?): the engine does not take over a lease whose process is alive. End that process, then run the takeover."
+                    )]
+                    .into_iter()
+                    .chain(steps)
+                    .collect(),
+                    command: Some(format!("ubunye leases takeover {prefix}{dflag}")),
+                }
+            } else {
+                Next { action: "takeover", steps, command: Some(format!("ubunye leases takeover {prefix}{dflag}")) }
+            }
+        }
+        State::Pending if plan_error.is_none() => {
+            let mut steps = vec![format!("Its run committed and died before finishing. `ubunye leases finish {prefix}` (or the next run of this batch) will:")];
+            if let (Some(p), Some(paths)) = (plans.first(), &paths) {
+                steps.extend(plan_steps(p, paths, true).into_iter().map(|s| format!("  {s}")));
+            }
+            Next { action: "finish", steps, command: Some(format!("ubunye leases finish {prefix}{dflag}")) }
+        }
+        State::Dead | State::Orphan | State::Kept | State::HandedBack | State::Pending => Next {
+            action: "check-the-file",
+            steps: vec![format!("Recovery cannot be planned: {}. Nothing is taken over while it cannot be read.", plan_error.clone().unwrap_or_default())],
+            command: None,
+        },
+        State::Live if judgement.is_some_and(|j| j.stalled) => {
+            let pid = batch.lease.as_ref().and_then(|l| l.holder.pid).unwrap_or(0);
+            let remote = judgement.is_some_and(|j| !j.same_host);
+            Next {
+                action: "end-the-process",
+                steps: vec![if remote {
+                    "Its host has not written the lease for a while; if that host is down, it is judged dead after 15 minutes without a write, and then the next run takes it over.".to_string()
+                } else {
+                    format!("Its process {pid} is alive, so the engine will not take it over, however long it stalls. If it is stuck, end it (`kill {pid}`; `kill -9 {pid}` if it does not stop), then take the batch over.")
+                }],
+                command: (!remote).then(|| format!("kill {pid} && ubunye leases takeover {prefix}{dflag}")),
+            }
+        }
+        State::Live => Next { action: "wait", steps: vec!["A live run holds the batch: wait for it to finish. Never delete its lease: it lists that run's claimed files.".into()], command: None },
+        State::Interrupted | State::Failed => Next {
+            action: "run-again",
+            steps: vec!["No lease holds the batch and its last run did not finish: nothing is left to take back. Run the batch again.".into()],
+            command: None,
+        },
+        State::Finished => {
+            let files: usize = batch.finished.as_ref().map(|f| f.outputs.iter().map(|o| o.1.len()).sum()).unwrap_or(0);
+            Next {
+                action: "nothing",
+                steps: vec![format!(
+                    "The batch is finished. A new run of it that appends is refused; with --rerun it replaces the batch, removing the {files} file(s) the finished run claimed once the new run has committed."
+                )],
+                command: None,
+            }
+        }
+    };
+    let repairs = repairs_of(&scan.root, &batch.task, &batch.key);
+    Explanation { batch, verdict, plans, next, repairs }
+}
+
+/// The report as text.
+pub fn render(e: &Explanation) -> String {
+    let b = &e.batch;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{}  {}",
+        b.task,
+        b.variables_text().unwrap_or_else(|| "(variables not known: no run record names them)".into())
+    );
+    let flags: Vec<String> = b
+        .flags
+        .iter()
+        .map(|f| serde_json::to_value(f).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default())
+        .collect();
+    let _ = writeln!(
+        o,
+        "key {}   state {}{}",
+        b.key,
+        b.state.word().to_uppercase(),
+        if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(", ")) }
+    );
+    let _ = writeln!(o, "{}", b.note);
+    if let Some(l) = &b.lease {
+        let _ = writeln!(o, "\nWho holds it");
+        let _ =
+            writeln!(o, "  run       {}", if l.holder.run_id.is_empty() { "(none named)" } else { &l.holder.run_id });
+        let host = l.holder.host.clone().unwrap_or_else(|| "(no host)".into());
+        let this = l
+            .holder
+            .judgement
+            .as_ref()
+            .map(|j| if j.same_host { " (this host)" } else { " (another host)" })
+            .unwrap_or("");
+        let _ = writeln!(
+            o,
+            "  process   {} on {host}{this}",
+            l.holder.pid.map(|p| p.to_string()).unwrap_or_else(|| "(none)".into())
+        );
+        let _ = writeln!(o, "  started   {}", l.holder.started_at.clone().unwrap_or_else(|| "(unknown)".into()));
+        if let Some(a) = l.holder.judgement.as_ref().and_then(|j| j.age) {
+            let _ = writeln!(
+                o,
+                "  lease     written {} ago by the {} clock",
+                timefmt::age(a.age),
+                if a.clock == crate::sys::ClockSource::Disk {
+                    "disk's"
+                } else {
+                    "local (the disk's could not be read)"
+                }
+            );
+        }
+        let _ = writeln!(o, "  file      {}", l.path.display());
+        if let Some(v) = &e.verdict {
+            let _ = writeln!(o, "  verdict   {v}");
+        }
+    }
+    let leases: Vec<&LeaseInfo> = b.lease.iter().chain(&b.orphans).collect();
+    if !leases.is_empty() {
+        let _ = writeln!(o, "\nWhat it wrote");
+        for l in leases {
+            if l.outputs.is_empty() && l.replaces.is_empty() {
+                let _ = writeln!(o, "  (no output yet)");
+            }
+            for out in &l.outputs {
+                let mode = if out.appends { "append" } else { "overwrite" };
+                let exact = if out.exact { "claimed" } else { "NOT claimed: cannot be taken back" };
+                let _ = writeln!(o, "  {}  {mode}, {exact}, {}", out.name, out.state.clone().unwrap_or_default());
+                if let Some(st) = &out.staging {
+                    let _ =
+                        writeln!(o, "    staging {st} ({})", if out.staging_exists { "there" } else { "not there" });
+                }
+                for c in &out.claims {
+                    let _ = writeln!(
+                        o,
+                        "    {}  {}",
+                        c.claim,
+                        if c.present { format!("present, {}", size(c.size)) } else { "missing".into() }
+                    );
+                }
+            }
+            for (out, files) in &l.replaces {
+                let _ = writeln!(o, "  {out}  replaces (files of the run it replaced, removed after commit)");
+                for c in files {
+                    let _ = writeln!(
+                        o,
+                        "    {}  {}",
+                        c.claim,
+                        if c.present { format!("present, {}", size(c.size)) } else { "gone".into() }
+                    );
+                }
+            }
+        }
+    }
+    let _ = writeln!(o, "\nHistory");
+    match &b.finished {
+        Some(f) => {
+            let n: usize = f.outputs.iter().map(|x| x.1.len()).sum();
+            let _ = writeln!(
+                o,
+                "  finished  by run {} at {} ({n} claimed file(s))",
+                f.run_id.as_deref().map(crate::doc::short).unwrap_or_default(),
+                f.finished_at.clone().unwrap_or_default()
+            );
+        }
+        None => {
+            let _ = writeln!(o, "  finished  no note");
+        }
+    }
+    for t in &b.tombstones {
+        let _ = writeln!(
+            o,
+            "  takeover  run {} was taken over at {}",
+            crate::doc::short(&t.run_id),
+            t.time.map(timefmt::rfc3339).unwrap_or_default()
+        );
+    }
+    for d in &b.done_marks {
+        let _ = writeln!(
+            o,
+            "  done mark run {} ({})",
+            crate::doc::short(&d.run_id),
+            if b.lease.is_some() { "with its lease" } else { "left without a lease" }
+        );
+    }
+    for r in b.records.iter().take(5) {
+        let _ = writeln!(
+            o,
+            "  record    {} {:<11} started {}{}",
+            crate::doc::short(&r.run_id),
+            r.status.clone().unwrap_or_else(|| "(none)".into()),
+            r.started_at.clone().unwrap_or_default(),
+            r.error.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
+        );
+    }
+    for r in &e.repairs {
+        let _ = writeln!(
+            o,
+            "  repair    {} {} by {}@{}: {}",
+            r["time"].as_str().unwrap_or(""),
+            r["command"].as_str().unwrap_or(""),
+            r["user"].as_str().unwrap_or("?"),
+            r["host"].as_str().unwrap_or("?"),
+            r["outcome"].as_str().unwrap_or("")
+        );
+    }
+    let _ = writeln!(o, "\nWhat happens next");
+    for s in &e.next.steps {
+        let _ = writeln!(o, "  {s}");
+    }
+    if let Some(c) = &e.next.command {
+        let _ = writeln!(o, "\n  Run:  {c}");
+    }
+    o
+}

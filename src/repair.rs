@@ -1,0 +1,206 @@
+//! Guarded repairs, through the engine: `ubunye leases takeover` and
+//! `ubunye leases finish` run the same acquire the next run of the batch would
+//! (rename, verify, create, settle, re-check, tombstone, recover, adopt orphans),
+//! then release the batch without running anything. First the plan, from the
+//! same code that will carry it out; a live holder, stalled or not, is never
+//! taken over; every repair leaves one line in `.ubunye/repairs.jsonl`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::{Error, Refusal, RefusalKind, Result};
+use crate::explain::Explanation;
+use crate::layout::TaskPath;
+use crate::lease::{LeaseSpec, RunLease};
+use crate::plan::RecoveryPlan;
+use crate::recover::Recovery;
+use crate::state::{Batch, Flag, State};
+use crate::sys::Sys;
+
+/// Which repair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    Takeover,
+    Finish,
+}
+
+impl Kind {
+    pub fn command(self) -> &'static str {
+        match self {
+            Kind::Takeover => "ubunye leases takeover",
+            Kind::Finish => "ubunye leases finish",
+        }
+    }
+}
+
+/// What a repair will do: the batch, its state, and the recovery plans.
+#[derive(Clone, Debug, Serialize)]
+pub struct RepairPlan {
+    pub kind: Kind,
+    pub task: String,
+    pub key: String,
+    pub state: State,
+    /// The run whose lease is taken over (empty for an orphan-only batch).
+    pub holder: Option<String>,
+    pub plans: Vec<RecoveryPlan>,
+    pub steps: Vec<String>,
+}
+
+/// What a repair did.
+#[derive(Clone, Debug, Serialize)]
+pub struct RepairOutcome {
+    pub kind: Kind,
+    pub task: String,
+    pub key: String,
+    pub recovered: Vec<Recovery>,
+    pub expired_tombstones: Vec<PathBuf>,
+}
+
+/// Whether this repair applies to the batch, and if not, why not: one line.
+pub fn check(kind: Kind, e: &Explanation) -> std::result::Result<RepairPlan, String> {
+    let b = &e.batch;
+    let why_not = |what: &str| format!("{} {} is {}: {what}", b.task, b.key, b.state.word());
+    match (kind, b.state) {
+        (_, State::Live) => {
+            let v = e.verdict.clone().unwrap_or_default();
+            return Err(why_not(&format!(
+                "a live run holds it, and a live run is never taken over ({v}). {}",
+                e.next.steps.join(" ")
+            )));
+        }
+        (_, State::Kept) if b.flags.contains(&Flag::HolderAlive) => {
+            return Err(why_not(
+                "its lease was kept by a run whose process still runs; end that process first, then take it over",
+            ));
+        }
+        (_, State::Unreadable) => {
+            return Err(why_not(&format!(
+                "{} Nothing is repaired while a file cannot be read.",
+                e.next.steps.first().cloned().unwrap_or_default()
+            )));
+        }
+        (_, State::Interrupted | State::Failed | State::Finished) => {
+            return Err(why_not(&format!(
+                "no lease holds it, so there is nothing to take over or finish. {}",
+                e.next.steps.join(" ")
+            )));
+        }
+        (Kind::Finish, State::Dead | State::Orphan | State::Kept | State::HandedBack) => {
+            return Err(why_not(&format!(
+                "its run did not commit, so there is nothing to finish: use `ubunye leases takeover {}`",
+                &b.key[..8]
+            )));
+        }
+        (_, State::Dead | State::Orphan | State::Kept | State::HandedBack | State::Pending) => {}
+    }
+    if let Some(r) = e.plans.iter().flat_map(|p| &p.refused).next() {
+        return Err(why_not(&format!("its lease names a path this engine will not remove: {r}. Nothing was changed.")));
+    }
+    if e.next.command.is_none() {
+        return Err(why_not(&e.next.steps.join(" ")));
+    }
+    Ok(RepairPlan {
+        kind,
+        task: b.task.clone(),
+        key: b.key.clone(),
+        state: b.state,
+        holder: b.lease.as_ref().map(|l| l.holder.run_id.clone()),
+        plans: e.plans.clone(),
+        steps: e.next.steps.clone(),
+    })
+}
+
+/// Carry a repair out: the engine's own acquire, then release. `expected`
+/// holder: the run the plan was made for; if the batch changed hands since the
+/// plan was shown, nothing is done.
+pub fn execute(
+    uc: &Path,
+    plan: &RepairPlan,
+    current: &Batch,
+    lineage_dir: Option<PathBuf>,
+    sys: Sys,
+) -> Result<RepairOutcome> {
+    let now_holder = current.lease.as_ref().map(|l| l.holder.run_id.clone());
+    if now_holder != plan.holder || current.state != plan.state {
+        return Err(Refusal::new(
+            RefusalKind::Contended,
+            format!(
+                "{} {} changed since the plan was shown (it is {} now{}): nothing was done. Look again with `ubunye leases explain {}`.",
+                plan.task,
+                plan.key,
+                current.state.word(),
+                now_holder.map(|h| format!(", held by run {}", crate::doc::short(&h))).unwrap_or_default(),
+                &plan.key[..8]
+            ),
+        )
+        .into());
+    }
+    let task = TaskPath::parse(&plan.task).map_err(Error::Usage)?;
+    let named = current
+        .variables
+        .as_ref()
+        .and_then(|v| crate::key::variables_from_json(&serde_json::Value::Object(v.clone())).ok())
+        .map(|v| crate::key::names_a_batch(&v));
+    let spec = LeaseSpec {
+        usecase_dir: uc.to_path_buf(),
+        task,
+        variables: Vec::new(),
+        run_id: uuid::Uuid::new_v4().to_string(),
+        lineage_dir,
+        actor: Some(plan.kind.command().to_string()),
+        key: Some((plan.key.clone(), named)),
+    };
+    let (lease, acquired) = RunLease::acquire(spec, sys)?;
+    lease.release();
+    let mut recovered: Vec<Recovery> = acquired.took_over.into_iter().collect();
+    recovered.extend(acquired.adopted);
+    Ok(RepairOutcome {
+        kind: plan.kind,
+        task: plan.task.clone(),
+        key: plan.key.clone(),
+        recovered,
+        expired_tombstones: acquired.expired_tombstones,
+    })
+}
+
+/// Append one line to `<uc>/.ubunye/repairs.jsonl`, in one `O_APPEND` write.
+pub fn audit(
+    root: &Path,
+    plan: &RepairPlan,
+    outcome: &std::result::Result<RepairOutcome, String>,
+    sys: &Sys,
+) -> std::io::Result<()> {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| format!("uid {}", rustix::process::getuid().as_raw()));
+    let (removed, marked, taken, result): (Vec<String>, Vec<String>, Vec<String>, String) = match outcome {
+        Ok(o) => (
+            o.recovered.iter().flat_map(|r| r.removed.iter().map(|p| p.display().to_string())).collect(),
+            o.recovered.iter().filter(|r| r.record_marked).map(|r| r.run_id.clone()).collect(),
+            o.recovered.iter().map(|r| r.run_id.clone()).collect(),
+            "done".into(),
+        ),
+        Err(e) => (Vec::new(), Vec::new(), Vec::new(), format!("refused: {e}")),
+    };
+    let line = serde_json::json!({
+        "time": crate::timefmt::utc_z(sys.clock.now()),
+        "user": user,
+        "host": sys.host,
+        "pid": sys.pid,
+        "command": plan.kind.command(),
+        "task": plan.task,
+        "key": plan.key,
+        "state": plan.state,
+        "taken_over": taken,
+        "files_removed": removed,
+        "records_marked": marked,
+        "outcome": result,
+    });
+    let mut text = serde_json::to_string(&line)?;
+    text.push('\n');
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(root.join(".ubunye/repairs.jsonl"))?;
+    f.write_all(text.as_bytes())
+}

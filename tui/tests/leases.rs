@@ -1,0 +1,197 @@
+//! `ubunye leases list|explain|takeover|finish`, `ubunye runs`, `ubunye doctor`
+//! on the peer's fixtures, through the binary. Verdicts are pinned by judging
+//! from another host (UBUNYE_TEST_HOST): every fixture lease is then judged by
+//! its age, which is always past 15 minutes now.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+use assert_cmd::Command;
+
+fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/peer").join(name);
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path().join("uc");
+    copy(&src.join("uc"), &uc);
+    let m: serde_json::Value = serde_json::from_str(&fs::read_to_string(src.join("MANIFEST.json")).unwrap()).unwrap();
+    for f in m["files"].as_array().unwrap() {
+        let t = UNIX_EPOCH + Duration::from_nanos(f["mtime_ns"].as_u64().unwrap());
+        let ts = rustix::fs::Timespec { tv_sec: t.duration_since(UNIX_EPOCH).unwrap().as_secs() as i64, tv_nsec: 0 };
+        rustix::fs::utimensat(
+            rustix::fs::CWD,
+            uc.join(f["path"].as_str().unwrap()),
+            &rustix::fs::Timestamps { last_access: ts, last_modification: ts },
+            rustix::fs::AtFlags::empty(),
+        )
+        .unwrap();
+    }
+    (d, uc)
+}
+
+fn copy(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap().flatten() {
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy(&e.path(), &t);
+        } else {
+            fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+fn ubunye(uc: &Path) -> Command {
+    let mut c = Command::cargo_bin("ubunye").unwrap();
+    c.current_dir(uc.parent().unwrap())
+        .env("UBUNYE_TEST_HOST", "elsewhere|pid:[1]")
+        .env("UBUNYE_TEST_SETTLE", "20ms")
+        .env("NO_COLOR", "1");
+    c
+}
+
+fn out(c: &mut Command) -> String {
+    let o = c.output().unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+}
+
+macro_rules! snap {
+    ($name:expr, $text:expr) => {
+        insta::with_settings!({filters => vec![
+            (r"\b\d+[smhd]( \d+[smhd])?\b( stalled)?", "[AGE]"),
+            (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|\+00:00)", "[TIME]"),
+            (r"/tmp/\.tmp[^/\s]+", "[TMP]"),
+        ]}, {
+            insta::assert_snapshot!($name, $text);
+        });
+    };
+}
+
+#[test]
+fn list_shows_what_needs_attention() {
+    for name in
+        ["dead-killed", "orphan", "rerun-pending", "kept", "takeover-refused-in-use", "dead-spark-staged", "resumed"]
+    {
+        let (_d, uc) = fixture(name);
+        snap!(format!("list-{name}"), out(ubunye(&uc).args(["leases", "list", "-d", "uc", "--all"])));
+    }
+}
+
+#[test]
+fn explain_is_the_triage_report() {
+    for (name, key) in [
+        ("dead-killed", "7d10"),
+        ("orphan", "7d10"),
+        ("rerun-pending", "39bc"),
+        ("kept", "7d10"),
+        ("dead-before-commit", "7d10"),
+        ("dead-spark-staged", "540a"),
+        ("finished", "39bc"),
+    ] {
+        let (_d, uc) = fixture(name);
+        snap!(format!("explain-{name}"), out(ubunye(&uc).args(["leases", "explain", key, "-d", "uc"])));
+    }
+}
+
+#[test]
+fn list_json_has_the_documented_fields() {
+    let (_d, uc) = fixture("dead-killed");
+    let o = ubunye(&uc).args(["leases", "list", "-d", "uc", "--all", "--json"]).output().unwrap();
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["clock"], "disk");
+    let b = &v["batches"][0];
+    for field in [
+        "task",
+        "key",
+        "state",
+        "flags",
+        "variables",
+        "run_id",
+        "pid",
+        "host",
+        "heartbeat_age_s",
+        "dead",
+        "claims",
+        "note",
+    ] {
+        assert!(b.get(field).is_some(), "{field} missing: {b}");
+    }
+    assert_eq!(b["state"], "dead");
+    assert_eq!(b["variables"]["dt"], "2025-01-02");
+    assert_eq!(b["run_id"], "a7ee7676-3983-4c1b-8fff-47937b7a2497");
+    assert_eq!(v["batches"][1]["state"], "finished");
+    let o = ubunye(&uc).args(["leases", "list", "-d", "uc", "--state", "finished", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["batches"].as_array().unwrap().len(), 1);
+    let o = ubunye(&uc).args(["leases", "explain", "7d10", "-d", "uc", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["next"]["action"], "takeover");
+    assert_eq!(v["plans"][0]["remove"][0]["present"], true);
+    assert_eq!(v["batch"]["state"], "dead");
+}
+
+#[test]
+fn explain_finds_by_prefix_path_and_says_when_it_cannot() {
+    let (_d, uc) = fixture("resumed");
+    let o = ubunye(&uc)
+        .args(["leases", "explain", "uc/.ubunye/leases/demo/sales/summary/faa6514a45a85a31.finished.json", "-d", "uc"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("demo/sales/summary  dt=2025-01-02 mode=DEV"));
+    let o = ubunye(&uc).args(["leases", "explain", "7", "-d", "uc"]).output().unwrap();
+    assert!(o.status.success(), "one batch starts with 7");
+    let o = ubunye(&uc).args(["leases", "explain", "39bd", "-d", "uc"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no batch with a key starting '39bd'; the nearest: 39bc42311894ddba demo/sales/ingest"),
+        "{err}"
+    );
+    let (_d, uc) = fixture("dead-killed");
+    fs::write(
+        uc.join(".ubunye/leases/demo/sales/ingest/7d10ffffffffffff.finished.json"),
+        "{\"run_id\": \"x\", \"outputs\": {}}",
+    )
+    .unwrap();
+    let o = ubunye(&uc).args(["leases", "explain", "7d10", "-d", "uc"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("names 2 batches"), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn a_folder_that_is_not_a_use_case_is_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    for args in [&["leases", "list"][..], &["leases", "explain", "7d10"], &["runs"], &["doctor"]] {
+        let o = Command::cargo_bin("ubunye").unwrap().args(args).arg("-d").arg(d.path()).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("has no .ubunye/ folder") && err.trim_end().lines().count() == 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn runs_and_doctor() {
+    let (_d, uc) = fixture("taken-over-done");
+    let o = ubunye(&uc).args(["runs", "-d", "uc", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let statuses: Vec<&str> = v["records"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["success", "interrupted", "success"], "newest first");
+    let o = ubunye(&uc).args(["runs", "-d", "uc", "--status", "interrupted", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["records"].as_array().unwrap().len(), 1);
+    assert_eq!(v["records"][0]["variables"]["dt"], "2025-01-02");
+    let o = ubunye(&uc).args(["runs", "-d", "uc", "--since", "1s"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("No run records"));
+    // Doctor: clean here; a stray staging folder and a temp file are findings.
+    ubunye(&uc).args(["doctor", "-d", "uc"]).assert().success();
+    fs::create_dir_all(uc.join("out/events/_ubunye-0123456789ab")).unwrap();
+    fs::write(uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.abcd1234.tmp"), "{").unwrap();
+    let o = ubunye(&uc).args(["doctor", "-d", "uc", "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let kinds: Vec<&str> = v["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["temp-file", "stray-staging"]);
+    assert!(uc.join("out/events/_ubunye-0123456789ab").exists(), "doctor changes nothing");
+}
