@@ -166,6 +166,25 @@ pub fn execute(
     })
 }
 
+/// Who runs this: `$USER`, else the name /etc/passwd gives this uid, else the uid.
+pub fn user_name() -> String {
+    if let Ok(u) = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")) {
+        if !u.is_empty() {
+            return u;
+        }
+    }
+    let uid = rustix::process::getuid().as_raw().to_string();
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                (f.len() > 2 && f[2] == uid).then(|| f[0].to_string())
+            })
+        })
+        .unwrap_or_else(|| format!("uid {uid}"))
+}
+
 /// Append one line to `<uc>/.ubunye/repairs.jsonl`, in one `O_APPEND` write.
 pub fn audit(
     root: &Path,
@@ -173,9 +192,7 @@ pub fn audit(
     outcome: &std::result::Result<RepairOutcome, String>,
     sys: &Sys,
 ) -> std::io::Result<()> {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| format!("uid {}", rustix::process::getuid().as_raw()));
+    let user = user_name();
     let (removed, marked, taken, result): (Vec<String>, Vec<String>, Vec<String>, String) = match outcome {
         Ok(o) => (
             o.recovered.iter().flat_map(|r| r.removed.iter().map(|p| p.display().to_string())).collect(),
