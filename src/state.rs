@@ -826,6 +826,17 @@ fn fill(b: &mut Batch, f: Folder, beneath: &crate::beneath::Beneath, sys: &Sys, 
     }
 }
 
+/// Judge a batch's lease again, as time passes (dead and stalled depend on the
+/// clock): re-stat the lease, re-probe its process, re-classify. Nothing else is
+/// read. For a dashboard's once-a-second tick.
+pub fn rejudge(b: &mut Batch, sys: &Sys, now: Now) {
+    if let Some(l) = b.lease.as_mut() {
+        l.times = fs::metadata(&l.path).ok().map(|m| FileTimes::of(&m));
+        l.holder.judgement = liveness::judge(&l.doc, l.times, &mut || now, sys, true).ok();
+    }
+    classify(b, now);
+}
+
 /// Give a read batch its one state, flags and note.
 pub fn classify(b: &mut Batch, now: Now) {
     let _ = now;

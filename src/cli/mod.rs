@@ -27,6 +27,22 @@ pub mod exit {
 pub trait Dashboard {
     /// Run `ubunye top` on a use-case folder. Returns the exit code.
     fn top(&self, opts: &TopArgs) -> i32;
+    /// Run `ubunye demo`: build a sandbox use case with real state, then `top`.
+    fn demo(&self, opts: &DemoArgs) -> i32;
+}
+
+/// `ubunye demo` options.
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "The sandbox holds two live runs, a dead run with claims, an orphan, a kept lease, a pending --rerun removal, finished batches and interrupted and failed run records, all made by the engine itself. Point the other commands at the path it prints."
+)]
+pub struct DemoArgs {
+    /// Where to build the sandbox (default: a new folder under the temp folder).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+    /// Build the sandbox and print `leases list --all` instead of opening `top`.
+    #[arg(long)]
+    pub no_top: bool,
 }
 
 /// `ubunye`: safe batch reruns (leases, claims, finished notes) compatible with
@@ -54,6 +70,8 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Watch the leases and run records of a use case live (the dashboard).
     Top(TopArgs),
+    /// Build a sandbox use case with every kind of state, and open `top` on it.
+    Demo(DemoArgs),
 }
 
 /// The use-case folder.
@@ -130,6 +148,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
         Command::Runs(a) => runs::run(a),
         Command::Doctor(a) => doctor::run(a),
         Command::Top(a) => dashboard.top(a),
+        Command::Demo(a) => dashboard.demo(a),
     }
 }
 
