@@ -222,9 +222,10 @@ pub fn sanitize(text: &str) -> String {
                     i += 6;
                 }
             } else if b[i] == b'\\' {
-                let end = (i + 2).min(b.len());
-                out.push_str(&text[i..end]);
-                i = end;
+                // A backslash and the character after it, whatever its width.
+                let next = text[i + 1..].chars().next().map_or(0, char::len_utf8);
+                out.push_str(&text[i..i + 1 + next]);
+                i += 1 + next;
             } else {
                 let ch = text[i..].chars().next().unwrap_or('?');
                 out.push(ch);

@@ -234,3 +234,95 @@ fn a_failed_run_leaves_the_output_as_it_was() {
 fn key(dt: &str) -> String {
     ubunye::key::batch_key("demo/sales/ingest", &common::vars(dt)).unwrap()
 }
+
+/// A takeover of batch `dt` with no run after it, as `ubunye leases takeover`
+/// does: the engine's acquire, then release.
+fn takeover(uc: &Path, dt: &str) {
+    let spec = ubunye::LeaseSpec::new(uc, common::task(), common::vars(dt), uuid::Uuid::new_v4().to_string());
+    let mut sys = ubunye::Sys::real();
+    sys.timing.settle = std::time::Duration::from_millis(30);
+    match ubunye::RunLease::acquire(spec, sys) {
+        Ok((lease, _)) => {
+            lease.release();
+        }
+        Err(e) => panic!("takeover of {dt}: {e}"),
+    }
+}
+
+/// The crash matrix of issue 7: every kill point of a run, a takeover and a
+/// --rerun, on flat and partitioned outputs, each followed by another batch's
+/// run, a takeover, a --resume pass and a --rerun, with a foreign file and a
+/// decoy staging folder in the output. Prints the table docs/reliability.md
+/// quotes.
+#[test]
+fn crash_matrix() {
+    let run_points = [
+        "lease-temp-written:1",
+        "created:1",
+        "saved:1",
+        "saved:2",
+        "saved:3",
+        "moved:1",
+        "moved:3",
+        "done-marked:1",
+        "committed-saved:1",
+        "noted:1",
+        "outputs-cleared:1",
+        "released:1",
+    ];
+    let takeover_points =
+        ["dead-renamed:1", "takeover-created:1", "settled:1", "tombstoned:1", "file-removed:1", "recovered:1"];
+    let rerun_points =
+        ["saved:1", "moved:2", "done-marked:1", "committed-saved:1", "outputs-cleared:1", "file-removed:1", "saved:8"];
+    let mut rows: Vec<(String, usize, usize)> = Vec::new();
+    for layout in ["flat", "partitioned"] {
+        let lay: &[&str] = if layout == "flat" { &[] } else { &["--partitioned"] };
+        for (phase, points) in
+            [("run", &run_points[..]), ("takeover", &takeover_points[..]), ("rerun", &rerun_points[..])]
+        {
+            let mut trials = 0;
+            for point in points {
+                let (_d, uc) = use_case();
+                assert_eq!(drive(&uc, "A", lay), Some(0));
+                let mut args: Vec<&str> = lay.to_vec();
+                match phase {
+                    "run" => {
+                        args.extend(["--kill", point]);
+                        assert_eq!(drive(&uc, "B", &args), None, "{layout} {phase} {point}");
+                    }
+                    "takeover" => {
+                        let mut dead = lay.to_vec();
+                        dead.extend(["--kill", "moved:2"]);
+                        assert_eq!(drive(&uc, "B", &dead), None);
+                        args.extend(["--kill", point]);
+                        assert_eq!(drive(&uc, "B", &args), None, "{layout} {phase} {point}");
+                    }
+                    _ => {
+                        args.extend(["--rerun", "--kill", point]);
+                        assert_eq!(drive(&uc, "A", &args), None, "{layout} {phase} {point}");
+                    }
+                }
+                // Then: another batch, a takeover, a --resume pass, a --rerun.
+                assert_eq!(drive(&uc, "C", lay), Some(0), "{layout} {phase} {point}: another batch");
+                takeover(&uc, if phase == "rerun" { "A" } else { "B" });
+                for dt in ["A", "B"] {
+                    let code = drive(&uc, dt, lay);
+                    assert!(
+                        code == Some(0) || code == Some(1),
+                        "{layout} {phase} {point}: --resume of {dt} ({code:?})"
+                    );
+                }
+                let mut rerun = lay.to_vec();
+                rerun.push("--rerun");
+                assert_eq!(drive(&uc, "B", &rerun), Some(0), "{layout} {phase} {point}: --rerun");
+                verify(&uc, &["A", "B", "C"], &format!("{layout} {phase} {point}"));
+                trials += 1;
+            }
+            rows.push((format!("{layout} / {phase}"), points.len(), trials));
+        }
+    }
+    eprintln!("| outputs / killed in | kill points | trials right |");
+    for (what, points, ok) in &rows {
+        eprintln!("| {what} | {points} | {ok} of {points} |");
+    }
+}

@@ -47,7 +47,22 @@ fn copy(from: &Path, to: &Path) {
 fn peer_run(peer: &Path, uc: &Path, dt: &str, extra: &[&str], env: &[(&str, &str)]) -> Command {
     let mut c = Command::new(peer);
     c.current_dir(uc.parent().unwrap())
-        .args(["run", "-d", "uc", "-u", "demo", "-p", "sales", "--backend", "pandas", "--lineage", "-t", "ingest", "-dt", dt])
+        .args([
+            "run",
+            "-d",
+            "uc",
+            "-u",
+            "demo",
+            "-p",
+            "sales",
+            "--backend",
+            "pandas",
+            "--lineage",
+            "-t",
+            "ingest",
+            "-dt",
+            dt,
+        ])
         .args(extra)
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
@@ -61,7 +76,22 @@ fn rust_run(uc: &Path, dt: &str, extra: &[&str], script: &str) -> Command {
     c.current_dir(uc.parent().unwrap())
         .env("UBUNYE_TEST_SETTLE", "100ms")
         .env_remove("UBUNYE_TEST_HOST")
-        .args(["exec", "-q", "-d", "uc", "-u", "demo", "-p", "sales", "-t", "ingest", "-dt", dt, "--append", "events=out/events"])
+        .args([
+            "exec",
+            "-q",
+            "-d",
+            "uc",
+            "-u",
+            "demo",
+            "-p",
+            "sales",
+            "-t",
+            "ingest",
+            "-dt",
+            dt,
+            "--append",
+            "events=out/events",
+        ])
         .args(extra)
         .args(["--", "sh", "-c", script])
         .stdout(Stdio::piped())
@@ -74,11 +104,8 @@ const WRITE: &str = "echo rust > \"$UBUNYE_OUT_EVENTS/part-rust-$UBUNYE_RUN_ID.t
 /// Data files of the batch in out/events (there is one batch per use case here).
 fn data_files(uc: &Path) -> Vec<String> {
     let Ok(rd) = fs::read_dir(uc.join("out/events")) else { return Vec::new() };
-    let mut v: Vec<String> = rd
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("part-"))
-        .collect();
+    let mut v: Vec<String> =
+        rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("part-")).collect();
     v.sort();
     v
 }
@@ -105,7 +132,10 @@ fn each_engines_live_lease_refuses_the_others_run() {
     // The peer holds the batch (sleeping in its transform).
     let (d, uc) = use_case();
     let mark = d.path().join("mark");
-    let holder = peer_run(&peer, &uc, "2025-01-01", &[], &[("UB_SLEEP_TRANSFORM", "4"), ("UB_MARK", mark.to_str().unwrap())]).spawn().unwrap();
+    let holder =
+        peer_run(&peer, &uc, "2025-01-01", &[], &[("UB_SLEEP_TRANSFORM", "4"), ("UB_MARK", mark.to_str().unwrap())])
+            .spawn()
+            .unwrap();
     wait_for(&mark, 60);
     let o = rust_run(&uc, "2025-01-01", &[], WRITE).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
@@ -124,7 +154,11 @@ fn each_engines_live_lease_refuses_the_others_run() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let err = text(&o);
     let first = err.lines().find(|l| l.contains("[ERROR]")).unwrap_or_default();
-    assert!(first.contains("[ERROR] Run refused for ingest: Run ") && first.contains("with the same variables is still running (process"), "{err}");
+    assert!(
+        first.contains("[ERROR] Run refused for ingest: Run ")
+            && first.contains("with the same variables is still running (process"),
+        "{err}"
+    );
     let h = holder.wait_with_output().unwrap();
     assert!(h.status.success(), "{}", text(&h));
     assert_eq!(data_files(&uc).len(), 1);
@@ -164,10 +198,19 @@ fn pairs_started_together_land_the_batch_once() {
             let r = rust_run(&uc, "2025-01-01", &[], &format!("sleep 1; {WRITE}"));
             if next() % 2 == 0 { pair(p, r, stagger) } else { pair(r, p, stagger) }
         } else {
-            pair(rust_run(&uc, "2025-01-01", &[], &format!("sleep 0.3; {WRITE}")), rust_run(&uc, "2025-01-01", &[], &format!("sleep 0.3; {WRITE}")), stagger / 4)
+            pair(
+                rust_run(&uc, "2025-01-01", &[], &format!("sleep 0.3; {WRITE}")),
+                rust_run(&uc, "2025-01-01", &[], &format!("sleep 0.3; {WRITE}")),
+                stagger / 4,
+            )
         };
         let codes = [a.status.code(), b.status.code()];
-        assert!(codes.contains(&Some(0)) && codes.contains(&Some(1)), "pair {i}: {codes:?}\n{}\n{}", text(&a), text(&b));
+        assert!(
+            codes.contains(&Some(0)) && codes.contains(&Some(1)),
+            "pair {i}: {codes:?}\n{}\n{}",
+            text(&a),
+            text(&b)
+        );
         let loser = if a.status.code() == Some(1) { &a } else { &b };
         let l = text(loser);
         assert!(l.contains("still running") || l.contains("already finished this batch"), "pair {i}: {l}");
@@ -179,7 +222,10 @@ fn pairs_started_together_land_the_batch_once() {
             slot.1 += 1;
         }
     }
-    eprintln!("pairs: Rust+Python {} (refused while running: {}), Rust+Rust {} (refused while running: {}); every batch landed once", table[0].0, table[0].1, table[1].0, table[1].1);
+    eprintln!(
+        "pairs: Rust+Python {} (refused while running: {}), Rust+Rust {} (refused while running: {}); every batch landed once",
+        table[0].0, table[0].1, table[1].0, table[1].1
+    );
 }
 
 /// E-01: the peer's run SIGKILLed at a random moment, then `ubunye leases
@@ -212,9 +258,18 @@ fn crash_then_repair_across_engines() {
             .output()
             .unwrap();
         let n = peer_run(&peer, &uc, "2025-01-01", &[], &[]).output().unwrap();
-        assert!(n.status.code() == Some(0) || text(&n).contains("already finished this batch"), "trial {i}: {}", text(&n));
+        assert!(
+            n.status.code() == Some(0) || text(&n).contains("already finished this batch"),
+            "trial {i}: {}",
+            text(&n)
+        );
         assert_eq!(data_files(&uc).len(), 1, "trial {i}: takeover said {}", text(&t));
-        *outcomes.entry(format!("peer killed, takeover {}", if t.status.success() { "repaired" } else { "had nothing to do" })).or_insert(0) += 1;
+        *outcomes
+            .entry(format!(
+                "peer killed, takeover {}",
+                if t.status.success() { "repaired" } else { "had nothing to do" }
+            ))
+            .or_insert(0) += 1;
     }
     for i in 0..20 {
         let (_d, uc) = use_case();
@@ -223,7 +278,11 @@ fn crash_then_repair_across_engines() {
         let _ = child.kill();
         let _ = child.wait();
         let n = peer_run(&peer, &uc, "2025-01-01", &[], &[]).output().unwrap();
-        assert!(n.status.code() == Some(0) || text(&n).contains("already finished this batch"), "reverse trial {i}: {}", text(&n));
+        assert!(
+            n.status.code() == Some(0) || text(&n).contains("already finished this batch"),
+            "reverse trial {i}: {}",
+            text(&n)
+        );
         assert_eq!(data_files(&uc).len(), 1, "reverse trial {i}: {}", text(&n));
         *outcomes.entry("exec killed, peer ran next".to_string()).or_insert(0) += 1;
     }
@@ -244,7 +303,10 @@ fn finished_batches_across_engines() {
     let o = peer_run(&peer, &uc, "2025-01-01", &["--rerun"], &[]).output().unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let files = data_files(&uc);
-    assert!(files.len() == 1 && files[0].ends_with(".snappy.parquet"), "the peer replaced this engine's file: {files:?}");
+    assert!(
+        files.len() == 1 && files[0].ends_with(".snappy.parquet"),
+        "the peer replaced this engine's file: {files:?}"
+    );
     // The reverse.
     let (_d, uc) = use_case();
     let o = peer_run(&peer, &uc, "2025-01-01", &[], &[]).output().unwrap();
@@ -264,6 +326,11 @@ fn finished_batches_across_engines() {
             .args(["-d", "uc", "-u", "demo", "-p", "sales", "-t", "ingest"])
             .output()
             .unwrap();
-        assert!(o.status.success() && !text(&o).contains("Traceback"), "the peer's `{}` on this engine's records:\n{}", args.join(" "), text(&o));
+        assert!(
+            o.status.success() && !text(&o).contains("Traceback"),
+            "the peer's `{}` on this engine's records:\n{}",
+            args.join(" "),
+            text(&o)
+        );
     }
 }

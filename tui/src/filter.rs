@@ -1,0 +1,94 @@
+//! The `/` filter: words that must all match. `state:dead` (or
+//! `state:dead,orphan`) keeps those states, `task:demo/*` those tasks (`*` as a
+//! wildcard); any other word must appear (any case) in the task, key,
+//! variables, run, holder or note.
+
+use ubunye::state::{Batch, State, glob_match};
+
+/// A parsed filter.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// As typed.
+    pub text: String,
+    states: Vec<State>,
+    tasks: Vec<String>,
+    words: Vec<String>,
+    /// Words that name no state (`state:deda`): shown, and nothing matches.
+    pub unknown: Vec<String>,
+}
+
+impl Filter {
+    pub fn parse(text: &str) -> Filter {
+        let mut f = Filter { text: text.to_string(), ..Filter::default() };
+        for word in text.split_whitespace() {
+            if let Some(list) = word.strip_prefix("state:") {
+                for w in list.split(',').filter(|w| !w.is_empty()) {
+                    match State::parse(&w.to_ascii_lowercase()) {
+                        Some(s) => f.states.push(s),
+                        None => f.unknown.push(w.to_string()),
+                    }
+                }
+            } else if let Some(t) = word.strip_prefix("task:") {
+                f.tasks.push(t.to_string());
+            } else {
+                f.words.push(word.to_lowercase());
+            }
+        }
+        f
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.trim().is_empty()
+    }
+
+    /// Whether a batch passes.
+    pub fn matches(&self, b: &Batch) -> bool {
+        if !self.unknown.is_empty() {
+            return false;
+        }
+        if !self.states.is_empty() && !self.states.contains(&b.state) {
+            return false;
+        }
+        if !self.tasks.is_empty() && !self.tasks.iter().any(|t| glob_match(t, &b.task) || b.task.starts_with(t)) {
+            return false;
+        }
+        if self.words.is_empty() {
+            return true;
+        }
+        let holder = b.lease.as_ref().map(|l| {
+            format!(
+                "{}@{}",
+                l.holder.pid.map(|p| p.to_string()).unwrap_or_default(),
+                l.holder.host.as_deref().unwrap_or_default()
+            )
+        });
+        let hay = [
+            Some(b.task.as_str()),
+            Some(b.key.as_str()),
+            b.run_id.as_deref(),
+            Some(b.note.as_str()),
+            Some(b.state.word()),
+            holder.as_deref(),
+        ];
+        let vars = b.variables_text();
+        self.words.iter().all(|w| {
+            hay.iter().flatten().any(|h| h.to_lowercase().contains(w))
+                || vars.as_deref().is_some_and(|v| v.to_lowercase().contains(w))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_parsed() {
+        let f = Filter::parse("state:dead,orphan task:demo/* 2025");
+        assert_eq!(f.states, vec![State::Dead, State::Orphan]);
+        assert_eq!(f.tasks, vec!["demo/*".to_string()]);
+        assert_eq!(f.words, vec!["2025".to_string()]);
+        assert!(Filter::parse("  ").is_empty());
+        assert_eq!(Filter::parse("state:deda").unknown, vec!["deda".to_string()]);
+    }
+}
