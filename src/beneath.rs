@@ -209,6 +209,25 @@ impl Beneath {
         PathRefusal::Outside { path: path.to_string(), root: self.root.display().to_string() }
     }
 
+    /// Refuse now, before anything is changed, a path whose folders (as they are
+    /// at this moment) lead through a symlink. Removal checks again as it walks;
+    /// this only makes a refusal come before a takeover has started.
+    pub fn check_walk(&self, claim: &str) -> Result<(), PathRefusal> {
+        let inside = self.resolve(claim)?;
+        let mut at = self.root.clone();
+        for part in &inside.parts[..inside.parts.len().saturating_sub(1)] {
+            at.push(part);
+            match std::fs::symlink_metadata(&at) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(PathRefusal::Symlink { path: claim.to_string(), at: at.display().to_string() });
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        Ok(())
+    }
+
     /// Open the folder holding `parts`' last component, walking from the root
     /// without following any symlink. `Ok(None)`: a folder on the way is missing.
     fn open_parent(&self, claim: &str, parts: &[String]) -> Result<Option<OwnedFd>, PathRefusal> {

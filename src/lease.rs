@@ -395,8 +395,20 @@ impl Shared {
     pub(crate) fn check_paths(&self, d: &LeaseDoc, file: &Path) -> Result<()> {
         let paths = d.paths().map_err(|e| unreadable(&self.task, file, e))?;
         for p in paths {
-            if let Err(r) = self.beneath.resolve(&p) {
+            if let Err(r) = self.beneath.resolve(&p).and_then(|_| self.beneath.check_walk(&p)) {
                 return Err(outside_refusal(&self.task, file, &r));
+            }
+        }
+        for n in d.notes().unwrap_or_default() {
+            if let Some(st) = &n.staging {
+                let name = st.rsplit('/').next().unwrap_or_default();
+                if !crate::beneath::is_staging_name(name) {
+                    return Err(outside_refusal(
+                        &self.task,
+                        file,
+                        &crate::beneath::PathRefusal::NotStaging { path: st.clone() },
+                    ));
+                }
             }
         }
         Ok(())

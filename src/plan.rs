@@ -118,7 +118,7 @@ pub fn record_status(files: &BatchFiles<'_>, run_id: &str) -> Result<Option<Stri
 }
 
 fn planned(files: &BatchFiles<'_>, output: &str, claim: &str) -> (PlannedFile, Option<String>) {
-    match files.beneath.resolve(claim) {
+    match files.beneath.resolve(claim).and_then(|inside| files.beneath.check_walk(claim).map(|()| inside)) {
         Ok(inside) => {
             let meta = std::fs::symlink_metadata(&inside.full);
             let unseen = meta.is_err() && !inside.full.parent().is_some_and(Path::is_dir);
@@ -197,7 +197,7 @@ pub fn plan_recovery(files: &BatchFiles<'_>, dead: &LeaseDoc, named: Option<bool
     let mut notes = dead.notes().map_err(damaged)?;
     for n in &mut notes {
         if let Some(st) = &n.staging {
-            match files.beneath.resolve(st) {
+            match files.beneath.resolve(st).and_then(|inside| files.beneath.check_walk(st).map(|()| inside)) {
                 Ok(inside)
                     if crate::beneath::is_staging_name(inside.parts.last().map(String::as_str).unwrap_or_default()) =>
                 {
