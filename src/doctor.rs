@@ -15,7 +15,7 @@ use crate::state::{Flag, Scan, State};
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
     /// stray-staging, temp-file, old-tombstone, done-without-lease,
-    /// running-record, path-outside, unreadable, stalled, clock-behind.
+    /// running-record, path-outside, unreadable, stalled, clock-behind, not-json.
     pub kind: &'static str,
     pub path: PathBuf,
     pub detail: String,
@@ -100,6 +100,15 @@ pub fn examine(scan: &Scan) -> Vec<Finding> {
                     kind: "stalled",
                     path: l.path.clone(),
                     detail: b.note.clone(),
+                    task: task.clone(),
+                    key: key.clone(),
+                });
+            }
+            if b.flags.contains(&Flag::NotJson) {
+                out.push(Finding {
+                    kind: "not-json",
+                    path: l.path.clone(),
+                    detail: "the lease is empty or not JSON (a crash while it was created, or a hand edit): it holds the batch until it is 15 minutes old, then the next run takes it over; look at it, do not delete it while a run may be writing it".into(),
                     task: task.clone(),
                     key: key.clone(),
                 });

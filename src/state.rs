@@ -102,6 +102,9 @@ pub enum Flag {
     PathsOutside,
     /// The lease's age was read by this machine's clock (the probe failed).
     LocalClock,
+    /// The lease is empty or not JSON: judged by its age alone, as the peer
+    /// judges it (held until 15 minutes old, then taken over).
+    NotJson,
 }
 
 /// Who holds a lease.
@@ -151,6 +154,9 @@ pub struct LeaseInfo {
     pub replaces: Vec<(String, Vec<ClaimInfo>)>,
     /// A takeover mark for its own run is beside it.
     pub tombstoned: bool,
+    /// Paths it names that this engine will not remove, each with the reason
+    /// (outside the use case, through a symlinked folder, not a staging name).
+    pub refused_paths: Vec<String>,
 }
 
 /// A marker file: a done mark or a takeover tombstone.
@@ -439,6 +445,21 @@ fn read_lease(
             staging: n.staging,
         })
         .collect();
+    let mut refused_paths: Vec<String> = doc
+        .paths()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| root.resolve(p).and_then(|_| root.check_walk(p)).err().map(|r| r.to_string()))
+        .collect();
+    for o in &outputs {
+        let o: &OutputInfo = o;
+        if let Some(st) = &o.staging {
+            let name = st.rsplit('/').next().unwrap_or_default();
+            if !crate::beneath::is_staging_name(name) && root.resolve(st).is_ok() {
+                refused_paths.push(crate::beneath::PathRefusal::NotStaging { path: st.clone() }.to_string());
+            }
+        }
+    }
     let replaces =
         replaces.into_iter().map(|(o, files)| (o, files.iter().map(|c| claim_info(root, c)).collect())).collect();
     Ok(LeaseInfo {
@@ -456,6 +477,7 @@ fn read_lease(
         outputs,
         replaces,
         tombstoned: false,
+        refused_paths,
         times,
         doc,
     })
@@ -847,6 +869,9 @@ pub fn classify(b: &mut Batch, now: Now) {
     if b.lease.is_none() && !b.done_marks.is_empty() {
         b.flags.push(Flag::LeftoverDone);
     }
+    if b.lease.iter().chain(&b.orphans).any(|l| !l.refused_paths.is_empty()) {
+        b.flags.push(Flag::PathsOutside);
+    }
     let latest = b.records.first();
     if !b.unreadable.is_empty() {
         b.state = State::Unreadable;
@@ -872,6 +897,10 @@ pub fn classify(b: &mut Batch, now: Now) {
         if l.committed {
             b.flags.push(Flag::Committed);
         }
+        if l.doc.0.is_empty() {
+            b.flags.push(Flag::NotJson);
+        }
+
         if !l.replaces.is_empty() {
             b.flags.push(Flag::Replaces);
         }
@@ -903,7 +932,12 @@ pub fn classify(b: &mut Batch, now: Now) {
             (State::Dead, format!("{}; {present} of {claims} claimed file(s) present", verdict_short(j)))
         } else {
             let age = j.and_then(|j| j.age).map(|a| crate::timefmt::age(a.age)).unwrap_or_default();
-            if j.is_some_and(|j| j.stalled) {
+            if l.doc.0.is_empty() {
+                (
+                    State::Live,
+                    format!("empty or not JSON, written {age} ago: held until 15 min old, as the peer judges"),
+                )
+            } else if j.is_some_and(|j| j.stalled) {
                 (State::Live, format!("stalled: lease not written for {age}"))
             } else {
                 (State::Live, format!("running; lease written {age} ago"))

@@ -111,12 +111,36 @@ fn synthetic_states_with_an_injected_clock_and_process_table() {
         let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
         assert_eq!(one(&uc, &sys).state, state, "{age} minutes");
     }
-    // An empty lease: live young, dead old.
-    for (age, state) in [(1, State::Live), (20, State::Dead)] {
-        let (_d, uc, now) = one_lease("", age * minute);
-        let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
-        assert_eq!(one(&uc, &sys).state, state, "empty, {age} minutes");
+    // An empty lease, or one that is not JSON: live young, dead old, flagged
+    // either way so nobody reads "live" as a run that is working.
+    for content in ["", "{garbage"] {
+        for (age, state) in [(1, State::Live), (20, State::Dead)] {
+            let (_d, uc, now) = one_lease(content, age * minute);
+            let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
+            let b = one(&uc, &sys);
+            assert_eq!((b.state, b.flags.contains(&Flag::NotJson)), (state, true), "{content:?}, {age} minutes");
+            if state == State::Live {
+                assert!(b.note.contains("not JSON"), "{}", b.note);
+                let findings = ubunye::doctor::examine(&scan(&uc, &ScanOptions::default(), &sys).unwrap());
+                assert!(findings.iter().any(|f| f.kind == "not-json"), "{findings:?}");
+            }
+        }
     }
+    // A lease naming a file outside the use case, or a staging folder that is
+    // not one Ubunye makes: flagged, so the list shows it before any takeover.
+    let outside = r#", "outputs": {"events": {"appends": true, "exact": true, "claimed": ["../elsewhere/x.parquet"]}}"#;
+    let staging = r#", "outputs": {"events": {"staging": "out/events"}}"#;
+    for extra in [outside, staging] {
+        let doc = lease_json(1, "5", "elsewhere|pid:[1]", "").replace(r#", "outputs": {}"#, extra);
+        let (_d, uc, now) = one_lease(&doc, minute);
+        let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
+        let b = one(&uc, &sys);
+        assert!(b.flags.contains(&Flag::PathsOutside), "{doc}: {:?}", b.flags);
+        assert_eq!(b.lease.as_ref().unwrap().refused_paths.len(), 1, "{doc}");
+    }
+    let (_d, uc, now) = one_lease(&lease_json(1, "5", "elsewhere|pid:[1]", ""), minute);
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
+    assert!(!one(&uc, &sys).flags.contains(&Flag::PathsOutside));
     // Kept by a process that still runs (a notebook): kept, holder alive.
     let (_d, uc, now) = one_lease(&lease_json(4242, "100", FIXTURE_HOST, r#", "kept": true"#), minute);
     let (sys, _, procs) = fake_sys(FIXTURE_HOST, now);

@@ -61,6 +61,10 @@ macro_rules! snap {
             (r"\b\d+[smhd]( \d+[smhd])?\b( stalled)?", "[AGE]"),
             (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|\+00:00)", "[TIME]"),
             (r"/tmp/\.tmp[^/\s]+", "[TMP]"),
+            // Ages change width as the fixtures get older, and so does every
+            // column's padding: keep the words, not the widths.
+            (r"(?m) +$", ""),
+            (r" {2,}", "  "),
         ]}, {
             insta::assert_snapshot!($name, $text);
         });
