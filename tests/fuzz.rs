@@ -117,15 +117,13 @@ fn lease_note_and_record_parsers_never_panic() {
 fn the_key_canonicaliser_never_panics() {
     proptest!(config(cases()), |(vars in prop::collection::vec((".{0,8}", py_value()), 0..6))| {
         let vars: ubunye::key::Variables = vars;
-        match ubunye::key::canonical_text("demo/sales/ingest", &vars) {
-            Ok(text) => {
-                let prefix = "{\"task\": \"demo/sales/ingest\", \"variables\": {";
-                prop_assert!(text.starts_with(prefix), "{}", text);
-                prop_assert!(text.is_ascii(), "ensure_ascii");
-                let k = ubunye::key::batch_key("demo/sales/ingest", &vars).unwrap();
-                prop_assert!(ubunye::layout::is_key(&k));
-            }
-            Err(_) => {}
+        // Refusing a value (Err) is fine; a key made must look like one.
+        if let Ok(text) = ubunye::key::canonical_text("demo/sales/ingest", &vars) {
+            let prefix = "{\"task\": \"demo/sales/ingest\", \"variables\": {";
+            prop_assert!(text.starts_with(prefix), "{}", text);
+            prop_assert!(text.is_ascii(), "ensure_ascii");
+            let k = ubunye::key::batch_key("demo/sales/ingest", &vars).unwrap();
+            prop_assert!(ubunye::layout::is_key(&k));
         }
         let _ = ubunye::key::names_a_batch(&vars);
     });
