@@ -178,9 +178,7 @@ fn matches(k: K, ev: &KeyEvent) -> bool {
     let alt = ev.modifiers.contains(KeyModifiers::ALT);
     match k {
         K::Ctrl(c) => ctrl && !alt && ev.code == KeyCode::Char(c),
-        K::Key(KeyCode::Char(c)) => {
-            !ctrl && !alt && matches!(ev.code, KeyCode::Char(e) if e == c)
-        }
+        K::Key(KeyCode::Char(c)) => !ctrl && !alt && matches!(ev.code, KeyCode::Char(e) if e == c),
         // BackTab and Tab: Shift is not asked for.
         K::Key(code) => !ctrl && !alt && ev.code == code,
     }

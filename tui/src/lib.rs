@@ -1,18 +1,35 @@
-//! `ubunye top`: the dashboard. It renders the library's state model and calls
-//! its repair functions; it holds no lease logic.
+//! `ubunye top`: the dashboard, and `ubunye demo`, the sandbox to try it on.
+//! It renders the library's state model and calls its repair functions; it
+//! holds no lease logic.
+//!
+//! * [`app`]: the state and its update; [`event`]: the loop and its one event
+//!   enum; [`keys`]: the one table of keys; [`ui`]: drawing; [`popup`]: the
+//!   two-phase repair; [`model`]: the data, kept up to date from file events;
+//!   [`watch`]: notify or poll; [`term`]: the terminal, restored on every exit;
+//!   [`filter`]: the `/` filter; [`demo`]: the sandbox builder and its actors.
+
+pub mod app;
+pub mod demo;
+pub mod event;
+pub mod filter;
+pub mod keys;
+pub mod model;
+pub mod popup;
+pub mod term;
+pub mod top;
+pub mod ui;
+pub mod watch;
 
 use ubunye::cli::{Dashboard, DemoArgs, TopArgs};
 
-/// The ratatui dashboard.
+/// The ratatui dashboard, handed to the library's CLI.
 pub struct Top;
 
 impl Dashboard for Top {
-    fn top(&self, _opts: &TopArgs) -> i32 {
-        eprintln!("ubunye: top is not built yet");
-        1
+    fn top(&self, opts: &TopArgs) -> i32 {
+        top::run(opts)
     }
-    fn demo(&self, _opts: &DemoArgs) -> i32 {
-        eprintln!("ubunye: demo is not built yet");
-        1
+    fn demo(&self, opts: &DemoArgs) -> i32 {
+        demo::run(opts)
     }
 }

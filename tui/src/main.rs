@@ -1,5 +1,8 @@
 //! The `ubunye` binary: the library's CLI with the dashboard plugged in.
 
 fn main() {
+    // `ubunye demo` re-executes this binary to drive the engine into the states
+    // it shows (and kill itself at a protocol step): that runs before the CLI.
+    ubunye_tui::demo::actor::run_if_asked();
     std::process::exit(ubunye::cli::run(std::env::args_os(), &ubunye_tui::Top));
 }

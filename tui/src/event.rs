@@ -1,0 +1,151 @@
+//! The event loop: one [`Event`] enum on one channel (keys, resizes, the 1 s
+//! tick, file changes, watch errors, and the results of work done off the UI
+//! thread); each turn drains the channel, updates the [`App`], carries out
+//! its effects and draws once.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, Sender};
+
+use crossterm::event::KeyEvent;
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use ubunye::state::Scan;
+
+use crate::app::{App, Effect, Level};
+use crate::popup::{self, RepairDone};
+use crate::watch::Watch;
+
+/// Everything that can happen.
+#[derive(Debug)]
+pub enum Event {
+    Key(KeyEvent),
+    Resize(u16, u16),
+    /// Once a second: leases are judged again (dead and stalled depend on time).
+    Tick,
+    /// Paths that changed (debounced file-system events).
+    FsChange(Vec<PathBuf>),
+    /// Poll mode: time to read everything again.
+    Poll,
+    /// The watcher reported an error; `limit` when it is the inotify limit.
+    WatchError {
+        message: String,
+        limit: bool,
+    },
+    /// A full scan finished.
+    Scanned(Box<Result<Scan, String>>),
+    /// A repair finished.
+    Repaired(Box<RepairDone>),
+    /// SIGTERM, SIGHUP or SIGINT arrived.
+    Signal(i32),
+}
+
+/// Called after each frame.
+pub type FrameHook<'a> = Box<dyn FnMut(&App) + 'a>;
+
+/// Most events handled in one turn; the rest wait for the next.
+const DRAIN: usize = 10_000;
+
+/// The loop and what it needs.
+pub struct Loop<'a, B: Backend> {
+    pub term: &'a mut Terminal<B>,
+    pub app: &'a mut App,
+    pub rx: Receiver<Event>,
+    pub tx: Sender<Event>,
+    pub watch: Option<Watch>,
+    /// Where OSC 52 goes (the terminal); None: copying only says so.
+    pub clipboard: Option<Box<dyn Write + 'a>>,
+    /// Called after each frame is drawn (benchmarks).
+    pub on_frame: Option<FrameHook<'a>>,
+}
+
+impl<B: Backend> Loop<'_, B> {
+    /// Run until quit; returns the exit code.
+    pub fn run(mut self) -> std::io::Result<i32> {
+        if let Some(w) = &self.watch {
+            self.app.set_watch(&w.mode);
+            self.app.status.hint = w.hint.clone();
+        }
+        self.draw()?;
+        loop {
+            let Ok(first) = self.rx.recv() else { return Ok(0) };
+            let mut events = vec![first];
+            while events.len() < DRAIN {
+                match self.rx.try_recv() {
+                    Ok(e) => events.push(e),
+                    Err(_) => break,
+                }
+            }
+            let effects = self.app.handle_all(events);
+            for effect in effects {
+                if let Some(code) = self.carry_out(effect) {
+                    return Ok(code);
+                }
+            }
+            self.draw()?;
+        }
+    }
+
+    fn draw(&mut self) -> std::io::Result<()> {
+        let app = &mut *self.app;
+        self.term.draw(|f| crate::ui::draw(f, app)).map_err(|e| std::io::Error::other(e.to_string()))?;
+        if let Some(cb) = self.on_frame.as_mut() {
+            cb(self.app);
+        }
+        Ok(())
+    }
+
+    /// Do what the app asked; Some(code) to quit.
+    fn carry_out(&mut self, effect: Effect) -> Option<i32> {
+        match effect {
+            Effect::Quit(code) => return Some(code),
+            Effect::FullScan => {
+                let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
+                let spawned = std::thread::Builder::new().name("top-scan".into()).spawn(move || {
+                    let _ = tx.send(Event::Scanned(Box::new(src.scan())));
+                });
+                if let Err(e) = spawned {
+                    let _ = self.tx.send(Event::Scanned(Box::new(Err(format!("cannot start a rescan: {e}")))));
+                }
+            }
+            Effect::Repair(plan) => {
+                let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
+                let spawned = std::thread::Builder::new().name("top-repair".into()).spawn(move || {
+                    let _ = tx.send(Event::Repaired(Box::new(popup::carry_out(&src, *plan))));
+                });
+                if let Err(e) = spawned {
+                    self.app.popup = None;
+                    self.app.say(Level::Error, format!("cannot start the repair: {e}; nothing was done"));
+                }
+            }
+            Effect::Copy(text) => match self.clipboard.as_mut() {
+                Some(out) => {
+                    let _ = out.write_all(crate::term::osc52(&text).as_bytes());
+                    let _ = out.flush();
+                }
+                None => self.app.say(Level::Info, format!("key {text} (no terminal to copy to)")),
+            },
+            Effect::Rewatch => {
+                if let Some(w) = self.watch.as_mut() {
+                    if let Err(e) = w.ensure() {
+                        let limit = matches!(e.kind, notify::ErrorKind::MaxFilesWatch);
+                        w.failed(if limit { "watch limit" } else { "notify failed" });
+                        if !limit {
+                            self.app.say(Level::Warn, format!("cannot watch for changes ({e}); polling instead"));
+                        }
+                    }
+                    self.app.set_watch(&w.mode);
+                    self.app.status.hint = w.hint.clone();
+                }
+            }
+            Effect::PollInstead(why) => {
+                if let Some(w) = self.watch.as_mut() {
+                    w.failed(&why);
+                    self.app.set_watch(&w.mode);
+                    self.app.status.hint = w.hint.clone();
+                }
+            }
+        }
+        None
+    }
+}

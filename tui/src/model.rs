@@ -1,0 +1,411 @@
+//! The data `top` shows: the library's [`Scan`] of a use case, kept up to date.
+//! File-system events are hints: each path is mapped to the batch it belongs to
+//! and that batch alone is read again (`scan_batch`), a run record is read again
+//! by itself (`read_record`), and anything unclear asks for a full rescan. Time
+//! alone changes dead and stalled: [`Model::tick`] re-judges every lease.
+//! No lease logic here: every judgement is the library's.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use ubunye::layout::{self, Entry};
+use ubunye::state::{self, Batch, RecordInfo, Scan, ScanOptions};
+use ubunye::sys::{ClockSource, Now, Sys};
+
+/// Where the data comes from, and the machine that judges it.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// The use-case folder as given (`-d`).
+    pub uc: PathBuf,
+    pub opts: ScanOptions,
+    pub sys: Sys,
+}
+
+impl Source {
+    pub fn scan(&self) -> Result<Scan, String> {
+        state::scan(&self.uc, &self.opts, &self.sys).map_err(|e| e.to_string())
+    }
+}
+
+/// A batch, by task and key.
+pub type Id = (String, String);
+
+/// More distinct batches than this in one burst of events: one full rescan
+/// instead of reading each.
+pub const BURST: usize = 2_000;
+
+/// How often the disk's clock is read again (a probe file in the lease folder);
+/// between probes its distance from this machine's clock is assumed to hold.
+const CLOCK_PROBE_EVERY: Duration = Duration::from_secs(15);
+
+/// What one changed path means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A file of one batch in its task's lease folder.
+    Batch(Id),
+    /// A run record: `<lineage>/<task>/<run>.json`.
+    Record { task: String, path: PathBuf },
+    /// Nothing the dashboard shows (a clock probe, a temp file of a record).
+    Ignore,
+    /// A folder appeared or went, or something unclear: read everything again.
+    Full,
+}
+
+/// What applying a burst of changes did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// Something shown changed.
+    pub changed: bool,
+    /// A full rescan is needed.
+    pub full: bool,
+    /// What could not be read.
+    pub errors: Vec<String>,
+}
+
+/// The use case as last read.
+pub struct Model {
+    pub src: Source,
+    pub scan: Scan,
+    index: HashMap<Id, usize>,
+    leases_root: PathBuf,
+    /// Disk clock minus this machine's clock, in nanoseconds, and its source.
+    clock_offset: i128,
+    clock_source: ClockSource,
+    clock_read: Option<Instant>,
+    /// Bumped on every change of what is shown.
+    pub generation: u64,
+    /// When something last changed (this machine's clock).
+    pub last_change: Option<SystemTime>,
+}
+
+impl Model {
+    pub fn new(src: Source, scan: Scan) -> Model {
+        let leases_root = layout::leases_root(&scan.root);
+        let mut m = Model {
+            src,
+            index: HashMap::new(),
+            leases_root,
+            clock_offset: 0,
+            clock_source: scan.now.source,
+            clock_read: None,
+            generation: 0,
+            last_change: None,
+            scan,
+        };
+        m.reindex();
+        m
+    }
+
+    fn reindex(&mut self) {
+        self.index = self.scan.batches.iter().enumerate().map(|(i, b)| ((b.task.clone(), b.key.clone()), i)).collect();
+    }
+
+    /// Put a full scan in place.
+    pub fn install(&mut self, scan: Scan) {
+        self.scan = scan;
+        self.leases_root = layout::leases_root(&self.scan.root);
+        self.reindex();
+        self.changed();
+    }
+
+    fn changed(&mut self) {
+        self.generation += 1;
+        self.last_change = Some(self.src.sys.clock.now());
+    }
+
+    pub fn get(&self, id: &Id) -> Option<&Batch> {
+        self.index.get(id).and_then(|&i| self.scan.batches.get(i))
+    }
+
+    pub fn batches(&self) -> &[Batch] {
+        &self.scan.batches
+    }
+
+    /// The disk's "now", probed at most every 15 s.
+    pub fn now(&mut self) -> Now {
+        let local = self.src.sys.clock.now();
+        if self.clock_read.is_none_or(|t| t.elapsed() >= CLOCK_PROBE_EVERY) {
+            let dir = if self.leases_root.is_dir() { self.leases_root.clone() } else { self.scan.root.clone() };
+            let disk = self.src.sys.clock.disk_now(&dir);
+            self.clock_offset = nanos_between(local, disk.time);
+            self.clock_source = disk.source;
+            self.clock_read = Some(Instant::now());
+            return disk;
+        }
+        Now { time: shift(local, self.clock_offset), source: self.clock_source }
+    }
+
+    /// What a changed path means.
+    pub fn target(&self, path: &Path) -> Target {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if name.starts_with(".clock-") {
+            return Target::Ignore;
+        }
+        if let Ok(rel) = path.strip_prefix(&self.leases_root) {
+            let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+            return match parts.len() {
+                4 => match layout::classify(&name) {
+                    Entry::Lease { key }
+                    | Entry::Finished { key }
+                    | Entry::Dead { key }
+                    | Entry::Done { key, .. }
+                    | Entry::Taken { key, .. }
+                    | Entry::Tmp { key } => Target::Batch((parts[..3].join("/"), key)),
+                    Entry::Clock | Entry::Other => Target::Ignore,
+                },
+                0..=3 => Target::Full,
+                _ => Target::Ignore,
+            };
+        }
+        if let Ok(rel) = path.strip_prefix(&self.scan.lineage_dir) {
+            let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+            return match parts.len() {
+                4 if name.ends_with(".json") => Target::Record { task: parts[..3].join("/"), path: path.to_path_buf() },
+                4 => Target::Ignore,
+                0..=3 => Target::Full,
+                _ => Target::Ignore,
+            };
+        }
+        // A folder on the way to either (watched so that they can appear).
+        if self.leases_root.starts_with(path) || self.scan.lineage_dir.starts_with(path) {
+            return Target::Full;
+        }
+        Target::Ignore
+    }
+
+    /// Apply a burst of changed paths: each batch read once.
+    pub fn apply(&mut self, paths: &[PathBuf]) -> Applied {
+        let mut out = Applied::default();
+        let mut batches: BTreeSet<Id> = BTreeSet::new();
+        let mut records: Vec<(String, PathBuf)> = Vec::new();
+        for p in paths {
+            match self.target(p) {
+                Target::Batch(id) => {
+                    batches.insert(id);
+                }
+                Target::Record { task, path } => records.push((task, path)),
+                Target::Ignore => {}
+                Target::Full => out.full = true,
+            }
+            if out.full {
+                return out;
+            }
+        }
+        records.sort();
+        records.dedup();
+        if batches.len() + records.len() > BURST {
+            out.full = true;
+            return out;
+        }
+        let now = if batches.is_empty() && records.is_empty() { None } else { Some(self.now()) };
+        let Some(now) = now else { return out };
+        for id in &batches {
+            match self.reread(id, now) {
+                Ok(()) => out.changed = true,
+                Err(e) => out.errors.push(e),
+            }
+        }
+        if !records.is_empty() {
+            let runs = self.run_index();
+            for (task, path) in records {
+                self.reread_record(&task, &path, &runs, now);
+                out.changed = true;
+            }
+        }
+        if out.changed {
+            self.changed();
+        }
+        out
+    }
+
+    /// Read one batch again (its lease-folder files and the records they name)
+    /// and put it in place, keeping run records a full scan had found for it by
+    /// their variables.
+    pub fn reread(&mut self, id: &Id, now: Now) -> Result<(), String> {
+        let (_, mut fresh) =
+            state::scan_batch(&self.src.uc, &id.0, &id.1, &self.src.opts, &self.src.sys).map_err(|e| e.to_string())?;
+        if let Some(old) = self.get(id) {
+            let missing: Vec<PathBuf> = old
+                .records
+                .iter()
+                .filter(|r| !fresh.records.iter().any(|f| f.run_id == r.run_id))
+                .map(|r| r.path.clone())
+                .collect();
+            if fresh.variables.is_none() {
+                fresh.variables = old.variables.clone();
+            }
+            for p in missing {
+                if let Ok(r) = state::read_record(&p) {
+                    fresh.records.push(r);
+                }
+            }
+            fresh.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
+            state::classify(&mut fresh, now);
+        }
+        self.put(fresh);
+        Ok(())
+    }
+
+    /// Put a batch in place; a batch with nothing left of it goes.
+    fn put(&mut self, b: Batch) {
+        let id = (b.task.clone(), b.key.clone());
+        let empty = b.lease.is_none()
+            && b.orphans.is_empty()
+            && b.finished.is_none()
+            && b.done_marks.is_empty()
+            && b.tombstones.is_empty()
+            && b.records.is_empty()
+            && b.unreadable.is_empty()
+            && b.temp_files.is_empty();
+        match (self.index.get(&id).copied(), empty) {
+            (Some(i), false) => self.scan.batches[i] = b,
+            (None, false) => {
+                self.index.insert(id, self.scan.batches.len());
+                self.scan.batches.push(b);
+            }
+            (Some(i), true) => {
+                self.scan.batches.swap_remove(i);
+                self.index.remove(&id);
+                if let Some(moved) = self.scan.batches.get(i) {
+                    self.index.insert((moved.task.clone(), moved.key.clone()), i);
+                }
+            }
+            (None, true) => {}
+        }
+    }
+
+    /// (task, run id) -> the batch that holds it.
+    fn run_index(&self) -> HashMap<(String, String), Id> {
+        let mut m = HashMap::new();
+        for b in &self.scan.batches {
+            let id = || (b.task.clone(), b.key.clone());
+            let runs = b
+                .lease
+                .iter()
+                .chain(&b.orphans)
+                .map(|l| l.holder.run_id.clone())
+                .chain(b.finished.iter().filter_map(|f| f.run_id.clone()))
+                .chain(b.done_marks.iter().chain(&b.tombstones).map(|m| m.run_id.clone()))
+                .chain(b.records.iter().map(|r| r.run_id.clone()));
+            for r in runs.filter(|r| !r.is_empty()) {
+                m.insert((b.task.clone(), r), id());
+            }
+        }
+        m
+    }
+
+    /// Read one run record again and file it under its batch, as a full scan
+    /// would: by the run a lease, note or mark names, else by its variables.
+    fn reread_record(&mut self, task: &str, path: &Path, runs: &HashMap<(String, String), Id>, now: Now) {
+        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let read = if path.exists() { Some(state::read_record(path)) } else { None };
+        let run_id = match &read {
+            Some(Ok(r)) => r.run_id.clone(),
+            _ => stem,
+        };
+        let by_run = runs.get(&(task.to_string(), run_id.clone())).cloned();
+        let id = match (&by_run, &read) {
+            (Some(id), _) => Some(id.clone()),
+            (None, Some(Ok(r))) => Some((task.to_string(), record_key(task, r).unwrap_or_else(|| "?".repeat(16)))),
+            (None, Some(Err(_))) => Some((task.to_string(), "?".repeat(16))),
+            (None, None) => None,
+        };
+        let Some(id) = id else { return };
+        let mut b = self.get(&id).cloned().unwrap_or_else(|| empty_batch(&id));
+        b.records.retain(|r| r.path != path);
+        b.unreadable.retain(|u| u.path != path);
+        match read {
+            Some(Ok(r)) => {
+                if b.variables.is_none() && record_key(task, &r).as_deref() == Some(id.1.as_str()) {
+                    b.variables = r.variables.clone();
+                }
+                b.records.push(r);
+            }
+            Some(Err(u)) => b.unreadable.push(u),
+            None => {}
+        }
+        b.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
+        state::classify(&mut b, now);
+        self.put(b);
+    }
+
+    /// Judge every lease again as time passes. True when a state, flag or note
+    /// changed.
+    pub fn tick(&mut self) -> bool {
+        if !self.scan.batches.iter().any(|b| b.lease.is_some()) {
+            return false;
+        }
+        let now = self.now();
+        let sys = self.src.sys.clone();
+        let mut changed = false;
+        for b in self.scan.batches.iter_mut().filter(|b| b.lease.is_some()) {
+            let before = (b.state, b.flags.clone(), b.note.clone());
+            state::rejudge(b, &sys, now);
+            if before != (b.state, b.flags.clone(), b.note.clone()) {
+                changed = true;
+            }
+        }
+        if changed {
+            self.changed();
+        }
+        changed
+    }
+}
+
+/// A batch with nothing read yet.
+fn empty_batch(id: &Id) -> Batch {
+    Batch {
+        task: id.0.clone(),
+        key: id.1.clone(),
+        state: state::State::Finished,
+        flags: Vec::new(),
+        variables: None,
+        run_id: None,
+        lease: None,
+        orphans: Vec::new(),
+        done_marks: Vec::new(),
+        tombstones: Vec::new(),
+        finished: None,
+        records: Vec::new(),
+        unreadable: Vec::new(),
+        temp_files: Vec::new(),
+        note: String::new(),
+    }
+}
+
+/// The key a record's variables hash to (none when masked or not hashable), as
+/// the library files records in a full scan.
+fn record_key(task: &str, r: &RecordInfo) -> Option<String> {
+    let vars = r.variables.as_ref()?;
+    if vars.values().any(|v| v == ubunye::secrets::REDACTED) {
+        return None;
+    }
+    let v = ubunye::key::variables_from_json(&serde_json::Value::Object(vars.clone())).ok()?;
+    ubunye::key::batch_key(task, &v).ok()
+}
+
+fn nanos_between(from: SystemTime, to: SystemTime) -> i128 {
+    match to.duration_since(from) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
+    }
+}
+
+fn shift(t: SystemTime, nanos: i128) -> SystemTime {
+    let d = Duration::from_nanos(nanos.unsigned_abs().min(u64::MAX as u128) as u64);
+    if nanos >= 0 { t.checked_add(d).unwrap_or(t) } else { t.checked_sub(d).unwrap_or(t) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_round_trip() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let later = t + Duration::from_millis(1500);
+        assert_eq!(shift(t, nanos_between(t, later)), later);
+        assert_eq!(shift(later, nanos_between(later, t)), t);
+    }
+}

@@ -1,0 +1,122 @@
+//! The two-phase repair: a popup that lists exactly what the repair will do
+//! (the steps of the library's plan) or why none applies, answered No unless
+//! the user says yes; then the repair itself, through the library, and its
+//! outcome or refusal.
+
+use ubunye::explain;
+use ubunye::repair::{self, Kind, RepairOutcome, RepairPlan};
+use ubunye::state;
+
+use crate::model::Source;
+
+/// What the popup shows.
+#[derive(Clone, Debug)]
+pub enum Popup {
+    /// The plan, and the question. `yes` is the highlighted answer: false
+    /// until moved.
+    Confirm { plan: Box<RepairPlan>, yes: bool, scroll: u16 },
+    /// No repair applies: the one-line reason.
+    Refused { kind: Kind, title: String, reason: String },
+    /// The repair is under way.
+    Running { kind: Kind, title: String },
+    /// What the repair did, or why it refused.
+    Done { kind: Kind, title: String, ok: bool, text: String, scroll: u16 },
+}
+
+/// The popup's title: `take over demo/sales/ingest 7d106ca7`.
+pub fn title(kind: Kind, task: &str, key: &str) -> String {
+    let verb = match kind {
+        Kind::Takeover => "Take over",
+        Kind::Finish => "Finish",
+    };
+    format!("{verb} {task} {}", &key[..key.len().min(8)])
+}
+
+/// Phase one: read the batch again, explain it, and ask the library whether
+/// the repair applies.
+pub fn plan(src: &Source, kind: Kind, task: &str, key: &str) -> Popup {
+    let t = title(kind, task, key);
+    match state::scan_batch(&src.uc, task, key, &src.opts, &src.sys) {
+        Err(e) => Popup::Refused { kind, title: t, reason: e.to_string() },
+        Ok((scan, batch)) => {
+            let e = explain::explain(&scan, batch, &src.uc);
+            match repair::check(kind, &e) {
+                Ok(plan) => Popup::Confirm { plan: Box::new(plan), yes: false, scroll: 0 },
+                Err(reason) => Popup::Refused { kind, title: t, reason },
+            }
+        }
+    }
+}
+
+/// What a repair did.
+#[derive(Debug)]
+pub struct RepairDone {
+    pub plan: RepairPlan,
+    pub outcome: Result<RepairOutcome, String>,
+    /// The audit line could not be written.
+    pub audit_error: Option<String>,
+}
+
+/// Phase two, after a yes: read the batch again, let the engine re-check and
+/// act (its own acquire and release), and leave the audit line. Blocks for the
+/// takeover's settle wait: run it off the UI thread.
+pub fn carry_out(src: &Source, plan: RepairPlan) -> RepairDone {
+    let outcome = state::scan_batch(&src.uc, &plan.task, &plan.key, &src.opts, &src.sys)
+        .map_err(|e| e.to_string())
+        .and_then(|(_, current)| {
+            repair::execute(&src.uc, &plan, &current, src.opts.lineage_dir.clone(), src.sys.clone())
+                .map_err(|e| e.to_string())
+        });
+    let root = std::fs::canonicalize(&src.uc).unwrap_or_else(|_| src.uc.clone());
+    let audit_error = repair::audit(&root, &plan, &outcome, &src.sys)
+        .err()
+        .map(|e| format!("could not write the audit line to {}: {e}", root.join(".ubunye/repairs.jsonl").display()));
+    RepairDone { plan, outcome, audit_error }
+}
+
+/// The outcome in words, as `ubunye leases takeover` prints it.
+pub fn outcome_text(done: &RepairDone) -> (bool, String) {
+    let mut out = String::new();
+    let ok = match &done.outcome {
+        Ok(o) => {
+            for r in &o.recovered {
+                let run = if r.run_id.is_empty() { "(no run id)".into() } else { ubunye::doc::short(&r.run_id) };
+                if r.finished {
+                    out.push_str(&format!(
+                        "run {run} had finished: {}removed {} replaced file(s)\n",
+                        if r.note_written { "wrote its finished note, " } else { "" },
+                        r.removed.len()
+                    ));
+                } else {
+                    out.push_str(&format!(
+                        "run {run} taken over{}: removed {} file(s){}{}\n",
+                        if r.from_orphan { " (orphan adopted)" } else { "" },
+                        r.removed.len(),
+                        if r.staging_removed.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", {} staging folder(s)", r.staging_removed.len())
+                        },
+                        if r.record_marked { ", record marked interrupted" } else { "" }
+                    ));
+                    if !r.unrepaired.is_empty() {
+                        out.push_str(&format!(
+                            "  output(s) {} may hold part of its batch and cannot be taken back here: check them\n",
+                            r.unrepaired.join(", ")
+                        ));
+                    }
+                }
+            }
+            out.push_str(&format!("{} {} released: the next run of the batch starts clean.\n", o.task, o.key));
+            true
+        }
+        Err(e) => {
+            out.push_str(&format!("Refused: {e}\n"));
+            false
+        }
+    };
+    if let Some(a) = &done.audit_error {
+        out.push_str(&format!("{a}\n"));
+    }
+    (ok, out)
+}
