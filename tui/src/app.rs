@@ -153,6 +153,8 @@ pub struct App {
     selected_id: Option<Id>,
     pub detail: Detail,
     pub help: bool,
+    /// The first line of the help shown.
+    pub help_scroll: usize,
     pub popup: Option<Popup>,
     pub frozen: bool,
     held: Held,
@@ -191,6 +193,7 @@ impl App {
             selected_id: None,
             detail: Detail::default(),
             help: false,
+            help_scroll: 0,
             popup: None,
             frozen: false,
             held: Held::default(),
@@ -350,7 +353,7 @@ impl App {
                 }
                 self.rebuild();
             }
-            Err(e) => self.say(Level::Error, format!("{e}; showing what was last read")),
+            Err(e) => self.say(Level::Error, format!("showing what was last read: {e}")),
         }
         if std::mem::take(&mut self.scan_again) {
             effects.extend(self.want_full_scan());
@@ -397,6 +400,8 @@ impl App {
         if k.kind == KeyEventKind::Release {
             return Vec::new();
         }
+        // Keys act on what is on the screen: the runs and findings up to date.
+        self.prepare();
         let ctx = self.ctx();
         let action = keys::lookup(ctx, &k);
         if ctx == Ctx::Filter && action.is_none() {
@@ -420,13 +425,19 @@ impl App {
     }
 
     fn help_key(&mut self, a: Action) -> Vec<Effect> {
+        let page = self.page.max(1);
         match a {
-            Action::Quit => vec![Effect::Quit(0)],
+            Action::Quit => return vec![Effect::Quit(0)],
+            Action::Up => self.help_scroll = self.help_scroll.saturating_sub(1),
+            Action::Down => self.help_scroll += 1,
+            Action::PageUp => self.help_scroll = self.help_scroll.saturating_sub(page),
+            Action::PageDown => self.help_scroll += page,
             _ => {
                 self.help = false;
-                Vec::new()
+                self.help_scroll = 0;
             }
         }
+        Vec::new()
     }
 
     fn filter_key(&mut self, a: Action) -> Vec<Effect> {

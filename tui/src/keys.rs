@@ -169,6 +169,10 @@ pub const BINDINGS: &[Binding] = &[
     b(Popup, &[K::Key(C::Down), K::Key(C::Char('j'))], "↓/j", "scroll the plan", None, A::Down),
     b(Popup, &[K::Key(C::Esc)], "Esc", "cancel: change nothing", Some("cancel"), A::Close),
     b(Popup, &[K::Ctrl('c')], "Ctrl-C", "quit (a repair under way finishes first)", None, A::Quit),
+    b(Help, &[K::Key(C::Up), K::Key(C::Char('k'))], "↑/k", "scroll up", None, A::Up),
+    b(Help, &[K::Key(C::Down), K::Key(C::Char('j'))], "↓/j", "scroll down", Some("scroll"), A::Down),
+    b(Help, &[K::Key(C::PageUp), K::Ctrl('b')], "PgUp", "a page up", None, A::PageUp),
+    b(Help, &[K::Key(C::PageDown), K::Ctrl('f'), K::Key(C::Char(' '))], "PgDn", "a page down", None, A::PageDown),
     b(Help, &[K::Key(C::Esc), K::Key(C::Char('?')), K::Key(C::Char('q'))], "Esc/?", "close", Some("close"), A::Close),
     b(Help, &[K::Ctrl('c')], "Ctrl-C", "quit", None, A::Quit),
 ];

@@ -75,8 +75,23 @@ pub fn fit(s: &str, w: usize) -> String {
     out
 }
 
+/// Where the value of a `  label     value` line starts: continuation lines
+/// go under it.
+fn hanging(line: &str) -> Option<usize> {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    if indent == 0 {
+        return None;
+    }
+    let rest = &line[indent..];
+    let label = rest.find(' ')?;
+    let after = &rest[label..];
+    let gap = after.len() - after.trim_start_matches(' ').len();
+    (gap >= 2 && gap < after.len()).then(|| indent + label + gap)
+}
+
 /// Wrap text to `w` columns at spaces (a word longer than a line is cut),
-/// continuation lines indented two more than their line.
+/// keeping the spaces inside a line; continuation lines go under the value of
+/// a `label   value` line, else two columns in.
 pub fn wrap(lines: &[String], w: usize) -> Vec<String> {
     let w = w.max(8);
     let mut out = Vec::new();
@@ -85,42 +100,62 @@ pub fn wrap(lines: &[String], w: usize) -> Vec<String> {
             out.push(line.clone());
             continue;
         }
-        let indent = line.chars().take_while(|c| *c == ' ').count().min(w / 2);
-        let cont = " ".repeat((indent + 2).min(w / 2));
-        let mut cur = " ".repeat(indent);
-        let mut cur_n = indent;
-        let mut fresh = true;
-        for word in line.split(' ').filter(|w| !w.is_empty()) {
-            let mut word: Vec<char> = word.chars().collect();
+        let indent = line.chars().take_while(|c| *c == ' ').count();
+        let hang = hanging(line).unwrap_or(indent + 2).min(w / 2);
+        let cont = " ".repeat(hang);
+        // (spaces before, word)
+        let mut tokens: Vec<(usize, Vec<char>)> = Vec::new();
+        let mut spaces = 0;
+        let mut word: Vec<char> = Vec::new();
+        for c in line.chars() {
+            if c == ' ' {
+                if !word.is_empty() {
+                    tokens.push((spaces, std::mem::take(&mut word)));
+                    spaces = 0;
+                }
+                spaces += 1;
+            } else {
+                word.push(c);
+            }
+        }
+        if !word.is_empty() {
+            tokens.push((spaces, word));
+        }
+        let mut cur = String::new();
+        let mut cur_n = 0;
+        let mut at_start = true;
+        let mut first = true;
+        for (sp, mut word) in tokens {
             loop {
-                let sep = usize::from(!fresh);
-                if cur_n + sep + word.len() <= w {
-                    if !fresh {
-                        cur.push(' ');
-                    }
+                let gap = if at_start && !first { 0 } else { sp.min(w / 2) };
+                if cur_n + gap + word.len() <= w {
+                    cur.push_str(&" ".repeat(gap));
                     cur.extend(word.iter());
-                    cur_n += sep + word.len();
-                    fresh = false;
+                    cur_n += gap + word.len();
+                    at_start = false;
                     break;
                 }
-                if !fresh {
+                if !at_start {
                     out.push(std::mem::replace(&mut cur, cont.clone()));
-                    cur_n = cont.len();
-                    fresh = true;
+                    cur_n = hang;
+                    at_start = true;
+                    first = false;
                     continue;
                 }
                 // A word longer than a whole line: cut it.
-                let room = w.saturating_sub(cur_n).max(1).min(word.len());
+                let room = w.saturating_sub(cur_n + gap).max(1).min(word.len());
+                cur.push_str(&" ".repeat(gap));
                 cur.extend(word[..room].iter());
                 out.push(std::mem::replace(&mut cur, cont.clone()));
-                cur_n = cont.len();
+                cur_n = hang;
+                first = false;
                 word.drain(..room);
                 if word.is_empty() {
                     break;
                 }
             }
         }
-        if !fresh {
+        if !cur.trim().is_empty() {
             out.push(cur);
         }
     }
@@ -133,7 +168,8 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     let area = f.area();
     let p = Paint { colour: app.colour };
     if area.width < 40 || area.height < 10 {
-        f.render_widget(Paragraph::new("ubunye top: the terminal is too small (40x10 at least)"), area);
+        let msg = "ubunye top: the terminal is too small (40x10 at least)";
+        f.render_widget(Paragraph::new(msg).wrap(ratatui::widgets::Wrap { trim: true }), area);
         return;
     }
     let [header, body, status, footer] =
@@ -151,7 +187,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         draw_popup(f, app, area, p);
     }
     if app.help {
-        draw_help(f, area, p);
+        draw_help(f, app, area, p);
     }
 }
 
@@ -278,7 +314,7 @@ fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
         Col { title: "CLAIMS", width: 6, cell: claims },
         Col { title: "NOTE", width: 0, cell: |b| b.note.clone() },
     ];
-    let need = |cols: &[Col]| cols.iter().map(|c| c.width + 1).sum::<usize>() + 30;
+    let need = |cols: &[Col]| cols.iter().map(|c| c.width + 1).sum::<usize>() + 20;
     for drop in ["RUN", "CLAIMS", "PID@HOST"] {
         if need(&cols) <= w {
             break;
@@ -424,6 +460,13 @@ fn draw_detail(f: &mut Frame, app: &mut App, area: Rect, p: Paint, full: bool) {
     }
 }
 
+fn vars_text(v: &serde_json::Map<String, serde_json::Value>) -> String {
+    v.iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn record_time(s: Option<&str>) -> String {
     s.map(|t| t.get(..19).unwrap_or(t).replace('T', " ")).unwrap_or_default()
 }
@@ -434,10 +477,24 @@ fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let range = window(app.selected[1], &mut app.offset[1], height, app.runs.len());
     let batches = app.model.batches();
     let w = area.width as usize;
-    let header = Row::new(["STARTED", "STATUS", "TASK", "RUN", "VARIABLES", "SECS", "ERROR"]).style(p.bold());
-    let fixed = 19 + 11 + 8 + 7 + 6;
-    let flexible = w.saturating_sub(fixed);
-    let (task_w, vars_w) = ((flexible / 4).clamp(8, 24), (flexible / 4).clamp(8, 26));
+    // Narrow screens: a shorter start time and no duration.
+    let wide = w >= 100;
+    let started_w = if wide { 19 } else { 14 };
+    let secs_w = if wide { 6 } else { 0 };
+    let header = Row::new(["STARTED", "STATUS", "TASK", "RUN", "VARIABLES", if wide { "SECS" } else { "" }, "ERROR"])
+        .style(p.bold());
+    let shown = &app.runs[range.clone()];
+    let longest = |f: &dyn Fn(&Batch, usize) -> usize| {
+        shown.iter().filter_map(|&(bi, ri)| batches.get(bi).map(|b| f(b, ri))).max().unwrap_or(4)
+    };
+    let fixed = started_w + 11 + 8 + secs_w + 7;
+    let flexible = w.saturating_sub(fixed + 10);
+    let task_w = longest(&|b, _| b.task.chars().count()).clamp(4, 24).min(flexible / 2);
+    let vars_w = longest(&|b, ri| {
+        b.records.get(ri).and_then(|r| r.variables.as_ref()).map(|v| vars_text(v).chars().count()).unwrap_or(0)
+    })
+    .clamp(9, 30)
+    .min(flexible.saturating_sub(task_w));
     let err_w = w.saturating_sub(fixed + task_w + vars_w).max(4);
     let mut rows = Vec::new();
     for (n, &(bi, ri)) in app.runs[range.clone()].iter().enumerate() {
@@ -457,18 +514,11 @@ fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
                 }
                 _ => String::new(),
             };
-        let vars = r
-            .variables
-            .as_ref()
-            .map(|v| {
-                v.iter()
-                    .map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_default();
+        let vars = r.variables.as_ref().map(vars_text).unwrap_or_default();
+        let started = record_time(r.started_at.as_deref());
+        let started = if wide { started } else { started.get(5..).unwrap_or(&started).to_string() };
         let mut row = Row::new(vec![
-            Cell::from(record_time(r.started_at.as_deref())),
+            Cell::from(started),
             Cell::from(Span::styled(fit(&status, 11), p.fg(colour))),
             Cell::from(fit(&b.task, task_w)),
             Cell::from(ubunye::doc::short(&r.run_id)),
@@ -482,12 +532,12 @@ fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
         rows.push(row);
     }
     let widths = [
-        Constraint::Length(19),
+        Constraint::Length(started_w as u16),
         Constraint::Length(11),
         Constraint::Length(task_w as u16),
         Constraint::Length(8),
         Constraint::Length(vars_w as u16),
-        Constraint::Length(6),
+        Constraint::Length(secs_w as u16),
         Constraint::Min(4),
     ];
     f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), area);
@@ -616,12 +666,15 @@ fn draw_popup(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     let (title, colour, mut body, scroll, buttons): (String, Color, Vec<String>, u16, Option<bool>) = match popup {
         Popup::Confirm { plan, yes, scroll } => {
             let mut body = vec![
-                format!("{} {} is {}. Through the engine, as the next run of the batch would:", plan.task, &plan.key[..8.min(plan.key.len())], plan.state.word()),
-                String::new(),
+                format!("{} {} ({}):", plan.task, &plan.key[..8.min(plan.key.len())], plan.state.word()),
             ];
             body.extend(plan.steps.iter().cloned());
             body.push(String::new());
-            body.push(format!("One line goes to .ubunye/repairs.jsonl. Same as `{} {}`.", plan.kind.command(), &plan.key[..8.min(plan.key.len())]));
+            body.push(format!(
+                "The same as `{} {}`; audited in .ubunye/repairs.jsonl.",
+                plan.kind.command(),
+                &plan.key[..8.min(plan.key.len())]
+            ));
             (crate::popup::title(plan.kind, &plan.task, &plan.key), Color::LightYellow, body, *scroll, Some(*yes))
         }
         Popup::Refused { title, reason, .. } => {
@@ -679,7 +732,7 @@ fn draw_popup(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     f.render_widget(Paragraph::new(footer), pad);
 }
 
-fn draw_help(f: &mut Frame, area: Rect, p: Paint) {
+fn draw_help(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let mut lines: Vec<Line> = Vec::new();
     for ctx in [Ctx::Main, Ctx::Detail, Ctx::Filter, Ctx::Popup, Ctx::Help] {
         lines.push(Line::from(Span::styled(ctx.title(), p.bold())));
@@ -690,26 +743,40 @@ fn draw_help(f: &mut Frame, area: Rect, p: Paint) {
             ]));
         }
     }
-    let rect = centered(area, 70, lines.len() as u16 + 2);
-    let block = Block::bordered().title(Span::styled(" Keys (Esc closes) ", p.bold()));
+    let rect = centered(area, 72, lines.len() as u16 + 2);
+    let inner_h = rect.height.saturating_sub(2) as usize;
+    let max = lines.len().saturating_sub(inner_h);
+    app.help_scroll = app.help_scroll.min(max);
+    let title = if max > 0 {
+        format!(" Keys {}-{}/{} · ↑↓ scroll · Esc closes ", app.help_scroll + 1, app.help_scroll + inner_h, lines.len())
+    } else {
+        " Keys · Esc closes ".to_string()
+    };
+    let block = Block::bordered().title(Span::styled(title, p.bold()));
     let inner = block.inner(rect);
     f.render_widget(Clear, rect);
     f.render_widget(block, rect);
-    // Two columns when the lines do not fit.
-    if lines.len() > inner.height as usize && inner.width >= 60 {
-        let half = lines.len().div_ceil(2);
-        let right: Vec<Line> = lines.split_off(half);
-        let [l, r] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(inner);
-        f.render_widget(Paragraph::new(lines), l);
-        f.render_widget(Paragraph::new(right), r);
-    } else {
-        f.render_widget(Paragraph::new(lines), inner);
-    }
+    let shown: Vec<Line> = lines.into_iter().skip(app.help_scroll).collect();
+    let pad = Rect { x: inner.x + 1, width: inner.width.saturating_sub(1), ..inner };
+    f.render_widget(Paragraph::new(shown), pad);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrap_keeps_columns_and_hangs_under_the_value() {
+        let lines = vec!["  verdict   dead: its lease has not been written for 20m".to_string()];
+        assert_eq!(
+            wrap(&lines, 30),
+            ["  verdict   dead: its lease", "            has not been", "            written for 20m"]
+        );
+        let long = vec!["x".repeat(20)];
+        assert_eq!(wrap(&long, 8), ["xxxxxxxx", "  xxxxxx", "  xxxxxx"]);
+        assert_eq!(hanging("  run       abc"), Some(12));
+        assert_eq!(hanging("  rename its lease"), None);
+    }
 
     #[test]
     fn fit_cuts_with_an_ellipsis() {

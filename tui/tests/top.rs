@@ -1,0 +1,512 @@
+//! `ubunye top` in-process: snapshots of every state and of the popups on
+//! ratatui's TestBackend, and what keys do to the dashboard's state.
+//!
+//! The model comes from the peer's fixtures (mtimes restored) judged with a
+//! fake clock from another host, so every verdict and age is pinned; the
+//! temp folders have a fixed length, so that paths wrap the same way on every
+//! machine, and are then written as /tmp/ubtXXXXXX.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::Color;
+use ubunye::repair::Kind;
+use ubunye::state::{ScanOptions, State};
+use ubunye::sys::{FakeClock, FakeProcs, Hook, Sys, Timing};
+use ubunye_tui::app::{App, Effect, SortBy, View};
+use ubunye_tui::event::Event;
+use ubunye_tui::model::{Model, Source};
+use ubunye_tui::popup::{self, Popup};
+
+const ELSEWHERE: &str = "elsewhere|pid:[1]";
+
+/// A fixture copied to /tmp/ubtXXXXXX/uc, mtimes restored; its capture time.
+fn fixture(name: &str) -> (tempfile::TempDir, PathBuf, SystemTime) {
+    let d = tempfile::Builder::new().prefix("ubt").rand_bytes(6).tempdir_in("/tmp").unwrap();
+    let uc = d.path().join("uc");
+    let src = common::fixture_dir(name);
+    common::copy(&src.join("uc"), &uc);
+    let m: serde_json::Value = serde_json::from_str(&fs::read_to_string(src.join("MANIFEST.json")).unwrap()).unwrap();
+    for f in m["files"].as_array().unwrap() {
+        let t = UNIX_EPOCH + Duration::from_nanos(f["mtime_ns"].as_u64().unwrap());
+        common::set_mtime(&uc.join(f["path"].as_str().unwrap()), t.duration_since(UNIX_EPOCH).unwrap().as_secs());
+    }
+    let captured = UNIX_EPOCH + Duration::from_secs_f64(m["captured_at_epoch"].as_f64().unwrap());
+    (d, uc, captured)
+}
+
+/// A machine at `now` on another host than the fixtures' (every lease judged
+/// by its age), with short waits.
+fn sys_at(now: SystemTime) -> (Sys, Arc<FakeClock>) {
+    let clock = FakeClock::at(now);
+    let sys = Sys {
+        clock: clock.clone(),
+        procs: FakeProcs::new(),
+        host: ELSEWHERE.into(),
+        pid: std::process::id() as i32,
+        timing: Timing { settle: Duration::from_millis(20), busy_for: Duration::from_millis(20), ..Timing::peer() },
+        hook: Hook::default(),
+    };
+    (sys, clock)
+}
+
+fn app(uc: &Path, sys: Sys) -> App {
+    let src = Source { uc: uc.to_path_buf(), opts: ScanOptions::default(), sys };
+    let scan = src.scan().unwrap();
+    App::new(Model::new(src, scan), false, "notify")
+}
+
+/// The fixture's dashboard `after` its capture.
+fn open(name: &str, after: Duration) -> (tempfile::TempDir, PathBuf, App) {
+    let (d, uc, captured) = fixture(name);
+    let (sys, _) = sys_at(captured + after);
+    let a = app(&uc, sys);
+    (d, uc, a)
+}
+
+const LATER: Duration = Duration::from_secs(20 * 60);
+
+fn text(buf: &Buffer) -> String {
+    let w = buf.area.width as usize;
+    buf.content
+        .chunks(w)
+        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>().trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn draw(app: &mut App, w: u16, h: u16) -> Buffer {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| ubunye_tui::ui::draw(f, app)).unwrap();
+    term.backend().buffer().clone()
+}
+
+fn screen(app: &mut App, w: u16, h: u16) -> String {
+    text(&draw(app, w, h))
+}
+
+/// Snapshot a screen, with the temp folder and the fresh run ids of repairs
+/// written the same way every time (same lengths: the layout is untouched).
+fn snap(name: &str, s: &str) {
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"/tmp/ubt[A-Za-z0-9]{6}", "/tmp/ubtXXXXXX");
+    settings.add_filter(r"(takeover|finish) \(run [0-9a-f]{8}\)", "$1 (run RRRRRRRR)");
+    // A takeover mark's time is its file's mtime: the real clock's.
+    settings.add_filter(r"taken over at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "taken over at YYYY-MM-DDTHH:MM:SSZ");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(name, s));
+}
+
+fn key(code: KeyCode) -> Event {
+    Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+/// Press keys written as words: `j`, `Enter`, `Esc`, `Right`, `Tab`, or
+/// `type:some text` to type text.
+fn press(app: &mut App, keys: &str) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for k in keys.split_whitespace() {
+        if let Some(t) = k.strip_prefix("type:") {
+            for c in t.chars() {
+                effects.extend(app.handle(key(KeyCode::Char(c))));
+            }
+            continue;
+        }
+        let code = match k {
+            "Enter" => KeyCode::Enter,
+            "Esc" => KeyCode::Esc,
+            "Right" => KeyCode::Right,
+            "Left" => KeyCode::Left,
+            "Up" => KeyCode::Up,
+            "Down" => KeyCode::Down,
+            "Tab" => KeyCode::Tab,
+            "Backspace" => KeyCode::Backspace,
+            "PgDn" => KeyCode::PageDown,
+            one if one.chars().count() == 1 => KeyCode::Char(one.chars().next().unwrap()),
+            other => panic!("no key {other}"),
+        };
+        effects.extend(app.handle(key(code)));
+    }
+    effects
+}
+
+fn states(app: &App) -> Vec<State> {
+    app.rows.iter().map(|&i| app.model.batches()[i].state).collect()
+}
+
+fn selected_state(app: &App) -> Option<State> {
+    app.selected_batch().map(|b| b.state)
+}
+
+// ---------------------------------------------------------------- states
+
+#[test]
+fn every_state_on_an_80x24_screen() {
+    let cases: &[(&str, &str, Duration, State)] = &[
+        ("state-dead", "dead-killed", LATER, State::Dead),
+        ("state-orphan", "orphan", LATER, State::Orphan),
+        ("state-pending", "rerun-pending", LATER, State::Pending),
+        ("state-handed-back", "takeover-refused-in-use", LATER, State::HandedBack),
+        ("state-kept", "kept", LATER, State::Kept),
+        ("state-live", "live", Duration::from_secs(5), State::Live),
+        ("state-finished", "finished", LATER, State::Finished),
+    ];
+    for (name, fx, after, want) in cases {
+        let (_d, _uc, mut a) = open(fx, *after);
+        assert_eq!(selected_state(&a), Some(*want), "{fx}");
+        snap(name, &screen(&mut a, 80, 24));
+    }
+}
+
+#[test]
+fn an_unreadable_lease() {
+    let (_d, uc, captured) = fixture("dead-killed");
+    let lease = uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
+    fs::write(&lease, b"{\"run_id\": \"a7ee7676\", \"pid\": \"\xff\"}").unwrap();
+    let (sys, _) = sys_at(captured + LATER);
+    let mut a = app(&uc, sys);
+    assert_eq!(selected_state(&a), Some(State::Unreadable));
+    snap("state-unreadable", &screen(&mut a, 80, 24));
+    press(&mut a, "3");
+    snap("view-doctor", &screen(&mut a, 80, 24));
+}
+
+#[test]
+fn a_failed_run() {
+    let d = tempfile::Builder::new().prefix("ubt").rand_bytes(6).tempdir_in("/tmp").unwrap();
+    let uc = d.path().join("uc");
+    fs::create_dir_all(uc.join(".ubunye")).unwrap();
+    let now = UNIX_EPOCH + Duration::from_secs(1_795_948_000);
+    let (mut sys, _) = sys_at(now);
+    sys.host = "vm|pid:[4026531836]".into();
+    let task = ubunye::layout::TaskPath::parse("demo/sales/ingest").unwrap();
+    let vars = ubunye::key::cli_variables(Some("2025-01-03"), None, "DEV", &[]).unwrap();
+    let run = "0f1e2d3c-0000-4000-8000-000000000001".to_string();
+    let spec = ubunye::LeaseSpec::new(&uc, task.clone(), vars.clone(), run.clone());
+    let (lease, _) = ubunye::RunLease::acquire(spec, sys.clone()).unwrap();
+    let rs = ubunye::lineage::RecordSpec { run_id: run, task, variables: vars, backend: "exec".into(), command: None };
+    let mut rec = ubunye::lineage::RunRecord::start(&ubunye::layout::lineage_root(&uc), &rs, now).unwrap();
+    lease.end(false).unwrap();
+    rec.finish("error", Some("CommandFailed: sh exited with code 1.".into()), now + Duration::from_secs(2)).unwrap();
+    let mut a = app(&uc, sys);
+    assert_eq!(selected_state(&a), Some(State::Failed));
+    snap("state-failed", &screen(&mut a, 80, 24));
+}
+
+#[test]
+fn the_dashboard_at_100x30() {
+    let (_d, _uc, mut a) = open("dead-killed", LATER);
+    snap("overview-100x30", &screen(&mut a, 100, 30));
+}
+
+#[test]
+fn it_stays_whole_at_any_size() {
+    let (_d, _uc, mut a) = open("dead-killed", LATER);
+    for (w, h) in [(80, 24), (40, 10), (20, 5), (1, 1), (200, 60), (81, 25)] {
+        let s = screen(&mut a, w, h);
+        assert!(!s.is_empty(), "{w}x{h}");
+        a.help = true;
+        let _ = screen(&mut a, w, h);
+        a.help = false;
+    }
+    assert!(screen(&mut a, 30, 8).contains("too small"));
+}
+
+#[test]
+fn no_colour_at_all_when_asked() {
+    let (_d, _uc, mut a) = open("dead-killed", LATER);
+    let plain = draw(&mut a, 80, 24);
+    assert!(plain.content.iter().all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
+    a.colour = true;
+    let coloured = draw(&mut a, 80, 24);
+    assert!(coloured.content.iter().any(|c| c.symbol() == "✖" && c.fg == Color::LightRed));
+}
+
+// ---------------------------------------------------------------- popups and views
+
+#[test]
+fn the_takeover_popup_lists_the_plan_and_defaults_to_no() {
+    let (_d, _uc, mut a) = open("dead-killed", LATER);
+    press(&mut a, "t");
+    assert!(matches!(&a.popup, Some(Popup::Confirm { yes: false, .. })));
+    snap("popup-takeover", &screen(&mut a, 80, 24));
+    press(&mut a, "Right");
+    snap("popup-takeover-yes-highlighted", &screen(&mut a, 80, 24));
+}
+
+#[test]
+fn the_finish_popup_of_a_pending_batch() {
+    let (_d, _uc, mut a) = open("rerun-pending", LATER);
+    press(&mut a, "f");
+    assert!(matches!(&a.popup, Some(Popup::Confirm { plan, .. }) if plan.kind == Kind::Finish));
+    snap("popup-finish", &screen(&mut a, 80, 24));
+}
+
+#[test]
+fn a_live_batch_is_refused_in_one_line() {
+    let (_d, _uc, mut a) = open("live", Duration::from_secs(5));
+    press(&mut a, "t");
+    assert!(matches!(&a.popup, Some(Popup::Refused { .. })));
+    snap("popup-refused-live", &screen(&mut a, 80, 24));
+    press(&mut a, "Esc");
+    assert!(a.popup.is_none());
+}
+
+#[test]
+fn a_takeover_carried_out_turns_dead_into_interrupted() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    let effects = press(&mut a, "t y");
+    let Some(Effect::Repair(plan)) = effects.into_iter().next() else { panic!("no repair asked for") };
+    assert!(matches!(&a.popup, Some(Popup::Running { .. })));
+    snap("popup-running", &screen(&mut a, 80, 24));
+    // What the event loop does off the UI thread.
+    let done = popup::carry_out(&a.model.src, *plan);
+    assert!(done.outcome.is_ok(), "{:?}", done.outcome);
+    a.handle(Event::Repaired(Box::new(done)));
+    assert!(matches!(&a.popup, Some(Popup::Done { ok: true, .. })));
+    // 80x20: the audit line (naming the user who ran the test) stays below.
+    snap("popup-result", &screen(&mut a, 80, 20));
+    press(&mut a, "Esc");
+    assert_eq!(selected_state(&a), Some(State::Interrupted));
+    snap("state-interrupted", &screen(&mut a, 80, 20));
+    let audit = fs::read_to_string(uc.join(".ubunye/repairs.jsonl")).unwrap();
+    assert!(audit.contains("\"outcome\":\"done\""), "{audit}");
+}
+
+#[test]
+fn a_repair_refused_by_the_engine_is_shown() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    let effects = press(&mut a, "t y");
+    let Some(Effect::Repair(plan)) = effects.into_iter().next() else { panic!("no repair asked for") };
+    // The batch changes hands after the plan was shown: the engine refuses.
+    let key = &plan.key;
+    fs::remove_file(uc.join(format!(".ubunye/leases/demo/sales/ingest/{key}.json"))).unwrap();
+    let done = popup::carry_out(&a.model.src, *plan);
+    a.handle(Event::Repaired(Box::new(done)));
+    assert!(matches!(&a.popup, Some(Popup::Done { ok: false, .. })));
+    snap("popup-result-refused", &screen(&mut a, 80, 24));
+}
+
+#[test]
+fn help_runs_doctor_filter_and_detail_views() {
+    let (_d, _uc, mut a) = open("dead-killed", LATER);
+    press(&mut a, "?");
+    snap("help", &screen(&mut a, 80, 24));
+    press(&mut a, "Esc 2");
+    snap("view-runs", &screen(&mut a, 80, 24));
+    snap("view-runs-wide", &screen(&mut a, 120, 12));
+    press(&mut a, "Esc ?");
+    press(&mut a, "j j");
+    snap("help-scrolled", &screen(&mut a, 80, 24));
+    press(&mut a, "1 / type:state:dead");
+    snap("filter-typing", &screen(&mut a, 80, 24));
+    press(&mut a, "Enter Enter");
+    snap("detail-open", &screen(&mut a, 80, 24));
+}
+
+// ---------------------------------------------------------------- keys -> state
+
+type Check = fn(&App, &[Effect]);
+
+#[test]
+fn keys_change_the_state_as_the_table_says() {
+    let cases: &[(&str, &str, &str, Check)] = &[
+        ("down moves the selection", "dead-killed", "j", |a, _| assert_eq!(a.selected[0], 1)),
+        ("down stops at the end", "dead-killed", "j j j j G j", |a, _| assert_eq!(a.selected[0], 1)),
+        ("up stops at the top", "dead-killed", "k k g", |a, _| assert_eq!(a.selected[0], 0)),
+        ("arrows work too", "dead-killed", "Down Up Down", |a, _| assert_eq!(a.selected[0], 1)),
+        ("a state filter", "dead-killed", "/ type:state:finished Enter", |a, _| {
+            assert_eq!(states(a), vec![State::Finished]);
+            assert!(!a.editing);
+        }),
+        ("a text filter", "dead-killed", "/ type:2025-01-02", |a, _| {
+            assert_eq!(states(a), vec![State::Dead]);
+            assert!(a.editing);
+        }),
+        ("a filter that matches nothing", "dead-killed", "/ type:state:nosuch Enter", |a, _| {
+            assert!(a.rows.is_empty())
+        }),
+        ("backspace edits the filter", "dead-killed", "/ type:state:deadx Backspace", |a, _| {
+            assert_eq!(states(a), vec![State::Dead])
+        }),
+        ("esc in the filter drops it", "dead-killed", "/ type:state:dead Esc", |a, _| {
+            assert_eq!(a.rows.len(), 2);
+            assert!(!a.editing && a.filter.is_empty());
+        }),
+        ("esc on the list clears a kept filter", "dead-killed", "/ type:state:dead Enter Esc", |a, _| {
+            assert_eq!(a.rows.len(), 2)
+        }),
+        ("s cycles the sort", "dead-killed", "s", |a, _| assert_eq!(a.sort, SortBy::Age)),
+        ("s four times is back", "dead-killed", "s s s s", |a, _| assert_eq!(a.sort, SortBy::Severity)),
+        ("sort by task keeps the selection", "dead-killed", "j s s", |a, _| {
+            assert_eq!(a.sort, SortBy::Task);
+            assert_eq!(selected_state(a), Some(State::Finished));
+        }),
+        ("? opens the help", "dead-killed", "?", |a, _| assert!(a.help)),
+        ("esc closes the help", "dead-killed", "? Esc", |a, _| assert!(!a.help)),
+        ("keys under the help do nothing else", "dead-killed", "? j t", |a, _| {
+            assert!(a.help && a.selected[0] == 0 && a.popup.is_none())
+        }),
+        ("F freezes", "dead-killed", "F", |a, _| assert!(a.frozen)),
+        ("F again resumes", "dead-killed", "F F", |a, _| assert!(!a.frozen)),
+        ("q quits", "dead-killed", "q", |_, e| assert!(matches!(e, [Effect::Quit(0)]))),
+        ("r rescans", "dead-killed", "r", |a, e| {
+            assert!(matches!(e, [Effect::FullScan]));
+            assert!(a.scanning);
+        }),
+        ("y copies the key", "dead-killed", "y", |_, e| {
+            assert!(matches!(e, [Effect::Copy(k)] if k == "7d106ca76674f2a1"))
+        }),
+        ("tab goes to the runs", "dead-killed", "Tab", |a, _| assert_eq!(a.view, View::Runs)),
+        ("tab three times is back", "dead-killed", "Tab Tab Tab", |a, _| assert_eq!(a.view, View::Batches)),
+        ("enter opens the detail", "dead-killed", "Enter", |a, _| assert!(a.detail.open)),
+        ("the detail scrolls", "dead-killed", "Enter j j", |a, _| assert_eq!(a.detail.scroll, 2)),
+        ("esc closes the detail", "dead-killed", "Enter Esc", |a, _| assert!(!a.detail.open)),
+        ("enter on a run shows its batch", "dead-killed", "2 Enter", |a, _| {
+            assert_eq!(a.view, View::Batches);
+            assert!(a.detail.open);
+        }),
+        ("t opens the plan, No highlighted", "dead-killed", "t", |a, e| {
+            assert!(e.is_empty());
+            assert!(matches!(&a.popup, Some(Popup::Confirm { yes: false, .. })));
+        }),
+        ("enter answers No by default", "dead-killed", "t Enter", |a, e| {
+            assert!(e.is_empty() && a.popup.is_none());
+            assert_eq!(selected_state(a), Some(State::Dead));
+        }),
+        ("esc cancels the plan", "dead-killed", "t Esc", |a, e| assert!(e.is_empty() && a.popup.is_none())),
+        ("n cancels the plan", "dead-killed", "t n", |a, e| assert!(e.is_empty() && a.popup.is_none())),
+        ("scrolling the plan does not answer", "dead-killed", "t j", |a, e| {
+            assert!(e.is_empty() && matches!(&a.popup, Some(Popup::Confirm { yes: false, .. })))
+        }),
+        ("right then enter says yes", "dead-killed", "t Right Enter", |a, e| {
+            assert!(matches!(e, [Effect::Repair(_)]));
+            assert!(matches!(&a.popup, Some(Popup::Running { .. })));
+        }),
+        ("right left enter is no again", "dead-killed", "t Right Left Enter", |a, e| {
+            assert!(e.is_empty() && a.popup.is_none())
+        }),
+        ("y says yes", "dead-killed", "t y", |_, e| assert!(matches!(e, [Effect::Repair(_)]))),
+        ("finish of a dead batch is refused", "dead-killed", "f", |a, _| {
+            assert!(matches!(&a.popup, Some(Popup::Refused { kind: Kind::Finish, .. })))
+        }),
+        ("takeover of a finished batch is refused", "dead-killed", "j t", |a, _| {
+            assert!(matches!(&a.popup, Some(Popup::Refused { .. })))
+        }),
+        ("y in a refusal does nothing", "dead-killed", "j t y", |a, e| {
+            assert!(e.is_empty() && matches!(&a.popup, Some(Popup::Refused { .. })))
+        }),
+        ("repairs only from the batch view", "dead-killed", "2 t", |a, _| assert!(a.popup.is_none())),
+    ];
+    for (name, fx, keys, check) in cases {
+        let (_d, _uc, mut a) = open(fx, LATER);
+        let effects = press(&mut a, keys);
+        check(&a, &effects);
+        // Every state still draws.
+        let _ = screen(&mut a, 80, 24);
+        eprintln!("ok: {name}");
+    }
+}
+
+// ---------------------------------------------------------------- changes
+
+/// A file event for a lease folder entry.
+fn lease_path(uc: &Path, name: &str) -> PathBuf {
+    fs::canonicalize(uc).unwrap().join(".ubunye/leases/demo/sales/ingest").join(name)
+}
+
+#[test]
+fn a_file_event_rereads_only_its_batch() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    let lease = lease_path(&uc, "7d106ca76674f2a1.json");
+    fs::remove_file(&lease).unwrap();
+    a.handle(Event::FsChange(vec![lease]));
+    // The lease went; its record (named by no file now) is kept from the scan.
+    let b = a.model.batches().iter().find(|b| b.key == "7d106ca76674f2a1").unwrap();
+    assert_eq!(b.state, State::Interrupted, "{}", b.note);
+    assert!(a.model.last_change.is_some());
+}
+
+#[test]
+fn events_held_while_frozen_are_applied_on_resume() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    press(&mut a, "F");
+    let lease = lease_path(&uc, "7d106ca76674f2a1.json");
+    fs::remove_file(&lease).unwrap();
+    a.handle(Event::FsChange(vec![lease]));
+    a.handle(Event::Tick);
+    assert_eq!(a.held(), 1);
+    assert_eq!(states(&a), vec![State::Dead, State::Finished], "frozen: nothing applied");
+    snap("frozen", &screen(&mut a, 80, 24));
+    press(&mut a, "F");
+    assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
+}
+
+#[test]
+fn unclear_paths_and_bursts_ask_for_a_full_rescan() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    let root = fs::canonicalize(&uc).unwrap();
+    // A new task folder: unclear.
+    let effects = a.handle(Event::FsChange(vec![root.join(".ubunye/leases/demo/new")]));
+    assert!(matches!(effects.as_slice(), [Effect::FullScan]));
+    // Thousands of batches at once.
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    let many: Vec<PathBuf> = (0..5000).map(|i| lease_path(&uc, &format!("{i:016x}.json"))).collect();
+    let effects = a.handle(Event::FsChange(many));
+    assert!(matches!(effects.as_slice(), [Effect::FullScan]));
+    // A clock probe and a record's temp file: nothing.
+    let effects = a.handle(Event::FsChange(vec![
+        root.join(".ubunye/leases/.clock-0123abcd"),
+        root.join(".ubunye/lineage/demo/sales/ingest/x.0123abcd.tmp"),
+    ]));
+    assert!(effects.is_empty());
+}
+
+#[test]
+fn a_vanished_folder_is_said_and_the_last_state_kept() {
+    let (d, uc, mut a) = open("dead-killed", LATER);
+    let n = a.rows.len();
+    let effects = press(&mut a, "r");
+    assert!(matches!(effects.as_slice(), [Effect::FullScan]));
+    fs::remove_dir_all(d.path()).unwrap();
+    let res = a.model.src.scan();
+    assert!(res.is_err());
+    a.handle(Event::Scanned(Box::new(res)));
+    assert_eq!(a.rows.len(), n);
+    let s = screen(&mut a, 80, 24);
+    assert!(s.contains("showing what was last read"), "{s}");
+    // A batch event on the vanished folder: said, no panic.
+    a.handle(Event::FsChange(vec![uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json")]));
+    a.handle(Event::Tick);
+    let _ = screen(&mut a, 80, 24);
+}
+
+#[test]
+fn time_alone_turns_a_live_lease_dead() {
+    let (_d, uc, captured) = fixture("live");
+    let (sys, clock) = sys_at(captured + Duration::from_secs(5));
+    let mut a = app(&uc, sys);
+    assert_eq!(selected_state(&a), Some(State::Live));
+    clock.advance(Duration::from_secs(16 * 60));
+    a.handle(Event::Tick);
+    assert_eq!(selected_state(&a), Some(State::Dead));
+}
+
+#[test]
+fn the_plan_popup_of_the_key_table_matches_the_help() {
+    // Every key the footer shows is in the help overlay (one table).
+    let (_d, _uc, mut a) = open("dead-killed", LATER);
+    press(&mut a, "?");
+    let s = screen(&mut a, 120, 60);
+    for b in ubunye_tui::keys::BINDINGS {
+        assert!(s.contains(b.help), "{} missing from the help", b.help);
+    }
+}
