@@ -1,0 +1,115 @@
+//! `ubunye demo --no-top`: the sandbox holds every state, made by the engine,
+//! and no process the demo started outlives it.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ubunye");
+
+/// Processes that carry the demo's tag naming this sandbox (`ubunye exec`,
+/// actors, and the commands they started).
+fn tagged(sandbox: &Path) -> Vec<String> {
+    let want = format!("UBUNYE_DEMO_SANDBOX={}", sandbox.display());
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(env) = std::fs::read(e.path().join("environ")) else { continue };
+        if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            found.push(format!("{name}: {}", String::from_utf8_lossy(&cmd).replace('\0', " ")));
+        }
+    }
+    found
+}
+
+#[test]
+fn the_demo_builds_every_state_and_leaves_no_process_behind() {
+    let d = tempfile::tempdir().unwrap();
+    let sandbox = d.path().join("sandbox");
+    let started = Instant::now();
+    let out = Command::new(BIN)
+        .args(["demo", "--no-top", "--dir"])
+        .arg(&sandbox)
+        .env("NO_COLOR", "1")
+        .env_remove("UBUNYE_TEST_HOST")
+        .env_remove("UBUNYE_TEST_SETTLE")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(!stderr.contains("lacks"), "{stderr}");
+    assert!(took < Duration::from_secs(20), "the demo took {took:?}");
+    assert!(stdout.contains(&format!("Sandbox: {}", sandbox.display())), "{stdout}");
+    // The table was printed while the two live runs ran.
+    assert_eq!(stdout.lines().filter(|l| l.contains("● live")).count(), 2, "{stdout}");
+
+    // Nothing the demo started is left: the live runs were stopped, and each
+    // child has PDEATHSIG in case the demo dies first.
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = tagged(&sandbox);
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < until, "processes outlived the demo: {left:#?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let list = Command::new(BIN)
+        .args(["leases", "list", "--all", "--json", "-d"])
+        .arg(&sandbox)
+        .env_remove("UBUNYE_TEST_HOST")
+        .output()
+        .unwrap();
+    assert!(list.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    let states: BTreeSet<String> =
+        v["batches"].as_array().unwrap().iter().map(|b| b["state"].as_str().unwrap().to_string()).collect();
+    for want in ["dead", "orphan", "pending", "kept", "interrupted", "failed", "finished"] {
+        assert!(states.contains(want), "no {want} batch in {states:?}");
+    }
+    // The live runs, stopped by the demo, are live no more.
+    assert!(!states.contains("live"), "{states:?}");
+    // Variables show (run records are on), and each batch has its own dt.
+    let dts: Vec<&str> =
+        v["batches"].as_array().unwrap().iter().filter_map(|b| b["variables"]["dt"].as_str()).collect();
+    assert_eq!(dts.len(), v["batches"].as_array().unwrap().len(), "{v:#}");
+    let distinct: BTreeSet<(&str, &str)> = v["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["task"].as_str().unwrap(), b["variables"]["dt"].as_str().unwrap()))
+        .collect();
+    assert_eq!(distinct.len(), dts.len());
+}
+
+#[test]
+fn the_demo_refuses_a_folder_that_is_not_empty() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("precious.txt"), "x").unwrap();
+    let out = Command::new(BIN).args(["demo", "--no-top", "--dir"]).arg(d.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("not empty"), "{err}");
+}
+
+#[test]
+fn top_refuses_a_folder_that_is_not_a_use_case_in_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    for (dir, says) in [(d.path().to_path_buf(), "no .ubunye/ folder"), (d.path().join("nope"), "does not exist")] {
+        let out = Command::new(BIN).args(["top", "-d"]).arg(&dir).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{err}");
+        assert!(out.stdout.is_empty(), "nothing may reach the terminal before the check");
+    }
+}

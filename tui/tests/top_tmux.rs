@@ -1,0 +1,157 @@
+//! `ubunye top` end to end, in a real terminal (tmux): a live `ubunye exec`
+//! run shows live; SIGKILL it and its row turns dead (same host: by pid, no
+//! 15-minute wait); `t`, yes, and the batch leaves the dead state; `q`, and
+//! the terminal is as it was.
+//!
+//! tmux is required: without it this test fails, unless UBUNYE_SKIP_TMUX=1.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ubunye");
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket, "-f", "/dev/null"]);
+        c
+    }
+    fn run(&self, args: &[&str]) -> String {
+        let out = self.cmd().args(args).output().expect("tmux runs");
+        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    fn pane(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "e2e"])
+    }
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+    /// Wait until the pane shows what `ok` wants; fail with the pane after 15 s.
+    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let until = Instant::now() + Duration::from_secs(15);
+        loop {
+            let p = self.pane();
+            if ok(&p) {
+                return p;
+            }
+            if Instant::now() > until {
+                panic!("timed out waiting for {what}; the pane:\n{p}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd().arg("kill-server").output();
+    }
+}
+
+fn tmux_present() -> bool {
+    Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success())
+}
+
+/// A live `ubunye exec` run that keeps running.
+fn live_run(uc: &Path) -> Child {
+    Command::new(BIN)
+        .args(["exec", "-q", "-d"])
+        .arg(uc)
+        .args(["--task", "demo/web/clicks", "-dt", "2025-02-01", "--append", "clicks=out/clicks", "--"])
+        .args(["sh", "-c", "echo click,1 > \"$UBUNYE_OUT_CLICKS/part-$UBUNYE_RUN_ID.csv\"; exec sleep 600"])
+        .env_remove("UBUNYE_TEST_HOST")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ubunye exec starts")
+}
+
+fn wait_for_file(dir: &Path, suffix: &str) -> PathBuf {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(p) = std::fs::read_dir(dir)
+            .ok()
+            .and_then(|rd| rd.flatten().map(|e| e.path()).find(|p| p.to_string_lossy().ends_with(suffix)))
+        {
+            return p;
+        }
+        assert!(Instant::now() < until, "no *{suffix} in {}", dir.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The table rows (not the explain pane below them) that carry a state word.
+fn rows_with(pane: &str, word: &str) -> usize {
+    pane.lines().take_while(|l| !l.contains("· explain")).filter(|l| l.contains(word)).count()
+}
+
+#[test]
+fn a_killed_run_turns_dead_is_taken_over_and_the_terminal_is_restored() {
+    if !tmux_present() {
+        if std::env::var("UBUNYE_SKIP_TMUX").as_deref() == Ok("1") {
+            eprintln!("tmux is not installed and UBUNYE_SKIP_TMUX=1: skipped");
+            return;
+        }
+        panic!("tmux is not installed: this test needs it (.ci/run installs it), or set UBUNYE_SKIP_TMUX=1");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path().join("uc");
+    std::fs::create_dir_all(uc.join(".ubunye")).unwrap();
+    let mut run = live_run(&uc);
+    wait_for_file(&uc.join(".ubunye/leases/demo/web/clicks"), ".json");
+    wait_for_file(&uc.join(".ubunye/lineage/demo/web/clicks"), ".json");
+
+    let t = Tmux { socket: format!("ubunye-e2e-{}", std::process::id()) };
+    let stty = d.path().join("stty.txt");
+    t.run(&["new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", "sh"]);
+    let line = format!(
+        "stty -a > {before}; env -u UBUNYE_TEST_HOST UBUNYE_TEST_SETTLE=50ms {BIN} top -d {uc}; echo TOP-EXITED $?; stty -a > {after}",
+        before = d.path().join("stty-before.txt").display(),
+        uc = uc.display(),
+        after = stty.display(),
+    );
+    t.keys(&[&line, "Enter"]);
+    t.wait("the live run", |p| rows_with(p, "● live") == 1);
+
+    // SIGKILL `ubunye exec`: its command dies with it (PDEATHSIG); no file
+    // changes, so it is the 1 s re-judgement that sees the pid gone.
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let started = Instant::now();
+    t.wait("the dead row", |p| rows_with(p, "✖ dead") == 1 && rows_with(p, "● live") == 0);
+    assert!(started.elapsed() < Duration::from_secs(5), "dead took {:?}", started.elapsed());
+
+    t.keys(&["t"]);
+    let plan = t.wait("the plan", |p| p.contains("Go ahead?"));
+    assert!(plan.contains("[ No ]") && plan.contains("mark its record"), "{plan}");
+    t.keys(&["y"]);
+    let done = t.wait("the outcome", |p| p.contains("released: the next run of the batch starts clean"));
+    assert!(done.contains("taken over"), "{done}");
+    t.keys(&["Escape"]);
+    let after = t
+        .wait("the batch out of the dead state", |p| rows_with(p, "✖ dead") == 0 && rows_with(p, "◐ interrupted") == 1);
+    assert!(after.contains("watch notify"), "{after}");
+
+    t.keys(&["q"]);
+    let shell = t.wait("top to exit", |p| p.contains("TOP-EXITED 0"));
+    assert!(!shell.contains("ubunye top ·"), "the dashboard is still on screen:\n{shell}");
+    let until = Instant::now() + Duration::from_secs(5);
+    while !stty.exists() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let before = std::fs::read_to_string(d.path().join("stty-before.txt")).unwrap();
+    let after = std::fs::read_to_string(&stty).unwrap();
+    assert_eq!(before, after, "the terminal's settings changed");
+    assert!(after.contains(" icanon") && after.contains(" echo "), "{after}");
+    assert_eq!(t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).trim(), "0");
+    let audit = std::fs::read_to_string(uc.join(".ubunye/repairs.jsonl")).unwrap();
+    assert!(audit.contains("\"outcome\":\"done\""), "{audit}");
+}
