@@ -38,22 +38,21 @@ pub fn run(a: &DoctorArgs) -> i32 {
     };
     let findings = crate::doctor::examine(&scan);
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"use_case": scan.root, "findings": findings}))
-                .unwrap_or_default()
+        super::outln(
+            &serde_json::to_string_pretty(&serde_json::json!({"use_case": scan.root, "findings": findings}))
+                .unwrap_or_default(),
         );
     } else if findings.is_empty() {
-        println!("{}: clean ({} batch(es) looked at).", scan.root.display(), scan.batches.len());
+        super::outln(&format!("{}: clean ({} batch(es) looked at).", scan.root.display(), scan.batches.len()));
     } else {
         for f in &findings {
             let at = match (&f.task, &f.key) {
                 (Some(t), Some(k)) => format!(" [{t} {k}]"),
                 _ => String::new(),
             };
-            println!("{:<18} {}{at}\n{:<18} {}", f.kind, f.path.display(), "", f.detail);
+            super::outln(&format!("{:<18} {}{at}\n{:<18} {}", f.kind, f.path.display(), "", f.detail));
         }
-        println!("{} finding(s).", findings.len());
+        super::outln(&format!("{} finding(s).", findings.len()));
     }
     if findings.is_empty() { exit::OK } else { exit::REFUSED }
 }

@@ -198,13 +198,13 @@ pub fn run(a: &ExecArgs) -> i32 {
             exit::OK
         }
         Ok(ExecEnd::Skipped { .. }) => {
-            println!("[SKIP] {} already finished this batch (--resume); kept as it is.", spec.task);
+            super::outln(&format!("[SKIP] {} already finished this batch (--resume); kept as it is.", spec.task));
             exit::OK
         }
         Ok(ExecEnd::CommandFailed { child, kept }) => {
             let what = match (child.interrupted_by, child.signal) {
-                (Some(sig), _) => format!("interrupted by {}", exec::child::signal_name(sig)),
-                (None, Some(sig)) => format!("killed by {}", exec::child::signal_name(sig)),
+                (Some(sig), _) => format!("was interrupted by {}", exec::child::signal_name(sig)),
+                (None, Some(sig)) => format!("was killed by {}", exec::child::signal_name(sig)),
                 (None, None) => format!("exited with code {}", child.code),
             };
             let back = if kept {

@@ -87,9 +87,9 @@ pub fn run(a: &KeyArgs) -> i32 {
     };
     if a.json {
         let out = serde_json::json!({"key": k, "hashed": hashed, "names_a_batch": key::names_a_batch(&vars)});
-        println!("{out}");
+        super::outln(&out.to_string());
     } else {
-        println!("{k}");
+        super::outln(&k);
     }
     exit::OK
 }

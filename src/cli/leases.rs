@@ -236,7 +236,7 @@ fn list(a: &ListArgs) -> i32 {
             "batches": rows.iter().map(|b| row(b)).collect::<Vec<_>>(),
             "problems": s.problems,
         });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        super::outln(&serde_json::to_string_pretty(&out).unwrap_or_default());
         return exit::OK;
     }
     for p in &s.problems {
@@ -244,15 +244,15 @@ fn list(a: &ListArgs) -> i32 {
     }
     if rows.is_empty() {
         let hidden = s.batches.len();
-        println!(
+        super::outln(&format!(
             "No batch needs attention in {} ({hidden} batch(es){}).",
             s.root.display(),
             if hidden > 0 && !a.all { ", all finished: --all shows them" } else { "" }
-        );
+        ));
         return exit::OK;
     }
-    print!("{}", table(&rows, colour()));
-    println!();
+    super::out(&table(&rows, colour()));
+    super::outln("");
     exit::OK
 }
 
@@ -313,9 +313,9 @@ fn explain_cmd(a: &ExplainArgs) -> i32 {
     };
     let e = explain::explain(&scan, batch, &a.dir.dir);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&e).unwrap_or_default());
+        super::outln(&serde_json::to_string_pretty(&e).unwrap_or_default());
     } else {
-        print!("{}", explain::render(&e));
+        super::out(&explain::render(&e));
     }
     exit::OK
 }

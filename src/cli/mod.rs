@@ -130,6 +130,18 @@ pub(crate) fn say_err(msg: &str) {
     let _ = writeln!(std::io::stderr(), "ubunye: {msg}");
 }
 
+/// Write to stdout, ignoring a closed pipe (`ubunye ... | head`): `print!`
+/// panics on EPIPE. Every command prints through this or [`outln`].
+pub(crate) fn out(text: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes()).and_then(|()| o.flush());
+}
+
+/// [`out`] with a newline.
+pub(crate) fn outln(text: &str) {
+    out(&format!("{text}\n"));
+}
+
 /// Run the CLI with these arguments (the first is the program name). Returns the
 /// exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) -> i32 {

@@ -82,7 +82,7 @@ fn render_outcome(o: &RepairOutcome) -> String {
 }
 
 fn ask(question: &str) -> bool {
-    print!("{question} [y/N] ");
+    super::out(&format!("{question} [y/N] "));
     let _ = std::io::stdout().flush();
     let mut line = String::new();
     if std::io::stdin().lock().read_line(&mut line).is_err() {
@@ -110,10 +110,10 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
     };
     if a.dry_run {
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&plan).unwrap_or_default());
+            super::outln(&serde_json::to_string_pretty(&plan).unwrap_or_default());
         } else {
-            print!("{}", render_plan(&plan));
-            println!("(--dry-run: nothing was changed)");
+            super::out(&render_plan(&plan));
+            super::outln("(--dry-run: nothing was changed)");
         }
         return exit::OK;
     }
@@ -122,13 +122,13 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
             say_err("not on a terminal, so nobody can confirm: add --yes to repair, or --dry-run to only see the plan");
             return exit::USAGE;
         }
-        print!("{}", render_plan(&plan));
+        super::out(&render_plan(&plan));
         if !ask("Go ahead?") {
-            println!("Nothing was done.");
+            super::outln("Nothing was done.");
             return exit::REFUSED;
         }
     } else if !a.json {
-        print!("{}", render_plan(&plan));
+        super::out(&render_plan(&plan));
     }
     // The state may have changed while the plan was read: look again, then let
     // the engine re-check everything as it acts.
@@ -147,9 +147,9 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
     match outcome {
         Ok(o) => {
             if a.json {
-                println!("{}", serde_json::to_string_pretty(&o).unwrap_or_default());
+                super::outln(&serde_json::to_string_pretty(&o).unwrap_or_default());
             } else {
-                print!("{}", render_outcome(&o));
+                super::out(&render_outcome(&o));
             }
             exit::OK
         }

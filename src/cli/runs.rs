@@ -88,10 +88,9 @@ pub fn run(a: &RunsArgs) -> i32 {
     if a.json {
         let rows: Vec<Row<'_>> =
             records.iter().map(|(t, r)| Row { task: t.clone(), record: r, variables: r.variables.as_ref() }).collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({"records": rows, "problems": problems}))
-                .unwrap_or_default()
+        super::outln(
+            &serde_json::to_string_pretty(&serde_json::json!({"records": rows, "problems": problems}))
+                .unwrap_or_default(),
         );
         return exit::OK;
     }
@@ -99,7 +98,7 @@ pub fn run(a: &RunsArgs) -> i32 {
         say_err(&format!("{} cannot be read: {}", p.path.display(), p.why));
     }
     if records.is_empty() {
-        println!("No run records in {}.", lineage.display());
+        super::outln(&format!("No run records in {}.", lineage.display()));
         return exit::OK;
     }
     let mut t = Table::new();
@@ -144,6 +143,6 @@ pub fn run(a: &RunsArgs) -> i32 {
             Cell::new(r.error.clone().unwrap_or_default()),
         ]);
     }
-    println!("{t}");
+    super::outln(&t.to_string());
     exit::OK
 }
