@@ -475,9 +475,14 @@ impl RunLease {
         };
         let root = beneath.root().to_path_buf();
         let paths = LeasePaths::new(&root, &spec.task, &key);
+        // Relative to the use-case folder as given (the peer's `<uc>/<--lineage-dir>`),
+        // made absolute once, against the current folder.
         let lineage_dir = match &spec.lineage_dir {
             Some(d) if d.is_absolute() => d.clone(),
-            Some(d) => spec.usecase_dir.join(d),
+            Some(d) => std::env::current_dir()
+                .map_err(|e| Error::io("read the current folder for", d, e))?
+                .join(&spec.usecase_dir)
+                .join(d),
             None => layout::lineage_root(&root),
         };
         let now = sys.clock.now();

@@ -139,8 +139,8 @@ pub fn run(a: &ExecArgs) -> i32 {
     let lineage = if a.no_lineage {
         Lineage::Off
     } else {
-        let dir = a.lineage_dir.clone().unwrap_or_else(|| PathBuf::from(".ubunye/lineage"));
-        Lineage::Dir(if dir.is_absolute() { dir } else { a.dir.dir.join(dir) })
+        // Relative to -d, as the peer's --lineage-dir; the plan makes it absolute.
+        Lineage::Dir(a.lineage_dir.clone().unwrap_or_else(|| PathBuf::from(".ubunye/lineage")))
     };
     let spec = match exec::plan(
         &a.dir.dir,

@@ -10,6 +10,9 @@
 
 pub mod child;
 pub mod outputs;
+mod plan;
+
+pub use plan::{env_name, plan, recorded_command};
 
 use std::ffi::OsString;
 use std::fs;
@@ -18,7 +21,6 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::append::StagedAppend;
-use crate::beneath::normpath;
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::finished::{Commit, Ended};
 use crate::key::{self, PyValue, Variables};
@@ -44,7 +46,8 @@ pub struct Output {
 /// Where the run record goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Lineage {
-    /// `<dir>/<task>/<run_id>.json`.
+    /// `<dir>/<task>/<run_id>.json`. Given to [`plan`] relative to the use-case
+    /// folder (or absolute); in an [`ExecSpec`], absolute.
     Dir(PathBuf),
     /// No record (the lease looks for dead runs' records in `<uc>/.ubunye/lineage`).
     Off,
@@ -118,122 +121,6 @@ pub enum ExecEnd {
     Skipped { message: String },
     /// The command failed (or was interrupted); what it wrote was taken back.
     CommandFailed { child: ChildEnd, kept: bool },
-}
-
-/// The environment name for an output or a variable: upper case, anything not
-/// alphanumeric as `_`.
-pub fn env_name(prefix: &str, name: &str) -> String {
-    let mut out = String::from(prefix);
-    out.extend(name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }));
-    out
-}
-
-/// Check an invocation: every problem here is a usage error (exit 2), found
-/// before anything is written.
-#[allow(clippy::too_many_arguments)]
-pub fn plan(
-    usecase_dir: &Path,
-    task: TaskPath,
-    variables: Variables,
-    appends: &[String],
-    overwrites: &[String],
-    rerun: bool,
-    resume: bool,
-    lineage: Lineage,
-    command: Vec<OsString>,
-) -> std::result::Result<ExecSpec, String> {
-    if command.is_empty() {
-        return Err("give the command after --, for example: ubunye exec --task demo/sales/ingest -dt 2025-01-01 -- ./ingest.sh".into());
-    }
-    if child::resolve_command(&command[0]).is_none() {
-        return Err(format!(
-            "cannot start '{}': no such executable (give a path, or a program on PATH)",
-            command[0].to_string_lossy()
-        ));
-    }
-    if !usecase_dir.is_dir() {
-        return Err(format!("the use-case folder {} does not exist (point -d at it)", usecase_dir.display()));
-    }
-    let uc = normpath(&std::env::current_dir().map_err(|e| e.to_string())?.join(usecase_dir));
-    let uc_real = std::fs::canonicalize(&uc).map_err(|e| format!("{}: {e}", uc.display()))?;
-    let mut outputs: Vec<Output> = Vec::new();
-    for (items, append) in [(appends, true), (overwrites, false)] {
-        let flag = if append { "--append" } else { "--overwrite" };
-        for item in items {
-            let Some((name, path)) = item.split_once('=') else {
-                return Err(format!("{flag} expects NAME=PATH, got '{item}'. Example: {flag} events=out/events"));
-            };
-            let name = name.trim();
-            if name.is_empty() || path.is_empty() {
-                return Err(format!("{flag} expects NAME=PATH, got '{item}'"));
-            }
-            let full = normpath(&uc.join(path));
-            let env = env_name("UBUNYE_OUT_", name);
-            if outputs.iter().any(|o| o.name == name || o.env == env) {
-                return Err(format!("the output name '{name}' is given twice"));
-            }
-            if let Some(o) = outputs.iter().find(|o| o.path.starts_with(&full) || full.starts_with(&o.path)) {
-                return Err(format!(
-                    "outputs '{}' and '{name}' are the same folder or one is inside the other ({})",
-                    o.name,
-                    full.display()
-                ));
-            }
-            let real = crate::beneath::realpath_lenient(&full);
-            if full == uc || real == uc_real {
-                return Err(format!("{flag} {item}: the output cannot be the use-case folder itself"));
-            }
-            if real.starts_with(uc_real.join(".ubunye")) || full.starts_with(uc.join(".ubunye")) {
-                return Err(format!(
-                    "{flag} {item}: an output cannot be inside .ubunye/, where the leases and run records are"
-                ));
-            }
-            if full.exists() && !full.is_dir() {
-                return Err(format!(
-                    "{flag} {item}: {} exists and is not a folder (an output is a folder of files)",
-                    full.display()
-                ));
-            }
-            outputs.push(Output { name: name.to_string(), path: full, append, env });
-        }
-    }
-    outputs.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(ExecSpec {
-        usecase_dir: uc,
-        task,
-        variables,
-        outputs,
-        rerun,
-        resume,
-        lineage,
-        command,
-        run_id: uuid::Uuid::new_v4().to_string(),
-    })
-}
-
-/// The command line as recorded: values of secret-looking variables (4 characters
-/// or more) masked as `***`, as the peer masks them in records.
-pub fn recorded_command(spec: &ExecSpec) -> Vec<String> {
-    let mut secrets: Vec<String> = spec
-        .variables
-        .iter()
-        .filter(|(k, _)| crate::secrets::looks_secret(k))
-        .filter_map(|(_, v)| match v {
-            PyValue::Str(s) if s.chars().count() >= 4 => Some(s.clone()),
-            _ => None,
-        })
-        .collect();
-    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    spec.command
-        .iter()
-        .map(|a| {
-            let mut s = a.to_string_lossy().into_owned();
-            for secret in &secrets {
-                s = s.replace(secret.as_str(), crate::secrets::REDACTED);
-            }
-            s
-        })
-        .collect()
 }
 
 struct Prepared<'a> {
