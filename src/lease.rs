@@ -684,7 +684,7 @@ impl RunLease {
                 self.hand_back(&taken, stale);
                 unreadable(&s.task, &path, why)
             }
-            RecoverError::InUse { left, replaces, note, refused } => {
+            RecoverError::InUse { left, replaces, note, refused, staging } => {
                 // Hand the lease back to the dead run with what is left, and refuse:
                 // a forgotten claim would let its batch land twice.
                 if replaces {
@@ -720,6 +720,8 @@ impl RunLease {
                         "the note of its finished batch cannot be written yet (in use): {}",
                         s.paths.finished().display()
                     )
+                } else if let Some((folder, why)) = staging.first() {
+                    format!("its staging folder {folder} cannot be removed yet: {why}")
                 } else {
                     let files: Vec<&str> = left.iter().flat_map(|(_, c)| c.iter().map(String::as_str)).collect();
                     format!("its appended files cannot be removed yet (in use): {}", files.join(", "))
@@ -744,9 +746,21 @@ impl RunLease {
                 Err(match e {
                     AdoptError::Refused(e) => e,
                     AdoptError::Recover(RecoverError::Unreadable { path, why }) => unreadable(&s.task, &path, why),
-                    AdoptError::Recover(RecoverError::InUse { left, refused, .. }) => {
+                    AdoptError::Recover(RecoverError::InUse { left, refused, staging, .. }) => {
                         if let Some(r) = refused.first() {
                             return Err(outside_refusal(&s.task, &s.lease_path(), r));
+                        }
+                        if let Some((folder, why)) = staging.first() {
+                            return Err(Refusal::new(
+                                RefusalKind::InUse,
+                                format!(
+                                    "A dead run of {} left a staging folder that cannot be removed yet: {folder}: {why}",
+                                    s.task
+                                ),
+                            )
+                            .with("Lease", s.lease_path().display())
+                            .hint("Deal with what is inside it (unmount, close), then run again.")
+                            .into());
                         }
                         let files: Vec<&str> = left.iter().flat_map(|(_, c)| c.iter().map(String::as_str)).collect();
                         Refusal::new(

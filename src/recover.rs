@@ -46,8 +46,15 @@ pub(crate) enum RecoverError {
     /// Its record (or its lease) cannot be read: whether it finished cannot be told.
     Unreadable { path: PathBuf, why: String },
     /// Some files could not be removed (or the note could not be written, or a
-    /// path was refused): they stay listed, never forgotten.
-    InUse { left: Vec<(String, Vec<String>)>, replaces: bool, note: bool, refused: Vec<PathRefusal> },
+    /// path was refused, or a staging folder could not be removed): they stay
+    /// listed, never forgotten.
+    InUse {
+        left: Vec<(String, Vec<String>)>,
+        replaces: bool,
+        note: bool,
+        refused: Vec<PathRefusal>,
+        staging: Vec<(String, String)>,
+    },
 }
 
 /// The result of removing what some outputs claimed.
@@ -55,11 +62,24 @@ pub(crate) enum RecoverError {
 pub(crate) struct TakeBack {
     pub removed: Vec<PathBuf>,
     pub staging_removed: Vec<String>,
+    /// Staging folders still there, and why: they stay listed.
+    pub staging_left: Vec<(String, String)>,
     /// Claims that could not be removed (or were refused), per output.
     pub left: Vec<(String, Vec<String>)>,
     pub refused: Vec<PathRefusal>,
     /// (file, error) for each claim that could not be removed.
     pub failures: Vec<(PathBuf, String)>,
+}
+
+/// Why a staging folder was not removed although nothing refused it.
+pub(crate) const STAGING_LEFT: &str =
+    "something in it cannot be removed (a mount point inside it, or a file in use or without permission)";
+
+/// Keep an output listed (with no claims, if it has none left).
+fn keep_listed(left: &mut Vec<(String, Vec<String>)>, name: &str) {
+    if !left.iter().any(|(n, _)| n == name) {
+        left.push((name.to_string(), Vec::new()));
+    }
 }
 
 fn push_left(left: &mut Vec<(String, Vec<String>)>, name: &str, claim: String) {
@@ -97,13 +117,16 @@ impl RunLease {
             if let Some(Value::String(staging)) = note.get("staging") {
                 if !staging.is_empty() {
                     match b.remove_staging(staging) {
-                        Ok(_) => out.staging_removed.push(staging.clone()),
+                        Ok(true) => out.staging_removed.push(staging.clone()),
+                        Ok(false) => {
+                            // Not reported removed: kept listed, the lease with it.
+                            out.staging_left.push((staging.clone(), STAGING_LEFT.to_string()));
+                            keep_listed(&mut out.left, name);
+                        }
                         Err(r) => {
                             // Kept listed (with whatever claims stay) so it is never forgotten.
                             out.refused.push(r);
-                            if !out.left.iter().any(|(n, _)| n == name) {
-                                out.left.push((name.clone(), Vec::new()));
-                            }
+                            keep_listed(&mut out.left, name);
                         }
                     }
                 }
@@ -164,6 +187,7 @@ impl RunLease {
                         replaces: true,
                         note: true,
                         refused: Vec::new(),
+                        staging: Vec::new(),
                     });
                 }
                 note_written = s.named;
@@ -171,7 +195,8 @@ impl RunLease {
             let mut outputs = claims_map(&replaced);
             let tb = self.take_back(&mut outputs, None);
             if !tb.left.is_empty() {
-                return Err(RecoverError::InUse { left: tb.left, replaces: true, note: false, refused: tb.refused });
+                let (left, refused) = (tb.left, tb.refused);
+                return Err(RecoverError::InUse { left, replaces: true, note: false, refused, staging: Vec::new() });
             }
             if let Some(d) = done {
                 let _ = fsx::remove_if_present(&d);
@@ -194,7 +219,8 @@ impl RunLease {
             dead.set("outputs", Value::Object(outputs));
         }
         if !tb.left.is_empty() || !tb.refused.is_empty() {
-            return Err(RecoverError::InUse { left: tb.left, replaces: false, note: false, refused: tb.refused });
+            let (left, refused, staging) = (tb.left, tb.refused, tb.staging_left);
+            return Err(RecoverError::InUse { left, replaces: false, note: false, refused, staging });
         }
         let unrepaired = doc::unrepaired(&dead.notes().unwrap_or_default());
         let record_marked = self.mark_interrupted(&dead_id, &unrepaired);

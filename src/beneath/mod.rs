@@ -9,11 +9,13 @@
 //! with `O_NOFOLLOW`, so a symlink swapped in between a check and the removal
 //! cannot redirect it.
 
+mod remove;
+
+pub use remove::Mount;
+
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::io;
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
@@ -60,7 +62,7 @@ pub struct FileId {
 
 impl FileId {
     /// Whether a file found by `statx` can be this one.
-    fn matches(&self, st: &rustix::fs::Statx) -> bool {
+    pub(super) fn matches(&self, st: &rustix::fs::Statx) -> bool {
         let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
         if dev != self.dev || st.stx_ino != self.ino {
             return false;
@@ -230,7 +232,7 @@ impl Beneath {
 
     /// Open the folder holding `parts`' last component, walking from the root
     /// without following any symlink. `Ok(None)`: a folder on the way is missing.
-    fn open_parent(&self, claim: &str, parts: &[String]) -> Result<Option<OwnedFd>, PathRefusal> {
+    pub(super) fn open_parent(&self, claim: &str, parts: &[String]) -> Result<Option<OwnedFd>, PathRefusal> {
         let mut fd = open_dir_path(&self.root).map_err(|_| invalid(claim, "the use-case folder cannot be opened"))?;
         let mut walked = self.root.clone();
         for part in &parts[..parts.len().saturating_sub(1)] {
@@ -242,7 +244,8 @@ impl Beneath {
                 Mode::empty(),
             ) {
                 Ok(next) => fd = next,
-                Err(Errno::NOENT) => return Ok(None),
+                // A name longer than the disk takes cannot exist.
+                Err(Errno::NOENT) | Err(Errno::NAMETOOLONG) => return Ok(None),
                 Err(e) => {
                     return match rustix::fs::statat(&fd, part.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
                         Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
@@ -256,97 +259,13 @@ impl Beneath {
         }
         Ok(Some(fd))
     }
-
-    /// Remove one claimed file (or a replaced run's file), as the peer's take-back
-    /// does, but only beneath the root and never through a symlink.
-    pub fn remove_claim(&self, claim: &str) -> Removal {
-        self.remove_claim_if(claim, None)
-    }
-
-    /// [`Beneath::remove_claim`], only if the file there is `expected` (when
-    /// given): a file with another identity is not this run's, and is left.
-    pub fn remove_claim_if(&self, claim: &str, expected: Option<FileId>) -> Removal {
-        let inside = match self.resolve(claim) {
-            Ok(i) => i,
-            Err(r) => return Removal::Refused(r),
-        };
-        let parent = match self.open_parent(claim, &inside.parts) {
-            Ok(Some(fd)) => fd,
-            Ok(None) => return Removal::Missing { unseen: true },
-            Err(r) => return Removal::Refused(r),
-        };
-        let name = inside.parts.last().map(String::as_str).unwrap_or_default();
-        let mask = rustix::fs::StatxFlags::TYPE | rustix::fs::StatxFlags::INO | rustix::fs::StatxFlags::BTIME;
-        match rustix::fs::statx(&parent, name, AtFlags::SYMLINK_NOFOLLOW, mask) {
-            Err(Errno::NOENT) => return Removal::Missing { unseen: false },
-            Err(e) => return Removal::Failed(inside.full, e.into()),
-            Ok(st) if FileType::from_raw_mode(st.stx_mode.into()) == FileType::Directory => {
-                return Removal::Failed(inside.full, Errno::ISDIR.into());
-            }
-            Ok(st) if expected.is_some_and(|id| !id.matches(&st)) => {
-                return Removal::Missing { unseen: false };
-            }
-            Ok(_) => {}
-        }
-        match rustix::fs::unlinkat(&parent, name, AtFlags::empty()) {
-            Ok(()) => Removal::Removed(inside.full),
-            Err(Errno::NOENT) => Removal::Missing { unseen: false },
-            Err(e) => Removal::Failed(inside.full, e.into()),
-        }
-    }
-
-    /// Remove a run's staging folder and everything in it, as the peer's
-    /// `rmtree(..., ignore_errors=True)`: what cannot be removed stays. Refused when
-    /// the path is not beneath the root, goes through a symlink, or is not named
-    /// like a staging folder. Returns whether the folder is gone.
-    pub fn remove_staging(&self, staging: &str) -> Result<bool, PathRefusal> {
-        let inside = self.resolve(staging)?;
-        let name = inside.parts.last().map(String::as_str).unwrap_or_default();
-        if !is_staging_name(name) {
-            return Err(PathRefusal::NotStaging { path: staging.to_string() });
-        }
-        let Some(parent) = self.open_parent(staging, &inside.parts)? else {
-            return Ok(true);
-        };
-        match rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Err(Errno::NOENT) => return Ok(true),
-            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
-                return Err(PathRefusal::Symlink { path: staging.to_string(), at: inside.full.display().to_string() });
-            }
-            Ok(st) if FileType::from_raw_mode(st.st_mode) != FileType::Directory => {
-                return Err(PathRefusal::NotStaging { path: staging.to_string() });
-            }
-            _ => {}
-        }
-        remove_tree_at(&parent, name);
-        Ok(matches!(rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW), Err(Errno::NOENT)))
-    }
-
-    /// After a claimed file was removed from `folder`: if the output is left with
-    /// no data file, remove its `_SUCCESS` (a partitioned output keeps it above its
-    /// `name=value` folders, so the check climbs to that root), as the peer does.
-    pub fn drop_success_marker(&self, folder: &Path) {
-        let mut root = folder.to_path_buf();
-        while root.file_name().is_some_and(|n| n.as_bytes().contains(&b'=')) && root.starts_with(&self.root) {
-            root.pop();
-        }
-        if !root.starts_with(&self.root) || root == self.root {
-            return;
-        }
-        let marker = root.join("_SUCCESS");
-        if marker.exists() && !holds_data(&root) {
-            if let Ok(rel) = marker.strip_prefix(&self.root) {
-                let _ = self.remove_claim(&rel.to_string_lossy());
-            }
-        }
-    }
 }
 
-fn invalid(path: &str, why: &'static str) -> PathRefusal {
+pub(super) fn invalid(path: &str, why: &'static str) -> PathRefusal {
     PathRefusal::Invalid { path: path.to_string(), why }
 }
 
-fn open_dir_path(p: &Path) -> rustix::io::Result<OwnedFd> {
+pub(super) fn open_dir_path(p: &Path) -> rustix::io::Result<OwnedFd> {
     rustix::fs::open(p, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
 }
 
@@ -362,73 +281,6 @@ pub fn is_staging_name(name: &str) -> bool {
         if let Some((out, tail)) = rest.rsplit_once(".ubunye-") {
             // `.old`: an overwrite's old copy, moved aside where no exchange exists.
             return !out.is_empty() && (hex12(tail) || tail.strip_suffix(".old").is_some_and(hex12));
-        }
-    }
-    false
-}
-
-/// Remove `name` in `parent` and all beneath it, never following a symlink;
-/// errors leave what could not be removed.
-fn remove_tree_at(parent: &OwnedFd, name: &str) {
-    let Ok(dir) = rustix::fs::openat(
-        parent,
-        name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) else {
-        return;
-    };
-    let mut children: Vec<(Vec<u8>, bool)> = Vec::new();
-    if let Ok(mut entries) = rustix::fs::Dir::read_from(&dir) {
-        while let Some(Ok(entry)) = entries.read() {
-            let n = entry.file_name().to_bytes();
-            if n == b"." || n == b".." {
-                continue;
-            }
-            let is_dir = match entry.file_type() {
-                FileType::Directory => true,
-                FileType::Unknown => rustix::fs::statat(&dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
-                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory),
-                _ => false,
-            };
-            children.push((n.to_vec(), is_dir));
-        }
-    }
-    for (child, is_dir) in children {
-        let child_name = OsStr::from_bytes(&child);
-        if is_dir {
-            if let Some(s) = child_name.to_str() {
-                remove_tree_at(&dir, s);
-            } else {
-                let _ = rustix::fs::unlinkat(&dir, child_name, AtFlags::REMOVEDIR);
-            }
-        } else {
-            let _ = rustix::fs::unlinkat(&dir, child_name, AtFlags::empty());
-        }
-    }
-    let _ = rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR);
-}
-
-/// Whether a data file (a name not starting with `_` or `.`) is in `folder` or in
-/// its `name=value` folders. A folder that cannot be listed counts as holding data.
-fn holds_data(folder: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return true;
-    };
-    for entry in entries {
-        let Ok(entry) = entry else { return true };
-        let name = entry.file_name();
-        let name = name.as_bytes();
-        if name.starts_with(b".") {
-            continue;
-        }
-        let path = entry.path();
-        if path.is_dir() {
-            if name.contains(&b'=') && holds_data(&path) {
-                return true;
-            }
-        } else if !name.starts_with(b"_") {
-            return true;
         }
     }
     false
