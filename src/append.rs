@@ -3,21 +3,29 @@
 //! put in it is claimed in one save, then moved into the output one rename per
 //! file, each checked against the takeover mark, and the whole lease checked once
 //! after the last. The output folder is never listed.
+//!
+//! The staging folder is opened from the output folder's handle without
+//! following a symlink, and listed through handles: a writer that replaced it
+//! (or a folder in it) with a symlink, or mounted something in it, never leads a
+//! landing or a removal outside it.
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, StatxFlags};
+use rustix::io::Errno;
 use serde::Serialize;
 
+use crate::beneath::{FileId, Mount};
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::fsx;
 use crate::lease::RunLease;
 use crate::sys::Step;
-use rustix::fs::{AtFlags, Mode, OFlags};
-use rustix::io::Errno;
-use std::os::fd::OwnedFd;
 
 /// An append output being written through its staging folder.
 #[derive(Clone, Debug)]
@@ -36,42 +44,129 @@ pub struct Landed {
     pub targets: Vec<PathBuf>,
 }
 
-/// Which files in a staging folder are data to land: regular files whose names
-/// do not start with `_` or `.` (readers skip those: `_SUCCESS`, `.crc`,
-/// `_metadata`), in folders whose names do not either. Relative paths, sorted,
-/// with each file's inode.
-pub fn staged_files(staging: &Path) -> io::Result<Vec<(PathBuf, u64)>> {
-    fn walk(root: &Path, rel: &Path, out: &mut Vec<(PathBuf, u64)>) -> io::Result<()> {
-        use std::os::unix::fs::DirEntryExt;
-        for entry in fs::read_dir(root.join(rel))? {
-            let entry = entry?;
-            let name = entry.file_name();
-            let n = name.to_string_lossy();
-            if n.starts_with('_') || n.starts_with('.') {
-                continue;
+/// One file the writer left in a staging folder.
+#[derive(Clone, Debug)]
+pub struct StagedFile {
+    /// Relative to the staging folder (and so to the output).
+    pub rel: PathBuf,
+    pub id: FileId,
+}
+
+/// A staging folder opened and listed through handles, ready to be claimed and
+/// moved in.
+#[derive(Debug)]
+pub struct Listing {
+    out_fd: OwnedFd,
+    st_fd: OwnedFd,
+    pub files: Vec<StagedFile>,
+}
+
+/// `_SUCCESS` (and Hadoop's checksum of it) at the top of a staging folder: the
+/// writer's "done" marker, not data. `ubunye exec` writes the output's own after
+/// landing, so these are not moved (two batches would clash on the name).
+pub fn is_top_marker(name: &OsStr) -> bool {
+    name == "_SUCCESS" || name == "._SUCCESS.crc"
+}
+
+fn refusal(what: String) -> Error {
+    Refusal::new(RefusalKind::Outside, what)
+        .hint(
+            "Write the files into the folder in $UBUNYE_OUT_<NAME> itself: no symlinks, no mounts, regular files only.",
+        )
+        .into()
+}
+
+/// Open `name` in `parent` as a folder, never through a symlink.
+fn open_subdir(parent: &OwnedFd, name: &OsStr) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// Every file in a staging folder, through handles: regular files at any depth
+/// (names starting with `_` or `.` included: they are the writer's too), except
+/// the top `_SUCCESS` marker. A symlink, a special file or a folder on another
+/// mount is refused, naming it. `shown`: the staging folder's path, for messages.
+fn walk(dir: &OwnedFd, rel: &Path, shown: &Path, mount: &Mount, out: &mut Vec<StagedFile>) -> Result<()> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    let mut entries = rustix::fs::Dir::read_from(dir).map_err(|e| Error::io("list", shown.join(rel), e.into()))?;
+    while let Some(entry) = entries.read() {
+        let entry = entry.map_err(|e| Error::io("list", shown.join(rel), e.into()))?;
+        let n = entry.file_name().to_bytes();
+        if n != b"." && n != b".." {
+            names.push(n.to_vec());
+        }
+    }
+    for n in names {
+        let name = OsStr::from_bytes(&n);
+        let child = rel.join(name);
+        if rel.as_os_str().is_empty() && is_top_marker(name) {
+            continue;
+        }
+        let mask = StatxFlags::TYPE | StatxFlags::INO | StatxFlags::BTIME | StatxFlags::MNT_ID;
+        let st = rustix::fs::statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, mask)
+            .map_err(|e| Error::io("look at", shown.join(&child), e.into()))?;
+        match FileType::from_raw_mode(st.stx_mode.into()) {
+            FileType::Directory => {
+                if !Mount::of(&st).same(mount) {
+                    return Err(refusal(format!(
+                        "{} is a mount point (another disk, or a folder mounted there); Ubunye does not move files across it. Nothing was claimed or moved.",
+                        shown.join(&child).display()
+                    )));
+                }
+                let fd = open_subdir(dir, name).map_err(|e| Error::io("open", shown.join(&child), e.into()))?;
+                walk(&fd, &child, shown, mount, out)?;
             }
-            let ft = entry.file_type()?;
-            let child = rel.join(&name);
-            if ft.is_dir() {
-                walk(root, &child, out)?;
-            } else if ft.is_file() {
-                out.push((child, entry.ino()));
-            } else {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!(
-                        "{} is not a regular file (a symlink or special file cannot be appended)",
-                        root.join(child).display()
-                    ),
-                ));
+            FileType::RegularFile => {
+                let born_by = (st.stx_mask & StatxFlags::BTIME.bits() != 0)
+                    .then_some((st.stx_btime.tv_sec, st.stx_btime.tv_nsec));
+                let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
+                out.push(StagedFile { rel: child, id: FileId { dev, ino: st.stx_ino, born_by } });
+            }
+            _ => {
+                return Err(refusal(format!(
+                    "{} is not a regular file (a symlink or special file cannot be appended). Nothing was claimed or moved.",
+                    shown.join(&child).display()
+                )));
             }
         }
-        Ok(())
     }
-    let mut out = Vec::new();
-    walk(staging, Path::new(""), &mut out)?;
-    out.sort();
-    Ok(out)
+    Ok(())
+}
+
+/// Open the staging folder `staging` (named `name` inside the output `out_dir`)
+/// from the output's handle, never through a symlink, on the output's own mount,
+/// and list what the writer left in it.
+pub fn list(out_dir: &Path, staging: &Path) -> Result<Listing> {
+    let name = staging.file_name().unwrap_or_default();
+    let out_fd = rustix::fs::open(out_dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| Error::io("open the output folder", out_dir, e.into()))?;
+    let st_fd = match open_subdir(&out_fd, name) {
+        Ok(fd) => fd,
+        Err(Errno::LOOP) | Err(Errno::NOTDIR) => {
+            return Err(refusal(format!(
+                "{} is no longer the folder Ubunye made (the command replaced it with a symlink or a file); nothing is landed from it. Nothing was claimed or moved.",
+                staging.display()
+            )));
+        }
+        Err(e) => return Err(Error::io("open the staging folder", staging, e.into())),
+    };
+    let (Some(out_mount), Some(st_mount)) = (Mount::of_fd(&out_fd), Mount::of_fd(&st_fd)) else {
+        return Err(Error::io("look at the staging folder", staging, Errno::IO.into()));
+    };
+    if !st_mount.same(&out_mount) {
+        return Err(refusal(format!(
+            "{} is a mount point (another disk, or a folder mounted there), not the folder Ubunye made. Nothing was claimed or moved.",
+            staging.display()
+        )));
+    }
+    let mut files = Vec::new();
+    walk(&st_fd, Path::new(""), staging, &st_mount, &mut files)?;
+    files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    Ok(Listing { out_fd, st_fd, files })
 }
 
 /// Move `rel` from the folder `from` to the same name in `to`, never replacing
@@ -89,6 +184,60 @@ fn rename_noreplace(from: &OwnedFd, rel: &Path, to: &OwnedFd) -> io::Result<()> 
     }
 }
 
+impl Listing {
+    /// The staged files' paths in the output.
+    pub fn targets(&self, out_dir: &Path) -> Vec<PathBuf> {
+        self.files.iter().map(|f| out_dir.join(&f.rel)).collect()
+    }
+
+    /// The first staged file whose name is already taken in the output.
+    pub fn clash(&self) -> Option<&Path> {
+        self.files.iter().map(|f| f.rel.as_path()).find(|rel| {
+            rustix::fs::statat(&self.out_fd, *rel, AtFlags::SYMLINK_NOFOLLOW)
+                .map_or_else(|e| e != Errno::NOENT, |_| true)
+        })
+    }
+
+    /// Move every file in (subfolders kept, for `k=v/` layouts), never over an
+    /// existing file. `each(i)` after each move; stops at its first error.
+    pub fn move_all(&self, out_dir: &Path, mut each: impl FnMut(usize) -> Result<()>) -> Result<()> {
+        let mut made: HashSet<PathBuf> = HashSet::new();
+        for (i, f) in self.files.iter().enumerate() {
+            if let Some(parent) = f.rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+                if made.insert(parent.to_path_buf()) {
+                    let full = out_dir.join(parent);
+                    fs::create_dir_all(&full).map_err(|e| Error::io("create the output folder", &full, e))?;
+                }
+            }
+            rename_noreplace(&self.st_fd, &f.rel, &self.out_fd)
+                .map_err(|e| Error::io("move a file into the output", out_dir.join(&f.rel), e))?;
+            each(i)?;
+        }
+        Ok(())
+    }
+
+    /// Touch the output's `_SUCCESS`.
+    pub fn mark_success(&self, out_dir: &Path) -> Result<()> {
+        rustix::fs::openat(
+            &self.out_fd,
+            "_SUCCESS",
+            OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map(drop)
+        .map_err(|e| Error::io("touch", out_dir.join("_SUCCESS"), e.into()))
+    }
+}
+
+/// A landing under way: listed and checked, then claimed, then moved.
+#[derive(Debug)]
+pub struct Landing<'a> {
+    st: &'a StagedAppend,
+    listing: Listing,
+    targets: Vec<PathBuf>,
+    claims: Vec<String>,
+}
+
 impl StagedAppend {
     /// Name the staging folder `<out_dir>/_ubunye-<12hex>`, record it in the
     /// lease (before it exists), then make the output folder and the staging folder.
@@ -100,67 +249,64 @@ impl StagedAppend {
         Ok(StagedAppend { output: output.to_string(), out_dir: out_dir.to_path_buf(), staging, staging_claim })
     }
 
-    /// Land what the writer put in the staging folder: refuse a name clash before
-    /// claiming anything, claim every file in one save, move each in (subfolders
-    /// kept, for `k=v/` layouts), check each, check the lease once, touch
-    /// `_SUCCESS`, remove the staging folder.
-    pub fn land(&self, lease: &RunLease) -> Result<Landed> {
-        let files = staged_files(&self.staging).map_err(|e| Error::io("list the staging folder", &self.staging, e))?;
-        // Every staged file existed by the time of the staging folder's last
-        // change: a file under one of their names born later is not this run's.
-        let (dev, born_by) = {
-            use std::os::unix::fs::MetadataExt;
-            let m = fs::metadata(&self.staging).map_err(|e| Error::io("read the staging folder", &self.staging, e))?;
-            (m.dev(), Some((m.mtime(), m.mtime_nsec() as u32)))
-        };
-        let targets: Vec<PathBuf> = files.iter().map(|(f, _)| self.out_dir.join(f)).collect();
-        // Every operation below is relative to handles on the output and the
-        // staging folder: no path is walked from the root once per file.
-        let open_dir = |p: &Path| {
-            rustix::fs::open(p, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-                .map_err(|e| Error::io("open", p, e.into()))
-        };
-        let out_fd = open_dir(&self.out_dir)?;
-        let st_fd = open_dir(&self.staging)?;
-        for ((f, _), t) in files.iter().zip(&targets) {
-            if rustix::fs::statat(&out_fd, f, AtFlags::SYMLINK_NOFOLLOW).map_or_else(|e| e != Errno::NOENT, |_| true) {
-                return Err(Refusal::new(
-                    RefusalKind::Outside,
-                    format!(
-                        "{} already exists in the output; run {} will not claim a name that is not its own. Nothing was claimed or moved.",
-                        t.display(),
-                        crate::doc::short(lease.run_id())
-                    ),
-                )
-                .hint("Write uniquely named files (for example with the run id, $UBUNYE_RUN_ID, in the name).")
-                .into());
-            }
+    /// The first step of landing, which changes nothing: list the staging folder
+    /// through handles, and refuse a name already taken in the output.
+    pub fn prepare(&self, lease: &RunLease) -> Result<Landing<'_>> {
+        let listing = list(&self.out_dir, &self.staging)?;
+        if let Some(rel) = listing.clash() {
+            return Err(Refusal::new(
+                RefusalKind::Outside,
+                format!(
+                    "{} already exists in the output; run {} will not claim a name that is not its own. Nothing was claimed or moved.",
+                    self.out_dir.join(rel).display(),
+                    crate::doc::short(lease.run_id())
+                ),
+            )
+            .hint("Write uniquely named files (for example with the run id, $UBUNYE_RUN_ID, in the name).")
+            .into());
         }
-        let claims = lease.claim_all(&self.output, &targets)?;
-        let mut made: HashSet<PathBuf> = HashSet::new();
-        for (((f, ino), target), claim) in files.iter().zip(&targets).zip(&claims) {
-            if let Some(parent) = f.parent().filter(|p| !p.as_os_str().is_empty()) {
-                if !made.contains(parent) {
-                    let full = self.out_dir.join(parent);
-                    fs::create_dir_all(&full).map_err(|e| Error::io("create the output folder", &full, e))?;
-                    made.insert(parent.to_path_buf());
-                }
-            }
-            if let Err(e) = rename_noreplace(&st_fd, f, &out_fd) {
-                if e.kind() == io::ErrorKind::AlreadyExists {
+        let targets = listing.targets(&self.out_dir);
+        Ok(Landing { st: self, listing, targets, claims: Vec::new() })
+    }
+
+    /// Land what the writer put in the staging folder: refuse a name clash before
+    /// claiming anything, claim every file in one save, move each in, check each,
+    /// check the lease once, touch `_SUCCESS`, remove the staging folder.
+    pub fn land(&self, lease: &RunLease) -> Result<Landed> {
+        let mut landing = self.prepare(lease)?;
+        landing.claim(lease)?;
+        landing.move_in(lease)
+    }
+}
+
+impl Landing<'_> {
+    /// Claim every file in one save of the lease.
+    pub fn claim(&mut self, lease: &RunLease) -> Result<()> {
+        self.claims = lease.claim_all(&self.st.output, &self.targets)?;
+        Ok(())
+    }
+
+    /// Move each claimed file in, checking the takeover mark after each and the
+    /// lease once after the last; touch `_SUCCESS`; remove the staging folder.
+    pub fn move_in(self, lease: &RunLease) -> Result<Landed> {
+        let st = self.st;
+        let result = self.listing.move_all(&st.out_dir, |i| {
+            lease.step(Step::Moved);
+            lease.landed_file(&self.claims[i], self.listing.files[i].id)
+        });
+        if let Err(e) = result {
+            if let Error::Io { source, path, .. } = &e {
+                if source.kind() == io::ErrorKind::AlreadyExists {
                     // Something else put a file there after the check: that file is
                     // not this run's, so its claim must go before anything is taken back.
-                    lease.unclaim(&self.output, target)?;
+                    lease.unclaim(&st.output, path)?;
                 }
-                return Err(Error::io("move a file into the output", target, e));
             }
-            lease.step(Step::Moved);
-            lease.landed_file(claim, crate::beneath::FileId { dev, ino: *ino, born_by })?;
+            return Err(e);
         }
-        lease.all_landed_files(&claims)?;
-        let marker = self.out_dir.join("_SUCCESS");
-        fs::OpenOptions::new().create(true).append(true).open(&marker).map_err(|e| Error::io("touch", &marker, e))?;
-        let _ = lease.remove_staging(&self.staging_claim);
-        Ok(Landed { files: targets.len(), targets })
+        lease.all_landed_files(&self.claims)?;
+        self.listing.mark_success(&st.out_dir)?;
+        let _ = lease.remove_staging(&st.staging_claim);
+        Ok(Landed { files: self.targets.len(), targets: self.targets })
     }
 }

@@ -276,3 +276,76 @@ fn restore(note: &mut Map, key: &str, was: Option<Value>) {
         }
     }
 }
+
+/// What a note records of an overwrite published by swapping folders: the
+/// identity of the run's new folder (saved before the swap, so that a run killed
+/// around it can be told apart: swapped or not), and where no exchange exists,
+/// the old output's place aside (`<staging>.old`, saved before it is moved).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SwapNote {
+    pub dev: u64,
+    pub ino: u64,
+    pub old: Option<String>,
+}
+
+/// The `swap` record of an output note: None when there is none; Err when there
+/// is one that cannot be read (then whether the swap happened cannot be told).
+pub(crate) fn swap_note(note: &Map) -> Option<std::result::Result<SwapNote, ()>> {
+    let v = note.get("swap")?;
+    let Value::Object(m) = v else { return Some(Err(())) };
+    let num = |k: &str| m.get(k).and_then(Value::as_u64);
+    let old = match m.get("old") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(_) => return Some(Err(())),
+    };
+    Some(match (num("dev"), num("ino")) {
+        (Some(dev), Some(ino)) => Ok(SwapNote { dev, ino, old }),
+        _ => Err(()),
+    })
+}
+
+impl RunLease {
+    /// Before overwrite outputs are published: record, in one save, the identity
+    /// (device, inode) of each one's new folder. A run killed once this is saved
+    /// is undone by whoever takes it over: an output that is the new folder is
+    /// swapped back (docs/differences.md).
+    pub fn note_swaps(&self, swaps: &[(String, (u64, u64))]) -> Result<()> {
+        if swaps.is_empty() {
+            return Ok(());
+        }
+        let s = &*self.s;
+        let mut st = lock(&s.state);
+        for (output, (dev, ino)) in swaps {
+            let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) else {
+                return Err(Error::Usage(format!("output '{output}' is not being written: call writing() first")));
+            };
+            let mut m = Map::new();
+            m.insert("dev".into(), Value::from(*dev));
+            m.insert("ino".into(), Value::from(*ino));
+            note.insert("swap".into(), Value::Object(m));
+        }
+        if !s.save(&mut st)? {
+            return Err(s.lost());
+        }
+        Ok(())
+    }
+
+    /// Where no exchange exists: before the old output is renamed aside to `old`,
+    /// record that name (a run killed between the two renames is then put back).
+    pub fn note_old_copy(&self, output: &str, old: &Path) -> Result<()> {
+        let s = &*self.s;
+        let claim = s.beneath.portable(old).map_err(|r| claim_refusal(self, &r))?;
+        let mut st = lock(&s.state);
+        match st.doc.outputs_mut().get_mut(output).and_then(|n| n.get_mut("swap")) {
+            Some(Value::Object(m)) => {
+                m.insert("old".into(), Value::String(claim));
+            }
+            _ => return Err(Error::Usage(format!("output '{output}' has no swap record: call note_swaps() first"))),
+        }
+        if !s.save(&mut st)? {
+            return Err(s.lost());
+        }
+        Ok(())
+    }
+}

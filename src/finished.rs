@@ -46,6 +46,9 @@ pub struct Commit {
     pub replaced_removed: Vec<std::path::PathBuf>,
     /// Files of the replaced run that could not be removed: the lease is kept.
     pub replaced_left: Vec<(String, Vec<String>)>,
+    /// Staging folders (an overwrite's old copy among them) that could not be
+    /// removed, and why: they stay listed and the lease is kept.
+    pub old_copies_left: Vec<(String, String)>,
 }
 
 /// How a run ended.
@@ -165,14 +168,30 @@ impl RunLease {
             }
             s.sys.hook.at(Step::Noted);
         }
+        // The staging folders go now, and with them the old copies of overwrites
+        // published by a swap: until the commit above, a takeover would have put
+        // those back.
+        let outputs = lock(&s.state).doc.0.get("outputs").and_then(Value::as_object).cloned().unwrap_or_default();
+        let (_, old_copies_left) = self.settle_staging(&outputs);
         {
             let mut st = lock(&s.state);
-            st.doc.set("outputs", Value::Object(Map::new()));
+            // Cleared, but for the notes of old copies still there: never forgotten.
+            let kept: Map = outputs
+                .into_iter()
+                .filter(|(_, n)| {
+                    let staging = n.get("staging").and_then(Value::as_str);
+                    old_copies_left.iter().any(|(f, _)| Some(f.as_str()) == staging)
+                })
+                .collect();
+            if !kept.is_empty() {
+                st.keep = true;
+            }
+            st.doc.set("outputs", Value::Object(kept));
             s.save(&mut st)?;
         }
         s.sys.hook.at(Step::OutputsCleared);
         let (replaced_removed, replaced_left) = self.replace(&replaces)?;
-        Ok(Commit { lost: false, note_written, note_failed: false, replaced_removed, replaced_left })
+        Ok(Commit { lost: false, note_written, note_failed: false, replaced_removed, replaced_left, old_copies_left })
     }
 
     /// Remove the files of the run this one replaced. Files that cannot be removed

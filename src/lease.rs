@@ -411,6 +411,17 @@ impl Shared {
                 }
             }
         }
+        // An overwrite's old copy moved aside (`ubunye exec` without an exchange).
+        for note in d.0.get("outputs").and_then(serde_json::Value::as_object).into_iter().flat_map(|m| m.values()) {
+            let Some(Ok(crate::claims::SwapNote { old: Some(old), .. })) =
+                note.as_object().and_then(crate::claims::swap_note)
+            else {
+                continue;
+            };
+            if let Err(r) = self.beneath.resolve(&old).and_then(|_| self.beneath.check_walk(&old)) {
+                return Err(outside_refusal(&self.task, file, &r));
+            }
+        }
         Ok(())
     }
 }

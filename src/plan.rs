@@ -70,8 +70,12 @@ pub struct RecoveryPlan {
     /// Files removed: its claims (unfinished), or the replaced run's files
     /// (finished, `replaces`).
     pub remove: Vec<PlannedFile>,
-    /// Staging folders removed (with all they hold: nothing in them landed).
+    /// Staging folders removed (with all they hold: nothing in them landed; for
+    /// a finished run, an overwrite's old copy).
     pub staging: Vec<String>,
+    /// Overwrite outputs `ubunye exec` published by a swap, put back as they
+    /// were before the run (it did not finish).
+    pub restore: Vec<String>,
     /// Its record, which says running, marked interrupted.
     pub mark_record: Option<PathBuf>,
     /// What its record says (None: no record, or one half-written).
@@ -172,6 +176,7 @@ pub fn plan_recovery(files: &BatchFiles<'_>, dead: &LeaseDoc, named: Option<bool
         write_note: None,
         remove: Vec::new(),
         staging: Vec::new(),
+        restore: Vec::new(),
         mark_record: None,
         record_status: status.clone(),
         remove_done: None,
@@ -191,11 +196,21 @@ pub fn plan_recovery(files: &BatchFiles<'_>, dead: &LeaseDoc, named: Option<bool
                 plan.remove.push(f);
             }
         }
+        // Its staging folders go (an overwrite's old copy is what they hold).
+        for n in dead.notes().map_err(damaged)? {
+            plan.staging.extend(n.staging.filter(|st| fsx::exists(&files.beneath.root().join(st))));
+        }
         plan.remove_done = done.filter(|_| done_there);
         return Ok(plan);
     }
+    let raw = dead.0.get("outputs").and_then(serde_json::Value::as_object).cloned().unwrap_or_default();
     let mut notes = dead.notes().map_err(damaged)?;
     for n in &mut notes {
+        match raw.get(&n.name).and_then(serde_json::Value::as_object).and_then(crate::claims::swap_note) {
+            Some(Ok(_)) => plan.restore.push(n.name.clone()),
+            Some(Err(())) => plan.refused.push(format!("the swap record of output {} cannot be read", n.name)),
+            None => {}
+        }
         if let Some(st) = &n.staging {
             match files.beneath.resolve(st).and_then(|inside| files.beneath.check_walk(st).map(|()| inside)) {
                 Ok(inside)

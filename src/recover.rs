@@ -46,8 +46,8 @@ pub(crate) enum RecoverError {
     /// Its record (or its lease) cannot be read: whether it finished cannot be told.
     Unreadable { path: PathBuf, why: String },
     /// Some files could not be removed (or the note could not be written, or a
-    /// path was refused, or a staging folder could not be removed): they stay
-    /// listed, never forgotten.
+    /// path was refused, or a staging folder or an overwrite's old copy could not
+    /// be removed or put back): they stay listed, never forgotten.
     InUse {
         left: Vec<(String, Vec<String>)>,
         replaces: bool,
@@ -62,7 +62,7 @@ pub(crate) enum RecoverError {
 pub(crate) struct TakeBack {
     pub removed: Vec<PathBuf>,
     pub staging_removed: Vec<String>,
-    /// Staging folders still there, and why: they stay listed.
+    /// Staging folders (or old copies) still there, and why: they stay listed.
     pub staging_left: Vec<(String, String)>,
     /// Claims that could not be removed (or were refused), per output.
     pub left: Vec<(String, Vec<String>)>,
@@ -114,12 +114,25 @@ impl RunLease {
         let mut out = TakeBack::default();
         for (name, note) in outputs.iter_mut() {
             let Value::Object(note) = note else { continue };
-            if let Some(Value::String(staging)) = note.get("staging") {
+            if let Some(Value::String(staging)) = note.get("staging").cloned() {
                 if !staging.is_empty() {
-                    match b.remove_staging(staging) {
+                    // An overwrite published by a swap is put back first: until
+                    // then its staging name may hold the old output.
+                    let undone = match crate::claims::swap_note(note) {
+                        None => Ok(None),
+                        Some(Ok(sw)) => b.undo_swap(&staging, (sw.dev, sw.ino), sw.old.as_deref()).map(|()| sw.old),
+                        Some(Err(())) => Err(PathRefusal::Invalid {
+                            path: staging.clone(),
+                            why: "its overwrite's swap record cannot be read, so whether it was swapped cannot be told",
+                        }),
+                    };
+                    let removed = undone.and_then(|old| {
+                        let gone = b.remove_staging(&staging)?;
+                        Ok(gone && old.map_or(Ok(true), |o| b.remove_staging(&o))?)
+                    });
+                    match removed {
                         Ok(true) => out.staging_removed.push(staging.clone()),
                         Ok(false) => {
-                            // Not reported removed: kept listed, the lease with it.
                             out.staging_left.push((staging.clone(), STAGING_LEFT.to_string()));
                             keep_listed(&mut out.left, name);
                         }
@@ -198,6 +211,13 @@ impl RunLease {
                 let (left, refused) = (tb.left, tb.refused);
                 return Err(RecoverError::InUse { left, replaces: true, note: false, refused, staging: Vec::new() });
             }
+            // Its staging folders go, its overwrites' old copies with them.
+            let dead_outputs = dead.0.get("outputs").and_then(Value::as_object).cloned().unwrap_or_default();
+            let (settled, staging) = self.settle_staging(&dead_outputs);
+            if !staging.is_empty() {
+                let refused = Vec::new();
+                return Err(RecoverError::InUse { left: Vec::new(), replaces: true, note: false, refused, staging });
+            }
             if let Some(d) = done {
                 let _ = fsx::remove_if_present(&d);
             }
@@ -206,6 +226,7 @@ impl RunLease {
                 finished: true,
                 note_written,
                 removed: tb.removed,
+                staging_removed: settled,
                 from_orphan: orphan,
                 ..Recovery::default()
             });
@@ -237,6 +258,33 @@ impl RunLease {
             record_marked,
             from_orphan: orphan,
         })
+    }
+
+    /// A finished run's staging folders go: nothing in them is part of its batch
+    /// (an append's files were all moved in before it committed). An overwrite
+    /// published by a swap is settled first ([`crate::beneath::Beneath::settle_swap`]):
+    /// its old copy is what its staging name holds. Returns the folders removed,
+    /// and those left (with why), which stay listed.
+    pub(crate) fn settle_staging(&self, outputs: &Map) -> (Vec<String>, Vec<(String, String)>) {
+        let b = &self.s.beneath;
+        let (mut settled, mut left) = (Vec::new(), Vec::new());
+        for note in outputs.values() {
+            let Value::Object(note) = note else { continue };
+            let Some(Value::String(staging)) = note.get("staging") else { continue };
+            if staging.is_empty() {
+                continue;
+            }
+            let done = match crate::claims::swap_note(note) {
+                Some(sw) => b.settle_swap(staging, sw.ok().and_then(|sw| sw.old).as_deref()),
+                None => b.remove_staging(staging),
+            };
+            match done {
+                Ok(true) => settled.push(staging.clone()),
+                Ok(false) => left.push((staging.clone(), STAGING_LEFT.to_string())),
+                Err(r) => left.push((staging.clone(), r.to_string())),
+            }
+        }
+        (settled, left)
     }
 
     pub(crate) fn record_path(&self, run_id: &str) -> PathBuf {

@@ -146,6 +146,11 @@ pub enum Step {
     Saved,
     /// One claimed file was moved into its output (reported by the writer).
     Moved,
+    /// `ubunye exec` without an exchange: an overwrite's old output was renamed
+    /// aside (`<staging>.old`), the new one not yet renamed in.
+    MovedAside,
+    /// `ubunye exec` published one overwrite output (its old copy kept until commit).
+    Swapped,
     /// The done mark was written.
     DoneMarked,
     /// `committed: true` was saved.

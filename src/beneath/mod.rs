@@ -10,6 +10,7 @@
 //! cannot redirect it.
 
 mod remove;
+mod swap;
 
 pub use remove::Mount;
 

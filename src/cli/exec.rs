@@ -17,9 +17,13 @@ use crate::sys::Sys;
 /// keys them): a second run of the batch is refused in one line; a dead one is
 /// taken over and what it appended is taken back. Each `--append` output gets a
 /// staging folder inside it (`$UBUNYE_OUT_<NAME>`): when the command succeeds,
-/// every file the command wrote there is claimed in the lease and moved into the
-/// output, once. Each `--overwrite` output gets a fresh folder beside it, swapped
-/// in in one step. A failed command leaves the outputs as they were.
+/// every file the command wrote there (names starting with `_` or `.` too; only
+/// a `_SUCCESS` marker at its top is not moved, as ubunye writes the output's
+/// own) is claimed in the lease and moved into the output, once. A symlink or a
+/// special file there, or a mount point, is refused. Each `--overwrite` output
+/// gets a fresh folder beside it, swapped in in one step once every append has
+/// landed; the old copy is kept until the run commits. A failed command (or one
+/// that fails to publish) leaves the outputs as they were.
 ///
 /// The command also gets UBUNYE_RUN_ID, UBUNYE_BATCH_KEY, UBUNYE_TASK,
 /// UBUNYE_USECASE_DIR and each variable as UBUNYE_VAR_<NAME>.
@@ -117,6 +121,9 @@ fn describe(e: &Event) -> Option<String> {
         Event::Timing { phase, seconds } if std::env::var_os("UBUNYE_EXEC_TIMINGS").is_some() => {
             format!("timing {phase} {:.3} ms", seconds * 1e3)
         }
+        Event::Kept { key } => format!(
+            "some of what this run wrote could not be taken back; the lease is kept so the next run takes it back: see `ubunye leases explain {key}`"
+        ),
         Event::Started { .. } | Event::Landed { .. } | Event::Swapped { .. } | Event::Timing { .. } => return None,
     })
 }
@@ -191,8 +198,14 @@ pub fn run(a: &ExecArgs) -> i32 {
                 say_err(&line);
             }
             if kept {
+                let what = match commit.as_ref().and_then(|c| c.old_copies_left.first()) {
+                    Some((folder, why)) => {
+                        format!("the old copy {folder} of an overwritten output could not be removed ({why})")
+                    }
+                    None => "some files of the run it replaced could not be removed (in use?)".to_string(),
+                };
                 say_err(&format!(
-                    "some files of the run it replaced could not be removed (in use?); the lease is kept so the next run removes them: see `ubunye leases explain {key}`"
+                    "{what}; the lease is kept so the next run removes them: see `ubunye leases explain {key}`"
                 ));
             }
             exit::OK

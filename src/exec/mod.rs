@@ -11,16 +11,16 @@
 pub mod child;
 pub mod outputs;
 mod plan;
+mod publish;
+mod unleased;
 
 pub use plan::{env_name, plan, recorded_command};
 
 use std::ffi::OsString;
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::append::StagedAppend;
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::finished::{Commit, Ended};
 use crate::key::{self, PyValue, Variables};
@@ -31,6 +31,7 @@ use crate::recover::Recovery;
 use crate::sys::Sys;
 use child::ChildEnd;
 use outputs::Swap;
+use publish::Prepared;
 
 /// One output of the command.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -104,6 +105,11 @@ pub enum Event {
         output: String,
         how: Swap,
     },
+    /// The run failed and some of what it wrote could not be taken back (in use,
+    /// a mount point in a staging folder): the lease is kept for the next run.
+    Kept {
+        key: String,
+    },
     /// How long a phase took (the CLI shows it when `UBUNYE_EXEC_TIMINGS` is set).
     Timing {
         phase: &'static str,
@@ -121,13 +127,6 @@ pub enum ExecEnd {
     Skipped { message: String },
     /// The command failed (or was interrupted); what it wrote was taken back.
     CommandFailed { child: ChildEnd, kept: bool },
-}
-
-struct Prepared<'a> {
-    out: &'a Output,
-    staging: PathBuf,
-    staging_claim: Option<String>,
-    append: Option<StagedAppend>,
 }
 
 fn child_env(spec: &ExecSpec, key: &str, prepared: &[Prepared<'_>]) -> Vec<(String, OsString)> {
@@ -170,7 +169,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
     let key = key::batch_key(spec.task.as_str(), &spec.variables).map_err(|e| Error::Usage(e.to_string()))?;
     if !lease::enabled() {
         events(Event::LeasesOff);
-        return run_unleased(spec, &key, sys, events);
+        return unleased::run(spec, &key, sys, events);
     }
     let lineage_dir = match &spec.lineage {
         Lineage::Dir(d) => Some(d.clone()),
@@ -218,7 +217,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
     // Note every output, and name its staging folder in the lease before it exists.
     let mut prepared: Vec<Prepared<'_>> = Vec::new();
     for out in &spec.outputs {
-        match prepare(&lease, out) {
+        match publish::prepare(&lease, out) {
             Ok(p) => prepared.push(p),
             Err(e) => {
                 let _ = lease.end(false);
@@ -284,11 +283,13 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
     }
     // The command succeeded: land the appends, publish the overwrites.
     let t = std::time::Instant::now();
-    let published = publish(&lease, &prepared, events);
+    let published = publish::publish(&lease, &prepared, events);
     events(Event::Timing { phase: "land", seconds: t.elapsed().as_secs_f64() });
     if let Err(e) = published {
         let lost = e.kind() == Some(RefusalKind::Lost);
-        let _ = lease.end(false);
+        if let Ok(Ended::RolledBack { kept: true, .. }) = lease.end(false) {
+            events(Event::Kept { key: key.clone() });
+        }
         let note = if lost { lost_text(spec) } else { format!("{e}") };
         finish_record(if lost { "interrupted" } else { "error" }, Some(note));
         return Err(e);
@@ -326,134 +327,4 @@ fn lost_text(spec: &ExecSpec) -> String {
         crate::doc::short(&spec.run_id),
         spec.task
     )
-}
-
-fn prepare<'a>(lease: &RunLease, out: &'a Output) -> Result<Prepared<'a>> {
-    lease.writing(&out.name, out.append, true)?;
-    if out.append {
-        let st = StagedAppend::begin(lease, &out.name, &out.path)?;
-        return Ok(Prepared {
-            out,
-            staging: st.staging.clone(),
-            staging_claim: Some(st.staging_claim.clone()),
-            append: Some(st),
-        });
-    }
-    let staging = outputs::overwrite_staging(&out.path);
-    let claim = lease.staging(&out.name, &staging)?;
-    if let Some(parent) = out.path.parent() {
-        fs::create_dir_all(parent).map_err(|e| Error::io("create the output's folder", parent, e))?;
-    }
-    fs::create_dir(&staging).map_err(|e| Error::io("create the staging folder", &staging, e))?;
-    Ok(Prepared { out, staging, staging_claim: Some(claim), append: None })
-}
-
-fn publish(lease: &RunLease, prepared: &[Prepared<'_>], events: &mut dyn FnMut(Event)) -> Result<()> {
-    for p in prepared {
-        if let Some(st) = &p.append {
-            let landed = st.land(lease)?;
-            events(Event::Landed { output: p.out.name.clone(), files: landed.files });
-            continue;
-        }
-        if !lease.still_owned() {
-            return Err(Refusal::new(
-                RefusalKind::Lost,
-                format!(
-                    "Run {} no longer holds the lease on {}; its overwrite of {} is not published.",
-                    crate::doc::short(lease.run_id()),
-                    lease.task(),
-                    p.out.name
-                ),
-            )
-            .into());
-        }
-        let how = outputs::swap_in(&p.staging, &p.out.path)
-            .map_err(|e| Error::io("publish the overwrite of", &p.out.path, e))?;
-        // The old copy is where the staging folder was (or beside it): remove it
-        // through the lease's own staging record.
-        if let Some(claim) = &p.staging_claim {
-            match how {
-                Swap::Exchanged => {
-                    let _ = lease.remove_staging(claim);
-                }
-                Swap::TwoRenames => {
-                    let _ = lease.remove_staging(&format!("{claim}.old"));
-                }
-                Swap::First => {}
-            }
-        }
-        events(Event::Swapped { output: p.out.name.clone(), how });
-    }
-    Ok(())
-}
-
-/// `UBUNYE_RUN_LEASE=off`: the same staging and publication, no lease, no claims.
-fn run_unleased(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<ExecEnd> {
-    let mut prepared = Vec::new();
-    for out in &spec.outputs {
-        let staging = if out.append {
-            out.path.join(format!("_ubunye-{}", crate::fsx::hex12()))
-        } else {
-            outputs::overwrite_staging(&out.path)
-        };
-        let make = if out.append {
-            fs::create_dir_all(&out.path)
-        } else {
-            out.path.parent().map_or(Ok(()), fs::create_dir_all)
-        };
-        make.and_then(|_| fs::create_dir(&staging)).map_err(|e| Error::io("create the staging folder", &staging, e))?;
-        prepared.push(Prepared { out, staging, staging_claim: None, append: None });
-    }
-    let cleanup = |prepared: &[Prepared<'_>]| {
-        for p in prepared {
-            let _ = fs::remove_dir_all(&p.staging);
-        }
-    };
-    let mut record = match &spec.lineage {
-        Lineage::Off => None,
-        Lineage::Dir(dir) => {
-            let rs = RecordSpec {
-                run_id: spec.run_id.clone(),
-                task: spec.task.clone(),
-                variables: spec.variables.clone(),
-                backend: "exec".into(),
-                command: Some(recorded_command(spec)),
-            };
-            RunRecord::start(dir, &rs, sys.clock.now()).ok()
-        }
-    };
-    events(Event::Started { run_id: spec.run_id.clone(), key: key.to_string() });
-    let end = match child::run(&spec.command, &child_env(spec, key, &prepared)) {
-        Ok(end) => end,
-        Err(e) => {
-            cleanup(&prepared);
-            return Err(Error::io("start", PathBuf::from(&spec.command[0]), e));
-        }
-    };
-    if !end.success() {
-        cleanup(&prepared);
-        if let Some(r) = record.as_mut() {
-            let _ = r.finish("error", Some(failed_note(spec, &end)), sys.clock.now());
-        }
-        return Ok(ExecEnd::CommandFailed { child: end, kept: false });
-    }
-    for p in &prepared {
-        if p.out.append {
-            let n = outputs::land_unleased(&p.staging, &p.out.path)
-                .map_err(|e| Error::io("land the files of", &p.out.path, e))?;
-            events(Event::Landed { output: p.out.name.clone(), files: n });
-        } else {
-            let how = outputs::swap_in(&p.staging, &p.out.path)
-                .map_err(|e| Error::io("publish the overwrite of", &p.out.path, e))?;
-            let old = if how == Swap::TwoRenames { outputs::old_copy(&p.staging) } else { p.staging.clone() };
-            if how != Swap::First {
-                let _ = fs::remove_dir_all(old);
-            }
-            events(Event::Swapped { output: p.out.name.clone(), how });
-        }
-    }
-    if let Some(r) = record.as_mut() {
-        let _ = r.finish("success", None, sys.clock.now());
-    }
-    Ok(ExecEnd::Done { run_id: spec.run_id.clone(), key: key.to_string(), commit: None, kept: false })
 }

@@ -1,5 +1,6 @@
 //! The outputs of `ubunye exec`: an overwrite published in one step (staging
-//! plus swap), and appends landed without a lease when leases are off.
+//! plus swap, the old copy kept until the run commits), and appends landed
+//! without a lease when leases are off.
 
 use std::fs;
 use std::io;
@@ -7,6 +8,9 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{CWD, RenameFlags, renameat_with};
 use rustix::io::Errno;
+
+use crate::beneath::Beneath;
+use crate::error::{Error, Refusal, RefusalKind, Result};
 
 /// How an overwrite was published.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -29,66 +33,120 @@ pub fn overwrite_staging(output: &Path) -> PathBuf {
     output.with_file_name(format!(".{name}.ubunye-{}", crate::fsx::hex12()))
 }
 
-/// Publish `staging` as `output` in one step.
-pub fn swap_in(staging: &Path, output: &Path) -> io::Result<Swap> {
-    match renameat_with(CWD, staging, CWD, output, RenameFlags::NOREPLACE) {
-        Ok(()) => return Ok(Swap::First),
-        Err(Errno::EXIST) | Err(Errno::NOTEMPTY) => {}
-        Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) if !output.exists() => {
-            fs::rename(staging, output)?;
-            return Ok(Swap::First);
-        }
-        Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) => {}
-        Err(e) => return Err(e.into()),
-    }
-    match renameat_with(CWD, staging, CWD, output, RenameFlags::EXCHANGE) {
-        Ok(()) => Ok(Swap::Exchanged),
-        Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) => {
-            let old = old_copy(staging);
-            fs::rename(output, &old)?;
-            fs::rename(staging, output)?;
-            Ok(Swap::TwoRenames)
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Where [`Swap::TwoRenames`] put the old output.
+/// Where [`Swap::TwoRenames`] puts the old output.
 pub fn old_copy(staging: &Path) -> PathBuf {
     let mut s = staging.as_os_str().to_owned();
     s.push(".old");
     PathBuf::from(s)
 }
 
-/// Appends without a lease (`UBUNYE_RUN_LEASE=off`): move the staged files in,
-/// never over an existing file, touch `_SUCCESS`, remove the staging folder.
-pub fn land_unleased(staging: &Path, out_dir: &Path) -> io::Result<usize> {
-    let files = crate::append::staged_files(staging)?;
-    for (f, _) in &files {
-        if crate::fsx::exists(&out_dir.join(f)) {
-            return Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!("{} already exists in the output", out_dir.join(f).display()),
-            ));
-        }
+/// Before anything is published: the staging folder must still be the folder
+/// the run made (not a symlink or a file the command put there), and the output
+/// a folder or nothing (not a symlink, not a file). Returns the new folder's
+/// identity (device, inode), recorded in the lease before the swap so that a
+/// takeover can tell whether it happened.
+pub fn check_publishable(staging: &Path, output: &Path) -> Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |what: String| -> Error {
+        Refusal::new(RefusalKind::Outside, what)
+            .hint("Write the output's files into the folder in $UBUNYE_OUT_<NAME>; leave the output itself alone.")
+            .into()
+    };
+    let st = fs::symlink_metadata(staging).map_err(|e| Error::io("look at the staging folder", staging, e))?;
+    if !st.is_dir() {
+        return Err(refuse(format!(
+            "{} is no longer the folder Ubunye made (the command replaced it); the overwrite is not published. Nothing was replaced.",
+            staging.display()
+        )));
     }
-    for (f, _) in &files {
-        let target = out_dir.join(f);
-        if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent)?;
+    match fs::symlink_metadata(output) {
+        Ok(m) if m.file_type().is_symlink() || !m.is_dir() => Err(refuse(format!(
+            "{} is not a folder any more (the command made it a symlink or a file); the overwrite is not published. Nothing was replaced.",
+            output.display()
+        ))),
+        Ok(m) if m.dev() != st.dev() => Err(refuse(format!(
+            "{} and its staging folder are on different disks (a mount point); the overwrite is not published.",
+            output.display()
+        ))),
+        Ok(_) => Ok((st.dev(), st.ino())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok((st.dev(), st.ino())),
+        Err(e) => Err(Error::io("look at the output", output, e)),
+    }
+}
+
+/// Whether to act as if the file system had no `RENAME_EXCHANGE` (tests of the
+/// two-rename path: `UBUNYE_TEST_NO_EXCHANGE`).
+fn no_exchange() -> bool {
+    std::env::var_os("UBUNYE_TEST_NO_EXCHANGE").is_some_and(|v| !v.is_empty())
+}
+
+/// Publish `staging` as `output` in one step. Where no exchange exists, `aside`
+/// is called with `<staging>.old` before the old output is renamed there (the
+/// lease records it, so that a run killed between the two renames is undone),
+/// and `moved_aside` just after.
+pub fn swap_in(
+    staging: &Path,
+    output: &Path,
+    aside: impl FnOnce(&Path) -> Result<()>,
+    moved_aside: impl FnOnce(),
+) -> Result<Swap> {
+    let io_err = |e: io::Error| Error::io("publish the overwrite of", output, e);
+    match renameat_with(CWD, staging, CWD, output, RenameFlags::NOREPLACE) {
+        Ok(()) => return Ok(Swap::First),
+        Err(Errno::EXIST) | Err(Errno::NOTEMPTY) => {}
+        Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) if !output.exists() => {
+            fs::rename(staging, output).map_err(io_err)?;
+            return Ok(Swap::First);
         }
-        match renameat_with(CWD, staging.join(f), CWD, &target, RenameFlags::NOREPLACE) {
-            Ok(()) => {}
-            Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) => {
-                fs::hard_link(staging.join(f), &target)?;
-                fs::remove_file(staging.join(f))?;
+        Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) => {}
+        Err(e) => return Err(io_err(e.into())),
+    }
+    let exchanged =
+        if no_exchange() { Err(Errno::INVAL) } else { renameat_with(CWD, staging, CWD, output, RenameFlags::EXCHANGE) };
+    match exchanged {
+        Ok(()) => Ok(Swap::Exchanged),
+        Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) => {
+            let old = old_copy(staging);
+            aside(&old)?;
+            match renameat_with(CWD, output, CWD, &old, RenameFlags::NOREPLACE) {
+                Ok(()) => {}
+                Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) if !old.exists() => {
+                    fs::rename(output, &old).map_err(io_err)?
+                }
+                Err(e) => return Err(io_err(e.into())),
             }
-            Err(e) => return Err(e.into()),
+            moved_aside();
+            fs::rename(staging, output).map_err(io_err)?;
+            Ok(Swap::TwoRenames)
         }
+        Err(e) => Err(io_err(e.into())),
     }
-    fs::OpenOptions::new().create(true).append(true).open(out_dir.join("_SUCCESS"))?;
-    fs::remove_dir_all(staging)?;
-    Ok(files.len())
+}
+
+/// Appends without a lease (`UBUNYE_RUN_LEASE=off`): the staging folder listed
+/// through handles as a leased run lists it; its files moved in, never over an
+/// existing file; `_SUCCESS` touched; the staging folder removed.
+pub fn land_unleased(beneath: &Beneath, staging: &Path, out_dir: &Path) -> Result<usize> {
+    let listing = crate::append::list(out_dir, staging)?;
+    if let Some(rel) = listing.clash() {
+        return Err(Error::io(
+            "land",
+            out_dir.join(rel),
+            io::Error::new(io::ErrorKind::AlreadyExists, "already exists in the output"),
+        ));
+    }
+    listing.move_all(out_dir, |_| Ok(()))?;
+    listing.mark_success(out_dir)?;
+    remove_unleased(beneath, staging);
+    Ok(listing.files.len())
+}
+
+/// Remove a staging folder (or an old copy) of an unleased run, confined to
+/// the use-case folder like any removal.
+pub fn remove_unleased(beneath: &Beneath, folder: &Path) {
+    if let Ok(claim) = beneath.portable(folder) {
+        let _ = beneath.remove_staging(&claim);
+    }
 }
 
 #[cfg(test)]
@@ -103,12 +161,12 @@ mod tests {
         assert!(crate::beneath::is_staging_name(st.file_name().unwrap().to_str().unwrap()));
         fs::create_dir(&st).unwrap();
         fs::write(st.join("a.csv"), "1").unwrap();
-        assert_eq!(swap_in(&st, &out).unwrap(), Swap::First);
+        assert_eq!(swap_in(&st, &out, |_| Ok(()), || {}).unwrap(), Swap::First);
         assert_eq!(fs::read_to_string(out.join("a.csv")).unwrap(), "1");
         let st = overwrite_staging(&out);
         fs::create_dir(&st).unwrap();
         fs::write(st.join("a.csv"), "2").unwrap();
-        assert_eq!(swap_in(&st, &out).unwrap(), Swap::Exchanged);
+        assert_eq!(swap_in(&st, &out, |_| Ok(()), || {}).unwrap(), Swap::Exchanged);
         assert_eq!(fs::read_to_string(out.join("a.csv")).unwrap(), "2");
         assert_eq!(fs::read_to_string(st.join("a.csv")).unwrap(), "1", "the old copy is at the staging path");
     }

@@ -1,7 +1,9 @@
 //! `ubunye exec` end to end: the runs the second review proved wrong (a
-//! relative -d).
+//! relative -d, a failed publish, a staging folder swapped for a symlink or
+//! holding odd names or a mount, dropped files).
 
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -50,6 +52,7 @@ fn use_case() -> (tempfile::TempDir, PathBuf) {
 }
 
 const INGEST: [&str; 6] = ["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--append", "events=out/events"];
+const LEASES: &str = ".ubunye/leases/demo/sales/ingest";
 const RECORDS: &str = ".ubunye/lineage/demo/sales/ingest";
 
 /// Wait (up to 10 s) until `p` exists and ends with a newline.
@@ -122,4 +125,143 @@ fn a_relative_usecase_folder_finds_the_dead_runs_record() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("had finished") && err.contains("already finished this batch"), "{err}");
+    assert!(files(&uc.join("out/events")).iter().all(|f| !f.contains("_ubunye-")), "its staging folder went");
+}
+
+/// Review 2, finding 2: overwrites were swapped in (and their old copies
+/// deleted) one by one, before a later output failed: the failed run replaced
+/// the output, and said nothing was moved.
+#[test]
+fn a_run_that_fails_to_publish_leaves_every_output_as_it_was() {
+    let (_d, uc) = use_case();
+    fs::create_dir_all(uc.join("out/summary")).unwrap();
+    fs::create_dir_all(uc.join("out/events")).unwrap();
+    fs::write(uc.join("out/summary/total.csv"), "OLD").unwrap();
+    fs::write(uc.join("out/events/part.csv"), "someone else's").unwrap();
+    let before = files(&uc.join("out"));
+    let o = exec(&uc)
+        .args(["--task", "demo/sales/report", "-dt", "2025-01-01"])
+        .args(["--overwrite", "a_summary=out/summary", "--append", "b_events=out/events", "--append", "c=out/c"])
+        .args(["--", "sh", "-c"])
+        .arg("echo NEW > \"$UBUNYE_OUT_A_SUMMARY/total.csv\"; echo mine > \"$UBUNYE_OUT_B_EVENTS/part.csv\"; echo c > \"$UBUNYE_OUT_C/c.csv\"")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("already exists in the output") && err.contains("Nothing was claimed or moved"), "{err}");
+    assert_eq!(fs::read_to_string(uc.join("out/summary/total.csv")).unwrap(), "OLD");
+    assert_eq!(fs::read_to_string(uc.join("out/events/part.csv")).unwrap(), "someone else's");
+    let after: Vec<String> = files(&uc.join("out")).into_iter().filter(|f| f != "c").collect();
+    assert_eq!(after, before, "no staging, no old copy, nothing landed");
+    assert_eq!(files(&uc.join(".ubunye/leases/demo/sales/report")), Vec::<String>::new(), "lease released");
+}
+
+/// Review 2, finding 4: a command that replaced its staging folder with a
+/// symlink to a folder outside the use case had that folder's files moved into
+/// the output (and a --rerun or a failed run then deleted them).
+#[test]
+fn a_staging_folder_turned_into_a_symlink_is_never_followed() {
+    for fail_later in [false, true] {
+        let (d, uc) = use_case();
+        fs::create_dir_all(d.path().join("elsewhere")).unwrap();
+        fs::write(d.path().join("elsewhere/keep.csv"), "precious").unwrap();
+        fs::create_dir_all(uc.join("out/other")).unwrap();
+        fs::write(uc.join("out/other/x.csv"), "foreign").unwrap();
+        let mut script = format!(
+            "rmdir \"$UBUNYE_OUT_EVENTS\" && ln -s {} \"$UBUNYE_OUT_EVENTS\"",
+            d.path().join("elsewhere").display()
+        );
+        let mut c = exec(&uc);
+        c.args(INGEST);
+        if fail_later {
+            c.args(["--append", "z=out/other"]);
+            script.push_str("; echo y > \"$UBUNYE_OUT_Z/x.csv\"");
+        }
+        let o = c.args(["--", "sh", "-c", &script]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(fs::read_to_string(d.path().join("elsewhere/keep.csv")).unwrap(), "precious", "{err}");
+        assert_eq!(files(&uc.join("out/events")), Vec::<String>::new(), "nothing landed, no link left: {err}");
+        assert_eq!(files(&uc.join(LEASES)), Vec::<String>::new(), "lease released: {err}");
+    }
+}
+
+/// Review 2, finding 6: a staging folder holding a folder whose name is not
+/// UTF-8 was never removed (and a takeover said it was).
+#[test]
+fn a_staging_folder_holding_names_that_are_not_utf8_is_removed() {
+    let (d, uc) = use_case();
+    let weird = std::ffi::OsStr::from_bytes(b"p=\xff");
+    // A failed command (rollback), a successful one (its odd name is refused, as
+    // a claim must be text), and a killed one (takeover).
+    let make = "d=\"$UBUNYE_OUT_EVENTS/$(printf 'p=\\377')\"; mkdir \"$d\"; echo row > \"$d/x\"";
+    exec(&uc).args(INGEST).args(["--", "sh", "-c", &format!("{make}; exit 3")]).assert().code(3);
+    let o = exec(&uc).args(INGEST).args(["--", "sh", "-c", make]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    let mark = d.path().join("started");
+    killed_run(&uc, &INGEST, &format!("{make}; echo x > {}; sleep 30", mark.display()), &mark);
+    exec(&uc).args(INGEST).args(["--", "true"]).assert().success();
+    assert!(!uc.join("out/events").join(weird).exists());
+    let left: Vec<String> = files(&uc.join("out/events")).into_iter().filter(|f| f.contains("_ubunye-")).collect();
+    assert_eq!(left, Vec::<String>::new(), "no staging folder left");
+}
+
+/// Review 2, finding 12: files whose names start with `_` or `.` were deleted
+/// with the staging folder while exec reported success. They land now, claimed
+/// like the rest; only the writer's own top `_SUCCESS` is not moved (ubunye
+/// writes the output's).
+#[test]
+fn files_named_with_a_leading_underscore_or_dot_land_too() {
+    let (_d, uc) = use_case();
+    let script = "o=\"$UBUNYE_OUT_EVENTS\"; echo d > \"$o/part-$UBUNYE_RUN_ID.parquet\"; echo s > \"$o/_common_metadata\"; mkdir \"$o/_delta_log\" \"$o/_k=1\"; echo '{}' > \"$o/_delta_log/0.json\"; echo v > \"$o/_k=1/p\"; echo h > \"$o/.manifest\"; touch \"$o/_SUCCESS\"";
+    let o = exec(&uc).args(INGEST).args(["--", "sh", "-c", script]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = files(&uc.join("out/events"));
+    for want in [".manifest", "_SUCCESS", "_common_metadata", "_delta_log/0.json", "_k=1/p"] {
+        assert!(out.contains(&want.to_string()), "{want} in {out:?}");
+    }
+    let note = fs::read_to_string(uc.join(LEASES).join("39bc42311894ddba.finished.json")).unwrap();
+    for claimed in ["out/events/_common_metadata", "out/events/_delta_log/0.json", "out/events/.manifest"] {
+        assert!(note.contains(claimed), "{claimed} claimed: {note}");
+    }
+    assert!(!note.contains("out/events/_SUCCESS"), "{note}");
+}
+
+/// Review 2, finding 14: removing a staging folder walked into a folder the
+/// command had bind-mounted there, deleting files outside the use case. (Needs
+/// root for `mount --bind`; says SKIPPED otherwise.)
+#[test]
+fn a_mount_point_in_a_staging_folder_is_never_crossed() {
+    let (d, uc) = use_case();
+    fs::create_dir_all(d.path().join("outside")).unwrap();
+    fs::write(d.path().join("outside/keep.csv"), "precious").unwrap();
+    let script = format!(
+        "mkdir \"$UBUNYE_OUT_EVENTS/_m\" && mount --bind {} \"$UBUNYE_OUT_EVENTS/_m\" 2>/dev/null || exit 99; echo d > \"$UBUNYE_OUT_EVENTS/part\"",
+        d.path().join("outside").display()
+    );
+    let o = exec(&uc).args(INGEST).args(["--", "sh", "-c", &script]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let mounts: Vec<String> = fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1).filter(|m| m.starts_with(&*uc.to_string_lossy())).map(str::to_string))
+        .collect();
+    for m in &mounts {
+        let _ = Command::new("umount").arg(m).status();
+    }
+    if o.status.code() == Some(99) {
+        eprintln!("SKIPPED: mount --bind needs root");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("mount point"), "{err}");
+    assert_eq!(fs::read_to_string(d.path().join("outside/keep.csv")).unwrap(), "precious");
+    assert!(err.contains("the lease is kept"), "the staging folder it could not remove stays listed: {err}");
+    let lease: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(uc.join(LEASES).join("39bc42311894ddba.json")).unwrap()).unwrap();
+    assert!(lease["outputs"]["events"]["staging"].as_str().unwrap().contains("_ubunye-"), "{lease}");
+    // Unmounted, the next run takes the kept lease over and removes the rest.
+    exec(&uc).args(INGEST).args(["--", "true"]).assert().success();
+    assert!(files(&uc.join("out/events")).iter().all(|f| !f.contains("_ubunye-")));
+    assert_eq!(fs::read_to_string(d.path().join("outside/keep.csv")).unwrap(), "precious");
 }
