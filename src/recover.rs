@@ -37,6 +37,9 @@ pub struct Recovery {
     pub record_marked: bool,
     /// It was a dead lease left beside the lease (an orphan).
     pub from_orphan: bool,
+    /// Processes of it still running on this host (a command's background
+    /// processes that outlived it), stopped before anything was taken back.
+    pub processes_stopped: usize,
 }
 
 /// Why a dead run could not be recovered (the takeover then hands the lease back
@@ -180,6 +183,13 @@ impl RunLease {
     pub(crate) fn recover(&self, dead: &mut LeaseDoc, orphan: bool) -> Result<Recovery, RecoverError> {
         let s = &*self.s;
         let dead_id = dead.run_id();
+        // No writer outlives its run: a dead `ubunye exec`'s command's background
+        // processes, on this host, are stopped before anything is taken back.
+        let processes_stopped = if dead.0.get("host").and_then(Value::as_str) == Some(s.sys.host.as_str()) {
+            crate::exec::reap::stop_run_processes(&dead_id)
+        } else {
+            0
+        };
         let done = (!dead_id.is_empty()).then(|| s.paths.done(&dead_id));
         // The decision is the plan's: what `explain` and `--dry-run` show is what
         // this does.
@@ -228,6 +238,7 @@ impl RunLease {
                 removed: tb.removed,
                 staging_removed: settled,
                 from_orphan: orphan,
+                processes_stopped,
                 ..Recovery::default()
             });
         }
@@ -257,6 +268,7 @@ impl RunLease {
             unrepaired,
             record_marked,
             from_orphan: orphan,
+            processes_stopped,
         })
     }
 

@@ -25,6 +25,10 @@ use crate::sys::Sys;
 /// landed; the old copy is kept until the run commits. A failed command (or one
 /// that fails to publish) leaves the outputs as they were.
 ///
+/// When the command exits, any process it left running (a background job) is
+/// sent SIGTERM, then SIGKILL after UBUNYE_EXEC_GRACE (default 2s), before
+/// anything lands: no writer outlives its run.
+///
 /// The command also gets UBUNYE_RUN_ID, UBUNYE_BATCH_KEY, UBUNYE_TASK,
 /// UBUNYE_USECASE_DIR and each variable as UBUNYE_VAR_<NAME>.
 #[derive(Args, Debug)]
@@ -107,6 +111,9 @@ fn describe(e: &Event) -> Option<String> {
                         r.unrepaired.join(", ")
                     ));
                 }
+                if r.processes_stopped > 0 {
+                    s.push_str(&format!(" Stopped {} process(es) of it still running.", r.processes_stopped));
+                }
                 s
             }
         }
@@ -123,6 +130,9 @@ fn describe(e: &Event) -> Option<String> {
         }
         Event::Kept { key } => format!(
             "some of what this run wrote could not be taken back; the lease is kept so the next run takes it back: see `ubunye leases explain {key}`"
+        ),
+        Event::LeftBehind { processes } => format!(
+            "the command left {processes} process(es) running; they were stopped (SIGTERM, then SIGKILL) before anything landed."
         ),
         Event::Started { .. } | Event::Landed { .. } | Event::Swapped { .. } | Event::Timing { .. } => return None,
     })

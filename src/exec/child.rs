@@ -1,6 +1,7 @@
 //! The child process of `ubunye exec`: started with the outputs in its
 //! environment, killed if `ubunye exec` dies (`PR_SET_PDEATHSIG`), sent the
-//! SIGINT/SIGTERM/SIGHUP that `ubunye exec` receives, and waited for.
+//! SIGINT/SIGTERM/SIGHUP that `ubunye exec` receives, and waited for; then
+//! every process it left behind is stopped and reaped (see `reap.rs`).
 
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -21,6 +22,8 @@ pub struct ChildEnd {
     pub signal: Option<i32>,
     /// The first signal `ubunye exec` received (and passed on) while it ran.
     pub interrupted_by: Option<i32>,
+    /// Processes it left running when it exited, stopped before anything landed.
+    pub left_behind: usize,
 }
 
 impl ChildEnd {
@@ -73,6 +76,9 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<Chi
             Ok(())
         });
     }
+    // Whatever the command leaves running becomes this process's child, to be
+    // stopped before its files are landed.
+    super::reap::become_subreaper()?;
     let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP])?;
     let handle = signals.handle();
     let interrupted: Arc<Mutex<Option<i32>>> = Arc::new(Mutex::new(None));
@@ -102,11 +108,12 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<Chi
         })
     };
     let result = spawned.and_then(|mut c: Child| c.wait());
+    let left_behind = if result.is_ok() { super::reap::stop_descendants(super::reap::grace()) } else { 0 };
     handle.close();
     let _ = forwarder.join();
     let status = result?;
     let signal = status.signal();
     let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
     let interrupted_by = *interrupted.lock().unwrap_or_else(|e| e.into_inner());
-    Ok(ChildEnd { code, signal, interrupted_by })
+    Ok(ChildEnd { code, signal, interrupted_by, left_behind })
 }

@@ -12,6 +12,7 @@ pub mod child;
 pub mod outputs;
 mod plan;
 mod publish;
+pub mod reap;
 mod unleased;
 
 pub use plan::{env_name, plan, recorded_command};
@@ -109,6 +110,11 @@ pub enum Event {
     /// a mount point in a staging folder): the lease is kept for the next run.
     Kept {
         key: String,
+    },
+    /// The command exited leaving processes running: they were stopped (SIGTERM,
+    /// then SIGKILL after the grace) before anything landed.
+    LeftBehind {
+        processes: usize,
     },
     /// How long a phase took (the CLI shows it when `UBUNYE_EXEC_TIMINGS` is set).
     Timing {
@@ -276,6 +282,9 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
             return Err(Error::io("start", PathBuf::from(&spec.command[0]), e));
         }
     };
+    if end.left_behind > 0 {
+        events(Event::LeftBehind { processes: end.left_behind });
+    }
     if !end.success() {
         let kept = matches!(lease.end(false)?, Ended::RolledBack { kept: true, .. });
         finish_record("error", Some(failed_note(spec, &end)));

@@ -55,6 +55,9 @@ pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(E
             return Err(Error::io("start", PathBuf::from(&spec.command[0]), e));
         }
     };
+    if end.left_behind > 0 {
+        events(Event::LeftBehind { processes: end.left_behind });
+    }
     if !end.success() {
         cleanup(&prepared);
         if let Some(r) = record.as_mut() {

@@ -1,6 +1,6 @@
 //! `ubunye exec` end to end: the runs the second review proved wrong (a
 //! relative -d, a failed publish, a staging folder swapped for a symlink or
-//! holding odd names or a mount, dropped files).
+//! holding odd names or a mount, background processes, dropped files).
 
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -93,6 +93,14 @@ fn statuses(uc: &Path) -> Vec<String> {
         .collect();
     out.sort();
     out
+}
+
+/// Whether a process is gone (or a zombie nobody reaped yet: it runs no more).
+fn gone(pid: i32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')),
+    }
 }
 
 /// Review 2, finding 1: with a relative -d, the lineage folder was joined onto
@@ -204,6 +212,37 @@ fn a_staging_folder_holding_names_that_are_not_utf8_is_removed() {
     assert!(!uc.join("out/events").join(weird).exists());
     let left: Vec<String> = files(&uc.join("out/events")).into_iter().filter(|f| f.contains("_ubunye-")).collect();
     assert_eq!(left, Vec::<String>::new(), "no staging folder left");
+}
+
+/// Review 2, finding 7: a background process the command left kept writing
+/// after landing (recreating the staging folder, changing a committed file),
+/// and outlived a killed `ubunye exec`.
+#[test]
+fn no_process_of_the_command_outlives_its_run() {
+    let (d, uc) = use_case();
+    let pidfile = d.path().join("bg.pid");
+    let script = format!(
+        "echo row > \"$UBUNYE_OUT_EVENTS/part-$UBUNYE_RUN_ID\"; (trap '' TERM; sleep 30; mkdir -p \"$UBUNYE_OUT_EVENTS\"; echo late > \"$UBUNYE_OUT_EVENTS/late\") & echo $! > {}",
+        pidfile.display()
+    );
+    let o = exec(&uc).args(INGEST).args(["--", "sh", "-c", &script]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("process(es) running; they were stopped"), "{err}");
+    let pid: i32 = fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(gone(pid), "the background process (which ignores SIGTERM) was killed before exec returned");
+    // ubunye exec itself killed: the next run stops what its command left.
+    let mark = d.path().join("started");
+    let script = format!("(sleep 30) & echo $! > {}; echo x > {}; sleep 30", pidfile.display(), mark.display());
+    let dt2 = ["--task", "demo/sales/ingest", "-dt", "2025-01-02", "--append", "events=out/events"];
+    killed_run(&uc, &dt2, &script, &mark);
+    let pid: i32 = fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(!gone(pid), "it outlived ubunye exec");
+    let o = exec(&uc).args(dt2).args(["--", "true"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("process(es) of it still running"), "{err}");
+    assert!(gone(pid), "the taker stopped it before taking anything back");
 }
 
 /// Review 2, finding 12: files whose names start with `_` or `.` were deleted
