@@ -283,8 +283,8 @@ impl Model {
             let runs = b
                 .lease
                 .iter()
-                .chain(&b.orphans)
                 .map(|l| l.holder.run_id.clone())
+                .chain(b.orphans.iter().map(|l| l.holder.run_id.clone()))
                 .chain(b.finished.iter().filter_map(|f| f.run_id.clone()))
                 .chain(b.done_marks.iter().chain(&b.tombstones).map(|m| m.run_id.clone()))
                 .chain(b.records.iter().map(|r| r.run_id.clone()));

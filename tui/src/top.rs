@@ -28,18 +28,15 @@ pub fn run(opts: &TopArgs) -> i32 {
     }
     let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys: Sys::real() };
     let (tx, rx) = mpsc::channel();
-    // Watch first, then read: nothing that changes in between is missed.
-    let watch = Watch::start(
-        Requested::parse(&opts.watch),
-        opts.interval,
-        &root,
-        &ubunye::layout::lineage_root(&root),
-        tx.clone(),
-    );
-    let scan = match src.scan() {
+    // Watching and the first scan run side by side.
+    let (watch, scan, raced) = start(&opts.watch, opts.interval, &root, &src, tx.clone());
+    let scan = match scan {
         Ok(s) => s,
         Err(e) => return fail(&e),
     };
+    if raced {
+        let _ = tx.send(crate::event::Event::Poll);
+    }
     let mut app = App::new(Model::new(src, scan), term::colour(), &watch.mode);
     let (mut terminal, mut guard) = match term::enter() {
         Ok(t) => t,
@@ -67,6 +64,35 @@ pub fn run(opts: &TopArgs) -> i32 {
         Ok(code) => code,
         Err(e) => fail(&format!("the terminal failed: {e}")),
     }
+}
+
+/// Start watching and read the use case, side by side. When the watch was
+/// not in place before the scan began (setting it up walks every folder), a
+/// change in between could be missed: the flag says so, and one more full
+/// scan after the first frame closes the gap.
+pub fn start(
+    requested: &str,
+    interval: std::time::Duration,
+    root: &std::path::Path,
+    src: &Source,
+    tx: mpsc::Sender<crate::event::Event>,
+) -> (Watch, Result<ubunye::state::Scan, String>, bool) {
+    let lineage = ubunye::layout::lineage_root(root);
+    let requested = Requested::parse(requested);
+    std::thread::scope(|s| {
+        let (started_tx, started_rx) = mpsc::channel();
+        let (lineage2, tx2) = (lineage.clone(), tx.clone());
+        let watching = s.spawn(move || {
+            let w = Watch::start(requested, interval, root, &lineage, tx);
+            let _ = started_tx.send(());
+            w
+        });
+        let in_place = started_rx.recv_timeout(std::time::Duration::from_millis(50)).is_ok();
+        let scan = src.scan();
+        let watch = watching.join().unwrap_or_else(|_| Watch::start(Requested::Poll, interval, root, &lineage2, tx2));
+        let raced = !in_place && watch.mode == "notify";
+        (watch, scan, raced)
+    })
 }
 
 fn fail(msg: &str) -> i32 {

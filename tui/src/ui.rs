@@ -491,7 +491,8 @@ fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let flexible = w.saturating_sub(fixed + 10);
     let task_w = longest(&|b, _| b.task.chars().count()).clamp(4, 24).min(flexible / 2);
     let vars_w = longest(&|b, ri| {
-        b.records.get(ri).and_then(|r| r.variables.as_ref()).map(|v| vars_text(v).chars().count()).unwrap_or(0)
+        let v = b.records.get(ri).and_then(|r| r.variables.as_ref()).or(b.variables.as_ref());
+        v.map(|v| vars_text(v).chars().count()).unwrap_or(0)
     })
     .clamp(9, 30)
     .min(flexible.saturating_sub(task_w));
@@ -514,7 +515,8 @@ fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
                 }
                 _ => String::new(),
             };
-        let vars = r.variables.as_ref().map(vars_text).unwrap_or_default();
+        // A full scan leaves the variables with the batch, not its records.
+        let vars = r.variables.as_ref().or(b.variables.as_ref()).map(vars_text).unwrap_or_default();
         let started = record_time(r.started_at.as_deref());
         let started = if wide { started } else { started.get(5..).unwrap_or(&started).to_string() };
         let mut row = Row::new(vec![

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
-use notify::{ErrorKind, RecommendedWatcher, RecursiveMode};
+use notify::event::{AccessKind, AccessMode, MetadataKind, ModifyKind};
+use notify::{ErrorKind, EventKind, RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
 use crate::event::Event;
@@ -59,6 +60,21 @@ fn is_limit(e: &notify::Error) -> bool {
         ErrorKind::Io(io) => io.raw_os_error() == Some(28),
         _ => false,
     }
+}
+
+/// An event that only says something was read (opened, listed, closed after
+/// reading, its access time set): ignored, or every scan would cause another.
+fn is_read(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::Access(
+            AccessKind::Open(_)
+                | AccessKind::Read
+                | AccessKind::Close(AccessMode::Read | AccessMode::Execute)
+                | AccessKind::Any
+                | AccessKind::Other
+        ) | EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime))
+    )
 }
 
 /// The watcher, whichever way it works.
@@ -128,6 +144,10 @@ impl Watch {
             Ok(events) => {
                 let mut paths: Vec<PathBuf> = Vec::new();
                 for e in events {
+                    // Reads (the scans' own included) change nothing.
+                    if is_read(&e.event.kind) {
+                        continue;
+                    }
                     if e.event.need_rescan() {
                         // Events were lost (the kernel's queue overflowed).
                         paths.push(rescan_at.clone());

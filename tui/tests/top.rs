@@ -510,3 +510,44 @@ fn the_plan_popup_of_the_key_table_matches_the_help() {
         assert!(s.contains(b.help), "{} missing from the help", b.help);
     }
 }
+
+#[test]
+fn reading_the_use_case_is_not_a_change_and_a_lease_write_is() {
+    use ubunye_tui::model::Target;
+    use ubunye_tui::watch::{Requested, Watch};
+    let (_d, uc, captured) = fixture("dead-killed");
+    let (sys, _) = sys_at(captured + LATER);
+    let a = app(&uc, sys);
+    let root = a.model.scan.root.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let watch =
+        Watch::start(Requested::Notify, Duration::from_secs(2), &root, &ubunye::layout::lineage_root(&root), tx);
+    assert_eq!(watch.mode, "notify");
+    // Scans open and list every folder: no event of theirs may ask for more.
+    for _ in 0..3 {
+        a.model.src.scan().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    for ev in rx.try_iter() {
+        if let Event::FsChange(paths) = ev {
+            for p in paths {
+                let t = a.model.target(&p);
+                assert!(matches!(t, Target::Ignore), "{} -> {t:?}", p.display());
+            }
+        }
+    }
+    // A lease written as the engine writes it: a temp file, then a rename.
+    let lease = root.join(".ubunye/leases/demo/sales/ingest/39bc42311894ddba.json");
+    fs::write(lease.with_extension("0123abcd.tmp"), "{}").unwrap();
+    fs::rename(lease.with_extension("0123abcd.tmp"), &lease).unwrap();
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    let want = Target::Batch(("demo/sales/ingest".into(), "39bc42311894ddba".into()));
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Event::FsChange(paths)) if paths.iter().any(|p| a.model.target(p) == want) => break,
+            Ok(_) => {}
+            Err(e) => panic!("no event for the lease: {e}"),
+        }
+    }
+}

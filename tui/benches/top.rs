@@ -1,0 +1,360 @@
+//! `ubunye top` on a synthetic use case of 100,000 batches (100 tasks of 1,000:
+//! a finished note and a success record each; 1,000 of them also hold a lease,
+//! half from this host with gone pids, half from another host, fresh):
+//!
+//! * first full frame: watch + scan + model + draw on a TestBackend (120x40),
+//!   as `top` starts, three times;
+//! * change -> frame: a lease written (the engine's temp file and rename) or
+//!   removed, until the frame drawn after it shows the batch's new state, with
+//!   notify and with poll (--interval 2s);
+//! * idle CPU over 30 s with no change (getrusage: every thread of the
+//!   process, the 1 s re-judgement of the 1,000 leases and its frame included);
+//! * peak memory (ru_maxrss).
+//!
+//! `cargo bench -p ubunye-tui --bench top` (the use case is generated once
+//! into the target folder; UBUNYE_BENCH_BATCHES, UBUNYE_BENCH_IDLE_SECS and
+//! UBUNYE_BENCH_SAMPLES change the sizes). Without `--bench` (as `cargo test`
+//! runs it) it does a small smoke run.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ubunye::key::{batch_key, cli_variables};
+use ubunye::layout::lineage_root;
+use ubunye::state::{ScanOptions, State};
+use ubunye::sys::Sys;
+use ubunye_tui::app::App;
+use ubunye_tui::event::{Event, Loop};
+use ubunye_tui::model::{Id, Model, Source};
+
+const TASKS: usize = 100;
+
+struct Size {
+    batches: usize,
+    leases: usize,
+    samples: usize,
+    idle: Duration,
+    poll_samples: usize,
+}
+
+fn env_num(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn ts(t: SystemTime) -> String {
+    ubunye::timefmt::utc_z(t)
+}
+
+/// Write the use case, unless a previous run left the same one.
+fn generate(uc: &Path, batches: usize, leases: usize) -> Vec<Id> {
+    let marker = uc.join(format!(".generated-{batches}-{leases}"));
+    let per_task = batches / TASKS;
+    let ids: Vec<Id> = (0..TASKS)
+        .flat_map(|t| {
+            let task = format!("bench/p{}/t{t:03}", t / 10);
+            (0..per_task).map(move |i| (task.clone(), i))
+        })
+        .map(|(task, i)| {
+            let dt = format!("d{i:05}");
+            let vars = cli_variables(Some(&dt), None, "DEV", &[]).unwrap();
+            let key = batch_key(&task, &vars).unwrap();
+            (task, key)
+        })
+        .collect();
+    if marker.exists() {
+        return ids;
+    }
+    let t = Instant::now();
+    let _ = fs::remove_dir_all(uc);
+    let host = Sys::real().host;
+    let now = SystemTime::now();
+    let then = now - Duration::from_secs(86_400);
+    for (n, (task, key)) in ids.iter().enumerate() {
+        let i = n % per_task;
+        let dt = format!("d{i:05}");
+        let dir = uc.join(".ubunye/leases").join(task);
+        let rec_dir = lineage_root(uc).join(task);
+        if i == 0 {
+            fs::create_dir_all(&dir).unwrap();
+            fs::create_dir_all(&rec_dir).unwrap();
+        }
+        let run = format!("{:08x}-0000-4000-8000-{:012x}", n, n);
+        let note = format!(
+            "{{\n  \"run_id\": \"{run}\",\n  \"task\": \"{task}\",\n  \"finished_at\": \"{}\",\n  \"outputs\": {{\n    \"events\": {{\n      \"claimed\": [\n        \"out/events/part-00000-{run}.csv\"\n      ]\n    }}\n  }}\n}}",
+            ts(then)
+        );
+        fs::write(dir.join(format!("{key}.finished.json")), note).unwrap();
+        let record = format!(
+            "{{\"run_id\": \"{run}\", \"task_path\": \"{task}\", \"started_at\": \"{}\", \"ended_at\": \"{}\", \"status\": \"success\", \"error\": null, \"backend\": \"exec\", \"variables\": {{\"dt\": \"{dt}\", \"mode\": \"DEV\"}}, \"outputs\": [{{\"name\": \"events\", \"location\": \"{}\"}}]}}",
+            ubunye::timefmt::iso_micros(then),
+            ubunye::timefmt::iso_micros(then + Duration::from_secs(3)),
+            uc.join("out/events").display()
+        );
+        fs::write(rec_dir.join(format!("{run}.json")), record).unwrap();
+        // Every 100th batch is held by a newer run: a lease.
+        if n % (batches / leases.max(1)).max(1) == 0 && n / (batches / leases.max(1)).max(1) < leases {
+            let lrun = format!("{:08x}-1111-4000-8000-{:012x}", n, n);
+            let (pid, h) = if n % 2 == 0 { (4_000_000 + n, host.as_str()) } else { (1234, "other|pid:[1]") };
+            let lease = format!(
+                "{{\"run_id\": \"{lrun}\", \"task\": \"{task}\", \"pid\": {pid}, \"pid_started\": \"1\", \"host\": \"{h}\", \"started_at\": \"{}\", \"heartbeat\": {}, \"outputs\": {{}}}}",
+                ts(now),
+                ubunye::timefmt::epoch_secs(now)
+            );
+            fs::write(dir.join(format!("{key}.json")), lease).unwrap();
+        }
+    }
+    fs::write(&marker, "").unwrap();
+    println!("generated {batches} batches ({leases} leases) in {:.1} s", t.elapsed().as_secs_f64());
+    ids
+}
+
+fn cpu_and_rss() -> (Duration, u64) {
+    // SAFETY: getrusage writes into the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    (tv(ru.ru_utime) + tv(ru.ru_stime), ru.ru_maxrss as u64)
+}
+
+/// Resident memory now, in KiB.
+fn rss_now() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn source(uc: &Path) -> Source {
+    Source { uc: uc.to_path_buf(), opts: ScanOptions::default(), sys: Sys::real() }
+}
+
+/// Time `top`'s start: watch and scan (side by side), model, first frame.
+fn first_frame(uc: &Path) -> (Duration, String, usize) {
+    let t = Instant::now();
+    let (tx, _rx) = mpsc::channel();
+    let root = fs::canonicalize(uc).unwrap();
+    let src = source(uc);
+    let (watch, scan, _) = ubunye_tui::top::start("notify", Duration::from_secs(2), &root, &src, tx);
+    let scan = scan.unwrap();
+    let scanned = t.elapsed();
+    let rss_scan = rss_now();
+    let mut app = App::new(Model::new(src, scan), true, &watch.mode);
+    let modelled = t.elapsed();
+    let rss_app = rss_now();
+    let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+    term.draw(|f| ubunye_tui::ui::draw(f, &mut app)).unwrap();
+    let n = app.model.batches().len();
+    let total = t.elapsed();
+    let parts = format!(
+        "watch and scan {}, model {}, draw {}; resident after the scan {} MB, with the model {} MB",
+        ms(scanned),
+        ms(modelled - scanned),
+        ms(total - modelled),
+        rss_scan / 1024,
+        rss_app / 1024
+    );
+    (total, parts, n)
+}
+
+/// What the frame callback looks for: a batch in a state, since when.
+type Wanted = Arc<Mutex<Option<(Id, bool, Instant)>>>;
+
+/// Run the dashboard's loop on a TestBackend in its own thread, as `top`
+/// runs it; returns once a frame was drawn and no scan is under way.
+fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> Sender<Event> {
+    let (tx, rx): (Sender<Event>, Receiver<Event>) = mpsc::channel();
+    let (ready_tx, ready) = mpsc::channel();
+    let (uc, loop_tx, mode) = (uc.to_path_buf(), tx.clone(), mode.to_string());
+    std::thread::spawn(move || {
+        let root = fs::canonicalize(&uc).unwrap();
+        let src = source(&uc);
+        let (watch, scan, raced) = ubunye_tui::top::start(&mode, Duration::from_secs(2), &root, &src, loop_tx.clone());
+        if raced {
+            let _ = loop_tx.send(Event::Poll);
+        }
+        let mut app = App::new(Model::new(src, scan.unwrap()), true, &watch.mode);
+        let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
+        let tick = loop_tx.clone();
+        std::thread::spawn(move || {
+            while tick.send(Event::Tick).is_ok() {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        });
+        let mut frames = 0usize;
+        let on_frame = Box::new(move |app: &App| {
+            frames += 1;
+            if frames > 1 && !app.scanning {
+                let _ = ready_tx.send(());
+            }
+            let mut w = wanted.lock().unwrap();
+            if let Some((id, held, since)) = w.as_ref() {
+                let shows = app.model.get(id).is_some_and(|b| (b.state == State::Live) == *held);
+                if shows {
+                    let _ = seen.send(since.elapsed());
+                    *w = None;
+                }
+            }
+        });
+        let l = Loop {
+            term: &mut term,
+            app: &mut app,
+            rx,
+            tx: loop_tx,
+            watch: Some(watch),
+            clipboard: None,
+            on_frame: Some(on_frame),
+        };
+        let _ = l.run();
+    });
+    let _ = ready.recv_timeout(Duration::from_secs(120));
+    tx
+}
+
+/// Write a live lease (this process, this host) for a batch, as the engine
+/// writes: a temp file, then a rename.
+fn write_lease(uc: &Path, id: &Id) {
+    let sys = Sys::real();
+    let dir = uc.join(".ubunye/leases").join(&id.0);
+    let token = sys.own_start_token().unwrap_or_default();
+    let body = format!(
+        "{{\"run_id\": \"bench-{}\", \"task\": \"{}\", \"pid\": {}, \"pid_started\": \"{token}\", \"host\": \"{}\", \"started_at\": \"{}\", \"heartbeat\": {}, \"outputs\": {{}}}}",
+        id.1,
+        id.0,
+        sys.pid,
+        sys.host,
+        ts(SystemTime::now()),
+        ubunye::timefmt::epoch_secs(SystemTime::now())
+    );
+    let tmp = dir.join(format!("{}.bench.tmp", id.1));
+    fs::write(&tmp, body).unwrap();
+    fs::rename(&tmp, dir.join(format!("{}.json", id.1))).unwrap();
+}
+
+fn pct(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v.get(i).copied().unwrap_or_default()
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.0} ms", d.as_secs_f64() * 1e3)
+}
+
+/// Lease written / removed, `samples` times each: the latencies.
+fn change_to_frame(uc: &Path, ids: &[Id], mode: &str, samples: usize) -> Vec<Duration> {
+    let wanted: Wanted = Arc::new(Mutex::new(None));
+    let (seen_tx, seen) = mpsc::channel();
+    let tx = start_loop(uc, mode, wanted.clone(), seen_tx);
+    let mut out = Vec::new();
+    // Batches that hold no lease: every 100th has one; take the ones after.
+    let step = (ids.len() / samples.max(1)).max(2);
+    for s in 0..samples {
+        let id = &ids[(s * step + 1) % ids.len()];
+        for held in [true, false] {
+            *wanted.lock().unwrap() = Some((id.clone(), held, Instant::now()));
+            if held {
+                write_lease(uc, id);
+            } else {
+                let _ = fs::remove_file(uc.join(".ubunye/leases").join(&id.0).join(format!("{}.json", id.1)));
+            }
+            match seen.recv_timeout(Duration::from_secs(30)) {
+                Ok(d) => out.push(d),
+                Err(_) => println!("  no frame showed {} {} within 30 s", id.0, id.1),
+            }
+            // Let the debouncer settle between samples.
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+    let _ = tx.send(Event::Key(KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE)));
+    std::thread::sleep(Duration::from_millis(300));
+    out
+}
+
+fn idle_cpu(uc: &Path, idle: Duration) -> f64 {
+    let wanted: Wanted = Arc::new(Mutex::new(None));
+    let (seen_tx, _seen) = mpsc::channel();
+    let tx = start_loop(uc, "notify", wanted, seen_tx);
+    // Threads of the loops before (a scan under way when they quit) end first.
+    std::thread::sleep(Duration::from_secs(3));
+    let (c0, _) = cpu_and_rss();
+    let t0 = Instant::now();
+    std::thread::sleep(idle);
+    let (c1, _) = cpu_and_rss();
+    let wall = t0.elapsed();
+    let _ = tx.send(Event::Key(KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE)));
+    std::thread::sleep(Duration::from_millis(300));
+    (c1 - c0).as_secs_f64() / wall.as_secs_f64() * 100.0
+}
+
+fn main() {
+    let real = std::env::args().any(|a| a == "--bench");
+    let size = if real {
+        Size {
+            batches: env_num("UBUNYE_BENCH_BATCHES", 100_000),
+            leases: 1_000,
+            samples: env_num("UBUNYE_BENCH_SAMPLES", 20),
+            idle: Duration::from_secs(env_num("UBUNYE_BENCH_IDLE_SECS", 30) as u64),
+            poll_samples: 5,
+        }
+    } else {
+        Size { batches: 2_000, leases: 20, samples: 2, idle: Duration::from_secs(1), poll_samples: 1 }
+    };
+    let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-top");
+    let uc = base.join(format!("uc-{}", size.batches));
+    let ids = generate(&uc, size.batches, size.leases);
+
+    println!(
+        "ubunye top on {} batches ({} leases), {} cores",
+        size.batches,
+        size.leases,
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    let mut firsts = Vec::new();
+    for i in 0..3 {
+        let (total, parts, n) = first_frame(&uc);
+        assert_eq!(n, size.batches);
+        let (_, rss) = cpu_and_rss();
+        println!(
+            "first full frame #{}: {} ({parts}); peak memory so far {:.0} MB",
+            i + 1,
+            ms(total),
+            rss as f64 / 1024.0
+        );
+        firsts.push(total);
+    }
+    if std::env::var_os("UBUNYE_BENCH_ONLY_FIRST").is_some() {
+        return;
+    }
+    let mut notify = change_to_frame(&uc, &ids, "notify", size.samples);
+    println!(
+        "change -> frame, notify: p50 {}, p95 {}, max {} ({} changes)",
+        ms(pct(&mut notify, 0.5)),
+        ms(pct(&mut notify, 0.95)),
+        ms(pct(&mut notify, 1.0)),
+        notify.len()
+    );
+    let mut poll = change_to_frame(&uc, &ids, "poll", size.poll_samples);
+    println!(
+        "change -> frame, poll every 2 s: p50 {}, p95 {}, max {} ({} changes)",
+        ms(pct(&mut poll, 0.5)),
+        ms(pct(&mut poll, 0.95)),
+        ms(pct(&mut poll, 1.0)),
+        poll.len()
+    );
+    let cpu = idle_cpu(&uc, size.idle);
+    println!(
+        "idle CPU over {} s (notify, 1 s re-judgement of {} leases): {cpu:.2}% of one core",
+        size.idle.as_secs(),
+        size.leases
+    );
+    let (_, rss) = cpu_and_rss();
+    println!("peak memory (ru_maxrss): {:.0} MB", rss as f64 / 1024.0);
+}
