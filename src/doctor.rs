@@ -117,7 +117,7 @@ pub fn examine(scan: &Scan) -> Vec<Finding> {
                 out.push(Finding { kind: "clock-behind", path: l.path.clone(), detail: "the lease's times are ahead of the disk's clock: the clock was set back; it is not judged dead until the clock catches up".into(), task, key });
             }
         }
-        for l in b.lease.iter().chain(&b.orphans) {
+        for l in b.lease.as_deref().into_iter().chain(&b.orphans) {
             for o in &l.outputs {
                 if let Some(st) = &o.staging {
                     if let Ok(i) = beneath.resolve(st) {

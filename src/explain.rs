@@ -216,7 +216,7 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
         };
         let dead_lease = batch
             .lease
-            .as_ref()
+            .as_deref()
             .filter(|_| matches!(batch.state, State::Dead | State::Kept | State::HandedBack | State::Pending));
         for l in dead_lease.into_iter().chain(&batch.orphans) {
             match plan_recovery(&files, &l.doc, named) {
@@ -367,7 +367,7 @@ pub fn render(e: &Explanation) -> String {
             let _ = writeln!(o, "  verdict   {v}");
         }
     }
-    let leases: Vec<&LeaseInfo> = b.lease.iter().chain(&b.orphans).collect();
+    let leases: Vec<&LeaseInfo> = b.lease.as_deref().into_iter().chain(&b.orphans).collect();
     if !leases.is_empty() {
         let _ = writeln!(o, "\nWhat it wrote");
         for l in leases {

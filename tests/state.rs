@@ -289,3 +289,27 @@ fn the_explain_plan_is_what_the_peer_did_next() {
 fn files_under(uc: &std::path::Path, sub: &str) -> Vec<String> {
     files(&uc.join(sub)).into_iter().map(|f| format!("{sub}/{f}")).collect()
 }
+
+#[test]
+fn a_scan_task_by_task_gives_the_same_batches_as_a_whole_scan() {
+    for fixture in ["dead-killed", "orphan", "rerun-pending", "kept", "takeover-refused-in-use", "resumed", "finished"]
+    {
+        let (_d, uc, m) = common::fixture(fixture);
+        let (sys, _, _) = fake_sys(FIXTURE_HOST, m.captured_at());
+        let whole = scan(&uc, &ScanOptions::default(), &sys).unwrap();
+        let mut parts = Vec::new();
+        let mut calls = 0;
+        ubunye::state::scan_tasks(&uc, &ScanOptions::default(), &sys, |b| {
+            calls += 1;
+            parts.extend(b);
+        })
+        .unwrap();
+        let id = |b: &ubunye::state::Batch| (b.task.clone(), b.key.clone(), b.state, b.note.clone(), b.records.len());
+        let mut a: Vec<_> = whole.batches.iter().map(id).collect();
+        let mut b: Vec<_> = parts.iter().map(id).collect();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "{fixture}");
+        assert!(calls >= 1, "{fixture}: one call per task");
+    }
+}

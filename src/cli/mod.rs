@@ -10,8 +10,10 @@ mod doctor;
 mod exec;
 mod key;
 mod leases;
+mod list;
 mod repair;
 mod runs;
+mod table;
 
 /// The exit codes.
 pub mod exit {
@@ -140,6 +142,17 @@ pub(crate) fn out(text: &str) {
 /// [`out`] with a newline.
 pub(crate) fn outln(text: &str) {
     out(&format!("{text}\n"));
+}
+
+/// Print a JSON document on stdout, written as it is serialized (a list of
+/// 100,000 batches is never built twice in memory). A closed pipe (`| head`)
+/// is not an error.
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    if serde_json::to_writer_pretty(&mut out, value).is_ok() {
+        let _ = writeln!(out);
+    }
+    let _ = out.flush();
 }
 
 /// Run the CLI with these arguments (the first is the program name). Returns the

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Benchmark of the state model on a big use case (issue 4).
+
+Builds (once, cached) a synthetic use case of 100,000 batches: 99,000 finished
+(a finished note each), 1,000 held by leases in mixed states (live, dead with
+claims, kept, committed, with orphans, takeover marks and temp files), and a
+run record (the peer's real record, about 3 KB) for every batch. Then times,
+warm, best of N:
+
+  floor    find .ubunye -type f -exec cat {} + > /dev/null   (read every file once)
+  list     ubunye leases list --all --json -d UC > /dev/null
+  explain  ubunye leases explain <key> -d UC (one dead batch)
+
+and prints list/floor as a ratio, list's peak memory (GNU time's max RSS) and
+explain's time. Usage:
+
+  cargo build --release
+  python3 bench/state_scan.py [--dir /tmp/ubunye-bench-100k] [--batches 100000] [--repeat 5]
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RECORD = os.path.join(ROOT, "fixtures/peer/finished/uc/.ubunye/lineage/demo/sales/ingest")
+HOST = "ubunye-bench|pid:[1]"  # this host, as the benchmark runs tell ubunye (UBUNYE_TEST_HOST)
+OTHER = "elsewhere|pid:[2]"
+TASKS = [f"demo/sales/t{i}" for i in range(10)]
+
+
+def key_of(task, variables):
+    # FORMAT.md section 3, for string-valued variables.
+    text = json.dumps({"task": task, "variables": variables}, sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def write(path, text, mtime=None):
+    with open(path, "w") as f:
+        f.write(text)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+
+
+def build(uc, batches):
+    template = json.load(open(os.path.join(RECORD, os.listdir(RECORD)[0])))
+    now = time.time()
+    rng = random.Random(8)
+    leases_every = max(batches // 1000, 1)
+    counts = {}
+    for i in range(batches):
+        task = TASKS[i % len(TASKS)]
+        n = i // len(TASKS)
+        variables = {"dt": f"2025-{1 + n % 12:02d}-{1 + n % 28:02d}", "mode": "DEV", "part": str(n)}
+        key = key_of(task, variables)
+        run = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        ldir = os.path.join(uc, ".ubunye/leases", task)
+        rdir = os.path.join(uc, ".ubunye/lineage", task)
+        if n == 0:
+            os.makedirs(ldir, exist_ok=True)
+            os.makedirs(rdir, exist_ok=True)
+            os.makedirs(os.path.join(uc, "out", task), exist_ok=True)
+        rec = dict(template, run_id=run, task_path=task, variables=variables)
+        claim = f"out/{task}/part-{i:06d}.csv"
+        held = i % leases_every == 0
+        kind = (i // leases_every) % 10 if held else None
+        rec["status"] = {None: "success", 6: "error", 7: "success"}.get(kind, "running")
+        write(os.path.join(rdir, run + ".json"), json.dumps(rec, indent=2))
+        if not held:
+            note = {"run_id": run, "task": task, "finished_at": "2026-11-29T10:32:07Z",
+                    "outputs": {"events": {"claimed": [claim]}}}
+            write(os.path.join(ldir, key + ".finished.json"), json.dumps(note, indent=2))
+            counts["finished"] = counts.get("finished", 0) + 1
+            continue
+        write(os.path.join(uc, claim), "order,1\n")
+        lease = {"run_id": run, "task": task, "pid": os.getpid(), "pid_started": None, "host": OTHER,
+                 "started_at": "2026-11-29T10:00:00Z", "heartbeat": now,
+                 "outputs": {"events": {"appends": True, "exact": True, "state": "writing", "claimed": [claim]}}}
+        mtime = now
+        if kind in (0, 1, 2):  # live on another host, written just now
+            what = "live"
+        elif kind in (3, 4, 5):  # dead on another host: 20 minutes old
+            what, mtime = "dead", now - 1200
+        elif kind == 6:  # kept by a failed run
+            what, lease["kept"], mtime = "kept", True, now - 1200
+        elif kind == 7:  # committed, holder gone: finish to do
+            what, lease["committed"], mtime = "pending", True, now - 1200
+        elif kind == 8:  # live on this host (the benchmark's own pid)
+            what, lease["host"] = "live-here", HOST
+        else:  # dead, with an orphan beside it and an old takeover mark
+            what, mtime = "dead+orphan", now - 1200
+            orphan = dict(lease, run_id=str(uuid.UUID(int=rng.getrandbits(128), version=4)))
+            write(os.path.join(ldir, f"{key}.dead-{i % 16**8:08x}.json"), json.dumps(orphan))
+            write(os.path.join(ldir, f"{key}.taken-{orphan['run_id']}"), "", now - 3600)
+            write(os.path.join(ldir, f"{key}.{i % 16**8:08x}.tmp"), "{")
+        write(os.path.join(ldir, key + ".json"), json.dumps(lease), mtime)
+        counts[what] = counts.get(what, 0) + 1
+    return counts
+
+
+def best(cmd, repeat, env=None, shell=False):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        subprocess.run(cmd, shell=shell, check=True, stdout=subprocess.DEVNULL, env=env)
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def peak_rss_mb(cmd, env):
+    out = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd, env=env, check=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return int(out.stderr.strip().splitlines()[-1]) / 1024
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dir", default="/tmp/ubunye-bench-100k")
+    ap.add_argument("--batches", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/ubunye"))
+    a = ap.parse_args()
+    if not os.path.exists(a.bin):
+        sys.exit(f"{a.bin} is missing: run `cargo build --release` first")
+    uc = os.path.join(a.dir, "uc")
+    stamp = os.path.join(a.dir, f"built-v2-{a.batches}")
+    if not os.path.exists(stamp):
+        shutil.rmtree(a.dir, ignore_errors=True)
+        os.makedirs(uc)
+        t = time.perf_counter()
+        counts = build(uc, a.batches)
+        print(f"built {uc} in {time.perf_counter() - t:.0f} s: {counts}")
+        write(stamp, json.dumps(counts))
+    else:
+        print(f"using {uc} ({open(stamp).read()}); delete {a.dir} to rebuild")
+    # Leases written "just now" must stay live while we measure: touch them.
+    now = time.time()
+    for task in TASKS:
+        d = os.path.join(uc, ".ubunye/leases", task)
+        for name in os.listdir(d):
+            if name.endswith(".json") and "." not in name[:-5]:
+                p = os.path.join(d, name)
+                doc = json.load(open(p))
+                if doc.get("host") == HOST and doc.get("pid") != os.getpid():
+                    doc["pid"] = os.getpid()  # held by this very process: live on this host
+                    write(p, json.dumps(doc))
+                if not doc.get("kept") and not doc.get("committed") and os.stat(p).st_mtime > now - 1000:
+                    os.utime(p, (now, now))
+    env = dict(os.environ, UBUNYE_TEST_HOST=HOST, NO_COLOR="1")
+    files = sum(len(fs) for _, _, fs in os.walk(os.path.join(uc, ".ubunye")))
+    size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(os.path.join(uc, ".ubunye")) for f in fs)
+    print(f"{files} files, {size / 2**20:.0f} MiB under .ubunye; best of {a.repeat}, warm cache")
+    floor_cmd = f"cd {uc} && find .ubunye -type f -exec cat {{}} + > /dev/null"
+    best(floor_cmd, 1, shell=True)  # warm the cache
+    floor = best(floor_cmd, a.repeat, shell=True)
+    list_cmd = [a.bin, "leases", "list", "--all", "--json", "-d", uc]
+    out = subprocess.run(list_cmd, env=env, check=True, capture_output=True, text=True).stdout
+    listed = json.loads(out)
+    states = {}
+    for b in listed["batches"]:
+        states[b["state"]] = states.get(b["state"], 0) + 1
+    lst = best(list_cmd, a.repeat, env)
+    rss = peak_rss_mb(list_cmd, env)
+    dead = next(b for b in listed["batches"] if b["state"] == "dead")
+    explain_cmd = [a.bin, "leases", "explain", dead["key"], "-d", uc]
+    exp = best(explain_cmd, a.repeat, env)
+    exp_rss = peak_rss_mb(explain_cmd, env)
+    doctor_cmd = [a.bin, "doctor", "--json", "-d", uc]
+    t = time.perf_counter()
+    subprocess.run(doctor_cmd, env=env, stdout=subprocess.DEVNULL)
+    doc_s = time.perf_counter() - t
+    out = subprocess.run(["/usr/bin/time", "-f", "%M"] + doctor_cmd, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    doc_rss = int(out.stderr.strip().splitlines()[-1]) / 1024
+    print(f"states listed: {dict(sorted(states.items()))}")
+    print(f"floor (find + cat)       {floor * 1000:8.0f} ms")
+    print(f"leases list --all --json {lst * 1000:8.0f} ms   ratio to floor {lst / floor:.2f}x (target <= 2x)   "
+          f"peak RSS {rss:.0f} MB (target < 200)")
+    print(f"leases explain {dead['key']} {exp * 1000:6.1f} ms (target < 50)   peak RSS {exp_rss:.0f} MB")
+    print(f"doctor --json (whole scan, once) {doc_s * 1000:8.0f} ms   peak RSS {doc_rss:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

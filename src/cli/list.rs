@@ -1,0 +1,194 @@
+//! `ubunye leases list`: every batch that needs attention, most severe first.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+
+use super::leases::{LineageArg, glyph_colour};
+use super::{DirArg, exit, say_err, table};
+use crate::state::{self, Batch, Flag, ScanOptions, State};
+use crate::sys::Sys;
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "States, most severe first: unreadable, dead, orphan, pending, handed-back, kept, live, interrupted, failed, finished.\n\
+Examples:\n  ubunye leases list -d uc\n  ubunye leases list -d uc --state dead --state orphan --json\n  ubunye leases list -d uc --all --task 'demo/sales/*'"
+)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    #[command(flatten)]
+    pub lineage: LineageArg,
+    /// Only batches in this state (repeatable).
+    #[arg(long = "state", value_name = "S", value_parser = state_words())]
+    pub states: Vec<String>,
+    /// Only tasks matching this pattern (`*` matches anything).
+    #[arg(long, value_name = "GLOB")]
+    pub task: Option<String>,
+    /// Finished batches too.
+    #[arg(long)]
+    pub all: bool,
+    /// One JSON object (schema: docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn state_words() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(State::ALL.map(State::word))
+}
+
+/// Whether `list` shows a batch.
+fn shown(b: &Batch, states: &[State], all: bool) -> bool {
+    if states.is_empty() { all || b.state != State::Finished } else { states.contains(&b.state) }
+}
+
+/// One row of `leases list`, owned: a listing keeps its rows, never the
+/// batches they came from (a use case can hold 100,000).
+#[derive(Serialize)]
+struct Row {
+    task: String,
+    key: String,
+    state: State,
+    flags: Vec<Flag>,
+    variables: Option<serde_json::Map<String, serde_json::Value>>,
+    run_id: Option<String>,
+    pid: Option<i64>,
+    host: Option<String>,
+    heartbeat_age_s: Option<f64>,
+    dead: Option<bool>,
+    claims: usize,
+    note: String,
+    #[serde(skip)]
+    age: Option<Duration>,
+    #[serde(skip)]
+    has_lease: bool,
+}
+
+impl Row {
+    fn from_batch(mut b: Batch) -> Row {
+        let claims = b.claim_count();
+        let has_lease = b.lease.is_some() || !b.orphans.is_empty();
+        let holder = b.lease.take().map(|l| l.holder);
+        let age = holder.as_ref().and_then(|h| h.judgement.as_ref()).and_then(|j| j.age).map(|a| a.age);
+        Row {
+            dead: holder.as_ref().and_then(|h| h.judgement.as_ref()).map(|j| j.dead),
+            pid: holder.as_ref().and_then(|h| h.pid),
+            host: holder.and_then(|h| h.host),
+            heartbeat_age_s: age.map(|a| (a.as_secs_f64() * 10.0).round() / 10.0),
+            age,
+            claims,
+            has_lease,
+            task: b.task,
+            key: b.key,
+            state: b.state,
+            flags: b.flags,
+            variables: b.variables,
+            run_id: b.run_id,
+            note: b.note,
+        }
+    }
+
+    fn variables_text(&self) -> Option<String> {
+        let v = self.variables.as_ref()?;
+        Some(
+            v.iter()
+                .map(|(k, v)| match v {
+                    serde_json::Value::String(s) => format!("{k}={s}"),
+                    other => format!("{k}={other}"),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+    }
+
+    fn line(&self, colour: bool) -> table::Line {
+        let (g, code) = glyph_colour(self.state);
+        let who = if self.pid.is_some() || self.host.is_some() {
+            format!(
+                "{}@{}",
+                self.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()),
+                self.host.as_deref().map(short_host).unwrap_or("?")
+            )
+        } else {
+            String::new()
+        };
+        let age = self.age.map(crate::timefmt::age).unwrap_or_default();
+        let stalled = if self.flags.contains(&Flag::Stalled) { " stalled" } else { "" };
+        table::Line {
+            cells: vec![
+                format!("{g} {}", self.state.word()),
+                self.task.clone(),
+                self.variables_text().unwrap_or_else(|| self.key.clone()),
+                self.run_id.as_deref().map(crate::doc::short).unwrap_or_default().to_string(),
+                who,
+                format!("{age}{stalled}"),
+                if self.has_lease { self.claims.to_string() } else { String::new() },
+                self.note.clone(),
+            ],
+            colour: colour.then_some(code),
+        }
+    }
+}
+
+/// `vm|pid:[4026531836]` -> `vm`
+fn short_host(h: &str) -> &str {
+    h.split('|').next().unwrap_or(h)
+}
+
+pub fn run(a: &ListArgs) -> i32 {
+    let sys = Sys::real();
+    let states: Vec<State> = a.states.iter().filter_map(|w| State::parse(w)).collect();
+    let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: a.task.clone() };
+    let mut rows: Vec<Row> = Vec::new();
+    let mut total = 0usize;
+    let head = state::scan_tasks(&a.dir.dir, &opts, &sys, |batches| {
+        total += batches.len();
+        rows.extend(batches.into_iter().filter(|b| shown(b, &states, a.all)).map(Row::from_batch));
+    });
+    let head = match head {
+        Ok(h) => h,
+        Err(e) => {
+            say_err(&e.to_string());
+            return exit::REFUSED;
+        }
+    };
+    rows.sort_by(|x, y| x.state.cmp(&y.state).then_with(|| x.task.cmp(&y.task)).then_with(|| x.key.cmp(&y.key)));
+    if a.json {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            use_case: &'a std::path::Path,
+            clock: crate::sys::ClockSource,
+            now: String,
+            batches: &'a [Row],
+            problems: &'a [state::UnreadableFile],
+        }
+        super::print_json(&Out {
+            use_case: &head.root,
+            clock: head.now.source,
+            now: crate::timefmt::rfc3339(head.now.time),
+            batches: &rows,
+            problems: &head.problems,
+        });
+        return exit::OK;
+    }
+    for p in &head.problems {
+        say_err(&format!("{} cannot be listed: {}", p.path.display(), p.why));
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if rows.is_empty() {
+        let _ = writeln!(
+            out,
+            "No batch needs attention in {} ({total} batch(es){}).",
+            head.root.display(),
+            if total > 0 && !a.all { ", all finished: --all shows them" } else { "" }
+        );
+        return exit::OK;
+    }
+    let colour = super::leases::colour();
+    let header = ["STATE", "TASK", "VARIABLES / KEY", "RUN", "PID@HOST", "AGE", "CLAIMS", "NOTE"];
+    let _ = table::print(&mut out, &header, rows.len(), |i| rows[i].line(colour), table::terminal_width());
+    let _ = out.flush();
+    exit::OK
+}

@@ -1,0 +1,367 @@
+//! The state model: every batch of a use case, read from its lease folder and
+//! run records, with the engine's own judgement of each lease and exactly one
+//! primary state. No printing: the CLI and the dashboard render it.
+//!
+//! Severity, most urgent first: unreadable, dead, orphan, pending, handed-back,
+//! kept, live, interrupted, failed, finished.
+
+mod classify;
+mod read;
+mod scan;
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::doc::LeaseDoc;
+use crate::liveness::{FileTimes, Judgement};
+use crate::sys::Now;
+
+pub use classify::{classify, rejudge};
+pub use read::{read_record, task_dirs};
+pub use scan::{BatchId, Found, ScanHead, find, scan, scan_batch, scan_tasks};
+
+/// A batch's one primary state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// A lease, orphan or note exists but cannot be read or parsed.
+    Unreadable,
+    /// A lease the engine judges dead: the next run (or a takeover) takes it over.
+    Dead,
+    /// A `.dead-*.json` left beside the lease folder: claims still to be taken back.
+    Orphan,
+    /// A committed lease of a dead holder with replaced files or the note still to do.
+    Pending,
+    /// A lease whose takeover was refused (its files were in use).
+    HandedBack,
+    /// A failed run's lease, kept with claims it could not remove.
+    Kept,
+    /// Held by a live run.
+    Live,
+    /// No lease; the latest run record says interrupted.
+    Interrupted,
+    /// No lease; the latest run record says error.
+    Failed,
+    /// Finished (note, or a success record), no lease.
+    Finished,
+}
+
+impl State {
+    pub const ALL: [State; 10] = [
+        State::Unreadable,
+        State::Dead,
+        State::Orphan,
+        State::Pending,
+        State::HandedBack,
+        State::Kept,
+        State::Live,
+        State::Interrupted,
+        State::Failed,
+        State::Finished,
+    ];
+
+    /// The word used on screen and in `--state`.
+    pub fn word(self) -> &'static str {
+        match self {
+            State::Unreadable => "unreadable",
+            State::Dead => "dead",
+            State::Orphan => "orphan",
+            State::Pending => "pending",
+            State::HandedBack => "handed-back",
+            State::Kept => "kept",
+            State::Live => "live",
+            State::Interrupted => "interrupted",
+            State::Failed => "failed",
+            State::Finished => "finished",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<State> {
+        State::ALL.into_iter().find(|st| st.word() == s)
+    }
+}
+
+/// Facts about a batch beside its state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Flag {
+    /// Judged alive, but its lease has not been written for three heartbeats.
+    Stalled,
+    /// The lease's times are ahead of the disk's clock: the clock was set back.
+    ClockBehind,
+    /// A kept lease whose process still runs (a notebook): it cannot be taken
+    /// over until that process ends.
+    HolderAlive,
+    /// The lease is committed.
+    Committed,
+    /// Files of a replaced run (`--rerun`) are still listed.
+    Replaces,
+    /// A done mark is there without the lease that goes with it.
+    LeftoverDone,
+    /// Temp files (`*.tmp`) of a killed save are there.
+    TempFiles,
+    /// The lease names paths this engine will not remove.
+    PathsOutside,
+    /// The lease's age was read by this machine's clock (the probe failed).
+    LocalClock,
+    /// The lease is empty or not JSON: judged by its age alone, as the peer
+    /// judges it (held until 15 minutes old, then taken over).
+    NotJson,
+}
+
+/// Who holds a lease.
+#[derive(Clone, Debug, Serialize)]
+pub struct Holder {
+    pub run_id: String,
+    pub pid: Option<i64>,
+    pub host: Option<String>,
+    pub started_at: Option<String>,
+    pub heartbeat: Option<f64>,
+    /// The engine's judgement, None when the lease is damaged.
+    pub judgement: Option<Judgement>,
+}
+
+/// One claimed (or replaced) file and whether it is there.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClaimInfo {
+    pub claim: String,
+    pub present: bool,
+    pub size: Option<u64>,
+}
+
+/// One output note.
+#[derive(Clone, Debug, Serialize)]
+pub struct OutputInfo {
+    pub name: String,
+    pub appends: bool,
+    pub exact: bool,
+    pub state: Option<String>,
+    pub staging: Option<String>,
+    pub staging_exists: bool,
+    pub claims: Vec<ClaimInfo>,
+}
+
+/// A lease (or an orphan) as read.
+#[derive(Clone, Debug, Serialize)]
+pub struct LeaseInfo {
+    pub path: PathBuf,
+    #[serde(skip)]
+    pub doc: LeaseDoc,
+    #[serde(skip)]
+    pub times: Option<FileTimes>,
+    pub holder: Holder,
+    pub committed: bool,
+    pub kept: bool,
+    pub outputs: Vec<OutputInfo>,
+    pub replaces: Vec<(String, Vec<ClaimInfo>)>,
+    /// A takeover mark for its own run is beside it.
+    pub tombstoned: bool,
+    /// Paths it names that this engine will not remove, each with the reason
+    /// (outside the use case, through a symlinked folder, not a staging name).
+    pub refused_paths: Vec<String>,
+}
+
+/// A marker file: a done mark or a takeover tombstone.
+#[derive(Clone, Debug, Serialize)]
+pub struct Mark {
+    pub run_id: String,
+    pub path: PathBuf,
+    #[serde(serialize_with = "opt_time")]
+    pub time: Option<SystemTime>,
+}
+
+fn opt_time<S: serde::Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.serialize_str(&crate::timefmt::rfc3339(*t)),
+        None => s.serialize_none(),
+    }
+}
+
+/// The finished note.
+#[derive(Clone, Debug, Serialize)]
+pub struct FinishedInfo {
+    pub path: PathBuf,
+    pub run_id: Option<String>,
+    pub finished_at: Option<String>,
+    /// (output, claimed files, staged)
+    pub outputs: Vec<(String, Vec<String>, bool)>,
+}
+
+/// A run record, as far as the state needs it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RecordInfo {
+    pub run_id: String,
+    pub path: PathBuf,
+    pub status: Option<String>,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub error: Option<String>,
+    pub backend: Option<String>,
+    #[serde(skip)]
+    pub variables: Option<serde_json::Map<String, Value>>,
+    /// Where its outputs went (`outputs[].location`).
+    #[serde(skip)]
+    pub locations: Vec<String>,
+}
+
+/// A file that exists and cannot be read.
+#[derive(Clone, Debug, Serialize)]
+pub struct UnreadableFile {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+/// One batch (task and key) with everything known of it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Batch {
+    pub task: String,
+    pub key: String,
+    pub state: State,
+    pub flags: Vec<Flag>,
+    /// The batch's variables, from a run record whose variables hash to the key.
+    pub variables: Option<serde_json::Map<String, Value>>,
+    /// The run this row is about: the lease's, the orphan's, the note's, or the
+    /// latest record's.
+    pub run_id: Option<String>,
+    /// Boxed: most batches of a big use case have none, and a batch is kept
+    /// for each of 100,000 batches.
+    pub lease: Option<Box<LeaseInfo>>,
+    pub orphans: Vec<LeaseInfo>,
+    pub done_marks: Vec<Mark>,
+    pub tombstones: Vec<Mark>,
+    pub finished: Option<Box<FinishedInfo>>,
+    /// Newest first.
+    pub records: Vec<RecordInfo>,
+    pub unreadable: Vec<UnreadableFile>,
+    pub temp_files: Vec<PathBuf>,
+    /// One line for a table.
+    pub note: String,
+}
+
+impl Batch {
+    fn new(task: &str, key: &str) -> Batch {
+        Batch {
+            task: task.to_string(),
+            key: key.to_string(),
+            state: State::Finished,
+            flags: Vec::new(),
+            variables: None,
+            run_id: None,
+            lease: None,
+            orphans: Vec::new(),
+            done_marks: Vec::new(),
+            tombstones: Vec::new(),
+            finished: None,
+            records: Vec::new(),
+            unreadable: Vec::new(),
+            temp_files: Vec::new(),
+            note: String::new(),
+        }
+    }
+
+    /// `dt=2025-01-02 mode=DEV`, or None when the variables are not known.
+    pub fn variables_text(&self) -> Option<String> {
+        let v = self.variables.as_ref()?;
+        Some(
+            v.iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => format!("{k}={s}"),
+                    other => format!("{k}={other}"),
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        )
+    }
+
+    /// Claims listed by its lease and orphans.
+    pub fn claim_count(&self) -> usize {
+        self.lease
+            .as_deref()
+            .into_iter()
+            .chain(&self.orphans)
+            .map(|l| l.outputs.iter().map(|o| o.claims.len()).sum::<usize>())
+            .sum()
+    }
+}
+
+/// Options of a scan.
+#[derive(Clone, Debug, Default)]
+pub struct ScanOptions {
+    /// Where run records are (default `<uc>/.ubunye/lineage`).
+    pub lineage_dir: Option<PathBuf>,
+    /// Only these tasks (`usecase/package/task`, `*` as a wildcard).
+    pub task_glob: Option<String>,
+}
+
+/// A whole use case, read.
+#[derive(Clone, Debug, Serialize)]
+pub struct Scan {
+    pub root: PathBuf,
+    pub lineage_dir: PathBuf,
+    #[serde(skip)]
+    pub now: Now,
+    pub batches: Vec<Batch>,
+    /// Folders that could not be listed.
+    pub problems: Vec<UnreadableFile>,
+}
+
+/// Why a folder cannot be scanned at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    #[error("{0} does not exist or cannot be read ({1})")]
+    NoFolder(PathBuf, String),
+    #[error(
+        "{0} has no .ubunye/ folder, so it is not a use-case folder Ubunye has run in. Point -d at the folder you pass to `ubunye run -d` (or `ubunye exec -d`)."
+    )]
+    NotAUseCase(PathBuf),
+}
+
+/// `*` matches any run of characters (`/` included).
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let mut rest = text;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            match rest.strip_prefix(part) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            match rest.find(part) {
+                Some(at) => rest = &rest[at + part.len()..],
+                None => return false,
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("demo/*", "demo/sales/ingest"));
+        assert!(glob_match("*/ingest", "demo/sales/ingest"));
+        assert!(glob_match("demo/sales/ingest", "demo/sales/ingest"));
+        assert!(glob_match("d*o/*/in*t", "demo/sales/ingest"));
+        assert!(!glob_match("demo/sales", "demo/sales/ingest"));
+        assert!(!glob_match("x*", "demo"));
+    }
+
+    #[test]
+    fn states_have_words() {
+        for s in State::ALL {
+            assert_eq!(State::parse(s.word()), Some(s));
+        }
+    }
+}

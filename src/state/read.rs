@@ -1,0 +1,298 @@
+//! Reading the files of a use case: lease folders (leases, orphans, notes,
+//! marks) and run records. Damaged files become [`UnreadableFile`]s, never errors
+//! that stop a scan.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use super::*;
+use crate::doc::{self, LeaseDoc, Parsed};
+use crate::layout::{self, Entry};
+use crate::liveness;
+use crate::sys::{Now, Sys};
+
+/// The task folders three levels under `base` (`<u>/<p>/<t>`).
+pub fn task_dirs(base: &Path, problems: &mut Vec<UnreadableFile>) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let list = |d: &Path, problems: &mut Vec<UnreadableFile>| -> Vec<(String, PathBuf)> {
+        match fs::read_dir(d) {
+            Ok(rd) => {
+                let mut v: Vec<(String, PathBuf)> = rd
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                    .collect();
+                v.sort();
+                v
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => {
+                problems.push(UnreadableFile { path: d.to_path_buf(), why: e.to_string() });
+                Vec::new()
+            }
+        }
+    };
+    for (u, ud) in list(base, problems) {
+        for (p, pd) in list(&ud, problems) {
+            for (t, td) in list(&pd, problems) {
+                out.push((format!("{u}/{p}/{t}"), td));
+            }
+        }
+    }
+    out
+}
+
+/// What one lease folder holds, by key.
+#[derive(Default)]
+pub(super) struct Folder {
+    pub(super) leases: Vec<PathBuf>,
+    pub(super) finished: Vec<PathBuf>,
+    pub(super) dead: Vec<PathBuf>,
+    pub(super) done: Vec<(String, PathBuf)>,
+    pub(super) taken: Vec<(String, PathBuf)>,
+    pub(super) tmp: Vec<PathBuf>,
+}
+
+pub(super) fn read_folder(dir: &Path, problems: &mut Vec<UnreadableFile>) -> BTreeMap<String, Folder> {
+    let mut by_key: BTreeMap<String, Folder> = BTreeMap::new();
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => {
+            problems.push(UnreadableFile { path: dir.to_path_buf(), why: e.to_string() });
+            return by_key;
+        }
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        match layout::classify(&name) {
+            Entry::Lease { key } => by_key.entry(key).or_default().leases.push(path),
+            Entry::Finished { key } => by_key.entry(key).or_default().finished.push(path),
+            Entry::Dead { key } => by_key.entry(key).or_default().dead.push(path),
+            Entry::Done { key, run } => by_key.entry(key).or_default().done.push((run, path)),
+            Entry::Taken { key, run } => by_key.entry(key).or_default().taken.push((run, path)),
+            Entry::Tmp { key } => by_key.entry(key).or_default().tmp.push(path),
+            Entry::Clock | Entry::Other => {}
+        }
+    }
+    by_key
+}
+
+fn mtime(p: &Path) -> Option<SystemTime> {
+    fs::metadata(p).and_then(|m| m.modified()).ok()
+}
+
+fn claim_info(root: &crate::beneath::Beneath, claim: &str) -> ClaimInfo {
+    match root.resolve(claim) {
+        Ok(inside) => {
+            let m = fs::symlink_metadata(&inside.full);
+            ClaimInfo { claim: claim.to_string(), present: m.is_ok(), size: m.ok().map(|m| m.len()) }
+        }
+        Err(_) => ClaimInfo { claim: claim.to_string(), present: false, size: None },
+    }
+}
+
+/// Read a lease or orphan file into a [`LeaseInfo`], or say why it cannot be.
+fn read_lease(
+    path: &Path,
+    root: &crate::beneath::Beneath,
+    sys: &Sys,
+    now: Now,
+    judge_it: bool,
+) -> Result<LeaseInfo, UnreadableFile> {
+    let unreadable = |why: String| UnreadableFile { path: path.to_path_buf(), why };
+    let bytes = fs::read(path).map_err(|e| unreadable(e.to_string()))?;
+    let parsed = doc::parse_doc(&bytes).map_err(|d| unreadable(d.to_string()))?;
+    let doc = LeaseDoc::from_parsed(parsed);
+    let notes = doc.notes().map_err(|d| unreadable(d.to_string()))?;
+    let replaces = doc.replaces().map_err(|d| unreadable(d.to_string()))?;
+    let times = fs::metadata(path).ok().map(|m| FileTimes::of(&m));
+    let judgement = if judge_it {
+        Some(liveness::judge(&doc, times, &mut || now, sys, true).map_err(|d| unreadable(d.to_string()))?)
+    } else {
+        None
+    };
+    let outputs = notes
+        .into_iter()
+        .map(|n| OutputInfo {
+            staging_exists: n.staging.as_deref().is_some_and(|s| root.resolve(s).is_ok_and(|i| i.full.is_dir())),
+            claims: n.claimed.iter().map(|c| claim_info(root, c)).collect(),
+            name: n.name,
+            appends: n.appends,
+            exact: n.exact,
+            state: n.state,
+            staging: n.staging,
+        })
+        .collect();
+    let mut refused_paths: Vec<String> = doc
+        .paths()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| root.resolve(p).and_then(|_| root.check_walk(p)).err().map(|r| r.to_string()))
+        .collect();
+    for o in &outputs {
+        let o: &OutputInfo = o;
+        if let Some(st) = &o.staging {
+            let name = st.rsplit('/').next().unwrap_or_default();
+            if !crate::beneath::is_staging_name(name) && root.resolve(st).is_ok() {
+                refused_paths.push(crate::beneath::PathRefusal::NotStaging { path: st.clone() }.to_string());
+            }
+        }
+    }
+    let replaces =
+        replaces.into_iter().map(|(o, files)| (o, files.iter().map(|c| claim_info(root, c)).collect())).collect();
+    Ok(LeaseInfo {
+        path: path.to_path_buf(),
+        holder: Holder {
+            run_id: doc.run_id(),
+            pid: doc.pid().ok().filter(|_| doc.0.contains_key("pid")),
+            host: doc.host().map(str::to_string),
+            started_at: doc.started_at().map(str::to_string),
+            heartbeat: doc.heartbeat(),
+            judgement,
+        },
+        committed: doc.committed(),
+        kept: doc.kept(),
+        outputs,
+        replaces,
+        tombstoned: false,
+        refused_paths,
+        times,
+        doc,
+    })
+}
+
+fn read_note(path: &Path) -> Result<FinishedInfo, UnreadableFile> {
+    let unreadable = |why: String| UnreadableFile { path: path.to_path_buf(), why };
+    let bytes = fs::read(path).map_err(|e| unreadable(e.to_string()))?;
+    let m = match doc::parse_doc(&bytes).map_err(|d| unreadable(d.to_string()))? {
+        Parsed::Doc(m) if !m.is_empty() => m,
+        _ => {
+            return Err(unreadable(
+                "not valid JSON (a note is written in one replace, so something else changed it)".into(),
+            ));
+        }
+    };
+    let f = doc::Finished { doc: m };
+    let outputs = f.outputs().map_err(|d| unreadable(d.to_string()))?;
+    Ok(FinishedInfo {
+        path: path.to_path_buf(),
+        run_id: f.run_id().map(str::to_string),
+        finished_at: f.doc.get("finished_at").and_then(Value::as_str).map(str::to_string),
+        outputs: outputs.into_iter().map(|o| (o.name, o.claimed, o.staged)).collect(),
+    })
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct RecordHead {
+    run_id: Option<Value>,
+    status: Option<Value>,
+    started_at: Option<Value>,
+    ended_at: Option<Value>,
+    error: Option<Value>,
+    backend: Option<Value>,
+    variables: Option<Value>,
+    outputs: Option<Value>,
+}
+
+fn text(v: Option<Value>) -> Option<String> {
+    match v {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// Read one run record (only the fields the state needs).
+pub fn read_record(path: &Path) -> Result<RecordInfo, UnreadableFile> {
+    let unreadable = |why: String| UnreadableFile { path: path.to_path_buf(), why };
+    let bytes = fs::read(path).map_err(|e| unreadable(e.to_string()))?;
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let head: RecordHead = match serde_json::from_slice(&bytes) {
+        Ok(h) => h,
+        Err(_) => {
+            let s = std::str::from_utf8(&bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))?;
+            match crate::pyparse::python_accepts(s) {
+                // Half-written when its run died: a record with no status.
+                None => RecordHead::default(),
+                Some(_) => serde_json::from_str(&crate::pyparse::sanitize(s)).map_err(|e| unreadable(e.to_string()))?,
+            }
+        }
+    };
+    Ok(RecordInfo {
+        run_id: text(head.run_id).unwrap_or(stem),
+        path: path.to_path_buf(),
+        status: text(head.status),
+        started_at: text(head.started_at),
+        ended_at: text(head.ended_at),
+        error: text(head.error),
+        backend: text(head.backend),
+        variables: match head.variables {
+            Some(Value::Object(m)) => Some(m),
+            _ => None,
+        },
+        locations: match head.outputs {
+            Some(Value::Array(a)) => {
+                a.iter().filter_map(|o| o.get("location").and_then(Value::as_str).map(str::to_string)).collect()
+            }
+            _ => Vec::new(),
+        },
+    })
+}
+
+/// Read every record file, on two threads (the machine's cores), keeping order.
+pub(super) fn read_records(paths: Vec<PathBuf>) -> Vec<Result<RecordInfo, UnreadableFile>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    if paths.len() < 64 || threads == 1 {
+        return paths.iter().map(|p| read_record(p)).collect();
+    }
+    let chunk = paths.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = paths
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(|p| read_record(p)).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    })
+}
+
+/// The key a record's variables hash to (None when masked or not hashable).
+pub(super) fn record_key(task: &str, vars: &serde_json::Map<String, Value>) -> Option<String> {
+    if vars.values().any(|v| v == crate::secrets::REDACTED) {
+        return None;
+    }
+    let v = crate::key::variables_from_json(&Value::Object(vars.clone())).ok()?;
+    crate::key::batch_key(task, &v).ok()
+}
+
+/// Read one batch's lease-folder files into the batch.
+pub(super) fn fill(b: &mut Batch, f: Folder, beneath: &crate::beneath::Beneath, sys: &Sys, now: Now) {
+    for p in f.leases {
+        match read_lease(&p, beneath, sys, now, true) {
+            Ok(l) => b.lease = Some(Box::new(l)),
+            Err(u) => b.unreadable.push(u),
+        }
+    }
+    for p in f.dead {
+        match read_lease(&p, beneath, sys, now, false) {
+            Ok(l) => b.orphans.push(l),
+            Err(u) => b.unreadable.push(u),
+        }
+    }
+    for p in f.finished {
+        match read_note(&p) {
+            Ok(n) => b.finished = Some(Box::new(n)),
+            Err(u) => b.unreadable.push(u),
+        }
+    }
+    b.done_marks = f.done.into_iter().map(|(run_id, path)| Mark { time: mtime(&path), run_id, path }).collect();
+    b.tombstones = f.taken.into_iter().map(|(run_id, path)| Mark { time: mtime(&path), run_id, path }).collect();
+    b.temp_files = f.tmp;
+    if let Some(l) = b.lease.as_mut() {
+        l.tombstoned = b.tombstones.iter().any(|t| t.run_id == l.holder.run_id);
+    }
+}

@@ -1,0 +1,307 @@
+//! Scanning a use case: every batch, one task at a time, or one batch alone.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::read::*;
+use super::*;
+use crate::layout::{self, Entry};
+use crate::sys::{Now, Sys};
+
+/// What a scan found besides its batches.
+#[derive(Clone, Debug)]
+pub struct ScanHead {
+    pub root: PathBuf,
+    pub lineage_dir: PathBuf,
+    pub now: Now,
+    /// Folders that could not be listed.
+    pub problems: Vec<UnreadableFile>,
+}
+
+/// Scan a use-case folder: every batch, most severe first.
+pub fn scan(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Scan, ScanError> {
+    let mut batches = Vec::new();
+    let head = scan_tasks(uc, opts, sys, |mut of_task| batches.append(&mut of_task))?;
+    batches.sort_by(|a, b| a.state.cmp(&b.state).then_with(|| a.task.cmp(&b.task)).then_with(|| a.key.cmp(&b.key)));
+    Ok(Scan { root: head.root, lineage_dir: head.lineage_dir, now: head.now, batches, problems: head.problems })
+}
+
+/// Scan a use-case folder one task at a time, handing each task's batches
+/// (classified, in key order) to `each` as soon as they are read. A batch only
+/// ever involves files of its own task, so this gives the same batches as
+/// [`scan`] while holding one task's files at a time: what a listing of
+/// 100,000 batches needs to stay small.
+pub fn scan_tasks(
+    uc: &Path,
+    opts: &ScanOptions,
+    sys: &Sys,
+    mut each: impl FnMut(Vec<Batch>),
+) -> Result<ScanHead, ScanError> {
+    let root = fs::canonicalize(uc).map_err(|e| ScanError::NoFolder(uc.to_path_buf(), e.to_string()))?;
+    if !root.join(".ubunye").is_dir() {
+        return Err(ScanError::NotAUseCase(root));
+    }
+    let beneath = crate::beneath::Beneath::new(&root).map_err(|e| ScanError::NoFolder(root.clone(), e.to_string()))?;
+    let leases_root = layout::leases_root(&root);
+    let lineage_dir = match &opts.lineage_dir {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => uc.join(d),
+        None => layout::lineage_root(&root),
+    };
+    let now = sys.clock.disk_now(if leases_root.is_dir() { &leases_root } else { &root });
+    let mut problems = Vec::new();
+    let mut tasks: BTreeMap<String, (Option<PathBuf>, Option<PathBuf>)> = BTreeMap::new();
+    for (task, dir) in task_dirs(&leases_root, &mut problems) {
+        tasks.entry(task).or_default().0 = Some(dir);
+    }
+    for (task, dir) in task_dirs(&lineage_dir, &mut problems) {
+        tasks.entry(task).or_default().1 = Some(dir);
+    }
+    for (task, (leases, records)) in tasks {
+        if opts.task_glob.as_deref().is_some_and(|g| !glob_match(g, &task)) {
+            continue;
+        }
+        let mut batches = scan_task(&task, leases.as_deref(), records.as_deref(), &beneath, sys, now, &mut problems);
+        batches.sort_by(|a, b| a.key.cmp(&b.key));
+        each(batches);
+    }
+    Ok(ScanHead { root, lineage_dir, now, problems })
+}
+
+/// The batches of one task: its lease folder and its folder of run records.
+fn scan_task(
+    task: &str,
+    leases: Option<&Path>,
+    records: Option<&Path>,
+    beneath: &crate::beneath::Beneath,
+    sys: &Sys,
+    now: Now,
+    problems: &mut Vec<UnreadableFile>,
+) -> Vec<Batch> {
+    let mut out: Vec<Batch> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut at = |out: &mut Vec<Batch>, key: &str| -> usize {
+        *index.entry(key.to_string()).or_insert_with(|| {
+            out.push(Batch::new(task, key));
+            out.len() - 1
+        })
+    };
+    if let Some(dir) = leases {
+        for (key, f) in read_folder(dir, problems) {
+            let i = at(&mut out, &key);
+            fill(&mut out[i], f, beneath, sys, now);
+        }
+    }
+    // Run records: by run id where a lease, orphan, note or mark names it; else
+    // by re-hashing the record's variables to the key.
+    let mut by_run: HashMap<String, usize> = HashMap::new();
+    for (i, b) in out.iter().enumerate() {
+        let runs = b
+            .lease
+            .as_deref()
+            .into_iter()
+            .chain(&b.orphans)
+            .map(|l| l.holder.run_id.clone())
+            .chain(b.finished.iter().filter_map(|f| f.run_id.clone()))
+            .chain(b.done_marks.iter().chain(&b.tombstones).map(|m| m.run_id.clone()));
+        for r in runs.filter(|r| !r.is_empty()) {
+            by_run.insert(r, i);
+        }
+    }
+    let paths: Vec<PathBuf> = match records.map(fs::read_dir) {
+        None => Vec::new(),
+        Some(Ok(rd)) => rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect(),
+        Some(Err(e)) => {
+            problems.push(UnreadableFile { path: records.unwrap_or(Path::new("")).to_path_buf(), why: e.to_string() });
+            Vec::new()
+        }
+    };
+    let unknown = "?".repeat(16);
+    for rec in read_records(paths) {
+        match rec {
+            Ok(r) => {
+                let hashed = r.variables.as_ref().and_then(|v| record_key(task, v));
+                let i = match by_run.get(&r.run_id) {
+                    Some(&i) => i,
+                    None => at(&mut out, hashed.as_deref().unwrap_or(&unknown)),
+                };
+                let b = &mut out[i];
+                if b.variables.is_none() && hashed.as_deref() == Some(b.key.as_str()) {
+                    b.variables = r.variables.clone();
+                }
+                // Most batches have one record: no room for four.
+                b.records.reserve_exact(1);
+                b.records.push(r);
+            }
+            Err(u) => {
+                let i = at(&mut out, &unknown);
+                out[i].unreadable.push(u);
+            }
+        }
+    }
+    for b in &mut out {
+        b.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
+        classify(b, now);
+    }
+    out
+}
+
+/// Read one batch only: its lease-folder files and the run records they name
+/// (no folder of records is listed), for `explain`, which must answer fast in a
+/// use case of 100,000 batches.
+pub fn scan_batch(uc: &Path, task: &str, key: &str, opts: &ScanOptions, sys: &Sys) -> Result<(Scan, Batch), ScanError> {
+    let root = fs::canonicalize(uc).map_err(|e| ScanError::NoFolder(uc.to_path_buf(), e.to_string()))?;
+    if !root.join(".ubunye").is_dir() {
+        return Err(ScanError::NotAUseCase(root));
+    }
+    let beneath = crate::beneath::Beneath::new(&root).map_err(|e| ScanError::NoFolder(root.clone(), e.to_string()))?;
+    let leases_root = layout::leases_root(&root);
+    let lineage_dir = match &opts.lineage_dir {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => uc.join(d),
+        None => layout::lineage_root(&root),
+    };
+    let now = sys.clock.disk_now(if leases_root.is_dir() { &leases_root } else { &root });
+    let mut problems = Vec::new();
+    let dir = leases_root.join(task);
+    let mut b = Batch::new(task, key);
+    let mut folder = Folder::default();
+    if let Ok(rd) = fs::read_dir(&dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(key) {
+                continue;
+            }
+            let path = e.path();
+            match layout::classify(&name) {
+                Entry::Lease { key: k } if k == key => folder.leases.push(path),
+                Entry::Finished { key: k } if k == key => folder.finished.push(path),
+                Entry::Dead { key: k } if k == key => folder.dead.push(path),
+                Entry::Done { key: k, run } if k == key => folder.done.push((run, path)),
+                Entry::Taken { key: k, run } if k == key => folder.taken.push((run, path)),
+                Entry::Tmp { key: k } if k == key => folder.tmp.push(path),
+                _ => {}
+            }
+        }
+    }
+    fill(&mut b, folder, &beneath, sys, now);
+    let mut runs: Vec<String> = b
+        .lease
+        .as_deref()
+        .into_iter()
+        .chain(&b.orphans)
+        .map(|l| l.holder.run_id.clone())
+        .chain(b.finished.iter().filter_map(|f| f.run_id.clone()))
+        .chain(b.done_marks.iter().chain(&b.tombstones).map(|m| m.run_id.clone()))
+        .filter(|r| !r.is_empty() && layout::run_id_is_safe(r))
+        .collect();
+    runs.sort();
+    runs.dedup();
+    for r in runs {
+        let path = lineage_dir.join(task).join(format!("{r}.json"));
+        if !path.exists() {
+            continue;
+        }
+        match read_record(&path) {
+            Ok(rec) => {
+                if b.variables.is_none()
+                    && rec.variables.as_ref().and_then(|v| record_key(task, v)).as_deref() == Some(key)
+                {
+                    b.variables = rec.variables.clone();
+                }
+                b.records.push(rec);
+            }
+            Err(u) => b.unreadable.push(u),
+        }
+    }
+    b.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
+    classify(&mut b, now);
+    let scan = Scan { root, lineage_dir, now, batches: Vec::new(), problems: std::mem::take(&mut problems) };
+    Ok((scan, b))
+}
+
+/// Where a batch is: its task and key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct BatchId {
+    pub task: String,
+    pub key: String,
+}
+
+/// What a key, key prefix or lease path names.
+#[derive(Debug)]
+pub enum Found {
+    One(BatchId),
+    /// Several batches start with that prefix.
+    Ambiguous(Vec<BatchId>),
+    /// None; the keys that come closest.
+    None(Vec<BatchId>),
+}
+
+/// Find the batch a key, a unique key prefix, or a path to a lease-folder file
+/// names, by file names in the lease folders only. `task` narrows it.
+pub fn find(uc: &Path, query: &str, task: Option<&str>) -> Result<Found, ScanError> {
+    let root = fs::canonicalize(uc).map_err(|e| ScanError::NoFolder(uc.to_path_buf(), e.to_string()))?;
+    if !root.join(".ubunye").is_dir() {
+        return Err(ScanError::NotAUseCase(root));
+    }
+    let leases_root = layout::leases_root(&root);
+    // A path to a lease, note, orphan or mark.
+    let as_path = Path::new(query);
+    if query.contains('/') && as_path.exists() {
+        if let (Ok(full), Some(name)) = (fs::canonicalize(as_path), as_path.file_name()) {
+            if let Ok(rel) = full.parent().unwrap_or(Path::new("/")).strip_prefix(&leases_root) {
+                let key = match layout::classify(&name.to_string_lossy()) {
+                    Entry::Lease { key } | Entry::Finished { key } | Entry::Dead { key } | Entry::Tmp { key } => {
+                        Some(key)
+                    }
+                    Entry::Done { key, .. } | Entry::Taken { key, .. } => Some(key),
+                    _ => None,
+                };
+                if let Some(key) = key {
+                    return Ok(Found::One(BatchId { task: rel.to_string_lossy().into_owned(), key }));
+                }
+            }
+        }
+    }
+    let q = query.to_ascii_lowercase();
+    // One pass over the names, keeping only hits and the nearest misses: a use
+    // case can hold 100,000 batches, and explain must answer at once.
+    let common = |k: &str| k.bytes().zip(q.bytes()).take_while(|(a, b)| a == b).count();
+    let mut hits = std::collections::BTreeSet::new();
+    let mut near = std::collections::BTreeSet::new();
+    let mut best = 1;
+    let mut problems = Vec::new();
+    for (t, dir) in task_dirs(&leases_root, &mut problems) {
+        if task.is_some_and(|want| !glob_match(want, &t)) {
+            continue;
+        }
+        let Ok(rd) = fs::read_dir(&dir) else { continue };
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(key) = name.to_str().and_then(|n| n.get(..16)).filter(|k| layout::is_key(k)) else {
+                continue;
+            };
+            if key.starts_with(&q) {
+                hits.insert(BatchId { task: t.clone(), key: key.to_string() });
+            } else if hits.is_empty() {
+                let c = common(key);
+                if c > best {
+                    best = c;
+                    near.clear();
+                }
+                if c == best && near.len() < 5 {
+                    near.insert(BatchId { task: t.clone(), key: key.to_string() });
+                }
+            }
+        }
+    }
+    let hits: Vec<BatchId> = hits.into_iter().collect();
+    Ok(match hits.len() {
+        1 => Found::One(hits.into_iter().next().unwrap_or_else(|| unreachable!())),
+        0 => Found::None(near.into_iter().collect()),
+        _ => Found::Ambiguous(hits),
+    })
+}
