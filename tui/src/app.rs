@@ -703,17 +703,17 @@ impl App {
         };
         let age = |b: &Batch| b.lease.as_ref().and_then(|l| l.holder.judgement.as_ref()).and_then(|j| j.age);
         match self.sort {
-            SortBy::Severity => rows.sort_by(|&x, &y| severity(&batches[x], &batches[y])),
-            SortBy::Task => rows.sort_by(|&x, &y| {
+            SortBy::Severity => rows.sort_unstable_by(|&x, &y| severity(&batches[x], &batches[y])),
+            SortBy::Task => rows.sort_unstable_by(|&x, &y| {
                 let (a, b) = (&batches[x], &batches[y]);
                 a.task.cmp(&b.task).then_with(|| a.key.cmp(&b.key))
             }),
-            SortBy::Age => rows.sort_by(|&x, &y| {
+            SortBy::Age => rows.sort_unstable_by(|&x, &y| {
                 let (a, b) = (&batches[x], &batches[y]);
                 let (aa, ba) = (age(a).map(|a| a.age), age(b).map(|a| a.age));
                 ba.cmp(&aa).then_with(|| severity(a, b))
             }),
-            SortBy::Claims => rows.sort_by(|&x, &y| {
+            SortBy::Claims => rows.sort_unstable_by(|&x, &y| {
                 let (a, b) = (&batches[x], &batches[y]);
                 b.claim_count().cmp(&a.claim_count()).then_with(|| severity(a, b))
             }),

@@ -207,7 +207,8 @@ impl Model {
             }
         }
         if !records.is_empty() {
-            let runs = self.run_index();
+            let tasks: BTreeSet<&str> = records.iter().map(|(t, _)| t.as_str()).collect();
+            let runs = self.run_index(&tasks);
             for (task, path) in records {
                 self.reread_record(&task, &path, &runs, now);
                 out.changed = true;
@@ -275,10 +276,10 @@ impl Model {
         }
     }
 
-    /// (task, run id) -> the batch that holds it.
-    fn run_index(&self) -> HashMap<(String, String), Id> {
+    /// (task, run id) -> the batch that holds it, for these tasks.
+    fn run_index(&self, tasks: &BTreeSet<&str>) -> HashMap<(String, String), Id> {
         let mut m = HashMap::new();
-        for b in &self.scan.batches {
+        for b in self.scan.batches.iter().filter(|b| tasks.contains(b.task.as_str())) {
             let id = || (b.task.clone(), b.key.clone());
             let runs = b
                 .lease

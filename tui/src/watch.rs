@@ -19,7 +19,7 @@ use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, ne
 use crate::event::Event;
 
 /// Events closer together than this are delivered as one burst.
-pub const DEBOUNCE: Duration = Duration::from_millis(100);
+pub const DEBOUNCE: Duration = Duration::from_millis(50);
 
 /// What the user asked for (`--watch`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

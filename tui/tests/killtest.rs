@@ -1,7 +1,10 @@
-//! The kill test of seed 004, on `ubunye exec`: many batches; `ubunye exec`
-//! killed with SIGKILL at random moments (a seed makes it repeatable); then one
-//! clean pass with `--resume`; then a verifier that recomputes what every output
-//! must hold: 0 missing, 0 doubled, 0 corrupt, 0 leftover staging or temp files.
+//! The kill test of seed 004, on `ubunye exec` and `ubunye leases takeover`:
+//! many batches; `ubunye exec` killed with SIGKILL at random moments, and, one
+//! time in three, a takeover of a batch a killed run left behind, killed at a
+//! random moment too (in its settle wait, its removals, its release); a seed
+//! makes it repeatable. Then one clean pass with `--resume`; then a verifier that
+//! recomputes what every output must hold: 0 missing, 0 doubled, 0 corrupt, 0
+//! leftover staging or temp files.
 //!
 //! `UBUNYE_KILLS` (default 60, as CI runs it), `UBUNYE_KILL_SEED` (default 1) and
 //! `UBUNYE_KILL_BATCHES` (default 8) size it; `scripts/killtest` runs it at any
@@ -66,9 +69,36 @@ fn exec(uc: &Path, batch: usize) -> Command {
     c
 }
 
+/// `ubunye leases takeover <key> --yes` of a batch of this use case.
+fn takeover(uc: &Path, key: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ubunye"));
+    c.env("UBUNYE_TEST_SETTLE", "40ms")
+        .args(["leases", "takeover", key, "--yes", "-d"])
+        .arg(uc)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// The keys of the leases there now (held or left by a killed run).
+fn leases_now(uc: &Path) -> Vec<String> {
+    let mut keys: Vec<String> = fs::read_dir(uc.join(".ubunye/leases/demo/sales/ingest"))
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter(|n| n.len() == 21 && n.ends_with(".json"))
+                .map(|n| n[..16].to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    keys.sort();
+    keys
+}
+
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Table {
     kills: usize,
+    takeover_kills: usize,
     missing: usize,
     doubled: usize,
     corrupt: usize,
@@ -89,8 +119,8 @@ fn walk(d: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn verify(uc: &Path, batches: usize, kills: usize) -> Table {
-    let mut t = Table { kills, ..Table::default() };
+fn verify(uc: &Path, batches: usize, kills: usize, takeover_kills: usize) -> Table {
+    let mut t = Table { kills, takeover_kills, ..Table::default() };
     let out = uc.join("out/events");
     if fs::read_to_string(out.join("foreign.txt")).ok().as_deref() != Some("not a run's") {
         t.foreign_lost += 1;
@@ -160,7 +190,31 @@ fn run_killtest(kills: usize, seed: u64, batches: usize) -> Table {
     fs::write(uc.join("out/events").join(DECOY).join("keep.txt"), "decoy").unwrap();
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut done = 0;
-    while done < kills {
+    let mut takeover_kills = 0;
+    while done + takeover_kills < kills {
+        let left = leases_now(&uc);
+        if !left.is_empty() && rng.below(3) == 0 {
+            // A takeover of a batch a killed run left, killed at a random moment.
+            let key = &left[rng.below(left.len() as u64) as usize];
+            let mut child = takeover(&uc, key).spawn().unwrap();
+            let wait = Duration::from_millis(rng.below(80));
+            let start = Instant::now();
+            while start.elapsed() < wait && child.try_wait().unwrap().is_none() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if child.try_wait().unwrap().is_none() {
+                child.kill().unwrap();
+                takeover_kills += 1;
+            }
+            let out = child.wait_with_output().unwrap();
+            if let Some(code) = out.status.code() {
+                // Done (0), or refused in one line (1): a takeover killed before
+                // left its own mark, or the batch was already taken back.
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(code == 0 || (code == 1 && err.lines().count() == 1), "takeover {key} exited {code}: {err}");
+            }
+            continue;
+        }
         let batch = rng.below(batches as u64) as usize;
         let mut child = exec(&uc, batch).spawn().unwrap();
         let wait = Duration::from_millis(rng.below(150));
@@ -188,7 +242,7 @@ fn run_killtest(kills: usize, seed: u64, batches: usize) -> Table {
         let out = exec(&uc, b).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "clean pass b{b:03}: {}", String::from_utf8_lossy(&out.stderr));
     }
-    verify(&uc, batches, kills)
+    verify(&uc, batches, done, takeover_kills)
 }
 
 #[test]
@@ -198,13 +252,20 @@ fn random_kills_then_one_clean_pass_leave_every_batch_exactly_once() {
     let batches = env_num("UBUNYE_KILL_BATCHES", 8) as usize;
     let t = run_killtest(kills, seed, batches);
     eprintln!(
-        "{batches} batches x {FILES} files, {} SIGKILLs of ubunye exec at random moments (seed {seed}), then one clean pass with --resume",
-        t.kills
+        "{batches} batches x {FILES} files, {} SIGKILLs at random moments (seed {seed}): {} of ubunye exec, {} of ubunye leases takeover; then one clean pass with --resume",
+        t.kills + t.takeover_kills,
+        t.kills,
+        t.takeover_kills
     );
     eprintln!("missing doubled corrupt leftover-staging leftover-temp foreign-lost");
     eprintln!(
         "{:>7} {:>7} {:>7} {:>16} {:>13} {:>12}",
         t.missing, t.doubled, t.corrupt, t.leftover_staging, t.leftover_temp, t.foreign_lost
     );
-    assert_eq!(t, Table { kills, ..Table::default() }, "every batch exactly once, nothing left over");
+    assert_eq!(t.kills + t.takeover_kills, kills);
+    assert_eq!(
+        t,
+        Table { kills: t.kills, takeover_kills: t.takeover_kills, ..Table::default() },
+        "every batch exactly once, nothing left over"
+    );
 }
