@@ -154,4 +154,38 @@ fn a_killed_run_turns_dead_is_taken_over_and_the_terminal_is_restored() {
     assert_eq!(t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).trim(), "0");
     let audit = std::fs::read_to_string(uc.join(".ubunye/repairs.jsonl")).unwrap();
     assert!(audit.contains("\"outcome\":\"done\""), "{audit}");
+
+    // SIGTERM and SIGHUP: top ends, and the terminal is restored all the same.
+    for (sig, name) in [(rustix::process::Signal::TERM, "TERM"), (rustix::process::Signal::HUP, "HUP")] {
+        t.keys(&["clear", "Enter"]);
+        let again = format!(
+            "{BIN} top -d {uc}; echo TOP-ENDED-{name} $?; stty -a > {after}",
+            uc = uc.display(),
+            after = stty.display()
+        );
+        let _ = std::fs::remove_file(&stty);
+        t.keys(&[&again, "Enter"]);
+        t.wait("top again", |p| p.contains("ubunye top ·"));
+        let pid = top_pid(&uc).expect("top's pid");
+        rustix::process::kill_process(pid, sig).unwrap();
+        let code = 128 + sig.as_raw();
+        t.wait("top to end on the signal", |p| p.contains(&format!("TOP-ENDED-{name} {code}")));
+        let until = Instant::now() + Duration::from_secs(5);
+        while !stty.exists() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(std::fs::read_to_string(&stty).unwrap(), before, "SIG{name} left the terminal changed");
+        assert_eq!(t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).trim(), "0");
+    }
+}
+
+/// The pid of `ubunye top -d <uc>`.
+fn top_pid(uc: &Path) -> Option<rustix::process::Pid> {
+    let want = format!("top\0-d\0{}", uc.display());
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+        let cmd = String::from_utf8_lossy(&cmd);
+        (cmd.starts_with(BIN) && cmd.contains(&want)).then(|| rustix::process::Pid::from_raw(pid)).flatten()
+    })
 }
