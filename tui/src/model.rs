@@ -331,8 +331,8 @@ impl Model {
         self.put(b);
     }
 
-    /// Judge every lease again as time passes. True when a state, flag or note
-    /// changed.
+    /// Judge every lease again as time passes. True when a state or a flag
+    /// changed (a note's "written 5s ago" moves every second and is no change).
     pub fn tick(&mut self) -> bool {
         if !self.scan.batches.iter().any(|b| b.lease.is_some()) {
             return false;
@@ -341,9 +341,9 @@ impl Model {
         let sys = self.src.sys.clone();
         let mut changed = false;
         for b in self.scan.batches.iter_mut().filter(|b| b.lease.is_some()) {
-            let before = (b.state, b.flags.clone(), b.note.clone());
+            let before = (b.state, b.flags.clone());
             state::rejudge(b, &sys, now);
-            if before != (b.state, b.flags.clone(), b.note.clone()) {
+            if before != (b.state, b.flags.clone()) {
                 changed = true;
             }
         }
