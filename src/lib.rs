@@ -29,6 +29,7 @@ pub mod secrets;
 pub mod state;
 pub mod sys;
 pub mod timefmt;
+pub mod vars;
 
 pub use error::{Error, Refusal, RefusalKind, Result};
 pub use lease::{Acquired, LeaseSpec, RunLease};
