@@ -32,6 +32,7 @@ use ubunye::sys::Sys;
 use ubunye_tui::app::App;
 use ubunye_tui::event::{Event, Loop};
 use ubunye_tui::model::{Id, Model, Source};
+use ubunye_tui::watch::{Requested, Watch};
 
 const TASKS: usize = 100;
 
@@ -136,51 +137,34 @@ fn source(uc: &Path) -> Source {
     Source { uc: uc.to_path_buf(), opts: ScanOptions::default(), sys: Sys::real() }
 }
 
-/// Time `top`'s start: watch and scan (side by side), model, first frame.
-fn first_frame(uc: &Path) -> (Duration, String, usize) {
-    let t = Instant::now();
-    let (tx, _rx) = mpsc::channel();
-    let root = fs::canonicalize(uc).unwrap();
-    let src = source(uc);
-    let (watch, scan, _) = ubunye_tui::top::start("notify", Duration::from_secs(2), &root, &src, tx);
-    let scan = scan.unwrap();
-    let scanned = t.elapsed();
-    let rss_scan = rss_now();
-    let mut app = App::new(Model::new(src, scan), true, &watch.mode);
-    let modelled = t.elapsed();
-    let rss_app = rss_now();
-    let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
-    term.draw(|f| ubunye_tui::ui::draw(f, &mut app)).unwrap();
-    let n = app.model.batches().len();
-    let total = t.elapsed();
-    let parts = format!(
-        "watch and scan {}, model {}, draw {}; resident after the scan {} MB, with the model {} MB",
-        ms(scanned),
-        ms(modelled - scanned),
-        ms(total - modelled),
-        rss_scan / 1024,
-        rss_app / 1024
-    );
-    (total, parts, n)
+/// `top`'s start, timed: the first frame (watching, the dashboard up, rows
+/// streaming in), and the frame that shows every batch.
+struct Start {
+    first: Duration,
+    complete: Duration,
+    rss_complete: u64,
 }
 
 /// What the frame callback looks for: a batch in a state, since when.
 type Wanted = Arc<Mutex<Option<(Id, bool, Instant)>>>;
 
-/// Run the dashboard's loop on a TestBackend in its own thread, as `top`
-/// runs it; returns once a frame was drawn and no scan is under way.
-fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> Sender<Event> {
+/// Run the dashboard's loop on a TestBackend in its own thread, started as
+/// `top` starts it (watch, then read a task at a time); returns once every
+/// batch is in and no scan is under way, with the times that took.
+fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> (Sender<Event>, Start) {
     let (tx, rx): (Sender<Event>, Receiver<Event>) = mpsc::channel();
     let (ready_tx, ready) = mpsc::channel();
     let (uc, loop_tx, mode) = (uc.to_path_buf(), tx.clone(), mode.to_string());
+    let t0 = Instant::now();
     std::thread::spawn(move || {
         let root = fs::canonicalize(&uc).unwrap();
         let src = source(&uc);
-        let (watch, scan, raced) = ubunye_tui::top::start(&mode, Duration::from_secs(2), &root, &src, loop_tx.clone());
-        if raced {
-            let _ = loop_tx.send(Event::Poll);
-        }
-        let mut app = App::new(Model::new(src, scan.unwrap()), true, &watch.mode);
+        let lineage = lineage_root(&root);
+        let watch = Watch::start(Requested::parse(&mode), Duration::from_secs(2), &root, &lineage, loop_tx.clone());
+        let empty = ubunye_tui::top::empty(&root, &lineage, &src.sys);
+        let mut app = App::new(Model::new(src.clone(), empty), true, &watch.mode);
+        app.start_loading();
+        ubunye_tui::top::read(&src, loop_tx.clone()).unwrap();
         let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
         let tick = loop_tx.clone();
         std::thread::spawn(move || {
@@ -188,11 +172,13 @@ fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> 
                 std::thread::sleep(Duration::from_secs(1));
             }
         });
-        let mut frames = 0usize;
+        let mut first = None;
+        let mut sent = false;
         let on_frame = Box::new(move |app: &App| {
-            frames += 1;
-            if frames > 1 && !app.scanning {
-                let _ = ready_tx.send(());
+            let first = *first.get_or_insert_with(|| t0.elapsed());
+            if !sent && app.loading.is_none() && !app.scanning {
+                sent = true;
+                let _ = ready_tx.send(Start { first, complete: t0.elapsed(), rss_complete: rss_now() });
             }
             let mut w = wanted.lock().unwrap();
             if let Some((id, held, since)) = w.as_ref() {
@@ -214,8 +200,13 @@ fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> 
         };
         let _ = l.run();
     });
-    let _ = ready.recv_timeout(Duration::from_secs(120));
-    tx
+    let start = ready.recv_timeout(Duration::from_secs(300)).expect("the dashboard read the use case");
+    (tx, start)
+}
+
+fn quit(tx: &Sender<Event>) {
+    let _ = tx.send(Event::Key(KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE)));
+    std::thread::sleep(Duration::from_millis(300));
 }
 
 /// Write a live lease (this process, this host) for a batch, as the engine
@@ -252,7 +243,7 @@ fn ms(d: Duration) -> String {
 fn change_to_frame(uc: &Path, ids: &[Id], mode: &str, samples: usize) -> Vec<Duration> {
     let wanted: Wanted = Arc::new(Mutex::new(None));
     let (seen_tx, seen) = mpsc::channel();
-    let tx = start_loop(uc, mode, wanted.clone(), seen_tx);
+    let (tx, _) = start_loop(uc, mode, wanted.clone(), seen_tx);
     let mut out = Vec::new();
     // Batches that hold no lease: every 100th has one; take the ones after.
     let step = (ids.len() / samples.max(1)).max(2);
@@ -273,15 +264,14 @@ fn change_to_frame(uc: &Path, ids: &[Id], mode: &str, samples: usize) -> Vec<Dur
             std::thread::sleep(Duration::from_millis(150));
         }
     }
-    let _ = tx.send(Event::Key(KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE)));
-    std::thread::sleep(Duration::from_millis(300));
+    quit(&tx);
     out
 }
 
 fn idle_cpu(uc: &Path, idle: Duration) -> f64 {
     let wanted: Wanted = Arc::new(Mutex::new(None));
     let (seen_tx, _seen) = mpsc::channel();
-    let tx = start_loop(uc, "notify", wanted, seen_tx);
+    let (tx, _) = start_loop(uc, "notify", wanted, seen_tx);
     // Threads of the loops before (a scan under way when they quit) end first.
     std::thread::sleep(Duration::from_secs(3));
     let (c0, _) = cpu_and_rss();
@@ -289,8 +279,7 @@ fn idle_cpu(uc: &Path, idle: Duration) -> f64 {
     std::thread::sleep(idle);
     let (c1, _) = cpu_and_rss();
     let wall = t0.elapsed();
-    let _ = tx.send(Event::Key(KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE)));
-    std::thread::sleep(Duration::from_millis(300));
+    quit(&tx);
     (c1 - c0).as_secs_f64() / wall.as_secs_f64() * 100.0
 }
 
@@ -317,18 +306,19 @@ fn main() {
         size.leases,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
-    let mut firsts = Vec::new();
     for i in 0..3 {
-        let (total, parts, n) = first_frame(&uc);
-        assert_eq!(n, size.batches);
-        let (_, rss) = cpu_and_rss();
+        let (wanted, (seen_tx, _seen)) = (Arc::new(Mutex::new(None)), mpsc::channel());
+        let (tx, st) = start_loop(&uc, "notify", wanted, seen_tx);
+        quit(&tx);
+        let (_, peak) = cpu_and_rss();
         println!(
-            "first full frame #{}: {} ({parts}); peak memory so far {:.0} MB",
+            "start #{}: first frame {} (watching, rows streaming in); every batch on screen {}; resident then {} MB (peak so far {} MB)",
             i + 1,
-            ms(total),
-            rss as f64 / 1024.0
+            ms(st.first),
+            ms(st.complete),
+            st.rss_complete / 1024,
+            peak / 1024
         );
-        firsts.push(total);
     }
     if std::env::var_os("UBUNYE_BENCH_ONLY_FIRST").is_some() {
         return;

@@ -151,6 +151,9 @@ pub struct App {
     pub selected: [usize; 3],
     pub offset: [usize; 3],
     selected_id: Option<Id>,
+    /// The user moved the selection: it stays on its batch. Until then it
+    /// stays on the first row (the most urgent batch, as rows come in).
+    moved: bool,
     pub detail: Detail,
     pub help: bool,
     /// The first line of the help shown.
@@ -167,7 +170,11 @@ pub struct App {
     pub findings: Vec<Finding>,
     findings_generation: Option<u64>,
     findings_at: Option<Instant>,
-    /// A full scan is under way; another is wanted after it.
+    /// The first read is under way: batches read so far.
+    pub loading: Option<usize>,
+    /// Batches were added: filter and sort before drawing.
+    stale: bool,
+    /// A full scan (or the first read) is under way; another is wanted after it.
     pub scanning: bool,
     scan_again: bool,
     during_scan: Vec<PathBuf>,
@@ -191,6 +198,7 @@ impl App {
             selected: [0; 3],
             offset: [0; 3],
             selected_id: None,
+            moved: false,
             detail: Detail::default(),
             help: false,
             help_scroll: 0,
@@ -204,6 +212,8 @@ impl App {
             findings: Vec::new(),
             findings_generation: None,
             findings_at: None,
+            loading: None,
+            stale: false,
             scanning: false,
             scan_again: false,
             during_scan: Vec::new(),
@@ -242,6 +252,19 @@ impl App {
 
     /// Handle one event.
     pub fn handle(&mut self, ev: Event) -> Vec<Effect> {
+        let effects = self.dispatch(ev);
+        self.flush();
+        effects
+    }
+
+    /// Filter and sort again if batches were added without it.
+    fn flush(&mut self) {
+        if std::mem::take(&mut self.stale) {
+            self.rebuild();
+        }
+    }
+
+    fn dispatch(&mut self, ev: Event) -> Vec<Effect> {
         match ev {
             Event::Key(k) => self.on_key(k),
             Event::Resize(..) => Vec::new(),
@@ -250,6 +273,13 @@ impl App {
             Event::Poll => self.want_full_scan(),
             Event::WatchError { message, limit } => self.on_watch_error(message, limit),
             Event::Scanned(res) => self.on_scanned(*res),
+            Event::Part(batches) => {
+                self.model.extend(batches);
+                self.loading = Some(self.model.batches().len());
+                self.stale = true;
+                Vec::new()
+            }
+            Event::Loaded(head) => self.on_loaded(*head),
             Event::Repaired(done) => self.on_repaired(*done),
             Event::Signal(sig) => vec![Effect::Quit(128 + sig)],
         }
@@ -267,12 +297,44 @@ impl App {
                     if !paths.is_empty() {
                         effects.extend(self.on_change(std::mem::take(&mut paths)));
                     }
-                    effects.extend(self.handle(other));
+                    effects.extend(self.dispatch(other));
                 }
             }
         }
         if !paths.is_empty() {
             effects.extend(self.on_change(paths));
+        }
+        self.flush();
+        effects
+    }
+
+    /// Start with nothing read: the batches arrive a task at a time
+    /// ([`Event::Part`]), then [`Event::Loaded`]. Changes seen meanwhile are
+    /// applied again at the end.
+    pub fn start_loading(&mut self) {
+        self.loading = Some(0);
+        self.scanning = true;
+        self.during_scan.clear();
+    }
+
+    fn on_loaded(&mut self, head: Result<ubunye::state::ScanHead, String>) -> Vec<Effect> {
+        self.loading = None;
+        self.scanning = false;
+        match head {
+            Ok(h) => {
+                self.model.loaded(h);
+                self.note_problems();
+            }
+            Err(e) => self.say(Level::Error, format!("cannot read the use case: {e}")),
+        }
+        let mut effects = vec![Effect::Rewatch];
+        let again = std::mem::take(&mut self.during_scan);
+        if !again.is_empty() && self.model.apply(&again).full {
+            self.scan_again = true;
+        }
+        self.stale = true;
+        if std::mem::take(&mut self.scan_again) {
+            effects.extend(self.want_full_scan());
         }
         effects
     }
@@ -607,7 +669,9 @@ impl App {
     fn open_detail(&mut self) {
         match self.view {
             View::Batches => {
-                if self.selected_batch().is_some() {
+                if let Some(b) = self.selected_batch() {
+                    self.selected_id = Some((b.task.clone(), b.key.clone()));
+                    self.moved = true;
                     self.detail.open = true;
                     self.detail.scroll = 0;
                 }
@@ -638,6 +702,7 @@ impl App {
             self.set_filter("");
         }
         self.selected_id = Some(id);
+        self.moved = true;
         self.view = View::Batches;
         self.rebuild();
         self.detail.open = true;
@@ -654,6 +719,9 @@ impl App {
             return;
         };
         let (task, key) = (b.task.clone(), b.key.clone());
+        // The selection stays on this batch whatever it becomes.
+        self.moved = true;
+        self.selected_id = Some((task.clone(), key.clone()));
         self.popup = Some(popup::plan(&self.model.src, kind, &task, &key));
     }
 
@@ -671,6 +739,7 @@ impl App {
         let cur = self.selected[v] as isize;
         self.selected[v] = (cur.saturating_add(delta)).clamp(0, len as isize - 1) as usize;
         if self.view == View::Batches {
+            self.moved = true;
             self.selected_id = self.selected_batch().map(|b| (b.task.clone(), b.key.clone()));
             self.refresh_detail(false);
         }
@@ -719,12 +788,15 @@ impl App {
             }),
         }
         self.rows = rows;
-        let found = self.selected_id.as_ref().and_then(|id| {
+        let found = self.selected_id.as_ref().filter(|_| self.moved).and_then(|id| {
             self.rows.iter().position(|&i| batches.get(i).is_some_and(|b| b.task == id.0 && b.key == id.1))
         });
         match found {
             Some(pos) => self.selected[0] = pos,
             None => {
+                if !self.moved {
+                    self.selected[0] = 0;
+                }
                 self.selected[0] = self.selected[0].min(self.rows.len().saturating_sub(1));
                 self.selected_id = self.selected_batch().map(|b| (b.task.clone(), b.key.clone()));
             }

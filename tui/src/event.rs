@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use crossterm::event::KeyEvent;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
-use ubunye::state::Scan;
+use ubunye::state::{Batch, Scan, ScanHead};
 
 use crate::app::{App, Effect, Level};
 use crate::popup::{self, RepairDone};
@@ -34,6 +34,10 @@ pub enum Event {
     },
     /// A full scan finished.
     Scanned(Box<Result<Scan, String>>),
+    /// The first read of the use case, a task at a time: one task's batches.
+    Part(Vec<Batch>),
+    /// The first read is over (the folders that could not be listed).
+    Loaded(Box<Result<ScanHead, String>>),
     /// A repair finished.
     Repaired(Box<RepairDone>),
     /// SIGTERM, SIGHUP or SIGINT arrived.

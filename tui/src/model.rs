@@ -109,6 +109,30 @@ impl Model {
         self.changed();
     }
 
+    /// Add batches of the first read (a task at a time). A batch already read
+    /// because of a file event is replaced: the event is applied again when
+    /// the read is over.
+    pub fn extend(&mut self, batches: Vec<Batch>) {
+        for b in batches {
+            let id = (b.task.clone(), b.key.clone());
+            match self.index.get(&id) {
+                Some(&i) => self.scan.batches[i] = b,
+                None => {
+                    self.index.insert(id, self.scan.batches.len());
+                    self.scan.batches.push(b);
+                }
+            }
+        }
+        self.generation += 1;
+    }
+
+    /// The first read is over: what it could not list.
+    pub fn loaded(&mut self, head: ubunye::state::ScanHead) {
+        self.scan.problems = head.problems;
+        self.scan.now = head.now;
+        self.generation += 1;
+    }
+
     fn changed(&mut self) {
         self.generation += 1;
         self.last_change = Some(self.src.sys.clock.now());

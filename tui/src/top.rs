@@ -2,14 +2,15 @@
 //! until it is quit, the terminal restored whatever happens.
 
 use std::io::IsTerminal;
+use std::path::Path;
 use std::sync::mpsc;
 
 use ubunye::cli::TopArgs;
-use ubunye::state::{ScanError, ScanOptions};
-use ubunye::sys::Sys;
+use ubunye::state::{Scan, ScanError, ScanOptions};
+use ubunye::sys::{ClockSource, Now, Sys};
 
 use crate::app::App;
-use crate::event::Loop;
+use crate::event::{Event, Loop};
 use crate::model::{Model, Source};
 use crate::term;
 use crate::watch::{Requested, Watch};
@@ -28,16 +29,15 @@ pub fn run(opts: &TopArgs) -> i32 {
     }
     let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys: Sys::real() };
     let (tx, rx) = mpsc::channel();
-    // Watching and the first scan run side by side.
-    let (watch, scan, raced) = start(&opts.watch, opts.interval, &root, &src, tx.clone());
-    let scan = match scan {
-        Ok(s) => s,
-        Err(e) => return fail(&e),
-    };
-    if raced {
-        let _ = tx.send(crate::event::Event::Poll);
+    // Watch first, then read: nothing that changes in between is missed. The
+    // dashboard is up at once; the batches come in a task at a time.
+    let lineage = ubunye::layout::lineage_root(&root);
+    let watch = Watch::start(Requested::parse(&opts.watch), opts.interval, &root, &lineage, tx.clone());
+    let mut app = App::new(Model::new(src.clone(), empty(&root, &lineage, &src.sys)), term::colour(), &watch.mode);
+    app.start_loading();
+    if let Err(e) = read(&src, tx.clone()) {
+        return fail(&format!("cannot start reading: {e}"));
     }
-    let mut app = App::new(Model::new(src, scan), term::colour(), &watch.mode);
     let (mut terminal, mut guard) = match term::enter() {
         Ok(t) => t,
         Err(e) => {
@@ -66,33 +66,28 @@ pub fn run(opts: &TopArgs) -> i32 {
     }
 }
 
-/// Start watching and read the use case, side by side. When the watch was
-/// not in place before the scan began (setting it up walks every folder), a
-/// change in between could be missed: the flag says so, and one more full
-/// scan after the first frame closes the gap.
-pub fn start(
-    requested: &str,
-    interval: std::time::Duration,
-    root: &std::path::Path,
-    src: &Source,
-    tx: mpsc::Sender<crate::event::Event>,
-) -> (Watch, Result<ubunye::state::Scan, String>, bool) {
-    let lineage = ubunye::layout::lineage_root(root);
-    let requested = Requested::parse(requested);
-    std::thread::scope(|s| {
-        let (started_tx, started_rx) = mpsc::channel();
-        let (lineage2, tx2) = (lineage.clone(), tx.clone());
-        let watching = s.spawn(move || {
-            let w = Watch::start(requested, interval, root, &lineage, tx);
-            let _ = started_tx.send(());
-            w
+/// A use case with nothing read yet.
+pub fn empty(root: &Path, lineage: &Path, sys: &Sys) -> Scan {
+    Scan {
+        root: root.to_path_buf(),
+        lineage_dir: lineage.to_path_buf(),
+        now: Now { time: sys.clock.now(), source: ClockSource::Local },
+        batches: Vec::new(),
+        problems: Vec::new(),
+    }
+}
+
+/// Read the use case off the UI thread, a task at a time: an [`Event::Part`]
+/// for each task, then [`Event::Loaded`].
+pub fn read(src: &Source, tx: mpsc::Sender<Event>) -> std::io::Result<()> {
+    let src = src.clone();
+    std::thread::Builder::new().name("top-read".into()).spawn(move || {
+        let head = ubunye::state::scan_tasks(&src.uc, &src.opts, &src.sys, |batches| {
+            let _ = tx.send(Event::Part(batches));
         });
-        let in_place = started_rx.recv_timeout(std::time::Duration::from_millis(50)).is_ok();
-        let scan = src.scan();
-        let watch = watching.join().unwrap_or_else(|_| Watch::start(Requested::Poll, interval, root, &lineage2, tx2));
-        let raced = !in_place && watch.mode == "notify";
-        (watch, scan, raced)
-    })
+        let _ = tx.send(Event::Loaded(Box::new(head.map_err(|e| e.to_string()))));
+    })?;
+    Ok(())
 }
 
 fn fail(msg: &str) -> i32 {

@@ -402,7 +402,9 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let widths: Vec<Constraint> = cols.iter().map(|c| Constraint::Length(c.width as u16)).collect();
     let table = Table::new(rows, widths).header(header).column_spacing(1);
     if app.rows.is_empty() {
-        let why = if app.filter.is_empty() {
+        let why = if app.loading.is_some() {
+            "Reading the use case…".to_string()
+        } else if app.filter.is_empty() {
             "No batches in this use case yet.".to_string()
         } else {
             format!("No batch matches the filter \"{}\" (Esc clears it).", app.filter.text)
@@ -587,8 +589,10 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     if app.frozen {
         right.push(format!("FROZEN ({} held)", app.held()));
     }
-    if app.scanning {
-        right.push("scanning…".into());
+    match app.loading {
+        Some(n) => right.push(format!("reading… {n} batches so far")),
+        None if app.scanning => right.push("scanning…".into()),
+        None => {}
     }
     if app.view == View::Batches && app.sort != crate::app::SortBy::Severity {
         right.push(format!("sort {}", app.sort.word()));

@@ -551,3 +551,31 @@ fn reading_the_use_case_is_not_a_change_and_a_lease_write_is() {
         }
     }
 }
+
+#[test]
+fn the_first_read_streams_in_and_changes_seen_meanwhile_are_applied_after() {
+    let (_d, uc, captured) = fixture("dead-killed");
+    let (sys, _) = sys_at(captured + LATER);
+    let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys: sys.clone() };
+    let root = fs::canonicalize(&uc).unwrap();
+    let lineage = ubunye::layout::lineage_root(&root);
+    let mut a = App::new(Model::new(src.clone(), ubunye_tui::top::empty(&root, &lineage, &sys)), false, "notify");
+    a.start_loading();
+    assert!(screen(&mut a, 80, 24).contains("Reading the use case"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    ubunye_tui::top::read(&src, tx).unwrap();
+    let events: Vec<Event> = rx.iter().collect();
+    assert!(matches!(events.last(), Some(Event::Loaded(_))));
+    // A change arrives before the read is over: applied once it is.
+    let (parts, loaded): (Vec<Event>, Vec<Event>) = events.into_iter().partition(|e| matches!(e, Event::Part(_)));
+    a.handle_all(parts);
+    assert_eq!(states(&a), vec![State::Dead, State::Finished]);
+    assert!(a.loading.is_some());
+    let lease = lease_path(&uc, "7d106ca76674f2a1.json");
+    fs::remove_file(&lease).unwrap();
+    a.handle(Event::FsChange(vec![lease]));
+    let effects = a.handle_all(loaded);
+    assert!(a.loading.is_none() && !a.scanning);
+    assert!(matches!(effects.as_slice(), [Effect::Rewatch]));
+    assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
+}
