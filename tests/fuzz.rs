@@ -10,11 +10,19 @@
 mod common;
 
 use std::fs;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use proptest::prelude::*;
 use ubunye::doc::{LeaseDoc, Parsed, parse_doc};
 use ubunye::key::PyValue;
+
+/// Print how many cases a target ran, and check it ran them all.
+fn report(target: &str, ran: &AtomicU64, wanted: u32) {
+    let ran = ran.load(Ordering::Relaxed);
+    eprintln!("fuzz {target}: {ran} cases, no panic, no property broken");
+    assert!(ran >= u64::from(wanted), "{target} ran {ran} of {wanted} cases");
+}
 
 fn cases() -> u32 {
     std::env::var("UBUNYE_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(300)
@@ -89,7 +97,9 @@ fn py_value() -> impl Strategy<Value = PyValue> {
 
 #[test]
 fn lease_note_and_record_parsers_never_panic() {
+    let ran = AtomicU64::new(0);
     proptest!(config(cases()), |(bytes in lease_like())| {
+        ran.fetch_add(1, Ordering::Relaxed);
         match parse_doc(&bytes) {
             Ok(Parsed::Doc(m)) => {
                 let d = LeaseDoc(m);
@@ -111,11 +121,14 @@ fn lease_note_and_record_parsers_never_panic() {
             let _ = ubunye::pyparse::sanitize(s);
         }
     });
+    report("lease_note_and_record_parsers_never_panic", &ran, cases());
 }
 
 #[test]
 fn the_key_canonicaliser_never_panics() {
+    let ran = AtomicU64::new(0);
     proptest!(config(cases()), |(vars in prop::collection::vec((".{0,8}", py_value()), 0..6))| {
+        ran.fetch_add(1, Ordering::Relaxed);
         let vars: ubunye::key::Variables = vars;
         // Refusing a value (Err) is fine; a key made must look like one.
         if let Ok(text) = ubunye::key::canonical_text("demo/sales/ingest", &vars) {
@@ -127,12 +140,15 @@ fn the_key_canonicaliser_never_panics() {
         }
         let _ = ubunye::key::names_a_batch(&vars);
     });
+    report("the_key_canonicaliser_never_panics", &ran, cases());
 }
 
 #[test]
 fn the_judge_never_panics_and_never_judges_damage() {
     let t0 = UNIX_EPOCH + Duration::from_secs(1_795_948_390);
+    let ran = AtomicU64::new(0);
     proptest!(config(cases()), |(bytes in lease_like(), m in -4_000_000i64..4_000_000, c in -4_000_000i64..4_000_000, alive in any::<bool>(), same in any::<bool>())| {
+        ran.fetch_add(1, Ordering::Relaxed);
         let (mut sys, _, procs) = common::fake_sys("vm|pid:[4026531836]", t0);
         if !same {
             sys.host = "elsewhere".into();
@@ -149,6 +165,7 @@ fn the_judge_never_panics_and_never_judges_damage() {
             let _ = ubunye::liveness::judge(&d, None, &mut { now }, &sys, false);
         }
     });
+    report("the_judge_never_panics_and_never_judges_damage", &ran, cases());
 }
 
 /// Random use-case trees: leases, orphans, notes, marks, temp files and records
@@ -158,7 +175,9 @@ fn the_judge_never_panics_and_never_judges_damage() {
 #[test]
 fn the_state_classifier_over_random_trees() {
     let n = (cases() / 100).max(20);
+    let ran = AtomicU64::new(0);
     proptest!(config(n), |(files in prop::collection::vec((0usize..6, 0usize..3, lease_like()), 1..8), records in prop::collection::vec((0usize..3, lease_like()), 0..4))| {
+        ran.fetch_add(1, Ordering::Relaxed);
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join(".ubunye/leases/demo/sales/ingest");
         let rec = d.path().join(".ubunye/lineage/demo/sales/ingest");
@@ -202,4 +221,5 @@ fn the_state_classifier_over_random_trees() {
         }
         let _ = ubunye::doctor::examine(&s);
     });
+    report("the_state_classifier_over_random_trees", &ran, n);
 }
