@@ -151,8 +151,17 @@ fn plan_steps(p: &RecoveryPlan, paths: &LeasePaths, settle: bool) -> Vec<String>
             )),
         }
     }
+    for name in &p.restore {
+        steps.push(format!(
+            "put output {name} back as it was before the run (its new contents were swapped in, never committed)"
+        ));
+    }
     for st in &p.staging {
-        steps.push(format!("remove its staging folder {st} and all it holds (nothing in it landed)"));
+        steps.push(if p.finished.is_some() {
+            format!("remove {st}: the old copy of an output it replaced")
+        } else {
+            format!("remove its staging folder {st} and all it holds (nothing in it counts)")
+        });
     }
     if let Some(r) = &p.mark_record {
         steps.push(format!(

@@ -150,6 +150,18 @@ fn planned(files: &BatchFiles<'_>, output: &str, claim: &str) -> (PlannedFile, O
     }
 }
 
+/// Plan the removal of a staging folder the lease names, or refuse it: outside
+/// the use case, through a symlinked folder, or not a name Ubunye makes.
+fn plan_staging(files: &BatchFiles<'_>, plan: &mut RecoveryPlan, st: String) {
+    match files.beneath.resolve(&st).and_then(|inside| files.beneath.check_walk(&st).map(|()| inside)) {
+        Ok(inside) if crate::beneath::is_staging_name(inside.parts.last().map(String::as_str).unwrap_or_default()) => {
+            plan.staging.push(st)
+        }
+        Ok(_) => plan.refused.push(format!("{st} is not a staging folder name Ubunye makes")),
+        Err(r) => plan.refused.push(r.to_string()),
+    }
+}
+
 /// Decide what recovering the dead run of `dead` does (FORMAT.md §7.1). `named`:
 /// whether the batch is named (only named batches get a finished note); None
 /// when it is not known (no record gives the variables): a note is planned.
@@ -198,7 +210,9 @@ pub fn plan_recovery(files: &BatchFiles<'_>, dead: &LeaseDoc, named: Option<bool
         }
         // Its staging folders go (an overwrite's old copy is what they hold).
         for n in dead.notes().map_err(damaged)? {
-            plan.staging.extend(n.staging.filter(|st| fsx::exists(&files.beneath.root().join(st))));
+            if let Some(st) = n.staging.filter(|st| fsx::exists(&files.beneath.root().join(st))) {
+                plan_staging(files, &mut plan, st);
+            }
         }
         plan.remove_done = done.filter(|_| done_there);
         return Ok(plan);
@@ -212,15 +226,7 @@ pub fn plan_recovery(files: &BatchFiles<'_>, dead: &LeaseDoc, named: Option<bool
             None => {}
         }
         if let Some(st) = &n.staging {
-            match files.beneath.resolve(st).and_then(|inside| files.beneath.check_walk(st).map(|()| inside)) {
-                Ok(inside)
-                    if crate::beneath::is_staging_name(inside.parts.last().map(String::as_str).unwrap_or_default()) =>
-                {
-                    plan.staging.push(st.clone())
-                }
-                Ok(_) => plan.refused.push(format!("{st} is not a staging folder name Ubunye makes")),
-                Err(r) => plan.refused.push(r.to_string()),
-            }
+            plan_staging(files, &mut plan, st.clone());
         }
         for c in &n.claimed {
             let (f, refused) = planned(files, &n.name, c);

@@ -112,6 +112,13 @@ fn an_overwrite_killed_around_its_swap_is_put_back() {
                 "moved-aside" => assert_eq!(seen, "<no output>", "{what}"),
                 _ => assert_eq!(seen, "NEW\n", "{what}: swapped before the kill"),
             }
+            // Before anything is done, explain shows the put-back it plans.
+            let s = ubunye::state::scan(&uc, &Default::default(), &ubunye::Sys::real()).unwrap();
+            let b = s.batches.iter().find(|b| b.task == "demo/sales/summary").unwrap().clone();
+            assert_eq!(b.state, ubunye::state::State::Dead, "{what}: {}", b.note);
+            let e = ubunye::explain::explain(&s, b, &uc);
+            assert_eq!(e.plans[0].restore, ["s"], "{what}");
+            assert!(ubunye::explain::render(&e).contains("put output s back"), "{what}");
             let (script, want, code) = if next_fails {
                 ("exit 1", "OLD\n", 3)
             } else {
