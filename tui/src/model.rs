@@ -75,6 +75,7 @@ pub struct Model {
     clock_read: Option<Instant>,
     /// Bumped on every change of what is shown.
     pub generation: u64,
+    ticks: u64,
     /// When something last changed (this machine's clock).
     pub last_change: Option<SystemTime>,
 }
@@ -90,6 +91,7 @@ impl Model {
             clock_source: scan.now.source,
             clock_read: None,
             generation: 0,
+            ticks: 0,
             last_change: None,
             scan,
         };
@@ -357,14 +359,20 @@ impl Model {
 
     /// Judge every lease again as time passes. True when a state or a flag
     /// changed (a note's "written 5s ago" moves every second and is no change).
+    /// A lease judged dead stays dead until its file changes (an event), so
+    /// those are judged again every tenth tick only, for their ages.
     pub fn tick(&mut self) -> bool {
         if !self.scan.batches.iter().any(|b| b.lease.is_some()) {
             return false;
         }
+        self.ticks = self.ticks.wrapping_add(1);
+        let all = self.ticks % 10 == 0;
         let now = self.now();
         let sys = self.src.sys.clone();
         let mut changed = false;
-        for b in self.scan.batches.iter_mut().filter(|b| b.lease.is_some()) {
+        let due =
+            |b: &Batch| b.lease.as_ref().is_some_and(|l| all || !l.holder.judgement.as_ref().is_some_and(|j| j.dead));
+        for b in self.scan.batches.iter_mut().filter(|b| due(b)) {
             let before = (b.state, b.flags.clone());
             state::rejudge(b, &sys, now);
             if before != (b.state, b.flags.clone()) {

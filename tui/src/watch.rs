@@ -164,7 +164,7 @@ impl Watch {
                 }
             }
         };
-        self.debouncer = Some(new_debouncer(DEBOUNCE, Some(DEBOUNCE / 4), handler)?);
+        self.debouncer = Some(new_debouncer(DEBOUNCE, Some(DEBOUNCE / 2), handler)?);
         self.mode = "notify".into();
         self.ensure()
     }

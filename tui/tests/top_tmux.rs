@@ -148,7 +148,7 @@ fn a_killed_run_turns_dead_is_taken_over_and_the_terminal_is_restored() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let before = std::fs::read_to_string(d.path().join("stty-before.txt")).unwrap();
-    let after = std::fs::read_to_string(&stty).unwrap();
+    let after = std::fs::read_to_string(&stty).unwrap_or_else(|e| panic!("{e}; the pane:\n{}", t.pane()));
     assert_eq!(before, after, "the terminal's settings changed");
     assert!(after.contains(" icanon") && after.contains(" echo "), "{after}");
     assert_eq!(t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).trim(), "0");
@@ -166,7 +166,14 @@ fn a_killed_run_turns_dead_is_taken_over_and_the_terminal_is_restored() {
         let _ = std::fs::remove_file(&stty);
         t.keys(&[&again, "Enter"]);
         t.wait("top again", |p| p.contains("ubunye top ·"));
-        let pid = top_pid(&uc).expect("top's pid");
+        let until = Instant::now() + Duration::from_secs(5);
+        let pid = loop {
+            match top_pid(&uc) {
+                Some(p) => break p,
+                None if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+                None => panic!("no top process; the pane:\n{}", t.pane()),
+            }
+        };
         rustix::process::kill_process(pid, sig).unwrap();
         let code = 128 + sig.as_raw();
         t.wait("top to end on the signal", |p| p.contains(&format!("TOP-ENDED-{name} {code}")));
