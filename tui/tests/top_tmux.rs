@@ -113,7 +113,7 @@ fn a_killed_run_turns_dead_is_taken_over_and_the_terminal_is_restored() {
     let stty = d.path().join("stty.txt");
     t.run(&["new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", "sh"]);
     let line = format!(
-        "stty -a > {before}; env -u UBUNYE_TEST_HOST UBUNYE_TEST_SETTLE=50ms {BIN} top -d {uc}; echo TOP-EXITED $?; stty -a > {after}",
+        "stty -a > {before}; env -u UBUNYE_TEST_HOST UBUNYE_TEST_SETTLE=50ms {BIN} top -d {uc}; c=$?; stty -a > {after}; echo TOP-EXITED $c",
         before = d.path().join("stty-before.txt").display(),
         uc = uc.display(),
         after = stty.display(),
@@ -143,10 +143,7 @@ fn a_killed_run_turns_dead_is_taken_over_and_the_terminal_is_restored() {
     t.keys(&["q"]);
     let shell = t.wait("top to exit", |p| p.contains("TOP-EXITED 0"));
     assert!(!shell.contains("ubunye top ·"), "the dashboard is still on screen:\n{shell}");
-    let until = Instant::now() + Duration::from_secs(5);
-    while !stty.exists() && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // The marker is echoed after stty has written its file.
     let before = std::fs::read_to_string(d.path().join("stty-before.txt")).unwrap();
     let after = std::fs::read_to_string(&stty).unwrap_or_else(|e| panic!("{e}; the pane:\n{}", t.pane()));
     assert_eq!(before, after, "the terminal's settings changed");
@@ -159,7 +156,7 @@ fn a_killed_run_turns_dead_is_taken_over_and_the_terminal_is_restored() {
     for (sig, name) in [(rustix::process::Signal::TERM, "TERM"), (rustix::process::Signal::HUP, "HUP")] {
         t.keys(&["clear", "Enter"]);
         let again = format!(
-            "{BIN} top -d {uc}; echo TOP-ENDED-{name} $?; stty -a > {after}",
+            "{BIN} top -d {uc}; c=$?; stty -a > {after}; echo TOP-ENDED-{name} $c",
             uc = uc.display(),
             after = stty.display()
         );
@@ -177,10 +174,6 @@ fn a_killed_run_turns_dead_is_taken_over_and_the_terminal_is_restored() {
         rustix::process::kill_process(pid, sig).unwrap();
         let code = 128 + sig.as_raw();
         t.wait("top to end on the signal", |p| p.contains(&format!("TOP-ENDED-{name} {code}")));
-        let until = Instant::now() + Duration::from_secs(5);
-        while !stty.exists() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
         assert_eq!(std::fs::read_to_string(&stty).unwrap(), before, "SIG{name} left the terminal changed");
         assert_eq!(t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).trim(), "0");
     }
