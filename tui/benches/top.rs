@@ -150,7 +150,7 @@ type Wanted = Arc<Mutex<Option<(Id, bool, Instant)>>>;
 
 /// Run the dashboard's loop on a TestBackend in its own thread, started as
 /// `top` starts it (watch, then read a task at a time); returns once every
-/// batch is in and no scan is under way, with the times that took.
+/// batch is in, with the times that took.
 fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> (Sender<Event>, Start) {
     let (tx, rx): (Sender<Event>, Receiver<Event>) = mpsc::channel();
     let (ready_tx, ready) = mpsc::channel();
@@ -176,7 +176,7 @@ fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> 
         let mut sent = false;
         let on_frame = Box::new(move |app: &App| {
             let first = *first.get_or_insert_with(|| t0.elapsed());
-            if !sent && app.loading.is_none() && !app.scanning {
+            if !sent && app.loading.is_none() {
                 sent = true;
                 let _ = ready_tx.send(Start { first, complete: t0.elapsed(), rss_complete: rss_now() });
             }

@@ -270,6 +270,9 @@ impl App {
             Event::Resize(..) => Vec::new(),
             Event::Tick => self.on_tick(),
             Event::FsChange(paths) => self.on_change(paths),
+            // A poll while a scan is under way is dropped, not queued: scans
+            // never run back to back, however long one takes.
+            Event::Poll if self.scanning => Vec::new(),
             Event::Poll => self.want_full_scan(),
             Event::WatchError { message, limit } => self.on_watch_error(message, limit),
             Event::Scanned(res) => self.on_scanned(*res),
