@@ -174,6 +174,7 @@ pub struct App {
     pub loading: Option<usize>,
     /// Batches were added: filter and sort before drawing.
     stale: bool,
+    sorted_at: Option<Instant>,
     /// A full scan (or the first read) is under way; another is wanted after it.
     pub scanning: bool,
     scan_again: bool,
@@ -214,6 +215,7 @@ impl App {
             findings_at: None,
             loading: None,
             stale: false,
+            sorted_at: None,
             scanning: false,
             scan_again: false,
             during_scan: Vec::new(),
@@ -257,10 +259,15 @@ impl App {
         effects
     }
 
-    /// Filter and sort again if batches were added without it.
+    /// Filter and sort again if batches were added without it: during the
+    /// first read at most four times a second (each sort is of every row so
+    /// far), after it at once.
     fn flush(&mut self) {
-        if std::mem::take(&mut self.stale) {
+        let soon = self.loading.is_some() && self.sorted_at.is_some_and(|t| t.elapsed() < Duration::from_millis(250));
+        if self.stale && !soon {
+            self.stale = false;
             self.rebuild();
+            self.sorted_at = Some(Instant::now());
         }
     }
 
@@ -343,6 +350,7 @@ impl App {
     }
 
     fn on_tick(&mut self) -> Vec<Effect> {
+        self.flush();
         if let Some((Level::Info, _, Some(at))) = &self.status.message {
             if at.elapsed() > Duration::from_secs(8) {
                 self.status.message = None;

@@ -501,7 +501,7 @@ fn time_alone_turns_a_live_lease_dead() {
 }
 
 #[test]
-fn the_plan_popup_of_the_key_table_matches_the_help() {
+fn every_key_of_the_table_is_in_the_help() {
     // Every key the footer shows is in the help overlay (one table).
     let (_d, _uc, mut a) = open("dead-killed", LATER);
     press(&mut a, "?");
