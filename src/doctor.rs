@@ -15,8 +15,10 @@ use crate::state::{Flag, Scan, State};
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
     /// stray-staging, temp-file, old-tombstone, done-without-lease,
-    /// running-record, path-outside, unreadable, stalled, clock-behind, not-json.
+    /// running-record, path-outside, unreadable, misplaced, stalled, clock-behind,
+    /// not-json.
     pub kind: &'static str,
+    #[serde(serialize_with = "crate::state::lossy_path")]
     pub path: PathBuf,
     pub detail: String,
     pub task: Option<String>,
@@ -41,9 +43,9 @@ pub fn examine(scan: &Scan) -> Vec<Finding> {
     let mut recorded_staging: BTreeSet<PathBuf> = BTreeSet::new();
     for p in &scan.problems {
         out.push(Finding {
-            kind: "unreadable",
+            kind: if p.misplaced { "misplaced" } else { "unreadable" },
             path: p.path.clone(),
-            detail: format!("cannot be listed: {}", p.why),
+            detail: p.why.clone(),
             task: None,
             key: None,
         });

@@ -194,7 +194,11 @@ fn plan_steps(p: &RecoveryPlan, paths: &LeasePaths, settle: bool) -> Vec<String>
 
 /// Past repairs of a batch, from `<uc>/.ubunye/repairs.jsonl`.
 pub fn repairs_of(root: &Path, task: &str, key: &str) -> Vec<serde_json::Value> {
-    let Ok(text) = std::fs::read_to_string(root.join(".ubunye/repairs.jsonl")) else { return Vec::new() };
+    let Ok(text) =
+        crate::fsx::read_regular(&root.join(".ubunye/repairs.jsonl")).map(|b| String::from_utf8_lossy(&b).into_owned())
+    else {
+        return Vec::new();
+    };
     text.lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|v| v["key"] == key && v["task"] == task)

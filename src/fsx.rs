@@ -37,11 +37,35 @@ fn patient<T>(busy_for: Duration, mut op: impl FnMut() -> io::Result<T>) -> io::
     }
 }
 
+/// Open a file to read it, refusing anything but a regular file (after
+/// symlinks): a FIFO, a socket or a device where a lease, note or record should
+/// be would block a read for ever or return endless bytes. The open itself
+/// does not block (O_NONBLOCK, which a regular file ignores).
+pub fn open_regular(path: &Path) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = fs::OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path)?;
+    let kind = f.metadata()?.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() { "a folder" } else { "not a regular file (a FIFO, socket or device)" };
+        return Err(io::Error::other(format!("{what}, where a file should be")));
+    }
+    Ok(f)
+}
+
+/// All of a regular file's bytes ([`open_regular`]).
+pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = open_regular(path)?;
+    let mut out = Vec::with_capacity(f.metadata().map(|m| m.len() as usize).unwrap_or(0).min(1 << 20));
+    f.read_to_end(&mut out)?;
+    Ok(out)
+}
+
 /// A file's bytes, or None when it does not exist. A file that exists but cannot
 /// be read (after retrying "permission denied" for `busy_for`) is an error, never
 /// taken for a missing one.
 pub fn read_patient(path: &Path, busy_for: Duration) -> io::Result<Option<Vec<u8>>> {
-    match patient(busy_for, || fs::read(path)) {
+    match patient(busy_for, || read_regular(path)) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
@@ -53,7 +77,7 @@ pub fn read_patient(path: &Path, busy_for: Duration) -> io::Result<Option<Vec<u8
 pub fn read_head_patient(path: &Path, n: usize, busy_for: Duration) -> io::Result<Option<(Vec<u8>, bool)>> {
     use std::io::Read;
     let read = || -> io::Result<(Vec<u8>, bool)> {
-        let mut f = fs::File::open(path)?;
+        let mut f = open_regular(path)?;
         let mut buf = vec![0u8; n + 1];
         let mut got = 0;
         while got < buf.len() {
@@ -193,6 +217,27 @@ pub fn exists(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_or_a_folder_is_refused_at_once_never_read() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("lease.json");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+        // Blocking here would hang the test: the open must not wait for a writer.
+        let e = read_patient(&fifo, Duration::ZERO).unwrap_err();
+        assert!(e.to_string().contains("FIFO"), "{e}");
+        assert!(read_head_patient(&fifo, 16, Duration::ZERO).is_err());
+        assert!(read_regular(d.path()).unwrap_err().to_string().contains("a folder"));
+        fs::write(d.path().join("ok.json"), b"{}").unwrap();
+        assert_eq!(read_patient(&d.path().join("ok.json"), Duration::ZERO).unwrap().unwrap(), b"{}");
+    }
 
     #[test]
     fn tmp_names_follow_python_stem() {

@@ -313,3 +313,88 @@ fn a_scan_task_by_task_gives_the_same_batches_as_a_whole_scan() {
         assert!(calls >= 1, "{fixture}: one call per task");
     }
 }
+
+/// Review 3: what a scan meets in a lease folder that is not a plain task
+/// folder of lease files is followed (symlinks, as the engines follow them) or
+/// reported in one line (names that are not UTF-8, files at the wrong depth,
+/// FIFOs), never passed over in silence, never a hang.
+#[test]
+fn odd_lease_folders_are_followed_or_reported() {
+    use std::os::unix::ffi::OsStrExt;
+    let sys_for = |m: &Manifest| fake_sys(FIXTURE_HOST, m.captured_at()).0;
+    // A symlinked package folder: the same batches as without the link.
+    let (_d, uc, m) = fixture("dead-killed");
+    let want: Vec<_> = scan(&uc, &ScanOptions::default(), &sys_for(&m))
+        .unwrap()
+        .batches
+        .iter()
+        .map(|b| (b.key.clone(), b.state))
+        .collect();
+    let leases = uc.join(".ubunye/leases/demo");
+    fs::rename(leases.join("sales"), uc.join("sales-elsewhere")).unwrap();
+    std::os::unix::fs::symlink(uc.join("sales-elsewhere"), leases.join("sales")).unwrap();
+    let s = scan(&uc, &ScanOptions::default(), &sys_for(&m)).unwrap();
+    let got: Vec<_> = s.batches.iter().map(|b| (b.key.clone(), b.state)).collect();
+    assert_eq!(got, want, "a symlinked folder is followed");
+    assert!(s.problems.is_empty(), "{:?}", s.problems);
+
+    // Two task folders whose names are not UTF-8, a lease at the wrong depth,
+    // a folder inside a task folder, a .json not named as Ubunye names files.
+    let (_d, uc, m) = fixture("dead-killed");
+    let sales = uc.join(".ubunye/leases/demo/sales");
+    let lease = fs::read(sales.join("ingest/7d106ca76674f2a1.json")).unwrap();
+    for bad in [b"x\xff".as_slice(), b"x\xfe"] {
+        let dir = sales.join(std::ffi::OsStr::from_bytes(bad));
+        fs::create_dir(&dir).unwrap();
+        fs::write(dir.join("7d106ca76674f2a1.json"), &lease).unwrap();
+    }
+    fs::create_dir_all(uc.join(".ubunye/leases/x/y")).unwrap();
+    fs::write(uc.join(".ubunye/leases/x/y/7d106ca76674f2a1.json"), &lease).unwrap();
+    fs::create_dir(sales.join("ingest/nested")).unwrap();
+    fs::write(sales.join("ingest/notes.json"), "{}").unwrap();
+    let s = scan(&uc, &ScanOptions::default(), &sys_for(&m)).unwrap();
+    let why: Vec<String> = s.problems.iter().map(|p| format!("{} {}", p.misplaced, p.why)).collect();
+    assert_eq!(s.problems.len(), 5, "{why:#?}");
+    assert!(s.problems.iter().all(|p| p.misplaced), "{why:#?}");
+    assert!(
+        why.iter().any(|w| w.contains("(x\\xff) is not UTF-8")) && why.iter().any(|w| w.contains("(x\\xfe)")),
+        "{why:#?}"
+    );
+    assert!(why.iter().any(|w| w.contains(".json file 3 levels down")), "{why:#?}");
+    assert!(why.iter().any(|w| w.contains("a folder inside a task's lease folder")), "{why:#?}");
+    assert!(why.iter().any(|w| w.contains("not named as Ubunye names its files")), "{why:#?}");
+    // Doctor reports each; JSON of them is whole even for names that are not UTF-8.
+    let findings = ubunye::doctor::examine(&s);
+    assert_eq!(findings.iter().filter(|f| f.kind == "misplaced").count(), 5, "{findings:#?}");
+    let json = serde_json::to_string(&s.problems).unwrap();
+    assert!(json.contains("x\u{fffd}"), "{json}");
+
+    // A FIFO where a lease, a note and a record should be: unreadable rows,
+    // and the scan returns (a plain read would wait for a writer for ever).
+    let (_d, uc, m) = fixture("dead-killed");
+    let ingest = uc.join(".ubunye/leases/demo/sales/ingest");
+    let fifo = |p: &std::path::Path| {
+        let _ = fs::remove_file(p);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            p,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+    };
+    fifo(&ingest.join("7d106ca76674f2a1.json"));
+    fifo(&ingest.join("39bc42311894ddba.finished.json"));
+    fifo(&uc.join(".ubunye/lineage/demo/sales/ingest/zzz.json"));
+    let sys = sys_for(&m);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(scan(&uc, &ScanOptions::default(), &sys).map(|s| s.batches));
+    });
+    let batches =
+        rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the scan must not block on a FIFO").unwrap();
+    let unreadable: Vec<_> = batches.iter().filter(|b| b.state == State::Unreadable).map(|b| b.note.clone()).collect();
+    assert_eq!(unreadable.len(), 3, "{unreadable:#?}");
+    assert!(unreadable.iter().all(|n| n.contains("FIFO")), "{unreadable:#?}");
+}

@@ -109,6 +109,7 @@ pub fn locate(
                 list.join("; ")
             ));
         }
+        Found::NotALeaseFile(why) => return Err(why),
         Found::None(near) => {
             // A batch known only by its run records (interrupted, failed): look there.
             let opts = ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: task.map(str::to_string) };
@@ -133,12 +134,21 @@ pub fn locate(
                 0 => {
                     let near: Vec<String> = near.iter().map(|b| format!("{} {}", &b.key, b.task)).collect();
                     return Err(if near.is_empty() {
-                        format!("no batch with a key starting '{query}' in {}", s.root.display())
+                        format!("no batch with a key starting '{}' in {}", state::shorten(query), s.root.display())
                     } else {
-                        format!("no batch with a key starting '{query}'; the nearest: {}", near.join("; "))
+                        format!(
+                            "no batch with a key starting '{}'; the nearest: {}",
+                            state::shorten(query),
+                            near.join("; ")
+                        )
                     });
                 }
-                n => return Err(format!("'{query}' names {n} batches; give more of the key, or --task")),
+                n => {
+                    return Err(format!(
+                        "'{}' names {n} batches; give more of the key, or --task",
+                        state::shorten(query)
+                    ));
+                }
             }
         }
     };

@@ -174,7 +174,7 @@ pub fn run(a: &ListArgs) -> i32 {
         return exit::OK;
     }
     for p in &head.problems {
-        say_err(&format!("{} cannot be listed: {}", p.path.display(), p.why));
+        say_err(&format!("{}: {}", p.path.display(), p.why));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if rows.is_empty() {

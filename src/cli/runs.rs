@@ -95,7 +95,7 @@ pub fn run(a: &RunsArgs) -> i32 {
         return exit::OK;
     }
     for p in &problems {
-        say_err(&format!("{} cannot be read: {}", p.path.display(), p.why));
+        say_err(&format!("{}: {}", p.path.display(), p.why));
     }
     if records.is_empty() {
         super::outln(&format!("No run records in {}.", lineage.display()));

@@ -21,7 +21,7 @@ use crate::sys::Now;
 
 pub use classify::{classify, rejudge};
 pub use read::{read_record, task_dirs};
-pub use scan::{BatchId, Found, ScanHead, find, scan, scan_batch, scan_tasks};
+pub use scan::{BatchId, Found, ScanHead, find, scan, scan_batch, scan_tasks, shorten};
 
 /// A batch's one primary state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -210,8 +210,35 @@ pub struct RecordInfo {
 /// A file that exists and cannot be read.
 #[derive(Clone, Debug, Serialize)]
 pub struct UnreadableFile {
+    #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
     pub why: String,
+    /// Readable, but where no engine looks (a lease-folder file at the wrong
+    /// depth, a name that is not UTF-8): `misplaced` in doctor's findings.
+    #[serde(skip_serializing_if = "is_false")]
+    pub misplaced: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// A path as JSON even when it is not UTF-8 (a reported problem often is one):
+/// serde refuses such a path, which would cut a JSON document short.
+pub fn lossy_path<S: serde::Serializer>(p: &std::path::Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
+}
+
+impl UnreadableFile {
+    /// A file or folder that cannot be read or listed.
+    pub fn new(path: &std::path::Path, why: impl Into<String>) -> UnreadableFile {
+        UnreadableFile { path: path.to_path_buf(), why: why.into(), misplaced: false }
+    }
+
+    /// A file or folder where no engine looks.
+    pub fn misplaced(path: &std::path::Path, why: impl Into<String>) -> UnreadableFile {
+        UnreadableFile { path: path.to_path_buf(), why: why.into(), misplaced: true }
+    }
 }
 
 /// One batch (task and key) with everything known of it.

@@ -15,30 +15,58 @@ use crate::layout::{self, Entry};
 use crate::liveness;
 use crate::sys::{Now, Sys};
 
-/// The task folders three levels under `base` (`<u>/<p>/<t>`).
+/// The task folders three levels under `base` (`<u>/<p>/<t>`). Symlinked
+/// folders are followed, as both engines follow them when they open a lease or
+/// record by its path. What cannot be a task's folder is reported, never passed
+/// over in silence: a name that is not UTF-8 (no task is named so, and two such
+/// names could not be told apart), a symlink that leads nowhere, a `.json` file
+/// at a level where only folders belong.
 pub fn task_dirs(base: &Path, problems: &mut Vec<UnreadableFile>) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
-    let list = |d: &Path, problems: &mut Vec<UnreadableFile>| -> Vec<(String, PathBuf)> {
-        match fs::read_dir(d) {
-            Ok(rd) => {
-                let mut v: Vec<(String, PathBuf)> = rd
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-                    .collect();
-                v.sort();
-                v
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+    let list = |d: &Path, level: usize, problems: &mut Vec<UnreadableFile>| -> Vec<(String, PathBuf)> {
+        let rd = match fs::read_dir(d) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && level == 0 => return Vec::new(),
             Err(e) => {
-                problems.push(UnreadableFile { path: d.to_path_buf(), why: e.to_string() });
-                Vec::new()
+                problems.push(UnreadableFile::new(d, format!("cannot be listed: {e}")));
+                return Vec::new();
+            }
+        };
+        let mut v = Vec::new();
+        for e in rd.flatten() {
+            let path = e.path();
+            let is_link = e.file_type().is_ok_and(|t| t.is_symlink());
+            match fs::metadata(&path) {
+                Ok(m) if m.is_dir() => match e.file_name().into_string() {
+                    Ok(name) => v.push((name, path)),
+                    Err(raw) => problems.push(UnreadableFile::misplaced(
+                        &path,
+                        format!(
+                            "its name ({}) is not UTF-8, so it cannot be a task's folder and nothing in it is looked at: rename it",
+                            std::os::unix::ffi::OsStrExt::as_bytes(raw.as_os_str()).escape_ascii()
+                        ),
+                    )),
+                },
+                Ok(_) if path.extension().is_some_and(|x| x == "json") => problems.push(UnreadableFile::misplaced(
+                    &path,
+                    format!(
+                        "a .json file {} levels down, where only folders belong: leases and records are files in <usecase>/<package>/<task>/, so no engine looks at this one",
+                        level + 1
+                    ),
+                )),
+                Ok(_) => {}
+                Err(err) if is_link => {
+                    problems.push(UnreadableFile::misplaced(&path, format!("a symlink that leads nowhere ({err})")))
+                }
+                Err(err) => problems.push(UnreadableFile::new(&path, format!("cannot be read: {err}"))),
             }
         }
+        v.sort();
+        v
     };
-    for (u, ud) in list(base, problems) {
-        for (p, pd) in list(&ud, problems) {
-            for (t, td) in list(&pd, problems) {
+    for (u, ud) in list(base, 0, problems) {
+        for (p, pd) in list(&ud, 1, problems) {
+            for (t, td) in list(&pd, 2, problems) {
                 out.push((format!("{u}/{p}/{t}"), td));
             }
         }
@@ -62,7 +90,7 @@ pub(super) fn read_folder(dir: &Path, problems: &mut Vec<UnreadableFile>) -> BTr
     let rd = match fs::read_dir(dir) {
         Ok(rd) => rd,
         Err(e) => {
-            problems.push(UnreadableFile { path: dir.to_path_buf(), why: e.to_string() });
+            problems.push(UnreadableFile::new(dir, format!("cannot be listed: {e}")));
             return by_key;
         }
     };
@@ -76,7 +104,16 @@ pub(super) fn read_folder(dir: &Path, problems: &mut Vec<UnreadableFile>) -> BTr
             Entry::Done { key, run } => by_key.entry(key).or_default().done.push((run, path)),
             Entry::Taken { key, run } => by_key.entry(key).or_default().taken.push((run, path)),
             Entry::Tmp { key } => by_key.entry(key).or_default().tmp.push(path),
-            Entry::Clock | Entry::Other => {}
+            Entry::Clock => {}
+            Entry::Other if e.file_type().is_ok_and(|t| t.is_dir()) => problems.push(UnreadableFile::misplaced(
+                &path,
+                "a folder inside a task's lease folder, where only lease files belong: no engine looks in it",
+            )),
+            Entry::Other if name.ends_with(".json") => problems.push(UnreadableFile::misplaced(
+                &path,
+                "a .json file in a lease folder not named as Ubunye names its files (<16 hex key>.json, .finished.json, .dead-<8hex>.json): no engine reads it",
+            )),
+            Entry::Other => {}
         }
     }
     by_key
@@ -104,8 +141,8 @@ fn read_lease(
     now: Now,
     judge_it: bool,
 ) -> Result<LeaseInfo, UnreadableFile> {
-    let unreadable = |why: String| UnreadableFile { path: path.to_path_buf(), why };
-    let bytes = fs::read(path).map_err(|e| unreadable(e.to_string()))?;
+    let unreadable = |why: String| UnreadableFile::new(path, why);
+    let bytes = crate::fsx::read_regular(path).map_err(|e| unreadable(e.to_string()))?;
     let parsed = doc::parse_doc(&bytes).map_err(|d| unreadable(d.to_string()))?;
     let doc = LeaseDoc::from_parsed(parsed);
     let notes = doc.notes().map_err(|d| unreadable(d.to_string()))?;
@@ -167,8 +204,8 @@ fn read_lease(
 }
 
 fn read_note(path: &Path) -> Result<FinishedInfo, UnreadableFile> {
-    let unreadable = |why: String| UnreadableFile { path: path.to_path_buf(), why };
-    let bytes = fs::read(path).map_err(|e| unreadable(e.to_string()))?;
+    let unreadable = |why: String| UnreadableFile::new(path, why);
+    let bytes = crate::fsx::read_regular(path).map_err(|e| unreadable(e.to_string()))?;
     let m = match doc::parse_doc(&bytes).map_err(|d| unreadable(d.to_string()))? {
         Parsed::Doc(m) if !m.is_empty() => m,
         _ => {
@@ -209,8 +246,8 @@ fn text(v: Option<Value>) -> Option<String> {
 
 /// Read one run record (only the fields the state needs).
 pub fn read_record(path: &Path) -> Result<RecordInfo, UnreadableFile> {
-    let unreadable = |why: String| UnreadableFile { path: path.to_path_buf(), why };
-    let bytes = fs::read(path).map_err(|e| unreadable(e.to_string()))?;
+    let unreadable = |why: String| UnreadableFile::new(path, why);
+    let bytes = crate::fsx::read_regular(path).map_err(|e| unreadable(e.to_string()))?;
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let head: RecordHead = match serde_json::from_slice(&bytes) {
         Ok(h) => h,

@@ -115,7 +115,7 @@ fn scan_task(
         None => Vec::new(),
         Some(Ok(rd)) => rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect(),
         Some(Err(e)) => {
-            problems.push(UnreadableFile { path: records.unwrap_or(Path::new("")).to_path_buf(), why: e.to_string() });
+            problems.push(UnreadableFile::new(records.unwrap_or(Path::new("")), format!("cannot be listed: {e}")));
             Vec::new()
         }
     };
@@ -238,6 +238,17 @@ pub enum Found {
     Ambiguous(Vec<BatchId>),
     /// None; the keys that come closest.
     None(Vec<BatchId>),
+    /// The query is a path (it holds a `/`), but not of a file in a task's lease
+    /// folder of this use case: why.
+    NotALeaseFile(String),
+}
+
+/// A query as it is echoed back: at most 80 characters.
+pub fn shorten(query: &str) -> String {
+    match query.char_indices().nth(80) {
+        Some((at, _)) => format!("{}…", &query[..at]),
+        None => query.to_string(),
+    }
 }
 
 /// Find the batch a key, a unique key prefix, or a path to a lease-folder file
@@ -248,23 +259,42 @@ pub fn find(uc: &Path, query: &str, task: Option<&str>) -> Result<Found, ScanErr
         return Err(ScanError::NotAUseCase(root));
     }
     let leases_root = layout::leases_root(&root);
-    // A path to a lease, note, orphan or mark.
-    let as_path = Path::new(query);
-    if query.contains('/') && as_path.exists() {
-        if let (Ok(full), Some(name)) = (fs::canonicalize(as_path), as_path.file_name()) {
-            if let Ok(rel) = full.parent().unwrap_or(Path::new("/")).strip_prefix(&leases_root) {
-                let key = match layout::classify(&name.to_string_lossy()) {
-                    Entry::Lease { key } | Entry::Finished { key } | Entry::Dead { key } | Entry::Tmp { key } => {
-                        Some(key)
-                    }
-                    Entry::Done { key, .. } | Entry::Taken { key, .. } => Some(key),
-                    _ => None,
-                };
-                if let Some(key) = key {
-                    return Ok(Found::One(BatchId { task: rel.to_string_lossy().into_owned(), key }));
-                }
+    // A path to a lease, note, orphan or mark (a symlink to one is followed).
+    if query.contains('/') {
+        let as_path = Path::new(query);
+        let full = match fs::canonicalize(as_path) {
+            Ok(f) => f,
+            Err(e) => return Ok(Found::NotALeaseFile(format!("{}: {e}", shorten(query)))),
+        };
+        let key = full.file_name().and_then(|n| n.to_str()).and_then(|name| match layout::classify(name) {
+            Entry::Lease { key } | Entry::Finished { key } | Entry::Dead { key } | Entry::Tmp { key } => Some(key),
+            Entry::Done { key, .. } | Entry::Taken { key, .. } => Some(key),
+            _ => None,
+        });
+        // Its task: under the lease folder once symlinks are resolved, or as
+        // written (a task folder that is itself a symlink).
+        let lexical = std::path::absolute(as_path).ok();
+        let lexical_root = std::path::absolute(uc).ok().map(|u| u.join(".ubunye/leases"));
+        let task =
+            full.parent().and_then(|p| p.strip_prefix(&leases_root).ok()).map(|t| t.to_path_buf()).or_else(|| {
+                let (l, r) = (lexical.as_ref()?, lexical_root.as_ref()?);
+                l.parent()?.strip_prefix(r).ok().map(|t| t.to_path_buf())
+            });
+        let task = task.as_ref().map(|t| t.to_string_lossy());
+        return Ok(match (task, key) {
+            (Some(task), Some(key)) if task.split('/').count() == 3 => {
+                Found::One(BatchId { task: task.into_owned(), key })
             }
-        }
+            (Some(_), None) => Found::NotALeaseFile(format!(
+                "{} is not named as a lease, note, orphan or mark (<16 hex key>.json, ...)",
+                shorten(query)
+            )),
+            _ => Found::NotALeaseFile(format!(
+                "{} is not in a task's lease folder of this use case ({}/<usecase>/<package>/<task>/)",
+                shorten(query),
+                leases_root.display()
+            )),
+        });
     }
     let q = query.to_ascii_lowercase();
     // One pass over the names, keeping only hits and the nearest misses: a use

@@ -162,6 +162,25 @@ fn explain_finds_by_prefix_path_and_says_when_it_cannot() {
     let o = ubunye(&uc).args(["leases", "explain", "7d10", "-d", "uc"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("names 2 batches"), "{}", String::from_utf8_lossy(&o.stderr));
+    // A path outside the lease folders, a missing one, a symlink to a lease, a
+    // very long query: one line each, the query cut short.
+    let lease = "uc/.ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json";
+    std::os::unix::fs::symlink(uc.parent().unwrap().join(lease), uc.parent().unwrap().join("link.json")).unwrap();
+    let long = "a".repeat(5000);
+    for (query, code, want) in [
+        ("/etc/passwd", 1, "is not in a task's lease folder of this use case"),
+        ("uc/.ubunye/leases/demo/sales/ingest/nothere.json", 1, "No such file"),
+        ("./link.json", 0, "key 7d106ca76674f2a1"),
+        (long.as_str(), 1, "no batch with a key starting 'aaaa"),
+    ] {
+        let o = ubunye(&uc).args(["leases", "explain", query, "-d", "uc"]).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{}: {text}", &query[..query.len().min(40)]);
+        assert!(text.contains(want), "{text}");
+        if code == 1 {
+            assert!(o.stderr.len() < 300 && text.trim_end().lines().count() == 1, "{text}");
+        }
+    }
 }
 
 #[test]
