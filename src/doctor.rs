@@ -35,6 +35,24 @@ fn output_root(file: &Path) -> Option<PathBuf> {
     Some(d)
 }
 
+/// A path a lease or note names: its output folder is one to look in for stray
+/// staging; a path that resolves outside the use case is a finding.
+fn note_path(
+    beneath: &Beneath,
+    path: &str,
+    file: &Path,
+    (task, key): (Option<String>, Option<String>),
+    outputs: &mut BTreeSet<PathBuf>,
+    out: &mut Vec<Finding>,
+) {
+    match beneath.resolve(path) {
+        Ok(i) => outputs.extend(output_root(&i.full)),
+        Err(r) => {
+            out.push(Finding { kind: "path-outside", path: file.to_path_buf(), detail: r.to_string(), task, key })
+        }
+    }
+}
+
 /// Look at a scanned use case.
 pub fn examine(scan: &Scan) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -138,47 +156,14 @@ pub fn examine(scan: &Scan) -> Vec<Finding> {
                     }
                 }
             }
-            let all = l.doc.paths().unwrap_or_default();
-            for p in all {
-                match beneath.resolve(&p) {
-                    Ok(i) => {
-                        if let Some(r) = output_root(&i.full) {
-                            outputs.insert(r);
-                        }
-                    }
-                    Err(r) => {
-                        let (task, key) = id();
-                        out.push(Finding {
-                            kind: "path-outside",
-                            path: l.path.clone(),
-                            detail: r.to_string(),
-                            task,
-                            key,
-                        });
-                    }
-                }
+            for p in l.doc.paths().unwrap_or_default() {
+                note_path(&beneath, &p, &l.path, id(), &mut outputs, &mut out);
             }
         }
         if let Some(f) = &b.finished {
             for (_, claims, _) in &f.outputs {
                 for c in claims {
-                    match beneath.resolve(c) {
-                        Ok(i) => {
-                            if let Some(r) = output_root(&i.full) {
-                                outputs.insert(r);
-                            }
-                        }
-                        Err(r) => {
-                            let (task, key) = id();
-                            out.push(Finding {
-                                kind: "path-outside",
-                                path: f.path.clone(),
-                                detail: r.to_string(),
-                                task,
-                                key,
-                            });
-                        }
-                    }
+                    note_path(&beneath, c, &f.path, id(), &mut outputs, &mut out);
                 }
             }
         }

@@ -155,18 +155,29 @@ pub fn locate(
     state::scan_batch(&dir.dir, &id.task, &id.key, &opts, sys).map_err(|e| e.to_string())
 }
 
+/// The explanation of the batch a query names (see [`locate`]).
+pub fn explained(
+    dir: &DirArg,
+    lineage: &LineageArg,
+    query: &str,
+    task: Option<&str>,
+    sys: &Sys,
+) -> Result<(state::Scan, explain::Explanation), String> {
+    let (scan, batch) = locate(dir, lineage, query, task, sys)?;
+    let e = explain::explain(&scan, batch, &dir.dir);
+    Ok((scan, e))
+}
+
 fn explain_cmd(a: &ExplainArgs) -> i32 {
-    let sys = Sys::real();
-    let (scan, batch) = match locate(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), &sys) {
-        Ok(x) => x,
+    let e = match explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), &Sys::real()) {
+        Ok((_, e)) => e,
         Err(e) => {
             say_err(&e);
             return exit::REFUSED;
         }
     };
-    let e = explain::explain(&scan, batch, &a.dir.dir);
     if a.json {
-        super::outln(&serde_json::to_string_pretty(&e).unwrap_or_default());
+        super::print_json(&e);
     } else {
         super::out(&explain::render(&e));
     }

@@ -90,19 +90,6 @@ impl Row {
         }
     }
 
-    fn variables_text(&self) -> Option<String> {
-        let v = self.variables.as_ref()?;
-        Some(
-            v.iter()
-                .map(|(k, v)| match v {
-                    serde_json::Value::String(s) => format!("{k}={s}"),
-                    other => format!("{k}={other}"),
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-        )
-    }
-
     fn line(&self, colour: bool) -> table::Line {
         let (g, code) = glyph_colour(self.state);
         let who = if self.pid.is_some() || self.host.is_some() {
@@ -120,7 +107,7 @@ impl Row {
             cells: vec![
                 format!("{g} {}", self.state.word()),
                 self.task.clone(),
-                self.variables_text().unwrap_or_else(|| self.key.clone()),
+                self.variables.as_ref().map(state::variables_text).unwrap_or_else(|| self.key.clone()),
                 self.run_id.as_deref().map(crate::doc::short).unwrap_or_default().to_string(),
                 who,
                 format!("{age}{stalled}"),

@@ -7,7 +7,6 @@ use clap::Args;
 
 use super::leases::{LineageArg, locate};
 use super::{DirArg, exit, say_err};
-use crate::explain;
 pub use crate::repair::Kind;
 use crate::repair::{self, RepairOutcome, RepairPlan};
 use crate::sys::Sys;
@@ -93,14 +92,13 @@ fn ask(question: &str) -> bool {
 
 pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
     let sys = Sys::real();
-    let (scan, batch) = match locate(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), &sys) {
+    let (scan, e) = match super::leases::explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), &sys) {
         Ok(x) => x,
         Err(e) => {
             say_err(&e);
             return exit::REFUSED;
         }
     };
-    let e = explain::explain(&scan, batch, &a.dir.dir);
     let plan = match repair::check(kind, &e) {
         Ok(p) => p,
         Err(why) => {

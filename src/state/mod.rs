@@ -268,8 +268,20 @@ pub struct Batch {
     pub note: String,
 }
 
+/// Variables as one line: `dt=2025-01-02 mode=DEV`.
+pub fn variables_text(vars: &serde_json::Map<String, Value>) -> String {
+    vars.iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => format!("{k}={s}"),
+            other => format!("{k}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 impl Batch {
-    fn new(task: &str, key: &str) -> Batch {
+    /// A batch known by its task and key only (nothing read yet).
+    pub fn new(task: &str, key: &str) -> Batch {
         Batch {
             task: task.to_string(),
             key: key.to_string(),
@@ -291,16 +303,7 @@ impl Batch {
 
     /// `dt=2025-01-02 mode=DEV`, or None when the variables are not known.
     pub fn variables_text(&self) -> Option<String> {
-        let v = self.variables.as_ref()?;
-        Some(
-            v.iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) => format!("{k}={s}"),
-                    other => format!("{k}={other}"),
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-        )
+        self.variables.as_ref().map(variables_text)
     }
 
     /// Claims listed by its lease and orphans.

@@ -21,6 +21,37 @@ pub struct ScanHead {
     pub problems: Vec<UnreadableFile>,
 }
 
+/// A use-case folder, checked and ready to read.
+struct Opened {
+    root: PathBuf,
+    beneath: crate::beneath::Beneath,
+    leases_root: PathBuf,
+    lineage_dir: PathBuf,
+    now: Now,
+}
+
+fn use_case_root(uc: &Path) -> Result<PathBuf, ScanError> {
+    let root = fs::canonicalize(uc).map_err(|e| ScanError::NoFolder(uc.to_path_buf(), e.to_string()))?;
+    if !root.join(".ubunye").is_dir() {
+        return Err(ScanError::NotAUseCase(root));
+    }
+    Ok(root)
+}
+
+fn open(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Opened, ScanError> {
+    let root = use_case_root(uc)?;
+    let beneath = crate::beneath::Beneath::new(&root).map_err(|e| ScanError::NoFolder(root.clone(), e.to_string()))?;
+    let leases_root = layout::leases_root(&root);
+    // The peer's --lineage-dir is relative to the use-case folder as given.
+    let lineage_dir = match &opts.lineage_dir {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => uc.join(d),
+        None => layout::lineage_root(&root),
+    };
+    let now = sys.clock.disk_now(if leases_root.is_dir() { &leases_root } else { &root });
+    Ok(Opened { root, beneath, leases_root, lineage_dir, now })
+}
+
 /// Scan a use-case folder: every batch, most severe first.
 pub fn scan(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Scan, ScanError> {
     let mut batches = Vec::new();
@@ -40,18 +71,7 @@ pub fn scan_tasks(
     sys: &Sys,
     mut each: impl FnMut(Vec<Batch>),
 ) -> Result<ScanHead, ScanError> {
-    let root = fs::canonicalize(uc).map_err(|e| ScanError::NoFolder(uc.to_path_buf(), e.to_string()))?;
-    if !root.join(".ubunye").is_dir() {
-        return Err(ScanError::NotAUseCase(root));
-    }
-    let beneath = crate::beneath::Beneath::new(&root).map_err(|e| ScanError::NoFolder(root.clone(), e.to_string()))?;
-    let leases_root = layout::leases_root(&root);
-    let lineage_dir = match &opts.lineage_dir {
-        Some(d) if d.is_absolute() => d.clone(),
-        Some(d) => uc.join(d),
-        None => layout::lineage_root(&root),
-    };
-    let now = sys.clock.disk_now(if leases_root.is_dir() { &leases_root } else { &root });
+    let Opened { root, beneath, leases_root, lineage_dir, now } = open(uc, opts, sys)?;
     let mut problems = Vec::new();
     let mut tasks: BTreeMap<String, (Option<PathBuf>, Option<PathBuf>)> = BTreeMap::new();
     for (task, dir) in task_dirs(&leases_root, &mut problems) {
@@ -153,18 +173,7 @@ fn scan_task(
 /// (no folder of records is listed), for `explain`, which must answer fast in a
 /// use case of 100,000 batches.
 pub fn scan_batch(uc: &Path, task: &str, key: &str, opts: &ScanOptions, sys: &Sys) -> Result<(Scan, Batch), ScanError> {
-    let root = fs::canonicalize(uc).map_err(|e| ScanError::NoFolder(uc.to_path_buf(), e.to_string()))?;
-    if !root.join(".ubunye").is_dir() {
-        return Err(ScanError::NotAUseCase(root));
-    }
-    let beneath = crate::beneath::Beneath::new(&root).map_err(|e| ScanError::NoFolder(root.clone(), e.to_string()))?;
-    let leases_root = layout::leases_root(&root);
-    let lineage_dir = match &opts.lineage_dir {
-        Some(d) if d.is_absolute() => d.clone(),
-        Some(d) => uc.join(d),
-        None => layout::lineage_root(&root),
-    };
-    let now = sys.clock.disk_now(if leases_root.is_dir() { &leases_root } else { &root });
+    let Opened { root, beneath, leases_root, lineage_dir, now } = open(uc, opts, sys)?;
     let mut problems = Vec::new();
     let dir = leases_root.join(task);
     let mut b = Batch::new(task, key);
@@ -254,10 +263,7 @@ pub fn shorten(query: &str) -> String {
 /// Find the batch a key, a unique key prefix, or a path to a lease-folder file
 /// names, by file names in the lease folders only. `task` narrows it.
 pub fn find(uc: &Path, query: &str, task: Option<&str>) -> Result<Found, ScanError> {
-    let root = fs::canonicalize(uc).map_err(|e| ScanError::NoFolder(uc.to_path_buf(), e.to_string()))?;
-    if !root.join(".ubunye").is_dir() {
-        return Err(ScanError::NotAUseCase(root));
-    }
+    let root = use_case_root(uc)?;
     let leases_root = layout::leases_root(&root);
     // A path to a lease, note, orphan or mark (a symlink to one is followed).
     if query.contains('/') {
