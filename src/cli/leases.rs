@@ -75,18 +75,16 @@ pub(crate) fn colour() -> bool {
 
 /// The glyph and colour (an SGR code) of a state.
 pub fn glyph_colour(s: State) -> (&'static str, &'static str) {
-    match s {
-        State::Unreadable => ("?", "35"),
-        State::Dead => ("✖", "31"),
-        State::Orphan => ("◌", "31"),
-        State::Pending => ("◔", "33"),
-        State::HandedBack => ("↩", "33"),
-        State::Kept => ("⚑", "33"),
-        State::Live => ("●", "32"),
-        State::Interrupted => ("◐", "2;33"),
-        State::Failed => ("✗", "2;31"),
-        State::Finished => ("✓", "2"),
-    }
+    let colour = match s {
+        State::Unreadable => "35",
+        State::Dead | State::Orphan => "31",
+        State::Pending | State::HandedBack | State::Kept => "33",
+        State::Live => "32",
+        State::Interrupted => "2;33",
+        State::Failed => "2;31",
+        State::Finished => "2",
+    };
+    (s.glyph(), colour)
 }
 
 /// Find and read one batch for `explain` (and the repairs).

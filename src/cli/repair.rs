@@ -8,7 +8,7 @@ use clap::Args;
 use super::leases::{LineageArg, locate};
 use super::{DirArg, exit, say_err};
 pub use crate::repair::Kind;
-use crate::repair::{self, RepairOutcome, RepairPlan};
+use crate::repair::{self, RepairPlan};
 use crate::sys::Sys;
 
 /// Repair one batch through the engine.
@@ -44,40 +44,6 @@ fn render_plan(p: &RepairPlan) -> String {
         o.push_str(&format!("  {s}\n"));
     }
     o
-}
-
-fn render_outcome(o: &RepairOutcome) -> String {
-    let mut out = String::new();
-    for r in &o.recovered {
-        let run = if r.run_id.is_empty() { "(no run id)".into() } else { crate::doc::short(&r.run_id) };
-        if r.finished {
-            out.push_str(&format!(
-                "run {run} had finished: {}removed {} replaced file(s)\n",
-                if r.note_written { "wrote its finished note, " } else { "" },
-                r.removed.len()
-            ));
-        } else {
-            out.push_str(&format!(
-                "run {run} taken over{}: removed {} file(s){}{}\n",
-                if r.from_orphan { " (orphan adopted)" } else { "" },
-                r.removed.len(),
-                if r.staging_removed.is_empty() {
-                    String::new()
-                } else {
-                    format!(", {} staging folder(s)", r.staging_removed.len())
-                },
-                if r.record_marked { ", record marked interrupted" } else { "" }
-            ));
-            if !r.unrepaired.is_empty() {
-                out.push_str(&format!(
-                    "  output(s) {} may hold part of its batch and cannot be taken back here: check them\n",
-                    r.unrepaired.join(", ")
-                ));
-            }
-        }
-    }
-    out.push_str(&format!("{} {} released: the next run of the batch starts clean.\n", o.task, o.key));
-    out
 }
 
 fn ask(question: &str) -> bool {
@@ -147,7 +113,7 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
             if a.json {
                 super::outln(&serde_json::to_string_pretty(&o).unwrap_or_default());
             } else {
-                super::out(&render_outcome(&o));
+                super::out(&o.describe());
             }
             exit::OK
         }

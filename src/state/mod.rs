@@ -64,6 +64,22 @@ impl State {
     ];
 
     /// The word used on screen and in `--state`.
+    /// The one-character sign `leases list` and `top` show before the word.
+    pub fn glyph(self) -> &'static str {
+        match self {
+            State::Unreadable => "?",
+            State::Dead => "✖",
+            State::Orphan => "◌",
+            State::Pending => "◔",
+            State::HandedBack => "↩",
+            State::Kept => "⚑",
+            State::Live => "●",
+            State::Interrupted => "◐",
+            State::Failed => "✗",
+            State::Finished => "✓",
+        }
+    }
+
     pub fn word(self) -> &'static str {
         match self {
             State::Unreadable => "unreadable",

@@ -388,23 +388,7 @@ impl Model {
 
 /// A batch with nothing read yet.
 fn empty_batch(id: &Id) -> Batch {
-    Batch {
-        task: id.0.clone(),
-        key: id.1.clone(),
-        state: state::State::Finished,
-        flags: Vec::new(),
-        variables: None,
-        run_id: None,
-        lease: None,
-        orphans: Vec::new(),
-        done_marks: Vec::new(),
-        tombstones: Vec::new(),
-        finished: None,
-        records: Vec::new(),
-        unreadable: Vec::new(),
-        temp_files: Vec::new(),
-        note: String::new(),
-    }
+    Batch::new(&id.0, &id.1)
 }
 
 /// The key a record's variables hash to (none when masked or not hashable), as

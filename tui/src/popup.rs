@@ -79,35 +79,7 @@ pub fn outcome_text(done: &RepairDone) -> (bool, String) {
     let mut out = String::new();
     let ok = match &done.outcome {
         Ok(o) => {
-            for r in &o.recovered {
-                let run = if r.run_id.is_empty() { "(no run id)".into() } else { ubunye::doc::short(&r.run_id) };
-                if r.finished {
-                    out.push_str(&format!(
-                        "run {run} had finished: {}removed {} replaced file(s)\n",
-                        if r.note_written { "wrote its finished note, " } else { "" },
-                        r.removed.len()
-                    ));
-                } else {
-                    out.push_str(&format!(
-                        "run {run} taken over{}: removed {} file(s){}{}\n",
-                        if r.from_orphan { " (orphan adopted)" } else { "" },
-                        r.removed.len(),
-                        if r.staging_removed.is_empty() {
-                            String::new()
-                        } else {
-                            format!(", {} staging folder(s)", r.staging_removed.len())
-                        },
-                        if r.record_marked { ", record marked interrupted" } else { "" }
-                    ));
-                    if !r.unrepaired.is_empty() {
-                        out.push_str(&format!(
-                            "  output(s) {} may hold part of its batch and cannot be taken back here: check them\n",
-                            r.unrepaired.join(", ")
-                        ));
-                    }
-                }
-            }
-            out.push_str(&format!("{} {} released: the next run of the batch starts clean.\n", o.task, o.key));
+            out.push_str(&o.describe());
             true
         }
         Err(e) => {

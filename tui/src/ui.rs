@@ -19,18 +19,16 @@ use crate::popup::Popup;
 /// The glyph and colour of a state: the same glyphs and meaning as
 /// `ubunye leases list` (its colours, in ratatui's names).
 pub fn glyph(s: State) -> (&'static str, Color) {
-    match s {
-        State::Unreadable => ("?", Color::LightMagenta),
-        State::Dead => ("✖", Color::LightRed),
-        State::Orphan => ("◌", Color::LightRed),
-        State::Pending => ("◔", Color::LightYellow),
-        State::HandedBack => ("↩", Color::LightYellow),
-        State::Kept => ("⚑", Color::LightYellow),
-        State::Live => ("●", Color::LightGreen),
-        State::Interrupted => ("◐", Color::Yellow),
-        State::Failed => ("✗", Color::Red),
-        State::Finished => ("✓", Color::DarkGray),
-    }
+    let colour = match s {
+        State::Unreadable => Color::LightMagenta,
+        State::Dead | State::Orphan => Color::LightRed,
+        State::Pending | State::HandedBack | State::Kept => Color::LightYellow,
+        State::Live => Color::LightGreen,
+        State::Interrupted => Color::Yellow,
+        State::Failed => Color::Red,
+        State::Finished => Color::DarkGray,
+    };
+    (s.glyph(), colour)
 }
 
 /// Styles, with no colour at all under NO_COLOR.
