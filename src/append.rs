@@ -283,6 +283,7 @@ impl Landing<'_> {
     /// Claim every file in one save of the lease.
     pub fn claim(&mut self, lease: &RunLease) -> Result<()> {
         self.claims = lease.claim_all(&self.st.output, &self.targets)?;
+        lease.staged_claims(&self.claims);
         Ok(())
     }
 

@@ -2,12 +2,13 @@
 //! written, every appended file is claimed in the lease before it lands, and a run
 //! that fails takes back what it claimed.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::beneath::{FileId, PathRefusal, is_staging_name};
+use crate::beneath::{FileId, FolderId, PathRefusal, is_staging_name};
 use crate::doc::{self, Map};
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::lease::RunLease;
@@ -24,6 +25,25 @@ pub struct Rollback {
     /// Append outputs this run wrote that cannot be taken back.
     pub unrepaired: Vec<String>,
     pub refused: Vec<String>,
+}
+
+/// What this run itself did, kept in memory. Its own rollback (it failed, or
+/// lost its lease) undoes only that: once a run may have been taken over, the
+/// lease no longer tells what is still its own (the taker may have removed its
+/// staging folder, published and committed under the same names, in folders
+/// that got the same inode numbers).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Own {
+    /// The identity of each file this run moved in, by claim: taking its own
+    /// files back never removes a same-named file someone else put there since.
+    pub moved: HashMap<String, FileId>,
+    /// Claims made for a staged landing ([`crate::append::Landing`]): the run's
+    /// own only once moved in. One it never moved is not removed by its rollback.
+    pub staged: HashSet<String>,
+    /// Overwrite outputs whose swap this run made, wholly or in part (the old
+    /// output moved aside). A swap it did not make (its exchange failed) is never
+    /// undone by it.
+    pub swapped: HashSet<String>,
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -197,7 +217,7 @@ impl RunLease {
     /// when this run takes its files back (it failed, or lost its lease), a file
     /// that has since been replaced by another run's under the same name is left.
     pub fn landed_file(&self, claim: &str, id: FileId) -> Result<()> {
-        lock(&self.s.state).moved.insert(claim.to_string(), id);
+        lock(&self.s.state).own.moved.insert(claim.to_string(), id);
         if self.s.tombstoned() {
             let _ = self.s.beneath.remove_claim_if(claim, Some(id));
             return Err(self.s.lost());
@@ -209,7 +229,7 @@ impl RunLease {
     /// removed again only if they are still the files this run moved in.
     pub fn all_landed_files(&self, claims: &[String]) -> Result<()> {
         if self.s.owner() == Some(false) {
-            let moved = lock(&self.s.state).moved.clone();
+            let moved = lock(&self.s.state).own.moved.clone();
             for c in claims {
                 let _ = self.s.beneath.remove_claim_if(c, moved.get(c).copied());
             }
@@ -218,14 +238,22 @@ impl RunLease {
         Ok(())
     }
 
-    /// This run failed: remove the files it claimed and its staging folders. The
+    /// Claims of a staged landing (see [`Own::staged`]).
+    pub(crate) fn staged_claims(&self, claims: &[String]) {
+        lock(&self.s.state).own.staged.extend(claims.iter().cloned());
+    }
+
+    /// This run failed: remove the files it claimed and its staging folders, and
+    /// put back the outputs it swapped. Only what this run itself did ([`Own`]):
+    /// a claimed file it never moved in, or a swap it never made, is left. The
     /// lease's outputs are cut down to the claims that could not be removed.
     pub fn rollback(&self) -> Result<Rollback> {
         let s = &*self.s;
-        let mut outputs: Map =
-            lock(&s.state).doc.0.get("outputs").and_then(Value::as_object).cloned().unwrap_or_default();
-        let moved = lock(&s.state).moved.clone();
-        let tb = self.take_back(&mut outputs, Some(&moved));
+        let (mut outputs, own) = {
+            let st = lock(&s.state);
+            (st.doc.0.get("outputs").and_then(Value::as_object).cloned().unwrap_or_default(), st.own.clone())
+        };
+        let tb = self.take_back(&mut outputs, Some(&own));
         let notes: Vec<doc::Note> = doc::LeaseDoc({
             let mut m = Map::new();
             m.insert("outputs".into(), Value::Object(outputs.clone()));
@@ -257,6 +285,17 @@ impl RunLease {
     }
 }
 
+fn not_checked(staging: &str, output: &str, why: &str) -> Error {
+    Refusal::new(
+        RefusalKind::Outside,
+        format!(
+            "The new folder of output {output}, {staging}: {why}. The overwrite is not published; nothing was replaced."
+        ),
+    )
+    .hint("Write the output's files into the folder in $UBUNYE_OUT_<NAME>; leave the folder itself alone.")
+    .into()
+}
+
 fn truncate_claims(doc: &mut doc::LeaseDoc, output: &str, added: usize) {
     if let Some(Value::Object(note)) = doc.outputs_mut().get_mut(output) {
         if let Some(Value::Array(a)) = note.get_mut("claimed") {
@@ -281,10 +320,11 @@ fn restore(note: &mut Map, key: &str, was: Option<Value>) {
 /// identity of the run's new folder (saved before the swap, so that a run killed
 /// around it can be told apart: swapped or not), and where no exchange exists,
 /// the old output's place aside (`<staging>.old`, saved before it is moved).
+/// As JSON: `"swap": {"dev": D, "ino": I, "born": [S, NS], "old": "..."}`; `born`
+/// only where the file system keeps birth times (the peer ignores `swap`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct SwapNote {
-    pub dev: u64,
-    pub ino: u64,
+    pub id: FolderId,
     pub old: Option<String>,
 }
 
@@ -299,36 +339,67 @@ pub(crate) fn swap_note(note: &Map) -> Option<std::result::Result<SwapNote, ()>>
         Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
         Some(_) => return Some(Err(())),
     };
+    let born = match m.get("born") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(a)) => match (a.first().and_then(Value::as_i64), a.get(1).and_then(Value::as_u64)) {
+            (Some(sec), Some(ns)) if a.len() == 2 && ns < 1_000_000_000 => Some((sec, ns as u32)),
+            _ => return Some(Err(())),
+        },
+        Some(_) => return Some(Err(())),
+    };
     Some(match (num("dev"), num("ino")) {
-        (Some(dev), Some(ino)) => Ok(SwapNote { dev, ino, old }),
+        (Some(dev), Some(ino)) => Ok(SwapNote { id: FolderId { dev, ino, born }, old }),
         _ => Err(()),
     })
 }
 
 impl RunLease {
     /// Before overwrite outputs are published: record, in one save, the identity
-    /// (device, inode) of each one's new folder. A run killed once this is saved
-    /// is undone by whoever takes it over: an output that is the new folder is
-    /// swapped back (docs/differences.md).
+    /// of each one's new folder (its staging folder, which must still be the
+    /// folder `(dev, ino)` checked before): device, inode and birth time. A run
+    /// killed once this is saved is undone by whoever takes it over: an output
+    /// that is the new folder is swapped back (docs/differences.md). The run
+    /// keeps a handle on each new folder until it ends.
     pub fn note_swaps(&self, swaps: &[(String, (u64, u64))]) -> Result<()> {
         if swaps.is_empty() {
             return Ok(());
         }
         let s = &*self.s;
         let mut st = lock(&s.state);
-        for (output, (dev, ino)) in swaps {
-            let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) else {
-                return Err(Error::Usage(format!("output '{output}' is not being written: call writing() first")));
+        for (output, checked) in swaps {
+            let staging = match st.doc.outputs_mut().get(output) {
+                Some(Value::Object(note)) => {
+                    note.get("staging").and_then(Value::as_str).unwrap_or_default().to_string()
+                }
+                _ => return Err(Error::Usage(format!("output '{output}' is not being written: call writing() first"))),
             };
+            let held = s.beneath.hold_folder(&staging).map_err(|r| r.to_string());
+            let (fd, id) = match held {
+                Ok((fd, id)) if (id.dev, id.ino) == *checked => (fd, id),
+                Ok(_) => return Err(not_checked(&staging, output, "it is no longer the folder that was checked")),
+                Err(why) => return Err(not_checked(&staging, output, &why)),
+            };
+            st.held.push(fd);
             let mut m = Map::new();
-            m.insert("dev".into(), Value::from(*dev));
-            m.insert("ino".into(), Value::from(*ino));
-            note.insert("swap".into(), Value::Object(m));
+            m.insert("dev".into(), Value::from(id.dev));
+            m.insert("ino".into(), Value::from(id.ino));
+            if let Some((sec, ns)) = id.born {
+                m.insert("born".into(), Value::Array(vec![Value::from(sec), Value::from(ns)]));
+            }
+            if let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) {
+                note.insert("swap".into(), Value::Object(m));
+            }
         }
         if !s.save(&mut st)? {
             return Err(s.lost());
         }
         Ok(())
+    }
+
+    /// This run made (some of) the swap of `output`: the old output was moved
+    /// aside or exchanged. Only then does its own rollback put the old output back.
+    pub fn swap_made(&self, output: &str) {
+        lock(&self.s.state).own.swapped.insert(output.to_string());
     }
 
     /// Where no exchange exists: before the old output is renamed aside to `old`,

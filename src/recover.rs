@@ -108,11 +108,13 @@ impl RunLease {
     /// claimed file that exists. A claim not found is skipped (it never landed);
     /// if its folder is not visible either it is flagged `unseen` in place. After
     /// each removal, a `_SUCCESS` left over an output with no data goes too.
-    pub(crate) fn take_back(
-        &self,
-        outputs: &mut Map,
-        ids: Option<&std::collections::HashMap<String, crate::beneath::FileId>>,
-    ) -> TakeBack {
+    ///
+    /// `own`: a run taking back its own work (its rollback) gives what it did
+    /// itself, and only that is undone: a swap it did not make is not put back,
+    /// a staged claim it did not move in is not removed, and a file it moved in
+    /// is removed only while it is still that file. A takeover (None) goes by the
+    /// dead run's lease, as the peer does.
+    pub(crate) fn take_back(&self, outputs: &mut Map, own: Option<&crate::claims::Own>) -> TakeBack {
         let b = &self.s.beneath;
         let mut out = TakeBack::default();
         for (name, note) in outputs.iter_mut() {
@@ -121,9 +123,13 @@ impl RunLease {
                 if !staging.is_empty() {
                     // An overwrite published by a swap is put back first: until
                     // then its staging name may hold the old output.
+                    let made = own.is_none_or(|o| o.swapped.contains(name.as_str()));
                     let undone = match crate::claims::swap_note(note) {
                         None => Ok(None),
-                        Some(Ok(sw)) => b.undo_swap(&staging, (sw.dev, sw.ino), sw.old.as_deref()).map(|()| sw.old),
+                        // Never made by this run (its exchange failed, or it never got
+                        // there): nothing to put back, and no old copy of its own.
+                        Some(Ok(_)) if !made => Ok(None),
+                        Some(Ok(sw)) => b.undo_swap(&staging, sw.id, sw.old.as_deref()).map(|()| sw.old),
                         Some(Err(())) => Err(PathRefusal::Invalid {
                             path: staging.clone(),
                             why: "its overwrite's swap record cannot be read, so whether it was swapped cannot be told",
@@ -152,7 +158,12 @@ impl RunLease {
                 _ => Vec::new(),
             };
             for claim in claims {
-                match b.remove_claim_if(&claim, ids.and_then(|m| m.get(&claim).copied())) {
+                let moved = own.and_then(|o| o.moved.get(&claim).copied());
+                if own.is_some_and(|o| o.staged.contains(&claim)) && moved.is_none() {
+                    // Claimed for a landing that never moved it in: not this run's.
+                    continue;
+                }
+                match b.remove_claim_if(&claim, moved) {
                     Removal::Removed(p) => {
                         self.s.sys.hook.at(crate::sys::Step::FileRemoved);
                         if let Some(parent) = p.parent() {

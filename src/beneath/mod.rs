@@ -13,6 +13,7 @@ mod remove;
 mod swap;
 
 pub use remove::Mount;
+pub use swap::FolderId;
 
 use std::collections::HashMap;
 use std::io;

@@ -7,10 +7,41 @@
 
 use std::os::fd::OwnedFd;
 
-use rustix::fs::{AtFlags, FileType, RenameFlags, StatxFlags, renameat_with};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags, Statx, StatxFlags, renameat_with};
 use rustix::io::Errno;
 
 use super::{Beneath, PathRefusal, invalid};
+
+/// The identity of an overwrite's new folder, as its swap note records it: its
+/// device, its inode and, where the file system gives one, its birth time. A
+/// folder made later that got the same inode number (ext4 hands a freed number
+/// to the next folder made beside it) was born at another time: it is never
+/// taken for the run's. Without a birth time only device and inode are compared
+/// (docs/differences.md, known limits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FolderId {
+    pub dev: u64,
+    pub ino: u64,
+    /// (seconds, nanoseconds) by the file system's clock, when it keeps one.
+    pub born: Option<(i64, u32)>,
+}
+
+impl FolderId {
+    fn of(st: &Statx) -> FolderId {
+        let born = (st.stx_mask & StatxFlags::BTIME.bits() != 0).then_some((st.stx_btime.tv_sec, st.stx_btime.tv_nsec));
+        FolderId { dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor), ino: st.stx_ino, born }
+    }
+
+    /// Whether a folder found by `statx` is this one: same device and inode, and
+    /// born at the very time recorded (a recorded birth time the file system
+    /// does not give now cannot be checked: not this one).
+    fn matches(&self, st: &Statx) -> bool {
+        let found = FolderId::of(st);
+        is_dir(st) && (found.dev, found.ino) == (self.dev, self.ino) && self.born.is_none_or(|b| found.born == Some(b))
+    }
+}
+
+const ID_MASK: StatxFlags = StatxFlags::TYPE.union(StatxFlags::INO).union(StatxFlags::BTIME);
 
 /// The output beside a staging folder named `.<name>.ubunye-<12hex>`.
 fn output_name(staging_name: &str) -> Option<&str> {
@@ -19,11 +50,13 @@ fn output_name(staging_name: &str) -> Option<&str> {
     (super::is_staging_name(staging_name) && !tail.ends_with(".old") && !out.is_empty()).then_some(out)
 }
 
-/// What is at `name` in `parent`: its type, device and inode; None when nothing.
-fn id_at(parent: &OwnedFd, name: &str) -> Option<(FileType, u64, u64)> {
-    let st = rustix::fs::statx(parent, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::TYPE | StatxFlags::INO).ok()?;
-    let dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
-    Some((FileType::from_raw_mode(st.stx_mode.into()), dev, st.stx_ino))
+/// What is at `name` in `parent`; None when nothing.
+fn id_at(parent: &OwnedFd, name: &str) -> Option<Statx> {
+    rustix::fs::statx(parent, name, AtFlags::SYMLINK_NOFOLLOW, ID_MASK).ok()
+}
+
+fn is_dir(st: &Statx) -> bool {
+    FileType::from_raw_mode(st.stx_mode.into()) == FileType::Directory
 }
 
 /// Rename `from` to `to` in `parent`, never over something there.
@@ -59,18 +92,32 @@ impl Beneath {
         Ok(Names { parent, output: output.to_string(), staging: name, old })
     }
 
+    /// Open an overwrite's staging folder (the run's new folder, before its swap)
+    /// without following a symlink, and read its identity. The handle is kept by
+    /// the run until it ends: while it is open the folder's inode number cannot
+    /// be handed to another folder, even if the folder is removed.
+    pub fn hold_folder(&self, staging: &str) -> Result<(OwnedFd, FolderId), PathRefusal> {
+        let n = self.swap_names(staging, None)?;
+        let parent = n.parent.ok_or_else(|| invalid(staging, "it is not there"))?;
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&parent, n.staging.as_str(), flags, Mode::empty())
+            .map_err(|_| invalid(staging, "it is not a folder that can be opened"))?;
+        let st = rustix::fs::statx(&fd, "", AtFlags::EMPTY_PATH, ID_MASK)
+            .map_err(|_| invalid(staging, "it cannot be looked at"))?;
+        Ok((fd, FolderId::of(&st)))
+    }
+
     /// A run that published an overwrite did not finish: put the old output back.
-    /// `new` is the identity of the run's new folder. Whatever state a kill left
+    /// `new` is the identity of the run's new folder ([`FolderId`]). Whatever state a kill left
     /// (not swapped; exchanged; first publish; moved aside; both renames done),
     /// afterwards the output is what it was before the run and the staging name
     /// holds the run's new folder (or nothing), to be removed as any staging
     /// folder. Refused, changing nothing more, when the folders are not what the
     /// record says: then nothing may be removed.
-    pub fn undo_swap(&self, staging: &str, new: (u64, u64), old: Option<&str>) -> Result<(), PathRefusal> {
+    pub fn undo_swap(&self, staging: &str, new: FolderId, old: Option<&str>) -> Result<(), PathRefusal> {
         let n = self.swap_names(staging, old)?;
         let Some(parent) = &n.parent else { return Ok(()) };
-        let is_new =
-            |name: &str| id_at(parent, name).is_some_and(|(t, d, i)| t == FileType::Directory && (d, i) == new);
+        let is_new = |name: &str| id_at(parent, name).is_some_and(|st| new.matches(&st));
         let there = |name: &str| id_at(parent, name).is_some();
         let failed = |why: &'static str| invalid(staging, why);
         let old_there = n.old.as_deref().is_some_and(there);
@@ -86,7 +133,7 @@ impl Beneath {
                 rename_noreplace(parent, old, &n.output).map_err(|_| failed("the old output cannot be put back"))?;
             } else if there(&n.staging) {
                 // Exchanged: the old output is at the staging name.
-                if !matches!(id_at(parent, &n.staging), Some((FileType::Directory, ..))) {
+                if !id_at(parent, &n.staging).is_some_and(|st| is_dir(&st)) {
                     return Err(failed("the old output at its name is not a folder"));
                 }
                 renameat_with(parent, n.staging.as_str(), parent, n.output.as_str(), RenameFlags::EXCHANGE)
@@ -130,11 +177,10 @@ impl Beneath {
 mod tests {
     use super::*;
     use std::fs;
-    use std::os::unix::fs::MetadataExt;
 
-    fn id(p: &std::path::Path) -> (u64, u64) {
-        let m = fs::metadata(p).unwrap();
-        (m.dev(), m.ino())
+    fn id(p: &std::path::Path) -> FolderId {
+        let st = rustix::fs::statx(rustix::fs::CWD, p, AtFlags::empty(), ID_MASK).unwrap();
+        FolderId::of(&st)
     }
 
     /// Every state a kill can leave an overwrite in, undone: the output holds
@@ -196,10 +242,41 @@ mod tests {
         assert!(!uc.join("out/s").exists() && uc.join(st).is_dir());
         // An output that is not the run's new folder is never moved.
         fs::create_dir_all(uc.join("out/s")).unwrap();
-        b.undo_swap(st, (1, 1), None).unwrap();
+        b.undo_swap(st, FolderId { dev: 1, ino: 1, born: None }, None).unwrap();
         assert!(uc.join("out/s").is_dir() && uc.join(st).is_dir());
         // An old copy named elsewhere is refused.
         assert!(b.undo_swap(st, new, Some("out/other.old")).is_err());
+    }
+
+    /// Review 3, finding 1: a folder with the recorded device and inode number
+    /// but born at another time is another folder (its inode number was reused):
+    /// it is never moved. A recorded birth time that cannot be read now is not
+    /// taken as a match either; a note without one (an older lease) compares
+    /// device and inode only.
+    #[test]
+    fn a_folder_born_at_another_time_is_not_the_runs() {
+        let d = tempfile::tempdir().unwrap();
+        let uc = d.path().join("uc");
+        fs::create_dir_all(uc.join("out/s")).unwrap();
+        fs::write(uc.join("out/s/t"), "TAKER").unwrap();
+        let b = Beneath::new(&uc).unwrap();
+        let st = "out/.s.ubunye-0123456789ab";
+        let found = id(&uc.join("out/s"));
+        let Some((sec, ns)) = found.born else {
+            eprintln!("SKIPPED: this file system keeps no birth times");
+            return;
+        };
+        for born in [Some((sec - 1, ns)), Some((sec, (ns + 1) % 1_000_000_000))] {
+            b.undo_swap(st, FolderId { born, ..found }, None).unwrap();
+            assert_eq!(fs::read_to_string(uc.join("out/s/t")).unwrap(), "TAKER", "{born:?}");
+            assert!(!uc.join(st).exists());
+        }
+        // The run's own folder, born when recorded, is put back.
+        b.undo_swap(st, found, None).unwrap();
+        assert!(!uc.join("out/s").exists() && uc.join(st).join("t").exists());
+        fs::rename(uc.join(st), uc.join("out/s")).unwrap();
+        b.undo_swap(st, FolderId { born: None, ..found }, None).unwrap();
+        assert!(!uc.join("out/s").exists(), "without a birth time, device and inode decide");
     }
 
     #[test]

@@ -86,12 +86,18 @@ pub(super) fn publish(lease: &RunLease, prepared: &[Prepared<'_>], events: &mut 
         if !lease.still_owned() {
             return Err(lost(lease, &p.out.name));
         }
+        // Only a swap this run made (wholly, or the old output moved aside) is
+        // put back by its own rollback: one whose exchange failed is not its own.
         let how = outputs::swap_in(
             &p.staging,
             &p.out.path,
             |old| lease.note_old_copy(&p.out.name, old),
-            || lease.step(Step::MovedAside),
+            || {
+                lease.swap_made(&p.out.name);
+                lease.step(Step::MovedAside)
+            },
         )?;
+        lease.swap_made(&p.out.name);
         lease.step(Step::Swapped);
         events(Event::Swapped { output: p.out.name.clone(), how });
     }

@@ -73,7 +73,14 @@ impl RunLease {
             in_place: false,
             dir_fd: None,
             tomb_name: String::new(),
-            state: Mutex::new(State { doc, tail: None, left: Vec::new(), moved: Default::default(), keep: false }),
+            state: Mutex::new(State {
+                doc,
+                tail: None,
+                left: Vec::new(),
+                own: Default::default(),
+                held: Vec::new(),
+                keep: false,
+            }),
             stop: Mutex::new(false),
             stop_cv: Condvar::new(),
         };

@@ -83,9 +83,12 @@ pub(crate) struct State {
     pub(crate) tail: Option<Tail>,
     /// Claims (or replaced files) that could not be removed: the lease is kept.
     pub(crate) left: Vec<(String, Vec<String>)>,
-    /// The identity of each file this run moved in, by claim: taking its own
-    /// files back never removes a same-named file someone else put there since.
-    pub(crate) moved: std::collections::HashMap<String, crate::beneath::FileId>,
+    /// What this run itself did (files moved in, swaps made): its own rollback
+    /// undoes only that.
+    pub(crate) own: crate::claims::Own,
+    /// Handles on the new folders of this run's overwrites, kept open until the
+    /// run ends so that their inode numbers cannot be handed to other folders.
+    pub(crate) held: Vec<std::os::fd::OwnedFd>,
     /// The finished note could not be written: the lease is kept.
     pub(crate) keep: bool,
 }
