@@ -88,7 +88,7 @@ fn task_of(a: &ExecArgs) -> Result<TaskPath, String> {
     }
 }
 
-fn describe(e: &Event) -> Option<String> {
+fn describe(e: &Event, run_id: &str) -> Option<String> {
     Some(match e {
         Event::TookOver { recovery: r } | Event::Adopted { recovery: r } => {
             let what =
@@ -131,8 +131,11 @@ fn describe(e: &Event) -> Option<String> {
         Event::Kept { key } => format!(
             "some of what this run wrote could not be taken back; the lease is kept so the next run takes it back: see `ubunye leases explain {key}`"
         ),
-        Event::LeftBehind { processes } => format!(
+        Event::LeftBehind { processes, unstopped: 0 } => format!(
             "the command left {processes} process(es) running; they were stopped (SIGTERM, then SIGKILL) before anything landed."
+        ),
+        Event::LeftBehind { processes, unstopped } => format!(
+            "the command left {processes} process(es) running and {unstopped} of them could not be stopped (they keep forking): nothing lands. Stop them by hand: each has this run's id in its environment (`grep -l UBUNYE_RUN_ID={run_id} /proc/*/environ`)."
         ),
         Event::Started { .. } | Event::Landed { .. } | Event::Swapped { .. } | Event::Timing { .. } => return None,
     })
@@ -184,7 +187,7 @@ pub fn run(a: &ExecArgs) -> i32 {
             Event::Swapped { output, .. } => landed.push(format!("{output} replaced")),
             _ => {}
         }
-        if let Some(line) = describe(&e) {
+        if let Some(line) = describe(&e, &spec.run_id) {
             if !quiet || matches!(e, Event::LeasesOff | Event::Timing { .. }) {
                 say_err(&line);
             }
@@ -226,6 +229,10 @@ pub fn run(a: &ExecArgs) -> i32 {
         }
         Ok(ExecEnd::CommandFailed { child, kept }) => {
             let what = match (child.interrupted_by, child.signal) {
+                (None, _) if child.unstopped > 0 => format!(
+                    "exited with code {} but left {} process(es) running that could not be stopped",
+                    child.code, child.unstopped
+                ),
                 (Some(sig), _) => format!("was interrupted by {}", exec::child::signal_name(sig)),
                 (None, Some(sig)) => format!("was killed by {}", exec::child::signal_name(sig)),
                 (None, None) => format!("exited with code {}", child.code),

@@ -24,11 +24,14 @@ pub struct ChildEnd {
     pub interrupted_by: Option<i32>,
     /// Processes it left running when it exited, stopped before anything landed.
     pub left_behind: usize,
+    /// Of those, how many could not be stopped (they kept forking faster than
+    /// they could be killed): nothing may land while they run.
+    pub unstopped: usize,
 }
 
 impl ChildEnd {
     pub fn success(&self) -> bool {
-        self.code == 0 && self.interrupted_by.is_none()
+        self.code == 0 && self.interrupted_by.is_none() && self.unstopped == 0
     }
 }
 
@@ -108,12 +111,12 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<Chi
         })
     };
     let result = spawned.and_then(|mut c: Child| c.wait());
-    let left_behind = if result.is_ok() { super::reap::stop_descendants(super::reap::grace()) } else { 0 };
+    let stopped = if result.is_ok() { super::reap::stop_descendants(super::reap::grace()) } else { Default::default() };
     handle.close();
     let _ = forwarder.join();
     let status = result?;
     let signal = status.signal();
     let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
     let interrupted_by = *interrupted.lock().unwrap_or_else(|e| e.into_inner());
-    Ok(ChildEnd { code, signal, interrupted_by, left_behind })
+    Ok(ChildEnd { code, signal, interrupted_by, left_behind: stopped.found, unstopped: stopped.left })
 }

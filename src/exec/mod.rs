@@ -112,9 +112,11 @@ pub enum Event {
         key: String,
     },
     /// The command exited leaving processes running: they were stopped (SIGTERM,
-    /// then SIGKILL after the grace) before anything landed.
+    /// then SIGKILL after the grace) before anything landed. `unstopped` of them
+    /// could not be stopped: then nothing lands and the run fails.
     LeftBehind {
         processes: usize,
+        unstopped: usize,
     },
     /// How long a phase took (the CLI shows it when `UBUNYE_EXEC_TIMINGS` is set).
     Timing {
@@ -160,6 +162,12 @@ fn child_env(spec: &ExecSpec, key: &str, prepared: &[Prepared<'_>]) -> Vec<(Stri
 
 fn failed_note(spec: &ExecSpec, end: &ChildEnd) -> String {
     let cmd = spec.command[0].to_string_lossy();
+    if end.unstopped > 0 && end.interrupted_by.is_none() {
+        return format!(
+            "CommandFailed: {} process(es) that {cmd} left running could not be stopped (they kept forking), so nothing landed.",
+            end.unstopped
+        );
+    }
     match (end.interrupted_by, end.signal) {
         (Some(sig), _) => format!(
             "Interrupted: ubunye exec received {}; the command ({cmd}) was stopped and what it wrote was taken back.",
@@ -283,7 +291,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
         }
     };
     if end.left_behind > 0 {
-        events(Event::LeftBehind { processes: end.left_behind });
+        events(Event::LeftBehind { processes: end.left_behind, unstopped: end.unstopped });
     }
     if !end.success() {
         let kept = matches!(lease.end(false)?, Ended::RolledBack { kept: true, .. });

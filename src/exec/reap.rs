@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitOptions};
 
 /// How long the processes a command left get between SIGTERM and SIGKILL.
@@ -31,43 +32,89 @@ pub fn become_subreaper() -> std::io::Result<()> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(Into::into)
 }
 
-/// (pid, parent pid, state) of every process in `/proc`.
-fn processes() -> Vec<(i32, i32, char)> {
+/// A process as `/proc/<pid>/stat` tells it.
+#[derive(Clone, Copy)]
+struct Proc {
+    pid: i32,
+    ppid: i32,
+    state: char,
+    /// Its session.
+    sid: i32,
+    /// Its process group.
+    pgid: i32,
+}
+
+/// Every process in `/proc`.
+fn processes() -> Vec<Proc> {
     let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
     let mut out = Vec::new();
     for e in entries.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
         let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
-        // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
+        // `pid (comm) state ppid pgrp session ...`: comm may hold spaces and parentheses.
         let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
         let mut f = rest.split_whitespace();
         let state = f.next().and_then(|s| s.chars().next()).unwrap_or('?');
-        let Some(ppid) = f.next().and_then(|s| s.parse::<i32>().ok()) else { continue };
-        out.push((pid, ppid, state));
+        let mut num = || f.next().and_then(|s| s.parse::<i32>().ok());
+        let (Some(ppid), Some(pgid), Some(sid)) = (num(), num(), num()) else { continue };
+        out.push(Proc { pid, ppid, state, sid, pgid });
     }
     out
 }
 
-/// Every live (not zombie) process below `root`.
-fn descendants(root: i32) -> Vec<i32> {
-    let procs = processes();
-    let mut children: HashMap<i32, Vec<(i32, char)>> = HashMap::new();
-    for (pid, ppid, state) in procs {
-        children.entry(ppid).or_default().push((pid, state));
+/// Every live (not zombie) process below `root`, from a scan of `/proc`.
+fn descendants(root: i32) -> Vec<Proc> {
+    let mut children: HashMap<i32, Vec<Proc>> = HashMap::new();
+    for p in processes() {
+        children.entry(p.ppid).or_default().push(p);
     }
-    let mut out = Vec::new();
+    let mut out: Vec<Proc> = Vec::new();
+    let mut seen = vec![root];
     let mut todo = vec![root];
-    while let Some(p) = todo.pop() {
-        for &(c, state) in children.get(&p).into_iter().flatten() {
-            if c != root && !out.contains(&c) {
-                if state != 'Z' {
-                    out.push(c);
+    while let Some(parent) = todo.pop() {
+        for c in children.get(&parent).into_iter().flatten() {
+            if !seen.contains(&c.pid) {
+                seen.push(c.pid);
+                if c.state != 'Z' {
+                    out.push(*c);
                 }
-                todo.push(c);
+                todo.push(c.pid);
             }
         }
     }
     out
+}
+
+/// The children of `pid`, every thread's, from `/proc/<pid>/task/*/children`:
+/// one small read each, so much quicker than a scan of `/proc`. None where the
+/// kernel has no such file (`CONFIG_PROC_CHILDREN`).
+fn children_of(pid: i32) -> Option<Vec<i32>> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+    let mut out = Vec::new();
+    for t in tasks.flatten() {
+        match std::fs::read_to_string(t.path().join("children")) {
+            Ok(s) => out.extend(s.split_whitespace().filter_map(|c| c.parse::<i32>().ok())),
+            // No such file: the kernel does not keep it (a thread that just
+            // ended also says so: the caller then scans `/proc`, no harm).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(_) => {}
+        }
+    }
+    Some(out)
+}
+
+/// Every process below `root` (zombies too), by the quick reads of
+/// [`children_of`]; None where the kernel has no such files.
+fn descendants_quick(root: i32) -> Option<Vec<i32>> {
+    let mut out = Vec::new();
+    let mut todo = children_of(root)?;
+    while let Some(p) = todo.pop() {
+        if p != root && !out.contains(&p) {
+            out.push(p);
+            todo.extend(children_of(p).unwrap_or_default());
+        }
+    }
+    Some(out)
 }
 
 fn signal_all(pids: &[i32], sig: Signal) {
@@ -78,43 +125,119 @@ fn signal_all(pids: &[i32], sig: Signal) {
     }
 }
 
-/// Reap every child of ours that has exited.
-fn reap() {
-    while let Ok(Some(_)) = rustix::process::wait(WaitOptions::NOHANG) {}
+/// SIGKILL to the process groups of the processes below us that made sessions
+/// of their own (`setsid`): a whole group is killed at once, so a process that
+/// keeps forking a new pid for itself is caught too. A group in our own session
+/// is never signalled: it may be another job of the same terminal.
+fn kill_own_sessions(procs: &[Proc]) {
+    let Ok(me) = rustix::process::getsid(None) else { return };
+    let me = me.as_raw_nonzero().get();
+    let mut done: Vec<i32> = Vec::new();
+    for p in procs {
+        if p.sid != me && p.pgid > 1 && !done.contains(&p.pgid) {
+            done.push(p.pgid);
+            if let Some(g) = Pid::from_raw(p.pgid) {
+                let _ = rustix::process::kill_process_group(g, Signal::KILL);
+            }
+        }
+    }
+}
+
+/// Reap every child of ours that has exited; whether any child is left. Since
+/// we are the subreaper of everything below us, no child means nothing below
+/// us at all: unlike a listing of `/proc`, this cannot miss a process that
+/// keeps changing its pid.
+fn reap() -> bool {
+    loop {
+        match rustix::process::wait(WaitOptions::NOHANG) {
+            Ok(Some(_)) => continue,
+            Ok(None) => return true,
+            Err(e) => return e != Errno::CHILD,
+        }
+    }
+}
+
+/// What [`stop_descendants`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stopped {
+    /// How many processes were running below `ubunye exec` at once (at most)
+    /// after the command had exited.
+    pub found: usize,
+    /// How many were still running when it gave up: the run must not land.
+    pub left: usize,
+}
+
+/// How long SIGKILL is sent to what is still below us before giving up: 10 s,
+/// shorter with `UBUNYE_TEST_KILL_FOR` (tests of the give-up path).
+fn kill_for() -> Duration {
+    std::env::var("UBUNYE_TEST_KILL_FOR")
+        .ok()
+        .and_then(|v| humantime::parse_duration(v.trim()).ok())
+        .unwrap_or(Duration::from_secs(10))
+}
+
+/// Everything below `me`: by the quick reads where the kernel has them, else
+/// by a scan of `/proc`.
+fn below(me: i32) -> Vec<i32> {
+    descendants_quick(me).unwrap_or_else(|| descendants(me).iter().map(|p| p.pid).collect())
 }
 
 /// Stop every process still below this one: SIGTERM, up to `grace` for them
-/// to exit, then SIGKILL; each reaped. Returns how many there were.
-pub fn stop_descendants(grace: Duration) -> usize {
+/// to exit, then SIGKILL until none is left; each reaped.
+///
+/// Whether anything is left is asked of the kernel (`waitpid` says there is no
+/// child), never of a listing. A process that keeps changing its pid (it forks,
+/// and the parent exits) is out of date in any list by the time it is
+/// signalled: while killing, the list is read from `/proc/<pid>/task/*/children`
+/// (a few small reads: as their subreaper, everything below us is our child or
+/// a child's child) and each entry is killed at once, over and over; a SIGKILL
+/// that reaches a process inside `fork` cancels the fork. A process that made a
+/// session of its own is killed with its whole group. What is still running
+/// after [`kill_for`] is reported in [`Stopped::left`].
+pub fn stop_descendants(grace: Duration) -> Stopped {
     let me = rustix::process::getpid().as_raw_nonzero().get();
-    let mut seen: Vec<i32> = Vec::new();
+    let mut termed: Vec<i32> = Vec::new();
+    let mut found = 0;
     let start = Instant::now();
-    let mut killing = false;
-    // Bounded: a process that forks faster than it is killed is left after 10 s.
-    while start.elapsed() < grace + Duration::from_secs(10) {
-        reap();
-        let left = descendants(me);
-        if left.is_empty() {
-            break;
-        }
-        for p in &left {
-            if !seen.contains(p) {
-                seen.push(*p);
-                if !killing {
-                    signal_all(&[*p], Signal::TERM);
-                }
+    // SIGTERM to each process as it is found, until the grace is over.
+    while reap() {
+        let left = below(me);
+        found = found.max(left.len().max(1));
+        for &p in &left {
+            if !termed.contains(&p) {
+                termed.push(p);
+                signal_all(&[p], Signal::TERM);
             }
         }
-        if !killing && start.elapsed() >= grace {
-            killing = true;
-        }
-        if killing {
-            signal_all(&left, Signal::KILL);
+        if start.elapsed() >= grace {
+            // SIGKILL to everything below us, as quickly as it can be listed.
+            let killing = Instant::now();
+            let limit = kill_for();
+            let mut rounds = 0u32;
+            while reap() {
+                if rounds % 64 == 0 {
+                    let left = descendants(me);
+                    found = found.max(left.len().max(1));
+                    kill_own_sessions(&left);
+                    signal_all(&left.iter().map(|p| p.pid).collect::<Vec<_>>(), Signal::KILL);
+                    if killing.elapsed() >= limit {
+                        // Given up: they were running when the time was over
+                        // (the last SIGKILL may still stop them; the run fails
+                        // either way).
+                        return Stopped { found, left: left.len().max(1) };
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                } else {
+                    signal_all(&below(me), Signal::KILL);
+                    std::thread::yield_now();
+                }
+                rounds = rounds.wrapping_add(1);
+            }
+            break;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    reap();
-    seen.len()
+    Stopped { found, left: 0 }
 }
 
 /// Whether `/proc/<pid>/environ` holds `UBUNYE_RUN_ID=<run_id>`.
@@ -137,8 +260,8 @@ pub fn stop_run_processes(run_id: &str) -> usize {
     while start.elapsed() < Duration::from_secs(5) {
         let left: Vec<i32> = processes()
             .into_iter()
-            .filter(|&(pid, _, state)| pid != me && state != 'Z' && carries_run(pid, &needle))
-            .map(|(pid, _, _)| pid)
+            .filter(|p| p.pid != me && p.state != 'Z' && carries_run(p.pid, &needle))
+            .map(|p| p.pid)
             .collect();
         if left.is_empty() {
             break;

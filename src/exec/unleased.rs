@@ -56,7 +56,7 @@ pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(E
         }
     };
     if end.left_behind > 0 {
-        events(Event::LeftBehind { processes: end.left_behind });
+        events(Event::LeftBehind { processes: end.left_behind, unstopped: end.unstopped });
     }
     if !end.success() {
         cleanup(&prepared);

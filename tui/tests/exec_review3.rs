@@ -1,0 +1,135 @@
+//! `ubunye exec` end to end: what the third review proved wrong (finding 2: a
+//! background process that keeps changing its pid outlived its run and wrote
+//! into the landed output).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command as Cmd;
+
+/// The binary under test (`UBUNYE_TEST_BIN` runs these tests against another
+/// build, e.g. the one before the fixes, to see them fail).
+fn bin() -> PathBuf {
+    std::env::var_os("UBUNYE_TEST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ubunye")), PathBuf::from)
+}
+
+fn exec(uc: &Path) -> Cmd {
+    let mut c = Cmd::new(bin());
+    c.env("UBUNYE_TEST_SETTLE", "30ms")
+        .env("UBUNYE_EXEC_GRACE", "200ms")
+        .env_remove("UBUNYE_RUN_LEASE")
+        .env_remove("UBUNYE_TEST_KILL_FOR")
+        .arg("exec")
+        .arg("-d")
+        .arg(uc)
+        .args(["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--append", "events=out/events"]);
+    c
+}
+
+/// A script that writes a row, then starts in the background a process that
+/// forks and lets its parent exit, over and over (so its pid keeps changing),
+/// carrying `HOPPER_MARK=<mark>` in its environment; after `after` seconds it
+/// writes `late` into `target`.
+fn hopper(dir: &Path, mark: &str, target: &Path, after: f64) -> String {
+    let py = dir.join("hop.py");
+    fs::write(
+        &py,
+        format!(
+            "import os, time\nt = time.monotonic()\nwhile True:\n    if os.fork(): os._exit(0)\n    if time.monotonic() - t > {after}:\n        open({:?}, 'w').write('late')\n        os._exit(0)\n",
+            target.display().to_string()
+        ),
+    )
+    .unwrap();
+    format!("echo row > \"$UBUNYE_OUT_EVENTS/part-1.csv\"; HOPPER_MARK={mark} python3 {} & sleep 0.2", py.display())
+}
+
+/// Processes whose environment holds `HOPPER_MARK=<mark>`, not zombies.
+fn marked(mark: &str) -> Vec<i32> {
+    let needle = format!("HOPPER_MARK={mark}");
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let Ok(env) = fs::read(e.path().join("environ")) else { continue };
+        let zombie = fs::read_to_string(e.path().join("stat"))
+            .map(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+            .unwrap_or(true);
+        if !zombie && env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Stop what a test left (a failed assertion must not leave a hopper running).
+fn stop_marked(mark: &str) {
+    for _ in 0..2000 {
+        let left = marked(mark);
+        if left.is_empty() {
+            return;
+        }
+        for p in left {
+            let _ = Cmd::new("kill").args(["-9", &p.to_string()]).output();
+        }
+    }
+}
+
+fn use_case() -> (tempfile::TempDir, PathBuf, String) {
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path().join("uc");
+    fs::create_dir_all(uc.join("out")).unwrap();
+    let mark = d.path().file_name().unwrap().to_string_lossy().into_owned();
+    (d, uc, mark)
+}
+
+/// Review 3, finding 2: the processes below `ubunye exec` were listed from a
+/// scan of `/proc`, which never sees a process that forks and exits faster
+/// than it is read: exec landed at once and the process wrote into the output
+/// after the run had committed. Now whether anything is left is asked of the
+/// kernel (exec is its subreaper), and it is killed as fast as it is listed.
+#[test]
+fn a_process_that_keeps_changing_its_pid_is_stopped_before_anything_lands() {
+    let (d, uc, mark) = use_case();
+    let late = uc.join("out/late.csv");
+    let o = exec(&uc).args(["--", "sh", "-c", &hopper(d.path(), &mark, &late, 2.0)]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    let left = marked(&mark);
+    stop_marked(&mark);
+    assert!(left.is_empty(), "still running after exec returned: {left:?}\n{err}");
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("they were stopped (SIGTERM, then SIGKILL) before anything landed"), "{err}");
+    assert_eq!(fs::read_to_string(uc.join("out/events/part-1.csv")).unwrap(), "row\n");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!late.exists(), "written after the run ended");
+}
+
+/// What cannot be stopped in time means nothing lands: the run fails, what it
+/// wrote is taken back, and the line says how to find the processes.
+/// (`UBUNYE_TEST_KILL_FOR=0s`: give up at the first SIGKILL.)
+#[test]
+fn a_process_that_cannot_be_stopped_means_nothing_lands() {
+    let (_d, uc, mark) = use_case();
+    let script = format!(
+        "echo row > \"$UBUNYE_OUT_EVENTS/part-1.csv\"; (trap '' TERM; HOPPER_MARK={mark} sleep 30) & sleep 0.1"
+    );
+    let o = exec(&uc)
+        .env("UBUNYE_EXEC_GRACE", "0s")
+        .env("UBUNYE_TEST_KILL_FOR", "0s")
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    stop_marked(&mark);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("could not be stopped"), "{err}");
+    assert!(err.contains("grep -l UBUNYE_RUN_ID="), "{err}");
+    assert!(!uc.join("out/events/part-1.csv").exists(), "nothing lands");
+    let leases = uc.join(".ubunye/leases/demo/sales/ingest");
+    let left: Vec<_> = fs::read_dir(&leases).map(|r| r.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    assert!(left.is_empty(), "the lease is released: {left:?}");
+    let records = uc.join(".ubunye/lineage/demo/sales/ingest");
+    let record = fs::read_dir(&records).unwrap().flatten().next().unwrap().path();
+    let rec: serde_json::Value = serde_json::from_str(&fs::read_to_string(record).unwrap()).unwrap();
+    assert_eq!(rec["status"], "error");
+    assert!(rec["error"].to_string().contains("could not be stopped"), "{rec}");
+}
