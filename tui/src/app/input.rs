@@ -1,0 +1,293 @@
+//! Keys: what each key does to the dashboard, by what is open (help, filter,
+//! popup, detail, a view).
+
+use super::*;
+
+impl App {
+    pub(super) fn on_key(&mut self, k: KeyEvent) -> Vec<Effect> {
+        if k.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        // Keys act on what is on the screen: the runs and findings up to date.
+        self.prepare();
+        let ctx = self.ctx();
+        let action = keys::lookup(ctx, &k);
+        if ctx == Ctx::Filter && action.is_none() {
+            if let KeyCode::Char(c) = k.code {
+                if !k.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) {
+                    let mut text = self.filter.text.clone();
+                    text.push(c);
+                    self.set_filter(&text);
+                }
+            }
+            return Vec::new();
+        }
+        let Some(action) = action else { return Vec::new() };
+        match ctx {
+            Ctx::Help => self.help_key(action),
+            Ctx::Popup => self.popup_key(action),
+            Ctx::Filter => self.filter_key(action),
+            Ctx::Detail => self.detail_key(action),
+            Ctx::Main => self.main_key(action),
+        }
+    }
+
+    fn help_key(&mut self, a: Action) -> Vec<Effect> {
+        let page = self.page.max(1);
+        match a {
+            Action::Quit => return vec![Effect::Quit(0)],
+            Action::Up => self.help_scroll = self.help_scroll.saturating_sub(1),
+            Action::Down => self.help_scroll += 1,
+            Action::PageUp => self.help_scroll = self.help_scroll.saturating_sub(page),
+            Action::PageDown => self.help_scroll += page,
+            _ => {
+                self.help = false;
+                self.help_scroll = 0;
+            }
+        }
+        Vec::new()
+    }
+
+    fn filter_key(&mut self, a: Action) -> Vec<Effect> {
+        match a {
+            Action::Confirm => self.editing = false,
+            Action::Clear => {
+                self.editing = false;
+                self.set_filter("");
+            }
+            Action::Backspace => {
+                let mut text = self.filter.text.clone();
+                text.pop();
+                self.set_filter(&text);
+            }
+            Action::Quit => return vec![Effect::Quit(0)],
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn popup_key(&mut self, a: Action) -> Vec<Effect> {
+        let Some(p) = self.popup.as_mut() else { return Vec::new() };
+        match p {
+            Popup::Confirm { plan, yes, scroll } => match a {
+                Action::Yes => {
+                    let plan = plan.clone();
+                    return self.start_repair(plan);
+                }
+                Action::Confirm if *yes => {
+                    let plan = plan.clone();
+                    return self.start_repair(plan);
+                }
+                Action::No | Action::Close | Action::Confirm => {
+                    self.popup = None;
+                    self.say(Level::Info, "Nothing was done.");
+                }
+                Action::Toggle => *yes = !*yes,
+                Action::Up => *scroll = scroll.saturating_sub(1),
+                Action::Down => *scroll = scroll.saturating_add(1),
+                Action::Quit => {
+                    self.popup = None;
+                    return vec![Effect::Quit(0)];
+                }
+                _ => {}
+            },
+            Popup::Running { .. } => {
+                if a == Action::Quit {
+                    self.say(Level::Warn, "a repair is under way: it ends in a moment");
+                }
+            }
+            Popup::Refused { .. } => match a {
+                Action::Close | Action::Confirm | Action::No => self.popup = None,
+                Action::Quit => return vec![Effect::Quit(0)],
+                _ => {}
+            },
+            Popup::Done { scroll, .. } => match a {
+                Action::Close | Action::Confirm | Action::No => self.popup = None,
+                Action::Up => *scroll = scroll.saturating_sub(1),
+                Action::Down => *scroll = scroll.saturating_add(1),
+                Action::Quit => return vec![Effect::Quit(0)],
+                _ => {}
+            },
+        }
+        Vec::new()
+    }
+
+    fn start_repair(&mut self, plan: Box<RepairPlan>) -> Vec<Effect> {
+        let title = popup::title(plan.kind, &plan.task, &plan.key);
+        self.popup = Some(Popup::Running { kind: plan.kind, title });
+        vec![Effect::Repair(plan)]
+    }
+
+    fn detail_key(&mut self, a: Action) -> Vec<Effect> {
+        let last = self.detail.lines.len().saturating_sub(1);
+        let page = self.detail_page.max(1);
+        match a {
+            Action::Up => self.detail.scroll = self.detail.scroll.saturating_sub(1),
+            Action::Down => self.detail.scroll = (self.detail.scroll + 1).min(last),
+            Action::PageUp => self.detail.scroll = self.detail.scroll.saturating_sub(page),
+            Action::PageDown => self.detail.scroll = (self.detail.scroll + page).min(last),
+            Action::First => self.detail.scroll = 0,
+            Action::Last => self.detail.scroll = last.saturating_sub(page.saturating_sub(1)),
+            Action::Close => self.detail.open = false,
+            _ => return self.main_key(a),
+        }
+        Vec::new()
+    }
+
+    fn main_key(&mut self, a: Action) -> Vec<Effect> {
+        match a {
+            Action::Up => self.move_by(-1),
+            Action::Down => self.move_by(1),
+            Action::PageUp => self.move_by(-(self.page.max(1) as isize)),
+            Action::PageDown => self.move_by(self.page.max(1) as isize),
+            Action::First => self.move_by(isize::MIN / 2),
+            Action::Last => self.move_by(isize::MAX / 2),
+            Action::Detail => self.open_detail(),
+            Action::Filter => self.editing = true,
+            Action::Sort => {
+                self.sort = self.sort.next();
+                self.rebuild();
+                self.say(Level::Info, format!("sorted by {}", self.sort.word()));
+            }
+            Action::Takeover => self.open_repair(Kind::Takeover),
+            Action::Finish => self.open_repair(Kind::Finish),
+            Action::Copy => {
+                if let Some(b) = self.selected_batch() {
+                    let key = b.key.clone();
+                    self.say(Level::Info, format!("copied {key} to the clipboard (OSC 52)"));
+                    return vec![Effect::Copy(key)];
+                }
+            }
+            Action::Freeze => return self.toggle_freeze(),
+            Action::Rescan => {
+                self.say(Level::Info, "rescanning");
+                return self.want_full_scan();
+            }
+            Action::Help => self.help = true,
+            Action::NextView => {
+                let i = (self.view.index() + 1) % View::ALL.len();
+                self.switch(View::ALL[i]);
+            }
+            Action::ViewBatches => self.switch(View::Batches),
+            Action::ViewRuns => self.switch(View::Runs),
+            Action::ViewDoctor => self.switch(View::Doctor),
+            Action::Close if !self.filter.is_empty() => self.set_filter(""),
+            Action::Quit => return vec![Effect::Quit(0)],
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn switch(&mut self, v: View) {
+        self.view = v;
+        self.detail.open = false;
+        if v == View::Doctor {
+            // Fresh findings when the view is opened.
+            self.findings_generation = None;
+        }
+    }
+
+    fn toggle_freeze(&mut self) -> Vec<Effect> {
+        self.frozen = !self.frozen;
+        if self.frozen {
+            self.say(Level::Info, "frozen: updates are held until F is pressed again");
+            return Vec::new();
+        }
+        let held = std::mem::take(&mut self.held);
+        let n = held.count();
+        let mut effects = Vec::new();
+        if let Some(scan) = held.scan {
+            self.model.install(*scan);
+            self.note_problems();
+        }
+        if held.full {
+            effects.extend(self.want_full_scan());
+        }
+        if !held.paths.is_empty() {
+            effects.extend(self.on_change(held.paths));
+        }
+        self.model.tick();
+        self.rebuild();
+        self.say(Level::Info, format!("resumed: {n} held update(s) applied"));
+        effects
+    }
+
+    fn open_detail(&mut self) {
+        match self.view {
+            View::Batches => {
+                if let Some(b) = self.selected_batch() {
+                    self.selected_id = Some((b.task.clone(), b.key.clone()));
+                    self.moved = true;
+                    self.detail.open = true;
+                    self.detail.scroll = 0;
+                }
+            }
+            View::Runs => {
+                let id = self.runs.get(self.selected[1]).and_then(|&(bi, _)| self.model.batches().get(bi));
+                let id = id.map(|b| (b.task.clone(), b.key.clone()));
+                self.jump_to(id);
+            }
+            View::Doctor => {
+                let id = self
+                    .findings
+                    .get(self.selected[2])
+                    .and_then(|f| Some((f.task.clone()?, f.key.clone()?)))
+                    .filter(|id| self.model.get(id).is_some());
+                self.jump_to(id);
+            }
+        }
+    }
+
+    /// Show a batch in the batch view, with its detail open.
+    fn jump_to(&mut self, id: Option<Id>) {
+        let Some(id) = id else {
+            self.say(Level::Info, "no batch to show for this line");
+            return;
+        };
+        if !self.rows.iter().any(|&i| self.model.batches().get(i).is_some_and(|b| b.task == id.0 && b.key == id.1)) {
+            self.set_filter("");
+        }
+        self.selected_id = Some(id);
+        self.moved = true;
+        self.view = View::Batches;
+        self.rebuild();
+        self.detail.open = true;
+        self.detail.scroll = 0;
+    }
+
+    fn open_repair(&mut self, kind: Kind) {
+        if self.view != View::Batches {
+            self.say(Level::Info, "repairs are made from the batch view (1)");
+            return;
+        }
+        let Some(b) = self.selected_batch() else {
+            self.say(Level::Info, "no batch selected");
+            return;
+        };
+        let (task, key) = (b.task.clone(), b.key.clone());
+        // The selection stays on this batch whatever it becomes.
+        self.moved = true;
+        self.selected_id = Some((task.clone(), key.clone()));
+        self.popup = Some(popup::plan(&self.model.src, kind, &task, &key));
+    }
+
+    fn move_by(&mut self, delta: isize) {
+        let v = self.view.index();
+        let len = match self.view {
+            View::Batches => self.rows.len(),
+            View::Runs => self.runs.len(),
+            View::Doctor => self.findings.len(),
+        };
+        if len == 0 {
+            self.selected[v] = 0;
+            return;
+        }
+        let cur = self.selected[v] as isize;
+        self.selected[v] = (cur.saturating_add(delta)).clamp(0, len as isize - 1) as usize;
+        if self.view == View::Batches {
+            self.moved = true;
+            self.selected_id = self.selected_batch().map(|b| (b.task.clone(), b.key.clone()));
+            self.refresh_detail(false);
+        }
+    }
+}

@@ -1,0 +1,474 @@
+//! The dashboard's state and its update: one [`Event`] in, the state changed,
+//! and the [`Effect`]s the event loop must carry out (a rescan or a repair off
+//! the UI thread, a copy to the clipboard, quitting). Rendering reads this
+//! state; nothing here draws or blocks for long.
+
+mod input;
+mod rows;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ubunye::doctor::Finding;
+use ubunye::repair::{Kind, RepairPlan};
+use ubunye::state::{Batch, Scan, State};
+
+use crate::event::Event;
+use crate::filter::Filter;
+use crate::keys::{self, Action, Ctx};
+use crate::model::{Id, Model};
+use crate::popup::{self, Popup, RepairDone};
+
+/// The three views.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Batches,
+    Runs,
+    Doctor,
+}
+
+impl View {
+    pub const ALL: [View; 3] = [View::Batches, View::Runs, View::Doctor];
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Batches => "1 batches",
+            View::Runs => "2 runs",
+            View::Doctor => "3 doctor",
+        }
+    }
+    fn index(self) -> usize {
+        match self {
+            View::Batches => 0,
+            View::Runs => 1,
+            View::Doctor => 2,
+        }
+    }
+}
+
+/// The batch table's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortBy {
+    /// Most urgent state first (the library's order).
+    Severity,
+    /// Oldest lease first.
+    Age,
+    Task,
+    /// Most claims first.
+    Claims,
+}
+
+impl SortBy {
+    pub fn word(self) -> &'static str {
+        match self {
+            SortBy::Severity => "severity",
+            SortBy::Age => "age",
+            SortBy::Task => "task",
+            SortBy::Claims => "claims",
+        }
+    }
+    fn next(self) -> SortBy {
+        match self {
+            SortBy::Severity => SortBy::Age,
+            SortBy::Age => SortBy::Task,
+            SortBy::Task => SortBy::Claims,
+            SortBy::Claims => SortBy::Severity,
+        }
+    }
+}
+
+/// What the event loop must do.
+#[derive(Debug)]
+pub enum Effect {
+    /// Read the whole use case again, off the UI thread.
+    FullScan,
+    /// Carry out a confirmed repair, off the UI thread.
+    Repair(Box<RepairPlan>),
+    /// Put this text on the clipboard (OSC 52).
+    Copy(String),
+    /// Watch the folders again (after a rescan: one may have appeared).
+    Rewatch,
+    /// Events cannot be had: poll instead (why).
+    PollInstead(String),
+    /// Quit with this exit code.
+    Quit(i32),
+}
+
+/// How important a status message is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+/// The status bar.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    /// How changes are noticed: `notify`, `poll 2s (NFS)`.
+    pub watch: String,
+    /// The latest message, and when it was shown.
+    pub message: Option<(Level, String, Option<Instant>)>,
+    /// A standing hint (the inotify watch limit).
+    pub hint: Option<String>,
+    /// Folders that cannot be listed, from the last scan.
+    pub problems: Option<String>,
+}
+
+/// The detail pane: the library's explain report of the selected batch.
+#[derive(Clone, Debug, Default)]
+pub struct Detail {
+    pub id: Option<Id>,
+    pub lines: Vec<String>,
+    pub scroll: usize,
+    /// It has the focus (and the whole body).
+    pub open: bool,
+    generation: u64,
+}
+
+/// Updates held back while frozen.
+#[derive(Default)]
+struct Held {
+    paths: Vec<PathBuf>,
+    full: bool,
+    scan: Option<Box<Scan>>,
+}
+
+impl Held {
+    fn count(&self) -> usize {
+        self.paths.len() + usize::from(self.full) + usize::from(self.scan.is_some())
+    }
+}
+
+/// Everything on the screen.
+pub struct App {
+    pub model: Model,
+    pub view: View,
+    pub sort: SortBy,
+    pub filter: Filter,
+    /// Typing a filter.
+    pub editing: bool,
+    /// The batch table: indexes into the model's batches, filtered and sorted.
+    pub rows: Vec<usize>,
+    /// Selected row and first shown row, per view.
+    pub selected: [usize; 3],
+    pub offset: [usize; 3],
+    selected_id: Option<Id>,
+    /// The user moved the selection: it stays on its batch. Until then it
+    /// stays on the first row (the most urgent batch, as rows come in).
+    moved: bool,
+    pub detail: Detail,
+    pub help: bool,
+    /// The first line of the help shown.
+    pub help_scroll: usize,
+    pub popup: Option<Popup>,
+    pub frozen: bool,
+    held: Held,
+    pub status: Status,
+    /// Batches per state, in [`State::ALL`] order.
+    pub counts: [usize; 10],
+    /// The runs view: (batch index, record index), newest first.
+    pub runs: Vec<(usize, usize)>,
+    runs_generation: Option<u64>,
+    pub findings: Vec<Finding>,
+    findings_generation: Option<u64>,
+    findings_at: Option<Instant>,
+    /// The first read is under way: batches read so far.
+    pub loading: Option<usize>,
+    /// Batches were added: filter and sort before drawing.
+    stale: bool,
+    sorted_at: Option<Instant>,
+    /// A full scan (or the first read) is under way; another is wanted after it.
+    pub scanning: bool,
+    scan_again: bool,
+    during_scan: Vec<PathBuf>,
+    /// Colours on (NO_COLOR unset).
+    pub colour: bool,
+    /// Rows the last drawn list had room for.
+    pub page: usize,
+    /// Lines the last drawn detail pane had room for.
+    pub detail_page: usize,
+}
+
+impl App {
+    pub fn new(model: Model, colour: bool, watch: &str) -> App {
+        let mut app = App {
+            model,
+            view: View::Batches,
+            sort: SortBy::Severity,
+            filter: Filter::default(),
+            editing: false,
+            rows: Vec::new(),
+            selected: [0; 3],
+            offset: [0; 3],
+            selected_id: None,
+            moved: false,
+            detail: Detail::default(),
+            help: false,
+            help_scroll: 0,
+            popup: None,
+            frozen: false,
+            held: Held::default(),
+            status: Status { watch: watch.to_string(), ..Status::default() },
+            counts: [0; 10],
+            runs: Vec::new(),
+            runs_generation: None,
+            findings: Vec::new(),
+            findings_generation: None,
+            findings_at: None,
+            loading: None,
+            stale: false,
+            sorted_at: None,
+            scanning: false,
+            scan_again: false,
+            during_scan: Vec::new(),
+            colour,
+            page: 10,
+            detail_page: 10,
+        };
+        app.note_problems();
+        app.rebuild();
+        app
+    }
+
+    /// The context keys are looked up in.
+    pub fn ctx(&self) -> Ctx {
+        if self.help {
+            Ctx::Help
+        } else if self.popup.is_some() {
+            Ctx::Popup
+        } else if self.editing {
+            Ctx::Filter
+        } else if self.detail.open && self.view == View::Batches {
+            Ctx::Detail
+        } else {
+            Ctx::Main
+        }
+    }
+
+    pub fn say(&mut self, level: Level, text: impl Into<String>) {
+        self.status.message = Some((level, text.into(), Some(Instant::now())));
+    }
+
+    /// The selected batch in the batch view.
+    pub fn selected_batch(&self) -> Option<&Batch> {
+        self.rows.get(self.selected[0]).and_then(|&i| self.model.batches().get(i))
+    }
+
+    /// Handle one event.
+    pub fn handle(&mut self, ev: Event) -> Vec<Effect> {
+        let effects = self.dispatch(ev);
+        self.flush();
+        effects
+    }
+
+    /// Filter and sort again if batches were added without it: during the
+    /// first read at most four times a second (each sort is of every row so
+    /// far), after it at once.
+    fn flush(&mut self) {
+        let soon = self.loading.is_some() && self.sorted_at.is_some_and(|t| t.elapsed() < Duration::from_millis(250));
+        if self.stale && !soon {
+            self.stale = false;
+            self.rebuild();
+            self.sorted_at = Some(Instant::now());
+        }
+    }
+
+    fn dispatch(&mut self, ev: Event) -> Vec<Effect> {
+        match ev {
+            Event::Key(k) => self.on_key(k),
+            Event::Resize(..) => Vec::new(),
+            Event::Tick => self.on_tick(),
+            Event::FsChange(paths) => self.on_change(paths),
+            // A poll while a scan is under way is dropped, not queued: scans
+            // never run back to back, however long one takes.
+            Event::Poll if self.scanning => Vec::new(),
+            Event::Poll => self.want_full_scan(),
+            Event::WatchError { message, limit } => self.on_watch_error(message, limit),
+            Event::Scanned(res) => self.on_scanned(*res),
+            Event::Part(batches) => {
+                self.model.extend(batches);
+                self.loading = Some(self.model.batches().len());
+                self.stale = true;
+                Vec::new()
+            }
+            Event::Loaded(head) => self.on_loaded(*head),
+            Event::Repaired(done) => self.on_repaired(*done),
+            Event::Signal(sig) => vec![Effect::Quit(128 + sig)],
+        }
+    }
+
+    /// Handle every event drained from the channel, file changes merged into
+    /// one burst.
+    pub fn handle_all(&mut self, events: Vec<Event>) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let mut paths = Vec::new();
+        for ev in events {
+            match ev {
+                Event::FsChange(p) => paths.extend(p),
+                other => {
+                    if !paths.is_empty() {
+                        effects.extend(self.on_change(std::mem::take(&mut paths)));
+                    }
+                    effects.extend(self.dispatch(other));
+                }
+            }
+        }
+        if !paths.is_empty() {
+            effects.extend(self.on_change(paths));
+        }
+        self.flush();
+        effects
+    }
+
+    /// Start with nothing read: the batches arrive a task at a time
+    /// ([`Event::Part`]), then [`Event::Loaded`]. Changes seen meanwhile are
+    /// applied again at the end.
+    pub fn start_loading(&mut self) {
+        self.loading = Some(0);
+        self.scanning = true;
+        self.during_scan.clear();
+    }
+
+    fn on_loaded(&mut self, head: Result<ubunye::state::ScanHead, String>) -> Vec<Effect> {
+        self.loading = None;
+        self.scanning = false;
+        match head {
+            Ok(h) => {
+                self.model.loaded(h);
+                self.note_problems();
+            }
+            Err(e) => self.say(Level::Error, format!("cannot read the use case: {e}")),
+        }
+        let mut effects = vec![Effect::Rewatch];
+        let again = std::mem::take(&mut self.during_scan);
+        if !again.is_empty() && self.model.apply(&again).full {
+            self.scan_again = true;
+        }
+        self.stale = true;
+        if std::mem::take(&mut self.scan_again) {
+            effects.extend(self.want_full_scan());
+        }
+        effects
+    }
+
+    fn on_tick(&mut self) -> Vec<Effect> {
+        self.flush();
+        if let Some((Level::Info, _, Some(at))) = &self.status.message {
+            if at.elapsed() > Duration::from_secs(8) {
+                self.status.message = None;
+            }
+        }
+        if self.frozen {
+            return Vec::new();
+        }
+        if self.model.tick() {
+            self.rebuild();
+        }
+        if self.selected_batch().is_some_and(|b| b.lease.is_some()) {
+            self.refresh_detail(true);
+        }
+        Vec::new()
+    }
+
+    fn on_change(&mut self, paths: Vec<PathBuf>) -> Vec<Effect> {
+        if self.frozen {
+            self.held.paths.extend(paths);
+            if self.held.paths.len() > crate::model::BURST {
+                self.held.paths.clear();
+                self.held.full = true;
+            }
+            return Vec::new();
+        }
+        if self.scanning {
+            self.during_scan.extend(paths.iter().cloned());
+        }
+        let applied = self.model.apply(&paths);
+        if let Some(e) = applied.errors.first() {
+            self.say(Level::Error, format!("cannot read: {e}"));
+        }
+        if applied.changed {
+            self.rebuild();
+        }
+        if applied.full { self.want_full_scan() } else { Vec::new() }
+    }
+
+    fn want_full_scan(&mut self) -> Vec<Effect> {
+        if self.frozen {
+            self.held.full = true;
+            return Vec::new();
+        }
+        if self.scanning {
+            self.scan_again = true;
+            return Vec::new();
+        }
+        self.scanning = true;
+        self.during_scan.clear();
+        vec![Effect::FullScan]
+    }
+
+    fn on_scanned(&mut self, res: Result<Scan, String>) -> Vec<Effect> {
+        self.scanning = false;
+        let mut effects = vec![Effect::Rewatch];
+        match res {
+            Ok(scan) if self.frozen => {
+                self.held.scan = Some(Box::new(scan));
+            }
+            Ok(scan) => {
+                self.model.install(scan);
+                self.note_problems();
+                let again = std::mem::take(&mut self.during_scan);
+                if !again.is_empty() {
+                    let applied = self.model.apply(&again);
+                    if applied.full {
+                        self.scan_again = true;
+                    }
+                }
+                if matches!(&self.status.message, Some((Level::Error, _, _))) {
+                    self.status.message = None;
+                }
+                self.rebuild();
+            }
+            Err(e) => self.say(Level::Error, format!("showing what was last read: {e}")),
+        }
+        if std::mem::take(&mut self.scan_again) {
+            effects.extend(self.want_full_scan());
+        }
+        effects
+    }
+
+    fn note_problems(&mut self) {
+        let p = &self.model.scan.problems;
+        self.status.problems = p.first().map(|first| {
+            let more = if p.len() > 1 { format!(" (and {} more: see 3 doctor)", p.len() - 1) } else { String::new() };
+            format!("cannot list {}: {}{more}", first.path.display(), first.why)
+        });
+    }
+
+    fn on_watch_error(&mut self, message: String, limit: bool) -> Vec<Effect> {
+        if limit {
+            return vec![Effect::PollInstead("watch limit".into())];
+        }
+        self.say(Level::Warn, format!("watching: {message}"));
+        Vec::new()
+    }
+
+    fn on_repaired(&mut self, done: RepairDone) -> Vec<Effect> {
+        let (ok, text) = popup::outcome_text(&done);
+        let kind = done.plan.kind;
+        let t = popup::title(kind, &done.plan.task, &done.plan.key);
+        let id = (done.plan.task.clone(), done.plan.key.clone());
+        self.popup = Some(Popup::Done { kind, title: t, ok, text, scroll: 0 });
+        let now = self.model.now();
+        match self.model.reread(&id, now) {
+            Ok(()) => {
+                self.model.last_change = Some(self.model.src.sys.clock.now());
+                self.model.generation += 1;
+            }
+            Err(e) => self.say(Level::Error, format!("cannot read: {e}")),
+        }
+        self.rebuild();
+        self.refresh_detail(true);
+        Vec::new()
+    }
+}

@@ -1,0 +1,162 @@
+//! The batch table: its columns, fitted to the width, and the rows in view.
+
+use super::*;
+
+/// One column of the batch table.
+struct Col {
+    title: &'static str,
+    width: usize,
+    cell: fn(&Batch) -> String,
+}
+
+fn holder(b: &Batch) -> String {
+    b.lease
+        .as_ref()
+        .map(|l| {
+            let host = l.holder.host.as_deref().map(|h| h.split('|').next().unwrap_or(h)).unwrap_or("?");
+            format!("{}@{host}", l.holder.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()))
+        })
+        .unwrap_or_default()
+}
+
+fn age(b: &Batch) -> String {
+    let a = b
+        .lease
+        .as_ref()
+        .and_then(|l| l.holder.judgement.as_ref())
+        .and_then(|j| j.age)
+        .map(|a| timefmt::age(a.age))
+        .unwrap_or_default();
+    if b.flags.contains(&Flag::Stalled) { format!("{a} stalled") } else { a }
+}
+
+fn claims(b: &Batch) -> String {
+    if b.lease.is_some() || !b.orphans.is_empty() { b.claim_count().to_string() } else { String::new() }
+}
+
+/// The columns that fit in `w`, widest content first to go: RUN, CLAIMS,
+/// PID@HOST are dropped on narrow screens (the detail pane has them).
+fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
+    let batches = app.model.batches();
+    let longest = |f: fn(&Batch) -> String, cap: usize, min: usize| {
+        visible.iter().filter_map(|&i| batches.get(i)).map(|b| f(b).chars().count()).max().unwrap_or(0).clamp(min, cap)
+    };
+    let vars = |b: &Batch| b.variables_text().unwrap_or_else(|| b.key.clone());
+    let run = |b: &Batch| b.run_id.as_deref().map(ubunye::doc::short).unwrap_or_default();
+    let task = |b: &Batch| b.task.clone();
+    let state_w =
+        2 + visible.iter().filter_map(|&i| batches.get(i)).map(|b| b.state.word().len()).max().unwrap_or(5).max(5);
+    let mut cols = vec![
+        Col { title: "STATE", width: state_w, cell: |b| format!("{} {}", glyph(b.state).0, b.state.word()) },
+        Col { title: "TASK", width: longest(task, 28, 4), cell: task },
+        Col { title: "VARIABLES / KEY", width: longest(vars, 30, 15), cell: vars },
+        Col { title: "RUN", width: 8, cell: run },
+        Col { title: "PID@HOST", width: longest(holder, 18, 8), cell: holder },
+        Col { title: "AGE", width: longest(age, 14, 3), cell: age },
+        Col { title: "CLAIMS", width: 6, cell: claims },
+        Col { title: "NOTE", width: 0, cell: |b| b.note.clone() },
+    ];
+    let need = |cols: &[Col]| cols.iter().map(|c| c.width + 1).sum::<usize>() + 20;
+    for drop in ["RUN", "CLAIMS", "PID@HOST"] {
+        if need(&cols) <= w {
+            break;
+        }
+        cols.retain(|c| c.title != drop);
+    }
+    // Still too wide: narrow the task and the variables, never below 12.
+    while need(&cols) > w {
+        let widest = cols
+            .iter_mut()
+            .filter(|c| matches!(c.title, "TASK" | "VARIABLES / KEY") && c.width > 12)
+            .max_by_key(|c| c.width);
+        match widest {
+            Some(c) => c.width -= 1,
+            None => break,
+        }
+    }
+    let used: usize = cols.iter().filter(|c| c.title != "NOTE").map(|c| c.width + 1).sum();
+    if let Some(note) = cols.iter_mut().find(|c| c.title == "NOTE") {
+        note.width = w.saturating_sub(used).max(4);
+    }
+    cols
+}
+
+pub(super) fn draw_batches(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
+    if app.detail.open {
+        draw_detail(f, app, area, p, true);
+        return;
+    }
+    let rows = app.rows.len();
+    let want = (rows + 1).max(4) as u16;
+    let table_h = want.min(area.height.saturating_mul(11) / 20).max(4).min(area.height);
+    let [top, bottom] = Layout::vertical([Constraint::Length(table_h), Constraint::Min(0)]).areas(area);
+    draw_table(f, app, top, p);
+    if bottom.height >= 3 {
+        draw_detail(f, app, bottom, p, false);
+    }
+}
+
+/// Scroll a list so that the selected row shows.
+pub(super) fn window(selected: usize, offset: &mut usize, height: usize, len: usize) -> std::ops::Range<usize> {
+    if height == 0 {
+        return 0..0;
+    }
+    if selected < *offset {
+        *offset = selected;
+    }
+    if selected >= *offset + height {
+        *offset = selected + 1 - height;
+    }
+    if *offset + height > len {
+        *offset = len.saturating_sub(height);
+    }
+    *offset..(*offset + height).min(len)
+}
+
+fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
+    let height = (area.height as usize).saturating_sub(1);
+    app.page = height.max(1);
+    let range = window(app.selected[0], &mut app.offset[0], height, app.rows.len());
+    let visible: Vec<usize> = app.rows[range.clone()].to_vec();
+    let cols = columns(app, &visible, area.width as usize);
+    let batches = app.model.batches();
+    let header = Row::new(cols.iter().map(|c| Cell::from(c.title))).style(p.bold());
+    let mut rows = Vec::with_capacity(visible.len());
+    for (n, &i) in visible.iter().enumerate() {
+        let Some(b) = batches.get(i) else { continue };
+        let cells: Vec<Cell> = cols
+            .iter()
+            .map(|c| {
+                let text = fit(&(c.cell)(b), c.width);
+                if c.title == "STATE" {
+                    Cell::from(Span::styled(text, p.fg(glyph(b.state).1)))
+                } else {
+                    Cell::from(text)
+                }
+            })
+            .collect();
+        let mut row = Row::new(cells);
+        if range.start + n == app.selected[0] {
+            row = row.style(p.selected());
+        }
+        rows.push(row);
+    }
+    let widths: Vec<Constraint> = cols.iter().map(|c| Constraint::Length(c.width as u16)).collect();
+    let table = Table::new(rows, widths).header(header).column_spacing(1);
+    if app.rows.is_empty() {
+        let why = if app.loading.is_some() {
+            "Reading the use case…".to_string()
+        } else if app.filter.is_empty() {
+            "No batches in this use case yet.".to_string()
+        } else {
+            format!("No batch matches the filter \"{}\" (Esc clears it).", app.filter.text)
+        };
+        f.render_widget(table, area);
+        if area.height > 1 {
+            let r = Rect { y: area.y + 1, height: 1, ..area };
+            f.render_widget(Paragraph::new(Span::styled(why, p.dim())), r);
+        }
+        return;
+    }
+    f.render_widget(table, area);
+}

@@ -1,0 +1,167 @@
+//! The detail pane (the explain report) and the runs and doctor views.
+
+use super::*;
+
+pub(super) fn draw_detail(f: &mut Frame, app: &mut App, area: Rect, p: Paint, full: bool) {
+    let title = match &app.detail.id {
+        Some((task, key)) => format!(" {task} {} · explain ", &key[..key.len().min(8)]),
+        None => " explain ".into(),
+    };
+    let hint = if full { " Esc back · ↑↓ PgUp PgDn scroll " } else { " Enter: full report " };
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .title(Span::styled(title, p.bold()))
+        .title_bottom(Line::from(Span::styled(hint, p.dim())).right_aligned());
+    let inner = block.inner(area);
+    let lines = wrap(&app.detail.lines, inner.width as usize);
+    let height = inner.height as usize;
+    app.detail_page = height.max(1);
+    let max_scroll = lines.len().saturating_sub(height);
+    if app.detail.scroll > max_scroll {
+        app.detail.scroll = max_scroll;
+    }
+    let shown: Vec<Line> = lines
+        .iter()
+        .skip(app.detail.scroll)
+        .take(height)
+        .map(|l| {
+            if !l.starts_with(' ') && !l.is_empty() && l.chars().next().is_some_and(|c| c.is_uppercase()) {
+                Line::from(Span::styled(l.clone(), p.bold()))
+            } else {
+                Line::from(l.clone())
+            }
+        })
+        .collect();
+    f.render_widget(block, area);
+    f.render_widget(Paragraph::new(shown), inner);
+    if lines.len() > height && height > 0 {
+        let more =
+            format!(" {}-{}/{} ", app.detail.scroll + 1, (app.detail.scroll + height).min(lines.len()), lines.len());
+        let w = more.chars().count() as u16;
+        if area.width > w + 2 {
+            let r = Rect { x: area.x + area.width - w - 1, y: area.y, width: w, height: 1 };
+            f.render_widget(Paragraph::new(Span::styled(more, p.dim())), r);
+        }
+    }
+}
+
+fn vars_text(v: &serde_json::Map<String, serde_json::Value>) -> String {
+    v.iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn record_time(s: Option<&str>) -> String {
+    s.map(|t| t.get(..19).unwrap_or(t).replace('T', " ")).unwrap_or_default()
+}
+
+pub(super) fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
+    let height = (area.height as usize).saturating_sub(1);
+    app.page = height.max(1);
+    let range = window(app.selected[1], &mut app.offset[1], height, app.runs.len());
+    let batches = app.model.batches();
+    let w = area.width as usize;
+    // Narrow screens: a shorter start time and no duration.
+    let wide = w >= 100;
+    let started_w = if wide { 19 } else { 14 };
+    let secs_w = if wide { 6 } else { 0 };
+    let header = Row::new(["STARTED", "STATUS", "TASK", "RUN", "VARIABLES", if wide { "SECS" } else { "" }, "ERROR"])
+        .style(p.bold());
+    let shown = &app.runs[range.clone()];
+    let longest = |f: &dyn Fn(&Batch, usize) -> usize| {
+        shown.iter().filter_map(|&(bi, ri)| batches.get(bi).map(|b| f(b, ri))).max().unwrap_or(4)
+    };
+    let fixed = started_w + 11 + 8 + secs_w + 7;
+    let flexible = w.saturating_sub(fixed + 10);
+    let task_w = longest(&|b, _| b.task.chars().count()).clamp(4, 24).min(flexible / 2);
+    let vars_w = longest(&|b, ri| {
+        let v = b.records.get(ri).and_then(|r| r.variables.as_ref()).or(b.variables.as_ref());
+        v.map(|v| vars_text(v).chars().count()).unwrap_or(0)
+    })
+    .clamp(9, 30)
+    .min(flexible.saturating_sub(task_w));
+    let err_w = w.saturating_sub(fixed + task_w + vars_w).max(4);
+    let mut rows = Vec::new();
+    for (n, &(bi, ri)) in app.runs[range.clone()].iter().enumerate() {
+        let Some(b) = batches.get(bi) else { continue };
+        let Some(r) = b.records.get(ri) else { continue };
+        let status = r.status.clone().unwrap_or_else(|| "(none)".into());
+        let colour = match status.as_str() {
+            "success" => Color::LightGreen,
+            "running" => Color::LightCyan,
+            "interrupted" => Color::LightYellow,
+            _ => Color::LightRed,
+        };
+        let secs =
+            match (r.started_at.as_deref().and_then(timefmt::parse), r.ended_at.as_deref().and_then(timefmt::parse)) {
+                (Some(s), Some(e)) => {
+                    e.duration_since(s).map(|d| format!("{:.1}", d.as_secs_f64())).unwrap_or_default()
+                }
+                _ => String::new(),
+            };
+        // A full scan leaves the variables with the batch, not its records.
+        let vars = r.variables.as_ref().or(b.variables.as_ref()).map(vars_text).unwrap_or_default();
+        let started = record_time(r.started_at.as_deref());
+        let started = if wide { started } else { started.get(5..).unwrap_or(&started).to_string() };
+        let mut row = Row::new(vec![
+            Cell::from(started),
+            Cell::from(Span::styled(fit(&status, 11), p.fg(colour))),
+            Cell::from(fit(&b.task, task_w)),
+            Cell::from(ubunye::doc::short(&r.run_id)),
+            Cell::from(fit(&vars, vars_w)),
+            Cell::from(secs),
+            Cell::from(fit(r.error.as_deref().unwrap_or(""), err_w)),
+        ]);
+        if range.start + n == app.selected[1] {
+            row = row.style(p.selected());
+        }
+        rows.push(row);
+    }
+    let widths = [
+        Constraint::Length(started_w as u16),
+        Constraint::Length(11),
+        Constraint::Length(task_w as u16),
+        Constraint::Length(8),
+        Constraint::Length(vars_w as u16),
+        Constraint::Length(secs_w as u16),
+        Constraint::Min(4),
+    ];
+    f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), area);
+    if app.runs.is_empty() && area.height > 1 {
+        let r = Rect { y: area.y + 1, height: 1, ..area };
+        f.render_widget(Paragraph::new(Span::styled("No run records.", p.dim())), r);
+    }
+}
+
+pub(super) fn draw_doctor(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
+    let w = area.width as usize;
+    let root = app.model.scan.root.clone();
+    if app.findings.is_empty() {
+        let text = format!("Clean: nothing to look at ({} batch(es) looked at).", app.model.batches().len());
+        f.render_widget(Paragraph::new(Span::styled(text, p.dim())), area);
+        return;
+    }
+    // Two lines a finding: what and where; then the detail.
+    let height = (area.height as usize / 2).max(1);
+    app.page = height;
+    let range = window(app.selected[2], &mut app.offset[2], height, app.findings.len());
+    let mut lines = Vec::new();
+    for (n, fnd) in app.findings[range.clone()].iter().enumerate() {
+        let path = fnd
+            .path
+            .strip_prefix(&root)
+            .map(|r| r.display().to_string())
+            .unwrap_or_else(|_| fnd.path.display().to_string());
+        let at = match (&fnd.task, &fnd.key) {
+            (Some(t), Some(k)) => format!("  [{t} {}]", &k[..k.len().min(8)]),
+            _ => String::new(),
+        };
+        let sel = range.start + n == app.selected[2];
+        let first = fit(&format!("{:<18} {path}{at}", fnd.kind), w);
+        let style = if sel { p.selected() } else { p.fg(Color::LightYellow) };
+        lines.push(Line::from(Span::styled(first, style)));
+        lines.push(Line::from(Span::styled(fit(&format!("{:<18} {}", "", fnd.detail), w), p.dim())));
+    }
+    f.render_widget(Paragraph::new(lines), area);
+}
