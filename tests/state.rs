@@ -398,3 +398,42 @@ fn odd_lease_folders_are_followed_or_reported() {
     assert_eq!(unreadable.len(), 3, "{unreadable:#?}");
     assert!(unreadable.iter().all(|n| n.contains("FIFO")), "{unreadable:#?}");
 }
+
+/// `find` (explain's lookup): a whole key is found by its lease or finished
+/// note without listing the folder, an orphan alone by the listing, a prefix
+/// by the listing; two tasks with a batch of that prefix are ambiguous; an
+/// unknown key is none.
+#[test]
+fn find_by_whole_key_prefix_and_orphan_alone() {
+    use ubunye::state::{Found, find};
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path();
+    let a = uc.join(".ubunye/leases/demo/sales/a");
+    let b = uc.join(".ubunye/leases/demo/sales/b");
+    fs::create_dir_all(&a).unwrap();
+    fs::create_dir_all(&b).unwrap();
+    fs::write(a.join("aaaaaaaaaaaaaaaa.json"), "{}").unwrap();
+    fs::write(a.join("abababababababab.finished.json"), "{}").unwrap();
+    fs::write(b.join("acacacacacacacac.dead-0123abcd.json"), "{}").unwrap();
+    let one = |q: &str| match find(uc, q, None).unwrap() {
+        Found::One(id) => format!("{}:{}", id.task, id.key),
+        other => format!("{other:?}"),
+    };
+    assert_eq!(one("aaaaaaaaaaaaaaaa"), "demo/sales/a:aaaaaaaaaaaaaaaa");
+    assert_eq!(one("abababababababab"), "demo/sales/a:abababababababab");
+    assert_eq!(one("acacacacacacacac"), "demo/sales/b:acacacacacacacac");
+    assert_eq!(one("abab"), "demo/sales/a:abababababababab");
+    assert!(matches!(find(uc, "a", None).unwrap(), Found::Ambiguous(v) if v.len() == 3));
+    assert!(matches!(find(uc, "ffffffffffffffff", None).unwrap(), Found::None(_)));
+    // The same whole key in two tasks (not made by any engine: the key hashes
+    // the task) is ambiguous, never the first one found.
+    fs::write(b.join("aaaaaaaaaaaaaaaa.finished.json"), "{}").unwrap();
+    assert!(matches!(find(uc, "aaaaaaaaaaaaaaaa", None).unwrap(), Found::Ambiguous(v) if v.len() == 2));
+    assert_eq!(
+        match find(uc, "aaaaaaaaaaaaaaaa", Some("demo/sales/b")).unwrap() {
+            Found::One(id) => id.task,
+            other => format!("{other:?}"),
+        },
+        "demo/sales/b"
+    );
+}

@@ -216,6 +216,8 @@ pub struct RecordInfo {
     pub ended_at: Option<String>,
     pub error: Option<String>,
     pub backend: Option<String>,
+    /// Its variables. In a scan, None when they hash to the batch's key: then
+    /// they are the batch's, kept there once.
     #[serde(skip)]
     pub variables: Option<serde_json::Map<String, Value>>,
     /// Where its outputs went (`outputs[].location`).

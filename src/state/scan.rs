@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::read::*;
 use super::*;
+use crate::fsx;
 use crate::layout::{self, Entry};
 use crate::sys::{Now, Sys};
 
@@ -142,15 +143,20 @@ fn scan_task(
     let unknown = "?".repeat(16);
     for rec in read_records(paths) {
         match rec {
-            Ok(r) => {
+            Ok(mut r) => {
                 let hashed = r.variables.as_ref().and_then(|v| record_key(task, v));
                 let i = match by_run.get(&r.run_id) {
                     Some(&i) => i,
                     None => at(&mut out, hashed.as_deref().unwrap_or(&unknown)),
                 };
                 let b = &mut out[i];
-                if b.variables.is_none() && hashed.as_deref() == Some(b.key.as_str()) {
-                    b.variables = r.variables.clone();
+                // Variables that hash to the batch's key are the batch's: it
+                // keeps one copy (a scan of 100,000 batches keeps every record).
+                if hashed.as_deref() == Some(b.key.as_str()) {
+                    let vars = r.variables.take();
+                    if b.variables.is_none() {
+                        b.variables = vars;
+                    }
                 }
                 // Most batches have one record: no room for four.
                 b.records.reserve_exact(1);
@@ -310,11 +316,28 @@ pub fn find(uc: &Path, query: &str, task: Option<&str>) -> Result<Found, ScanErr
     let mut near = std::collections::BTreeSet::new();
     let mut best = 1;
     let mut problems = Vec::new();
-    for (t, dir) in task_dirs(&leases_root, &mut problems) {
-        if task.is_some_and(|want| !glob_match(want, &t)) {
-            continue;
+    let dirs: Vec<(String, PathBuf)> = task_dirs(&leases_root, &mut problems)
+        .into_iter()
+        .filter(|(t, _)| task.is_none_or(|want| glob_match(want, t)))
+        .collect();
+    // A whole key: its lease or note is enough to find it, without listing
+    // folders of 10,000 files (an orphan alone is found by the listing below).
+    if layout::is_key(&q) {
+        let hits: Vec<BatchId> = dirs
+            .iter()
+            .filter(|(_, dir)| {
+                fsx::exists(&dir.join(format!("{q}.json"))) || fsx::exists(&dir.join(format!("{q}.finished.json")))
+            })
+            .map(|(t, _)| BatchId { task: t.clone(), key: q.clone() })
+            .collect();
+        match hits.as_slice() {
+            [] => {}
+            [one] => return Ok(Found::One(one.clone())),
+            _ => return Ok(Found::Ambiguous(hits)),
         }
-        let Ok(rd) = fs::read_dir(&dir) else { continue };
+    }
+    for (t, dir) in &dirs {
+        let Ok(rd) = fs::read_dir(dir) else { continue };
         for e in rd.flatten() {
             let name = e.file_name();
             let Some(key) = name.to_str().and_then(|n| n.get(..16)).filter(|k| layout::is_key(k)) else {
