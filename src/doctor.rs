@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::beneath::{Beneath, is_staging_name};
-use crate::state::{Flag, Scan, State};
+use crate::state::{Batch, Flag, Scan, State, UnreadableFile};
+use crate::sys::Now;
 
 /// One thing to look at.
 #[derive(Clone, Debug, Serialize)]
@@ -55,36 +56,61 @@ fn note_path(
 
 /// Look at a scanned use case.
 pub fn examine(scan: &Scan) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let Ok(beneath) = Beneath::new(&scan.root) else { return out };
-    let mut outputs: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut recorded_staging: BTreeSet<PathBuf> = BTreeSet::new();
-    for p in &scan.problems {
-        out.push(Finding {
-            kind: if p.misplaced { "misplaced" } else { "unreadable" },
-            path: p.path.clone(),
-            detail: p.why.clone(),
-            task: None,
-            key: None,
-        });
-    }
+    let Some(mut e) = Examiner::new(&scan.root, scan.now) else { return Vec::new() };
     for b in &scan.batches {
+        e.batch(b);
+    }
+    e.finish(&scan.problems)
+}
+
+/// Doctor's look, a batch at a time: what it needs across batches (the output
+/// folders in which to look for stray staging, the staging folders leases
+/// name) is kept; each batch can be dropped once looked at, so a use case of
+/// 100,000 batches is examined while holding one task's batches at a time
+/// (with [`crate::state::scan_tasks`]).
+pub struct Examiner {
+    root: PathBuf,
+    beneath: Beneath,
+    now: Now,
+    outputs: BTreeSet<PathBuf>,
+    recorded_staging: BTreeSet<PathBuf>,
+    problems: Vec<Finding>,
+    out: Vec<Finding>,
+}
+
+impl Examiner {
+    /// For the use case at `root` (as a scan found it), at the scan's time.
+    /// None when its folder cannot be opened.
+    pub fn new(root: &Path, now: Now) -> Option<Examiner> {
+        Some(Examiner {
+            root: root.to_path_buf(),
+            beneath: Beneath::new(root).ok()?,
+            now,
+            outputs: BTreeSet::new(),
+            recorded_staging: BTreeSet::new(),
+            problems: Vec::new(),
+            out: Vec::new(),
+        })
+    }
+
+    /// Look at one batch.
+    pub fn batch(&mut self, b: &Batch) {
         let id = || (Some(b.task.clone()), Some(b.key.clone()));
         for u in &b.unreadable {
             let (task, key) = id();
-            out.push(Finding { kind: "unreadable", path: u.path.clone(), detail: u.why.clone(), task, key });
+            self.out.push(Finding { kind: "unreadable", path: u.path.clone(), detail: u.why.clone(), task, key });
         }
         for t in &b.temp_files {
             let (task, key) = id();
-            out.push(Finding { kind: "temp-file", path: t.clone(), detail: "left by a save killed between its write and its rename; safe to remove once no run of the batch is live".into(), task, key });
+            self.out.push(Finding { kind: "temp-file", path: t.clone(), detail: "left by a save killed between its write and its rename; safe to remove once no run of the batch is live".into(), task, key });
         }
         for t in &b.tombstones {
             if t.time
-                .and_then(|m| scan.now.time.duration_since(m).ok())
+                .and_then(|m| self.now.time.duration_since(m).ok())
                 .is_some_and(|age| age > Duration::from_secs(7 * 86_400))
             {
                 let (task, key) = id();
-                out.push(Finding {
+                self.out.push(Finding {
                     kind: "old-tombstone",
                     path: t.path.clone(),
                     detail: "a takeover mark older than 7 days: the next run of the batch removes it".into(),
@@ -96,7 +122,7 @@ pub fn examine(scan: &Scan) -> Vec<Finding> {
         if b.flags.contains(&Flag::LeftoverDone) {
             for d in &b.done_marks {
                 let (task, key) = id();
-                out.push(Finding {
+                self.out.push(Finding {
                     kind: "done-without-lease",
                     path: d.path.clone(),
                     detail: format!(
@@ -111,12 +137,12 @@ pub fn examine(scan: &Scan) -> Vec<Finding> {
         if b.state == State::Interrupted && b.records.first().is_some_and(|r| r.status.as_deref() == Some("running")) {
             let r = &b.records[0];
             let (task, key) = id();
-            out.push(Finding { kind: "running-record", path: r.path.clone(), detail: "the record says running, but no lease holds the batch and so no process runs it (a run without a lease, or one killed before taking it)".into(), task, key });
+            self.out.push(Finding { kind: "running-record", path: r.path.clone(), detail: "the record says running, but no lease holds the batch and so no process runs it (a run without a lease, or one killed before taking it)".into(), task, key });
         }
         if let Some(l) = &b.lease {
             let (task, key) = id();
             if b.flags.contains(&Flag::Stalled) && b.state == State::Live {
-                out.push(Finding {
+                self.out.push(Finding {
                     kind: "stalled",
                     path: l.path.clone(),
                     detail: b.note.clone(),
@@ -125,7 +151,7 @@ pub fn examine(scan: &Scan) -> Vec<Finding> {
                 });
             }
             if b.flags.contains(&Flag::NotJson) {
-                out.push(Finding {
+                self.out.push(Finding {
                     kind: "not-json",
                     path: l.path.clone(),
                     detail: "the lease is empty or not JSON (a crash while it was created, or a hand edit): it holds the batch until it is 15 minutes old, then the next run takes it over; look at it, do not delete it while a run may be writing it".into(),
@@ -134,16 +160,16 @@ pub fn examine(scan: &Scan) -> Vec<Finding> {
                 });
             }
             if b.flags.contains(&Flag::ClockBehind) {
-                out.push(Finding { kind: "clock-behind", path: l.path.clone(), detail: "the lease's times are ahead of the disk's clock: the clock was set back; it is not judged dead until the clock catches up".into(), task, key });
+                self.out.push(Finding { kind: "clock-behind", path: l.path.clone(), detail: "the lease's times are ahead of the disk's clock: the clock was set back; it is not judged dead until the clock catches up".into(), task, key });
             }
         }
         for l in b.lease.as_deref().into_iter().chain(&b.orphans) {
             for o in &l.outputs {
                 if let Some(st) = &o.staging {
-                    if let Ok(i) = beneath.resolve(st) {
-                        recorded_staging.insert(i.full.clone());
+                    if let Ok(i) = self.beneath.resolve(st) {
+                        self.recorded_staging.insert(i.full.clone());
                         if let Some(parent) = i.full.parent() {
-                            outputs.insert(
+                            self.outputs.insert(
                                 if is_staging_name(&i.parts.last().cloned().unwrap_or_default())
                                     && i.parts.last().is_some_and(|n| n.starts_with('_'))
                                 {
@@ -157,59 +183,75 @@ pub fn examine(scan: &Scan) -> Vec<Finding> {
                 }
             }
             for p in l.doc.paths().unwrap_or_default() {
-                note_path(&beneath, &p, &l.path, id(), &mut outputs, &mut out);
+                note_path(&self.beneath, &p, &l.path, id(), &mut self.outputs, &mut self.out);
             }
         }
         if let Some(f) = &b.finished {
             for (_, claims, _) in &f.outputs {
                 for c in claims {
-                    note_path(&beneath, c, &f.path, id(), &mut outputs, &mut out);
+                    note_path(&self.beneath, c, &f.path, id(), &mut self.outputs, &mut self.out);
                 }
             }
         }
         for r in &b.records {
             for loc in &r.locations {
                 let p = PathBuf::from(loc);
-                if p.is_dir() && p.starts_with(&scan.root) {
-                    outputs.insert(p);
+                if p.is_dir() && p.starts_with(&self.root) {
+                    self.outputs.insert(p);
                 }
             }
         }
     }
-    // Staging folders in (`_ubunye-*`) or beside (`.<name>.ubunye-*`) the
-    // outputs found above, that no lease or orphan names.
-    let mut seen = BTreeSet::new();
-    for o in &outputs {
-        let mut candidates = Vec::new();
-        if let Ok(rd) = fs::read_dir(o) {
-            candidates.extend(
-                rd.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("_ubunye-"))),
-            );
+
+    /// The findings: the folders that could not be read first, then each
+    /// batch's in the order they were looked at, then stray staging folders.
+    pub fn finish(mut self, problems: &[UnreadableFile]) -> Vec<Finding> {
+        for p in problems {
+            self.problems.push(Finding {
+                kind: if p.misplaced { "misplaced" } else { "unreadable" },
+                path: p.path.clone(),
+                detail: p.why.clone(),
+                task: None,
+                key: None,
+            });
         }
-        if let (Some(parent), Some(name)) = (o.parent(), o.file_name()) {
-            let prefix = format!(".{}.ubunye-", name.to_string_lossy());
-            if let Ok(rd) = fs::read_dir(parent) {
+        // Staging folders in (`_ubunye-*`) or beside (`.<name>.ubunye-*`) the
+        // outputs found above, that no lease or orphan names.
+        let mut seen = BTreeSet::new();
+        for o in &self.outputs {
+            let mut candidates = Vec::new();
+            if let Ok(rd) = fs::read_dir(o) {
                 candidates.extend(
                     rd.flatten()
                         .map(|e| e.path())
-                        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix))),
+                        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("_ubunye-"))),
                 );
             }
-        }
-        for c in candidates {
-            let name = c.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            if is_staging_name(&name) && !recorded_staging.contains(&c) && seen.insert(c.clone()) {
-                out.push(Finding {
-                    kind: "stray-staging",
-                    path: c,
-                    detail: "a staging folder no lease names (its run was interrupted in a way no lease could record); readers skip it; check it, then remove it by hand".into(),
-                    task: None,
-                    key: None,
-                });
+            if let (Some(parent), Some(name)) = (o.parent(), o.file_name()) {
+                let prefix = format!(".{}.ubunye-", name.to_string_lossy());
+                if let Ok(rd) = fs::read_dir(parent) {
+                    candidates.extend(
+                        rd.flatten()
+                            .map(|e| e.path())
+                            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(&prefix))),
+                    );
+                }
+            }
+            for c in candidates {
+                let name = c.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                if is_staging_name(&name) && !self.recorded_staging.contains(&c) && seen.insert(c.clone()) {
+                    self.out.push(Finding {
+                        kind: "stray-staging",
+                        path: c,
+                        detail: "a staging folder no lease names (its run was interrupted in a way no lease could record); readers skip it; check it, then remove it by hand".into(),
+                        task: None,
+                        key: None,
+                    });
+                }
             }
         }
+        let mut all = self.problems;
+        all.append(&mut self.out);
+        all
     }
-    out
 }

@@ -25,25 +25,42 @@ pub struct DoctorArgs {
 
 pub fn run(a: &DoctorArgs) -> i32 {
     let sys = Sys::real();
-    let scan = match state::scan(
-        &a.dir.dir,
-        &ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None },
-        &sys,
-    ) {
-        Ok(s) => s,
+    let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None };
+    // A task's batches at a time: a use case of 100,000 batches is never
+    // held whole (docs/performance.md).
+    let head = match state::head(&a.dir.dir, &opts, &sys) {
+        Ok(h) => h,
         Err(e) => {
             say_err(&e.to_string());
             return exit::REFUSED;
         }
     };
-    let findings = crate::doctor::examine(&scan);
+    let Some(mut examiner) = crate::doctor::Examiner::new(&head.root, head.now) else {
+        say_err(&format!("{}: the folder cannot be opened.", head.root.display()));
+        return exit::REFUSED;
+    };
+    let mut looked_at = 0usize;
+    let scanned = state::scan_tasks(&a.dir.dir, &opts, &sys, |batches| {
+        looked_at += batches.len();
+        for b in &batches {
+            examiner.batch(b);
+        }
+    });
+    let findings = match scanned {
+        Ok(done) => examiner.finish(&done.problems),
+        Err(e) => {
+            say_err(&e.to_string());
+            return exit::REFUSED;
+        }
+    };
+    let root = head.root;
     if a.json {
         super::outln(
-            &serde_json::to_string_pretty(&serde_json::json!({"use_case": scan.root, "findings": findings}))
+            &serde_json::to_string_pretty(&serde_json::json!({"use_case": root, "findings": findings}))
                 .unwrap_or_default(),
         );
     } else if findings.is_empty() {
-        super::outln(&format!("{}: clean ({} batch(es) looked at).", scan.root.display(), scan.batches.len()));
+        super::outln(&format!("{}: clean ({looked_at} batch(es) looked at).", root.display()));
     } else {
         for f in &findings {
             let at = match (&f.task, &f.key) {

@@ -53,6 +53,14 @@ fn open(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Opened, ScanError> {
     Ok(Opened { root, beneath, leases_root, lineage_dir, now })
 }
 
+/// Open a use-case folder as a scan would (its root, lineage folder and the
+/// disk's time now) without reading any batch: what a reader of
+/// [`scan_tasks`] needs before the first task comes.
+pub fn head(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<ScanHead, ScanError> {
+    let Opened { root, lineage_dir, now, .. } = open(uc, opts, sys)?;
+    Ok(ScanHead { root, lineage_dir, now, problems: Vec::new() })
+}
+
 /// Scan a use-case folder: every batch, most severe first.
 pub fn scan(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Scan, ScanError> {
     let mut batches = Vec::new();

@@ -218,3 +218,40 @@ fn runs_and_doctor() {
     assert_eq!(kinds, ["temp-file", "stray-staging"]);
     assert!(uc.join("out/events/_ubunye-0123456789ab").exists(), "doctor changes nothing");
 }
+
+/// `ubunye doctor` looks a task at a time (so 100,000 batches are never held
+/// whole): on every fixture, with a stray staging folder, a temp file and an
+/// unreadable lease added, it finds what the whole-scan `examine` finds.
+#[test]
+fn doctor_a_task_at_a_time_finds_what_a_whole_scan_finds() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/peer");
+    let mut fixtures: Vec<String> = fs::read_dir(&src)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("uc").is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    fixtures.sort();
+    assert!(fixtures.len() >= 15, "{fixtures:?}");
+    let mut total = 0;
+    for name in &fixtures {
+        let (_d, uc) = fixture(name);
+        let leases = uc.join(".ubunye/leases/demo/sales/ingest");
+        fs::create_dir_all(&leases).unwrap();
+        fs::write(leases.join("0123456789abcdef.abcd1234.tmp"), "{").unwrap();
+        fs::write(leases.join("fedcba9876543210.json"), [0xff, 0xfe]).unwrap();
+        fs::create_dir_all(uc.join("out/events/_ubunye-0123456789ab")).unwrap();
+        let o = ubunye(&uc).args(["doctor", "-d", "uc", "--json"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let mut cli: Vec<String> = v["findings"].as_array().unwrap().iter().map(|f| f.to_string()).collect();
+        let sys = ubunye::Sys { host: "elsewhere|pid:[1]".into(), ..ubunye::Sys::real() };
+        let scan = ubunye::state::scan(&uc, &Default::default(), &sys).unwrap();
+        let mut lib: Vec<String> =
+            ubunye::doctor::examine(&scan).iter().map(|f| serde_json::to_value(f).unwrap().to_string()).collect();
+        cli.sort();
+        lib.sort();
+        assert_eq!(cli, lib, "{name}");
+        total += cli.len();
+    }
+    assert!(total >= 3 * fixtures.len(), "each fixture has the three added findings at least");
+}
