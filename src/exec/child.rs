@@ -59,6 +59,22 @@ pub fn resolve_command(cmd: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(cmd)).find(|p| runnable(p))
 }
 
+/// Wait for the command (`pid`) to exit, reaping every other child meanwhile:
+/// as their subreaper, `ubunye exec` gets every process the command orphans
+/// (`(job &)`, a helper that daemonizes), and each one that exits would stay a
+/// zombie holding its pid until the command ends (review 4, finding 3).
+fn wait_reaping(pid: i32) -> std::io::Result<std::process::ExitStatus> {
+    loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(Some((p, status))) if p.as_raw_nonzero().get() == pid => {
+                return Ok(std::process::ExitStatus::from_raw(status.as_raw()));
+            }
+            Ok(_) | Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// Run `argv` with `env` added, passing on signals, until it exits.
 pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<ChildEnd> {
     let mut cmd = Command::new(&argv[0]);
@@ -110,7 +126,7 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<Chi
             }
         })
     };
-    let result = spawned.and_then(|mut c: Child| c.wait());
+    let result = spawned.and_then(|c: Child| wait_reaping(c.id() as i32));
     let stopped = if result.is_ok() { super::reap::stop_descendants(super::reap::grace()) } else { Default::default() };
     handle.close();
     let _ = forwarder.join();

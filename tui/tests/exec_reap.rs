@@ -1,6 +1,5 @@
-//! `ubunye exec` end to end: what the third review proved wrong (finding 2: a
-//! background process that keeps changing its pid outlived its run and wrote
-//! into the landed output).
+//! `ubunye exec` and the processes a command leaves: none outlives its run,
+//! none is left a zombie. What reviews 3 and 4 proved wrong.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -132,4 +131,23 @@ fn a_process_that_cannot_be_stopped_means_nothing_lands() {
     let rec: serde_json::Value = serde_json::from_str(&fs::read_to_string(record).unwrap()).unwrap();
     assert_eq!(rec["status"], "error");
     assert!(rec["error"].to_string().contains("could not be stopped"), "{rec}");
+}
+
+/// Review 4, finding 3: exec is the subreaper of what its command leaves, but
+/// waited for the command alone: each process the command orphaned stayed a
+/// zombie holding its pid until the command ended (a long command that orphans
+/// a few processes a second runs the host out of pids). Now exec reaps them as
+/// they exit.
+#[test]
+fn orphans_of_a_running_command_are_reaped_as_they_exit() {
+    let (d, uc, _mark) = use_case();
+    let count = d.path().join("zombies");
+    let script = format!(
+        "i=0; while [ $i -lt 300 ]; do (true &); i=$((i+1)); done; sleep 1; z=0; for s in /proc/[0-9]*/stat; do set -- $(sed 's/.*) //' $s 2>/dev/null); [ \"$1\" = Z ] && [ \"$2\" = \"$PPID\" ] && z=$((z+1)); done; echo $z > {}; echo row > \"$UBUNYE_OUT_EVENTS/part-1.csv\"",
+        count.display()
+    );
+    let o = exec(&uc).args(["--", "sh", "-c", &script]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let zombies: usize = fs::read_to_string(&count).unwrap().trim().parse().unwrap();
+    assert!(zombies < 30, "{zombies} of 300 orphans were zombies of ubunye exec while the command ran");
 }
