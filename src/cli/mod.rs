@@ -74,6 +74,9 @@ pub enum Command {
     Top(TopArgs),
     /// Build a sandbox use case with every kind of state, and open `top` on it.
     Demo(DemoArgs),
+    /// (Internal) the keeper of an `ubunye exec` command's process group.
+    #[command(name = "__group-keeper", hide = true)]
+    GroupKeeper { parent: String },
 }
 
 /// The use-case folder.
@@ -174,6 +177,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
         Command::Doctor(a) => doctor::run(a),
         Command::Top(a) => dashboard.top(a),
         Command::Demo(a) => dashboard.demo(a),
+        Command::GroupKeeper { parent } => crate::exec::sentinel::keep(parent),
     }
 }
 

@@ -59,28 +59,55 @@ pub fn resolve_command(cmd: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(cmd)).find(|p| runnable(p))
 }
 
+/// Whether this process is in the foreground process group of its controlling
+/// terminal (someone typed the command at a terminal and waits for it).
+fn in_terminal_foreground() -> bool {
+    let Ok(tty) = std::fs::File::open("/dev/tty") else { return false };
+    rustix::termios::tcgetpgrp(&tty).is_ok_and(|fg| fg == rustix::process::getpgrp())
+}
+
 /// Wait for the command (`pid`) to exit, reaping every other child meanwhile:
 /// as their subreaper, `ubunye exec` gets every process the command orphans
 /// (`(job &)`, a helper that daemonizes), and each one that exits would stay a
 /// zombie holding its pid until the command ends (review 4, finding 3).
-fn wait_reaping(pid: i32) -> std::io::Result<std::process::ExitStatus> {
+/// `keeper`: the group keeper's pid, set to None if it is reaped here (its
+/// pid may then be another process's: it must not be signalled).
+fn wait_reaping(pid: i32, keeper: &mut Option<Child>) -> std::io::Result<std::process::ExitStatus> {
     loop {
         match rustix::process::wait(rustix::process::WaitOptions::empty()) {
             Ok(Some((p, status))) if p.as_raw_nonzero().get() == pid => {
                 return Ok(std::process::ExitStatus::from_raw(status.as_raw()));
             }
-            Ok(_) | Err(rustix::io::Errno::INTR) => continue,
+            Ok(Some((p, _))) => {
+                if keeper.as_ref().is_some_and(|k| k.id() as i32 == p.as_raw_nonzero().get()) {
+                    *keeper = None;
+                }
+            }
+            Ok(None) | Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(e.into()),
         }
     }
 }
 
 /// Run `argv` with `env` added, passing on signals, until it exits.
-pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<ChildEnd> {
+pub fn run(
+    argv: &[OsString],
+    env: &[(String, OsString)],
+    keeper: Option<&std::path::Path>,
+) -> std::io::Result<ChildEnd> {
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
     for (k, v) in env {
         cmd.env(k, v);
+    }
+    // A group of its own, so that a takeover can stop all that is left of a
+    // killed run at once (`reap::stop_run_processes`), unless `ubunye exec`
+    // runs in the foreground of a terminal: there the command stays in the
+    // terminal's foreground group, so that it can read the terminal and the
+    // terminal's Ctrl-C reaches it.
+    let own_group = !in_terminal_foreground();
+    if own_group {
+        cmd.process_group(0);
     }
     let parent = rustix::process::getpid();
     // SAFETY: only async-signal-safe calls between fork and exec: prctl and getppid.
@@ -106,6 +133,11 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<Chi
         Ok(c) => c.id() as i32,
         Err(_) => 0,
     };
+    // The keeper of the command's own group: kills it whole if exec dies.
+    let mut keeper = match keeper {
+        Some(program) if own_group && pid > 0 => super::sentinel::start(program, pid, env),
+        _ => None,
+    };
     let forwarder = {
         let interrupted = interrupted.clone();
         std::thread::spawn(move || {
@@ -115,7 +147,7 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<Chi
                 // A SIGINT from the terminal reached the whole foreground process
                 // group, the child included: passing it on again would deliver it
                 // twice. Anything sent to `ubunye exec` alone is passed on.
-                let from_terminal = sig == SIGINT && matches!(origin.cause, Cause::Kernel);
+                let from_terminal = sig == SIGINT && matches!(origin.cause, Cause::Kernel) && !own_group;
                 if pid > 0 && !from_terminal {
                     if let (Some(p), Some(s)) =
                         (rustix::process::Pid::from_raw(pid), rustix::process::Signal::from_named_raw(sig))
@@ -126,8 +158,15 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)]) -> std::io::Result<Chi
             }
         })
     };
-    let result = spawned.and_then(|c: Child| wait_reaping(c.id() as i32));
-    let stopped = if result.is_ok() { super::reap::stop_descendants(super::reap::grace()) } else { Default::default() };
+    let result = spawned.and_then(|c: Child| wait_reaping(c.id() as i32, &mut keeper));
+    if let Some(k) = keeper {
+        super::sentinel::stop(k);
+    }
+    let stopped = if result.is_ok() {
+        super::reap::stop_descendants(super::reap::grace(), (own_group && pid > 0).then_some(pid))
+    } else {
+        Default::default()
+    };
     handle.close();
     let _ = forwarder.join();
     let status = result?;

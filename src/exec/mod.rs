@@ -13,6 +13,7 @@ pub mod outputs;
 mod plan;
 mod publish;
 pub mod reap;
+pub mod sentinel;
 mod unleased;
 
 pub use plan::{env_name, plan, recorded_command};
@@ -67,6 +68,9 @@ pub struct ExecSpec {
     pub lineage: Lineage,
     pub command: Vec<OsString>,
     pub run_id: String,
+    /// This program, to start as the command's group keeper (`sentinel.rs`);
+    /// None: no keeper.
+    pub keeper: Option<PathBuf>,
 }
 
 /// What happened along the way, for the CLI to tell.
@@ -278,7 +282,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
         }
     };
     events(Event::Started { run_id: spec.run_id.clone(), key: key.clone() });
-    let end = match child::run(&spec.command, &child_env(spec, &key, &prepared)) {
+    let end = match child::run(&spec.command, &child_env(spec, &key, &prepared), spec.keeper.as_deref()) {
         Ok(end) => end,
         Err(e) => {
             let ended = lease.end(false);

@@ -263,7 +263,9 @@ pub fn plan(
         }
     }
     outputs.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(ExecSpec { usecase_dir: uc, task, variables, outputs, rerun, resume, lineage, command, run_id })
+    // The keeper is this very binary (`ubunye __group-keeper`).
+    let keeper = std::env::current_exe().ok();
+    Ok(ExecSpec { usecase_dir: uc, task, variables, outputs, rerun, resume, lineage, command, run_id, keeper })
 }
 
 /// Replace `secret` in `arg` where it stands as a token of its own: the whole

@@ -194,7 +194,10 @@ fn below(me: i32) -> Vec<i32> {
 /// that reaches a process inside `fork` cancels the fork. A process that made a
 /// session of its own is killed with its whole group. What is still running
 /// after [`kill_for`] is reported in [`Stopped::left`].
-pub fn stop_descendants(grace: Duration) -> Stopped {
+///
+/// `group`: the command's own process group, when it was given one: it is
+/// killed whole too (every process in it is the command's).
+pub fn stop_descendants(grace: Duration, group: Option<i32>) -> Stopped {
     let me = rustix::process::getpid().as_raw_nonzero().get();
     let mut termed: Vec<i32> = Vec::new();
     let mut found = 0;
@@ -219,6 +222,9 @@ pub fn stop_descendants(grace: Duration) -> Stopped {
                     let left = descendants(me);
                     found = found.max(left.len().max(1));
                     kill_own_sessions(&left);
+                    if let Some(g) = group.and_then(Pid::from_raw) {
+                        let _ = rustix::process::kill_process_group(g, Signal::KILL);
+                    }
                     signal_all(&left.iter().map(|p| p.pid).collect::<Vec<_>>(), Signal::KILL);
                     if killing.elapsed() >= limit {
                         // Given up: they were running when the time was over
@@ -245,10 +251,43 @@ fn carries_run(pid: i32, needle: &[u8]) -> bool {
     std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle))
 }
 
+/// The process group and session of `pid`, from `/proc/<pid>/stat`.
+fn group_of(pid: i32) -> Option<(i32, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace().skip(2);
+    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+}
+
+/// Whether every live process of group `pgid` carries the run: then the group
+/// is the run's alone (exec gives its command a group of its own when it can,
+/// see `child.rs`), and one `kill(-pgid)` stops all of it at once, a process
+/// that keeps changing its pid included. A group with any other process in it
+/// (the shell script that started exec, a `tee` it pipes into) is never
+/// signalled whole.
+fn group_is_the_runs(pgid: i32, needle: &[u8], me: i32) -> bool {
+    let mut any = false;
+    for p in processes().into_iter().filter(|p| p.pgid == pgid && p.state != 'Z') {
+        if p.pid == me || !carries_run(p.pid, needle) {
+            // Gone since it was listed: no matter. Alive without the mark: not the run's.
+            if Pid::from_raw(p.pid).is_some_and(|q| rustix::process::test_kill_process(q).is_ok()) {
+                return false;
+            }
+        } else {
+            any = true;
+        }
+    }
+    any
+}
+
 /// A dead run's processes on this host, still alive (a command's background
 /// processes outlive a SIGKILLed `ubunye exec`): every process whose environment
-/// names the run (`UBUNYE_RUN_ID`) is sent SIGKILL (the run is over; there is
-/// nothing to let them finish), until none is left. Returns how many there were.
+/// names the run (`UBUNYE_RUN_ID`) is sent SIGKILL as soon as it is found (the
+/// run is over; there is nothing to let them finish), and so is its whole
+/// process group when every process in it is the run's. The look is repeated
+/// until three in a row find none (5 s at most): a process that keeps changing
+/// its pid is caught alive at some point, and its group with it. Returns how
+/// many there were.
 pub fn stop_run_processes(run_id: &str) -> usize {
     if run_id.is_empty() {
         return 0;
@@ -256,23 +295,39 @@ pub fn stop_run_processes(run_id: &str) -> usize {
     let needle = format!("UBUNYE_RUN_ID={run_id}").into_bytes();
     let me = rustix::process::getpid().as_raw_nonzero().get();
     let mut seen: Vec<i32> = Vec::new();
+    let mut groups: Vec<i32> = Vec::new();
+    let mut empty_looks = 0;
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(5) {
-        let left: Vec<i32> = processes()
-            .into_iter()
-            .filter(|p| p.pid != me && p.state != 'Z' && carries_run(p.pid, &needle))
-            .map(|p| p.pid)
-            .collect();
-        if left.is_empty() {
-            break;
-        }
-        signal_all(&left, Signal::KILL);
-        for p in left {
-            if !seen.contains(&p) {
-                seen.push(p);
+    while empty_looks < 3 && start.elapsed() < Duration::from_secs(5) {
+        let mut found = false;
+        let Ok(entries) = std::fs::read_dir("/proc") else { break };
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+            if pid == me || !carries_run(pid, &needle) {
+                continue;
+            }
+            found = true;
+            // Its group is looked at before it is killed (once dead, it no
+            // longer shows the group is the run's).
+            if let Some((pgid, _)) = group_of(pid).filter(|&(g, _)| g > 1 && !groups.contains(&g)) {
+                if group_is_the_runs(pgid, &needle, me) {
+                    groups.push(pgid);
+                }
+            }
+            signal_all(&[pid], Signal::KILL);
+            if !seen.contains(&pid) {
+                seen.push(pid);
+            }
+            for &g in &groups {
+                if let Some(g) = Pid::from_raw(g) {
+                    let _ = rustix::process::kill_process_group(g, Signal::KILL);
+                }
             }
         }
-        std::thread::sleep(Duration::from_millis(5));
+        empty_looks = if found { 0 } else { empty_looks + 1 };
+        if found {
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
     seen.len()
 }

@@ -48,7 +48,7 @@ pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(E
         }
     };
     events(Event::Started { run_id: spec.run_id.clone(), key: key.to_string() });
-    let end = match child::run(&spec.command, &child_env(spec, key, &prepared)) {
+    let end = match child::run(&spec.command, &child_env(spec, key, &prepared), spec.keeper.as_deref()) {
         Ok(end) => end,
         Err(e) => {
             cleanup(&prepared);

@@ -151,3 +151,127 @@ fn orphans_of_a_running_command_are_reaped_as_they_exit() {
     let zombies: usize = fs::read_to_string(&count).unwrap().trim().parse().unwrap();
     assert!(zombies < 30, "{zombies} of 300 orphans were zombies of ubunye exec while the command ran");
 }
+
+/// A python script that keeps changing its pid (fork, the parent exits) and,
+/// after `after` seconds, writes `late` into `target`.
+fn hop_script(dir: &Path, target: &Path, after: f64) -> PathBuf {
+    let py = dir.join("hop2.py");
+    fs::write(
+        &py,
+        format!(
+            "import os, time\nt = time.monotonic()\nwhile True:\n    if os.fork(): os._exit(0)\n    if time.monotonic() - t > {after}:\n        open({:?}, 'w').write('late')\n        os._exit(0)\n",
+            target.display().to_string()
+        ),
+    )
+    .unwrap();
+    py
+}
+
+/// Review 4, finding 1: a SIGKILLed `ubunye exec` left its command's
+/// background processes running; the takeover looked for them by scanning
+/// `/proc`, which never sees alive one that keeps changing its pid, and it
+/// wrote into the taker's committed batch. Now the command has a process group
+/// of its own (exec is not in a terminal's foreground here: it runs in a
+/// session of its own), with a keeper in it that kills the whole group the
+/// moment exec dies: nothing is left, on any host, before any takeover.
+#[test]
+fn a_killed_exec_leaves_no_process_of_its_command_even_one_changing_its_pid() {
+    use std::os::unix::process::CommandExt;
+    let (d, uc, mark) = use_case();
+    let late = uc.join("out/late.csv");
+    let py = hop_script(d.path(), &late, 2.0);
+    let started = d.path().join("started");
+    let script = format!(
+        "echo row > \"$UBUNYE_OUT_EVENTS/part-1.csv\"; HOPPER_MARK={mark} python3 {} & sleep 0.3; echo x > {}; exec sleep 30",
+        py.display(),
+        started.display()
+    );
+    let mut cmd = std::process::Command::new(bin());
+    cmd.env("UBUNYE_TEST_SETTLE", "30ms")
+        .env_remove("UBUNYE_RUN_LEASE")
+        .arg("exec")
+        .arg("-d")
+        .arg(&uc)
+        .args(["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--append", "events=out/events"])
+        .args(["--", "sh", "-c", &script])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| rustix::process::setsid().map(|_| ()).map_err(Into::into));
+    }
+    let mut exec = cmd.spawn().unwrap();
+    for _ in 0..500 {
+        if started.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!marked(&mark).is_empty() || started.exists(), "the command started its process");
+    exec.kill().unwrap();
+    exec.wait().unwrap();
+    let mut left = marked(&mark);
+    for _ in 0..100 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        left = marked(&mark);
+    }
+    stop_marked(&mark);
+    assert!(left.is_empty(), "still running a second after exec was killed: {left:?}");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!late.exists(), "written after exec was killed");
+}
+
+/// The takeover's own look for a dead run's processes (for a run whose
+/// command shared exec's group, in a terminal's foreground): a group whose
+/// every process carries the run's id is killed whole, a process that keeps
+/// changing its pid included; a group with any other process in it is not
+/// (only the run's own processes in it are killed).
+#[test]
+fn a_takeover_kills_a_dead_runs_group_only_when_the_group_is_the_runs() {
+    use std::os::unix::process::CommandExt;
+    let (d, uc, mark) = use_case();
+    let run_id = format!("run-{mark}");
+    let late = uc.join("late.csv");
+    let py = hop_script(d.path(), &late, 1.5);
+    // The run's group: a sleep and a hopper, every one carrying the run's id.
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("python3 {} & exec sleep 30", py.display()))
+        .env("UBUNYE_RUN_ID", &run_id)
+        .env("HOPPER_MARK", &mark)
+        .process_group(0);
+    let mut group = cmd.spawn().unwrap();
+    // Another group: a process without the run's id, and one of the run's.
+    let outsider_mark = format!("{mark}-outsider");
+    let mut mixed = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("UBUNYE_RUN_ID={run_id} HOPPER_MARK={mark} sleep 30 & exec sleep 30"))
+        .env("HOPPER_MARK", &outsider_mark)
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let stopped = ubunye::exec::reap::stop_run_processes(&run_id);
+    let _ = group.wait();
+    let mut left = marked(&mark);
+    for _ in 0..50 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        left = marked(&mark);
+    }
+    let outsider_alive = !marked(&outsider_mark).is_empty();
+    stop_marked(&mark);
+    stop_marked(&outsider_mark);
+    let _ = mixed.kill();
+    let _ = mixed.wait();
+    assert!(stopped >= 2, "{stopped}");
+    assert!(left.is_empty(), "the run's processes are all stopped: {left:?}");
+    assert!(outsider_alive, "a process without the run's id is never killed");
+    std::thread::sleep(Duration::from_millis(1800));
+    assert!(!late.exists(), "the hopper was stopped with its group");
+}

@@ -1,0 +1,86 @@
+//! The command's group keeper. When `ubunye exec` gives its command a process
+//! group of its own (not in a terminal's foreground, see `child.rs`), it also
+//! starts, in that group, a small process of its own binary (`ubunye
+//! __group-keeper <pid>`) that does nothing until `ubunye exec` dies: the
+//! kernel then sends it SIGURG (`PR_SET_PDEATHSIG`), and it kills the whole
+//! group at once (`kill(0, SIGKILL)`). So a SIGKILLed `ubunye exec` (an OOM
+//! kill, a scheduler's `kill -9` of exec's own group) leaves none of its
+//! command's processes running, even one that keeps changing its pid, on any
+//! host, without waiting for a takeover. When the command ends normally, exec
+//! kills the keeper first (SIGKILL: it does not catch that), then stops what
+//! is left with the grace (`reap.rs`).
+//!
+//! SIGURG is ignored by default: if exec dies before the keeper has set up
+//! its handler, the signal is lost, so the keeper also checks, once its
+//! handler is in place, that its parent is still exec.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use rustix::process::Signal;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGURG};
+
+/// The hidden subcommand that runs the keeper.
+pub const SUBCOMMAND: &str = "__group-keeper";
+
+/// Start the keeper of group `group` (the command's pid), running `program`
+/// (this binary). None when it cannot be started (the command already ended
+/// and its group is gone, say): exec goes on without it.
+pub fn start(program: &Path, group: i32, env: &[(String, OsString)]) -> Option<Child> {
+    let exec_pid = rustix::process::getpid();
+    let mut cmd = Command::new(program);
+    cmd.arg(SUBCOMMAND)
+        .arg(exec_pid.as_raw_nonzero().get().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(group);
+    // It carries the run's id like the command, so that a takeover sees the
+    // group as the run's alone.
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    // SAFETY: only async-signal-safe calls between fork and exec: prctl and getppid.
+    unsafe {
+        cmd.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Signal::from_named_raw(SIGURG))?;
+            if rustix::process::getppid() != Some(exec_pid) {
+                return Err(std::io::Error::other("parent gone"));
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().ok()
+}
+
+/// Stop the keeper (the command ended normally) and reap it.
+pub fn stop(mut keeper: Child) {
+    let _ = keeper.kill();
+    let _ = keeper.wait();
+}
+
+/// The keeper itself: wait until `ubunye exec` (`parent`) dies, then kill the
+/// process group. Never returns. SIGTERM, SIGINT and SIGHUP are ignored (a
+/// signal to the group is exec's to pass on to the command).
+pub fn keep(parent: &str) -> ! {
+    let parent: Option<i32> = parent.parse().ok();
+    let gone = || rustix::process::getppid().map(|p| p.as_raw_nonzero().get()) != parent;
+    if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGURG, SIGTERM, SIGINT, SIGHUP]) {
+        while !gone() {
+            // Woken by any of them; only a changed parent counts (SIGURG
+            // comes when the parent has died, and then getppid says so).
+            if signals.wait().next().is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+    } else {
+        while !gone() {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    let _ = rustix::process::kill_current_process_group(Signal::KILL);
+    // Not reached: the line above kills this process too.
+    std::process::exit(0)
+}
