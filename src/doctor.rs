@@ -15,7 +15,7 @@ use crate::sys::Now;
 /// One thing to look at.
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
-    /// stray-staging, temp-file, old-tombstone, done-without-lease,
+    /// stray-staging, moved-aside, temp-file, old-tombstone, done-without-lease,
     /// running-record, path-outside, unreadable, misplaced, stalled, clock-behind,
     /// not-json.
     pub kind: &'static str,
@@ -167,17 +167,24 @@ impl Examiner {
             for o in &l.outputs {
                 if let Some(st) = &o.staging {
                     if let Ok(i) = self.beneath.resolve(st) {
+                        // An overwrite's old copy, where no exchange exists, is
+                        // the run's too (`<staging>.old`).
+                        let mut old = i.full.clone().into_os_string();
+                        old.push(".old");
+                        self.recorded_staging.insert(PathBuf::from(old));
                         self.recorded_staging.insert(i.full.clone());
+                        let last = i.parts.last().cloned().unwrap_or_default();
                         if let Some(parent) = i.full.parent() {
-                            self.outputs.insert(
-                                if is_staging_name(&i.parts.last().cloned().unwrap_or_default())
-                                    && i.parts.last().is_some_and(|n| n.starts_with('_'))
-                                {
-                                    parent.to_path_buf()
-                                } else {
-                                    i.full.with_file_name(o.name.clone())
-                                },
-                            );
+                            if is_staging_name(&last) && last.starts_with('_') {
+                                self.outputs.insert(parent.to_path_buf());
+                            } else {
+                                // `.<output>.ubunye-<hex>` names the output beside it.
+                                let output = last
+                                    .strip_prefix('.')
+                                    .and_then(|r| r.rsplit_once(".ubunye-"))
+                                    .map_or(o.name.as_str(), |(out, _)| out);
+                                self.outputs.insert(parent.join(output));
+                            }
                         }
                     }
                 }
@@ -195,8 +202,10 @@ impl Examiner {
         }
         for r in &b.records {
             for loc in &r.locations {
+                // A missing output too: an old copy of it moved aside may be
+                // beside it.
                 let p = PathBuf::from(loc);
-                if p.is_dir() && p.starts_with(&self.root) {
+                if p.starts_with(&self.root) && (p.is_dir() || !p.exists()) {
                     self.outputs.insert(p);
                 }
             }
@@ -239,7 +248,27 @@ impl Examiner {
             }
             for c in candidates {
                 let name = c.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-                if is_staging_name(&name) && !self.recorded_staging.contains(&c) && seen.insert(c.clone()) {
+                if !is_staging_name(&name) || self.recorded_staging.contains(&c) || !seen.insert(c.clone()) {
+                    continue;
+                }
+                if name.ends_with(".old") {
+                    // Never "remove by hand": it may be the only copy of the
+                    // output's committed data.
+                    let detail = if o.exists() {
+                        format!(
+                            "an old copy of {} moved aside by an overwrite (on a file system without RENAME_EXCHANGE) that no lease names; it may hold data that was committed: compare it with the output before removing it",
+                            o.display()
+                        )
+                    } else {
+                        format!(
+                            "{} is missing, and this is an old copy of it, moved aside by an overwrite (on a file system without RENAME_EXCHANGE) that did not finish and that no lease names: it may hold the output's committed data. Put it back: mv '{}' '{}'",
+                            o.display(),
+                            c.display(),
+                            o.display()
+                        )
+                    };
+                    self.out.push(Finding { kind: "moved-aside", path: c, detail, task: None, key: None });
+                } else {
                     self.out.push(Finding {
                         kind: "stray-staging",
                         path: c,

@@ -255,3 +255,40 @@ fn doctor_a_task_at_a_time_finds_what_a_whole_scan_finds() {
     }
     assert!(total >= 3 * fixtures.len(), "each fixture has the three added findings at least");
 }
+
+/// Review 4, finding 2: where no exchange exists, a run that lost its lease
+/// could move the output aside (to `.<output>.ubunye-<hex>.old`) and die before
+/// putting it back. doctor said "clean" (a missing output was never looked
+/// beside), and once the output was written again it called the old copy stray
+/// staging "to remove by hand". Now it is `moved-aside`, with how to put it
+/// back, whether or not the output is there.
+#[test]
+fn doctor_reports_an_output_moved_aside_with_how_to_put_it_back() {
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path().join("uc");
+    fs::create_dir_all(uc.join(".ubunye")).unwrap();
+    ubunye(&uc)
+        .args(["exec", "-d", "uc", "--task", "demo/sales/summary", "-dt", "2025-01-01"])
+        .args(["--overwrite", "s=out/summary", "--", "sh", "-c", "echo committed > \"$UBUNYE_OUT_S/t.csv\""])
+        .assert()
+        .success();
+    let aside = uc.join("out/.summary.ubunye-0123456789ab.old");
+    fs::rename(uc.join("out/summary"), &aside).unwrap();
+    let o = ubunye(&uc).args(["doctor", "-d", "uc", "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stdout));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let f = &v["findings"][0];
+    assert_eq!(f["kind"], "moved-aside", "{v}");
+    assert!(
+        f["detail"].as_str().unwrap().contains("is missing") && f["detail"].as_str().unwrap().contains("mv '"),
+        "{f}"
+    );
+    // Written again since: still moved-aside, never "remove by hand".
+    fs::create_dir_all(uc.join("out/summary")).unwrap();
+    let o = ubunye(&uc).args(["doctor", "-d", "uc", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let kinds: Vec<&str> = v["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["moved-aside"], "{v}");
+    assert!(!v.to_string().contains("remove it by hand"), "{v}");
+    assert_eq!(fs::read_to_string(aside.join("t.csv")).unwrap(), "committed\n", "doctor changes nothing");
+}
