@@ -150,3 +150,40 @@ fn a_run_whose_swap_failed_moves_nothing() {
     assert_eq!(fs::read_to_string(out.join("t.csv")).ok().as_deref(), Some("NEW"));
     assert_eq!(fs::read_to_string(uc.join("out/by-hand/t.csv")).unwrap(), "OLD");
 }
+
+/// A takeover that cannot recognise the dead run's new folder (its device
+/// number differs, as a network file system's does from another client, and
+/// there is no birth time to go by) cannot tell whether the swap was made: the
+/// folder at the staging name may be the old output, exchanged there. It is
+/// never removed; the takeover refuses, naming it.
+#[test]
+fn a_takeover_that_cannot_recognise_the_new_folder_never_removes_the_old_output() {
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path();
+    let out = uc.join("out/summary");
+    fs::create_dir_all(&out).unwrap();
+    fs::write(out.join("t.csv"), "OLD").unwrap();
+    let t0 = SystemTime::now();
+    let (sys_a, _, _) = fake_sys("host-a|pid:[1]", t0);
+    let (lease_a, _) = RunLease::acquire(summary_spec(uc), sys_a).unwrap();
+    let staging = stage_overwrite(&lease_a, &out, "NEW", None);
+    outputs::swap_in(&staging, &out, |_| Ok(()), || {}).unwrap();
+    assert_eq!(fs::read_to_string(staging.join("t.csv")).unwrap(), "OLD", "exchanged");
+    // A dies here. Its lease as another client sees it: another device number, no birth time.
+    let path = lease_a.path();
+    std::mem::forget(lease_a);
+    let mut doc: serde_json::Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
+    let swap = &mut doc["outputs"]["s"]["swap"];
+    swap["dev"] = serde_json::json!(swap["dev"].as_u64().unwrap() + 1);
+    swap.as_object_mut().unwrap().remove("born");
+    fs::write(&path, doc.to_string()).unwrap();
+    set_mtime(&path, t0);
+    let (sys_b, _, _) = fake_sys("host-b|pid:[2]", t0 + Duration::from_secs(16 * 60));
+    let got = RunLease::acquire(summary_spec(uc), sys_b);
+    assert_eq!(fs::read_to_string(staging.join("t.csv")).unwrap(), "OLD", "the old output is never removed");
+    assert_eq!(fs::read_to_string(out.join("t.csv")).unwrap(), "NEW");
+    match got {
+        Err(e) => assert!(e.to_string().contains("not the run's new folder"), "{e}"),
+        Ok((_, acq)) => panic!("the takeover went on: {acq:?}"),
+    }
+}

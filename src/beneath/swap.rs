@@ -32,12 +32,21 @@ impl FolderId {
         FolderId { dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor), ino: st.stx_ino, born }
     }
 
-    /// Whether a folder found by `statx` is this one: same device and inode, and
-    /// born at the very time recorded (a recorded birth time the file system
-    /// does not give now cannot be checked: not this one).
+    /// Whether a folder found by `statx` is this one: same inode, born at the
+    /// very time recorded (a recorded birth time the file system does not give
+    /// now cannot be checked: not this one), and on the same device. The device
+    /// number is the one thing allowed to differ, and only when both birth
+    /// times are there and equal: a network file system's device number is
+    /// each client's own, so a takeover on another host sees another number
+    /// for the very same folder.
     fn matches(&self, st: &Statx) -> bool {
-        let found = FolderId::of(st);
-        is_dir(st) && (found.dev, found.ino) == (self.dev, self.ino) && self.born.is_none_or(|b| found.born == Some(b))
+        is_dir(st) && self.same_as(FolderId::of(st))
+    }
+
+    fn same_as(&self, found: FolderId) -> bool {
+        let born_ok = self.born.is_none_or(|b| found.born == Some(b));
+        let dev_ok = found.dev == self.dev || (self.born.is_some() && found.born == self.born);
+        found.ino == self.ino && born_ok && dev_ok
     }
 }
 
@@ -151,6 +160,16 @@ impl Beneath {
         if n.old.as_deref().is_some_and(there) {
             return Err(failed("the old output is still aside, beside an output that is not the run's"));
         }
+        // What is left at the staging name is removed next: it must be the
+        // run's new folder. Anything else there may be the old output,
+        // exchanged there by a swap whose output was not recognised as the
+        // run's (a network file system without birth times, seen from
+        // another host): it is never removed.
+        if there(&n.staging) && !is_new(&n.staging) {
+            return Err(failed(
+                "the folder at its name is not the run's new folder (it may be the old output, exchanged there), so it is left",
+            ));
+        }
         Ok(())
     }
 
@@ -240,10 +259,15 @@ mod tests {
         fs::rename(uc.join(st), uc.join("out/s")).unwrap();
         b.undo_swap(st, new, None).unwrap();
         assert!(!uc.join("out/s").exists() && uc.join(st).is_dir());
-        // An output that is not the run's new folder is never moved.
+        // An output that is not the run's new folder is never moved, and a
+        // folder at the staging name that is not the run's either is refused
+        // (it may be the old output, exchanged there): nothing moves.
         fs::create_dir_all(uc.join("out/s")).unwrap();
-        b.undo_swap(st, FolderId { dev: 1, ino: 1, born: None }, None).unwrap();
+        let e = b.undo_swap(st, FolderId { dev: 1, ino: 1, born: None }, None).unwrap_err();
+        assert!(e.to_string().contains("not the run's new folder"), "{e}");
         assert!(uc.join("out/s").is_dir() && uc.join(st).is_dir());
+        // The run's new folder at its name, never swapped: nothing to undo.
+        b.undo_swap(st, new, None).unwrap();
         // An old copy named elsewhere is refused.
         assert!(b.undo_swap(st, new, Some("out/other.old")).is_err());
     }
@@ -277,6 +301,24 @@ mod tests {
         fs::rename(uc.join(st), uc.join("out/s")).unwrap();
         b.undo_swap(st, FolderId { born: None, ..found }, None).unwrap();
         assert!(!uc.join("out/s").exists(), "without a birth time, device and inode decide");
+    }
+
+    /// Identity across hosts: the inode and the birth time decide; the device
+    /// number may differ (a network file system numbers it per client) only
+    /// when both birth times are known and equal.
+    #[test]
+    fn a_folder_seen_from_another_host_is_known_by_inode_and_birth_time() {
+        let rec = FolderId { dev: 10, ino: 7, born: Some((100, 5)) };
+        assert!(rec.same_as(FolderId { dev: 10, ino: 7, born: Some((100, 5)) }));
+        assert!(rec.same_as(FolderId { dev: 99, ino: 7, born: Some((100, 5)) }), "another client's device number");
+        assert!(!rec.same_as(FolderId { dev: 99, ino: 7, born: Some((100, 6)) }));
+        assert!(!rec.same_as(FolderId { dev: 10, ino: 7, born: Some((101, 5)) }), "the number reused");
+        assert!(!rec.same_as(FolderId { dev: 99, ino: 7, born: None }));
+        assert!(!rec.same_as(FolderId { dev: 10, ino: 7, born: None }), "a birth time that cannot be read now");
+        assert!(!rec.same_as(FolderId { dev: 10, ino: 8, born: Some((100, 5)) }));
+        let old = FolderId { dev: 10, ino: 7, born: None };
+        assert!(old.same_as(FolderId { dev: 10, ino: 7, born: Some((100, 5)) }), "a note without a birth time");
+        assert!(!old.same_as(FolderId { dev: 99, ino: 7, born: Some((100, 5)) }), "without one the device must match");
     }
 
     #[test]
