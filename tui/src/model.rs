@@ -130,6 +130,8 @@ impl Model {
 
     /// The first read is over: what it could not list.
     pub fn loaded(&mut self, head: ubunye::state::ScanHead) {
+        // The batches came a task at a time: room left over is let go.
+        self.scan.batches.shrink_to_fit();
         self.scan.problems = head.problems;
         self.scan.now = head.now;
         self.generation += 1;
