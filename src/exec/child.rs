@@ -59,11 +59,10 @@ pub fn resolve_command(cmd: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(cmd)).find(|p| runnable(p))
 }
 
-/// Whether this process is in the foreground process group of its controlling
-/// terminal (someone typed the command at a terminal and waits for it).
-fn in_terminal_foreground() -> bool {
-    let Ok(tty) = std::fs::File::open("/dev/tty") else { return false };
-    rustix::termios::tcgetpgrp(&tty).is_ok_and(|fg| fg == rustix::process::getpgrp())
+/// Whether this process has a controlling terminal (it was started from one,
+/// in the foreground or not).
+fn has_terminal() -> bool {
+    std::fs::File::open("/dev/tty").is_ok()
 }
 
 /// Wait for the command (`pid`) to exit, reaping every other child meanwhile:
@@ -100,12 +99,12 @@ pub fn run(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    // A group of its own, so that a takeover can stop all that is left of a
-    // killed run at once (`reap::stop_run_processes`), unless `ubunye exec`
-    // runs in the foreground of a terminal: there the command stays in the
-    // terminal's foreground group, so that it can read the terminal and the
-    // terminal's Ctrl-C reaches it.
-    let own_group = !in_terminal_foreground();
+    // A group of its own, with a keeper that kills it if `ubunye exec` dies
+    // (`sentinel.rs`), where there is no terminal (a scheduler, cron, a
+    // service). Started from a terminal, the command stays in the shell's job
+    // with `ubunye exec`, so that job control (Ctrl-C, Ctrl-Z, `fg` and `bg`,
+    // reading the terminal) works on it as on any command.
+    let own_group = !has_terminal();
     if own_group {
         cmd.process_group(0);
     }
@@ -162,11 +161,7 @@ pub fn run(
     if let Some(k) = keeper {
         super::sentinel::stop(k);
     }
-    let stopped = if result.is_ok() {
-        super::reap::stop_descendants(super::reap::grace(), (own_group && pid > 0).then_some(pid))
-    } else {
-        Default::default()
-    };
+    let stopped = if result.is_ok() { super::reap::stop_descendants(super::reap::grace()) } else { Default::default() };
     handle.close();
     let _ = forwarder.join();
     let status = result?;

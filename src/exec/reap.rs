@@ -194,10 +194,7 @@ fn below(me: i32) -> Vec<i32> {
 /// that reaches a process inside `fork` cancels the fork. A process that made a
 /// session of its own is killed with its whole group. What is still running
 /// after [`kill_for`] is reported in [`Stopped::left`].
-///
-/// `group`: the command's own process group, when it was given one: it is
-/// killed whole too (every process in it is the command's).
-pub fn stop_descendants(grace: Duration, group: Option<i32>) -> Stopped {
+pub fn stop_descendants(grace: Duration) -> Stopped {
     let me = rustix::process::getpid().as_raw_nonzero().get();
     let mut termed: Vec<i32> = Vec::new();
     let mut found = 0;
@@ -222,9 +219,6 @@ pub fn stop_descendants(grace: Duration, group: Option<i32>) -> Stopped {
                     let left = descendants(me);
                     found = found.max(left.len().max(1));
                     kill_own_sessions(&left);
-                    if let Some(g) = group.and_then(Pid::from_raw) {
-                        let _ = rustix::process::kill_process_group(g, Signal::KILL);
-                    }
                     signal_all(&left.iter().map(|p| p.pid).collect::<Vec<_>>(), Signal::KILL);
                     if killing.elapsed() >= limit {
                         // Given up: they were running when the time was over
@@ -260,9 +254,9 @@ fn group_of(pid: i32) -> Option<(i32, i32)> {
 }
 
 /// Whether every live process of group `pgid` carries the run: then the group
-/// is the run's alone (exec gives its command a group of its own when it can,
-/// see `child.rs`), and one `kill(-pgid)` stops all of it at once, a process
-/// that keeps changing its pid included. A group with any other process in it
+/// is the run's alone (exec started from a terminal shares the shell's job
+/// with its command, see `child.rs`), and one `kill(-pgid)` stops all of it at
+/// once, a process that keeps changing its pid included. A group with any other process in it
 /// (the shell script that started exec, a `tee` it pipes into) is never
 /// signalled whole.
 fn group_is_the_runs(pgid: i32, needle: &[u8], me: i32) -> bool {

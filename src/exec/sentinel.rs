@@ -1,5 +1,5 @@
 //! The command's group keeper. When `ubunye exec` gives its command a process
-//! group of its own (not in a terminal's foreground, see `child.rs`), it also
+//! group of its own (when it has no terminal, see `child.rs`), it also
 //! starts, in that group, a small process of its own binary (`ubunye
 //! __group-keeper <pid>`) that does nothing until `ubunye exec` dies: the
 //! kernel then sends it SIGURG (`PR_SET_PDEATHSIG`), and it kills the whole

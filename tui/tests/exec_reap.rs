@@ -171,7 +171,7 @@ fn hop_script(dir: &Path, target: &Path, after: f64) -> PathBuf {
 /// background processes running; the takeover looked for them by scanning
 /// `/proc`, which never sees alive one that keeps changing its pid, and it
 /// wrote into the taker's committed batch. Now the command has a process group
-/// of its own (exec is not in a terminal's foreground here: it runs in a
+/// of its own (exec has no terminal here: it runs in a
 /// session of its own), with a keeper in it that kills the whole group the
 /// moment exec dies: nothing is left, on any host, before any takeover.
 #[test]
@@ -225,7 +225,7 @@ fn a_killed_exec_leaves_no_process_of_its_command_even_one_changing_its_pid() {
 }
 
 /// The takeover's own look for a dead run's processes (for a run whose
-/// command shared exec's group, in a terminal's foreground): a group whose
+/// command shared exec's group, started from a terminal): a group whose
 /// every process carries the run's id is killed whole, a process that keeps
 /// changing its pid included; a group with any other process in it is not
 /// (only the run's own processes in it are killed).

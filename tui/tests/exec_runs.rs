@@ -238,7 +238,7 @@ fn no_process_of_the_command_outlives_its_run() {
     assert!(err.contains("process(es) running; they were stopped"), "{err}");
     let pid: i32 = fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
     assert!(gone(pid), "the background process (which ignores SIGTERM) was killed before exec returned");
-    // ubunye exec itself killed (not in a terminal's foreground: its command
+    // ubunye exec itself killed (with no terminal: its command
     // has a group of its own, with a keeper): the group dies with it, and the
     // next run finds nothing of it running.
     let mark = d.path().join("started");
