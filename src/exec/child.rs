@@ -8,7 +8,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGCONT, SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::low_level::siginfo::Cause;
@@ -124,7 +124,10 @@ pub fn run(
     // Whatever the command leaves running becomes this process's child, to be
     // stopped before its files are landed.
     super::reap::become_subreaper()?;
-    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP])?;
+    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGCONT])?;
+    // Once the command is reaped its pid may be another process's: nothing is
+    // passed on any more.
+    let reaped = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let handle = signals.handle();
     let interrupted: Arc<Mutex<Option<i32>>> = Arc::new(Mutex::new(None));
     let spawned = cmd.spawn();
@@ -138,30 +141,57 @@ pub fn run(
         _ => None,
     };
     let forwarder = {
-        let interrupted = interrupted.clone();
+        let (interrupted, reaped) = (interrupted.clone(), reaped.clone());
         std::thread::spawn(move || {
+            let send = |sig: i32| {
+                if let (false, Some(p), Some(s)) = (
+                    reaped.load(std::sync::atomic::Ordering::SeqCst),
+                    rustix::process::Pid::from_raw(pid),
+                    rustix::process::Signal::from_named_raw(sig),
+                ) {
+                    let _ = rustix::process::kill_process(p, s);
+                }
+            };
             for origin in &mut signals {
                 let sig = origin.signal;
+                if sig == SIGCONT {
+                    // `timeout`, a scheduler or `fg` continued exec's group: the
+                    // command, in a group of its own, is continued too.
+                    send(SIGCONT);
+                    continue;
+                }
                 interrupted.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(sig);
                 // A SIGINT from the terminal reached the whole foreground process
                 // group, the child included: passing it on again would deliver it
-                // twice. Anything sent to `ubunye exec` alone is passed on.
+                // twice. Anything sent to `ubunye exec` alone is passed on, with a
+                // SIGCONT after it, as `timeout` does: a stopped command gets it.
                 let from_terminal = sig == SIGINT && matches!(origin.cause, Cause::Kernel) && !own_group;
-                if pid > 0 && !from_terminal {
-                    if let (Some(p), Some(s)) =
-                        (rustix::process::Pid::from_raw(pid), rustix::process::Signal::from_named_raw(sig))
-                    {
-                        let _ = rustix::process::kill_process(p, s);
-                    }
+                if !from_terminal {
+                    send(sig);
+                    send(SIGCONT);
                 }
             }
         })
     };
     let result = spawned.and_then(|c: Child| wait_reaping(c.id() as i32, &mut keeper));
+    reaped.store(true, std::sync::atomic::Ordering::SeqCst);
+    // The keeper stays while what the command left is stopped: a SIGKILL of
+    // exec during the grace still takes the group with it (where the kernel
+    // cannot list our children, it goes first).
+    if !super::reap::can_list_children() {
+        if let Some(k) = keeper.take() {
+            super::sentinel::stop(k);
+        }
+    }
+    let keeper_pid = keeper.as_ref().map(|k| k.id() as i32);
+    let stopped = if result.is_ok() {
+        super::reap::stop_descendants(super::reap::grace(), keeper_pid)
+    } else {
+        Default::default()
+    };
     if let Some(k) = keeper {
         super::sentinel::stop(k);
     }
-    let stopped = if result.is_ok() { super::reap::stop_descendants(super::reap::grace()) } else { Default::default() };
     handle.close();
     let _ = forwarder.join();
     let status = result?;

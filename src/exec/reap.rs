@@ -147,14 +147,38 @@ fn kill_own_sessions(procs: &[Proc]) {
 /// we are the subreaper of everything below us, no child means nothing below
 /// us at all: unlike a listing of `/proc`, this cannot miss a process that
 /// keeps changing its pid.
-fn reap() -> bool {
+///
+/// `keeper`: the command's group keeper (`sentinel.rs`), kept alive while what
+/// the command left is stopped (a SIGKILL of exec meanwhile must still take
+/// the group with it). It does not count: when it is the only child left,
+/// nothing is. Our children are read from the main thread's `children` file
+/// (the kernel hands orphans to a subreaper's main thread), in one read.
+fn reap(me: i32, keeper: &mut Option<i32>) -> bool {
     loop {
         match rustix::process::wait(WaitOptions::NOHANG) {
-            Ok(Some(_)) => continue,
-            Ok(None) => return true,
+            Ok(Some((p, _))) => {
+                if *keeper == Some(p.as_raw_nonzero().get()) {
+                    *keeper = None;
+                }
+            }
+            Ok(None) => {
+                let Some(k) = *keeper else { return true };
+                return match std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")) {
+                    Ok(c) => c.split_whitespace().filter_map(|c| c.parse::<i32>().ok()).any(|c| c != k),
+                    Err(_) => true,
+                };
+            }
             Err(e) => return e != Errno::CHILD,
         }
     }
+}
+
+/// Whether this kernel lists a process's children (`CONFIG_PROC_CHILDREN`):
+/// then the group keeper can stay alive while what the command left is
+/// stopped.
+pub fn can_list_children() -> bool {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    std::fs::metadata(format!("/proc/{me}/task/{me}/children")).is_ok()
 }
 
 /// What [`stop_descendants`] did.
@@ -178,8 +202,10 @@ fn kill_for() -> Duration {
 
 /// Everything below `me`: by the quick reads where the kernel has them, else
 /// by a scan of `/proc`.
-fn below(me: i32) -> Vec<i32> {
-    descendants_quick(me).unwrap_or_else(|| descendants(me).iter().map(|p| p.pid).collect())
+fn below(me: i32, keeper: Option<i32>) -> Vec<i32> {
+    let mut all = descendants_quick(me).unwrap_or_else(|| descendants(me).iter().map(|p| p.pid).collect());
+    all.retain(|&p| Some(p) != keeper);
+    all
 }
 
 /// Stop every process still below this one: SIGTERM, up to `grace` for them
@@ -194,14 +220,16 @@ fn below(me: i32) -> Vec<i32> {
 /// that reaches a process inside `fork` cancels the fork. A process that made a
 /// session of its own is killed with its whole group. What is still running
 /// after [`kill_for`] is reported in [`Stopped::left`].
-pub fn stop_descendants(grace: Duration) -> Stopped {
+///
+/// `keeper`: the command's group keeper, left alone (see [`reap`]).
+pub fn stop_descendants(grace: Duration, mut keeper: Option<i32>) -> Stopped {
     let me = rustix::process::getpid().as_raw_nonzero().get();
     let mut termed: Vec<i32> = Vec::new();
     let mut found = 0;
     let start = Instant::now();
     // SIGTERM to each process as it is found, until the grace is over.
-    while reap() {
-        let left = below(me);
+    while reap(me, &mut keeper) {
+        let left = below(me, keeper);
         found = found.max(left.len().max(1));
         for &p in &left {
             if !termed.contains(&p) {
@@ -214,9 +242,10 @@ pub fn stop_descendants(grace: Duration) -> Stopped {
             let killing = Instant::now();
             let limit = kill_for();
             let mut rounds = 0u32;
-            while reap() {
+            while reap(me, &mut keeper) {
                 if rounds % 64 == 0 {
-                    let left = descendants(me);
+                    let mut left = descendants(me);
+                    left.retain(|p| Some(p.pid) != keeper);
                     found = found.max(left.len().max(1));
                     kill_own_sessions(&left);
                     signal_all(&left.iter().map(|p| p.pid).collect::<Vec<_>>(), Signal::KILL);
@@ -228,7 +257,7 @@ pub fn stop_descendants(grace: Duration) -> Stopped {
                     }
                     std::thread::sleep(Duration::from_millis(1));
                 } else {
-                    signal_all(&below(me), Signal::KILL);
+                    signal_all(&below(me, keeper), Signal::KILL);
                     std::thread::yield_now();
                 }
                 rounds = rounds.wrapping_add(1);

@@ -275,3 +275,79 @@ fn a_takeover_kills_a_dead_runs_group_only_when_the_group_is_the_runs() {
     std::thread::sleep(Duration::from_millis(1800));
     assert!(!late.exists(), "the hopper was stopped with its group");
 }
+
+/// `ubunye exec` with no terminal, in a session of its own (as under a
+/// scheduler).
+fn exec_alone(uc: &Path, script: &str, grace: &str) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(bin());
+    cmd.env("UBUNYE_TEST_SETTLE", "30ms")
+        .env("UBUNYE_EXEC_GRACE", grace)
+        .env_remove("UBUNYE_RUN_LEASE")
+        .arg("exec")
+        .arg("-d")
+        .arg(uc)
+        .args(["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--append", "events=out/events"])
+        .args(["--", "sh", "-c", script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| rustix::process::setsid().map(|_| ()).map_err(Into::into));
+    }
+    cmd
+}
+
+/// Review 5, finding 5: exec stopped the group keeper before stopping what the
+/// command left, so a SIGKILL of exec during that grace (`timeout -k`, a
+/// scheduler's TERM then KILL) left the command's background processes
+/// running. The keeper now stays until they are stopped.
+#[test]
+fn a_kill_during_the_grace_still_takes_the_commands_group() {
+    let (d, uc, mark) = use_case();
+    let ticks = d.path().join("ticks");
+    let script = format!("(trap '' TERM; while :; do echo t >> {}; sleep 0.05; done) & sleep 0.2", ticks.display());
+    let mut exec = exec_alone(&uc, &script, "5s").env("HOPPER_MARK", &mark).spawn().unwrap();
+    // The command has exited; exec is in its grace, waiting for the loop.
+    std::thread::sleep(Duration::from_millis(1200));
+    assert!(exec.try_wait().unwrap().is_none(), "exec waits out the grace");
+    exec.kill().unwrap();
+    exec.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let n = fs::read_to_string(&ticks).unwrap().lines().count();
+    std::thread::sleep(Duration::from_millis(600));
+    let m = fs::read_to_string(&ticks).unwrap().lines().count();
+    stop_marked(&mark);
+    assert_eq!(n, m, "the loop still runs after exec was killed ({n} then {m} lines)");
+}
+
+/// Review 5, finding 4: `timeout` sends its signal and then SIGCONT to its
+/// group; a command in a group of its own never got the SIGCONT, so a stopped
+/// command kept the signal pending and exec waited for ever. exec now passes
+/// on SIGCONT, and a SIGCONT after each signal it passes on.
+#[test]
+fn a_stopped_command_still_ends_on_a_signal_to_exec() {
+    let (_d, uc, mark) = use_case();
+    let mut exec = exec_alone(&uc, "echo row > \"$UBUNYE_OUT_EVENTS/part-1.csv\"; kill -STOP $$; sleep 30", "200ms")
+        .env("HOPPER_MARK", &mark)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let pid = rustix::process::Pid::from_raw(exec.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let mut status = None;
+    for _ in 0..500 {
+        status = exec.try_wait().unwrap();
+        if status.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if status.is_none() {
+        let _ = exec.kill();
+    }
+    stop_marked(&mark);
+    assert!(status.is_some_and(|s| !s.success()), "exec ended, the run rolled back: {status:?}");
+    assert!(!uc.join("out/events/part-1.csv").exists(), "nothing landed");
+}
