@@ -65,17 +65,35 @@ fn taker_folder(out: &Path, ino: u64) -> PathBuf {
     chosen
 }
 
-#[test]
-fn a_lost_run_never_removes_the_overwrite_its_taker_committed() {
+/// A use case whose output `out/summary` holds `t.csv` = OLD, and run A (on
+/// host-a, at `t0`) holding the summary batch, its new folder staged with
+/// `t.csv` = `content` and its identity saved.
+struct Overwrite {
+    _d: tempfile::TempDir,
+    uc: PathBuf,
+    out: PathBuf,
+    t0: SystemTime,
+    lease_a: RunLease,
+    staging_a: PathBuf,
+}
+
+fn overwrite_begun(content: &str) -> Overwrite {
     let d = tempfile::tempdir().unwrap();
-    let uc = d.path();
+    let uc = d.path().to_path_buf();
     let out = uc.join("out/summary");
     fs::create_dir_all(&out).unwrap();
     fs::write(out.join("t.csv"), "OLD").unwrap();
     let t0 = SystemTime::now();
     let (sys_a, _, _) = fake_sys("host-a|pid:[1]", t0);
-    let (lease_a, _) = RunLease::acquire(summary_spec(uc), sys_a).unwrap();
-    let staging_a = stage_overwrite(&lease_a, &out, "FROM-A", None);
+    let (lease_a, _) = RunLease::acquire(summary_spec(&uc), sys_a).unwrap();
+    let staging_a = stage_overwrite(&lease_a, &out, content, None);
+    Overwrite { _d: d, uc, out, t0, lease_a, staging_a }
+}
+
+#[test]
+fn a_lost_run_never_removes_the_overwrite_its_taker_committed() {
+    let Overwrite { _d, uc, out, t0, lease_a, staging_a } = overwrite_begun("FROM-A");
+    let uc = uc.as_path();
     let recorded = fs::metadata(&staging_a).unwrap().ino();
     // A freezes just before its exchange. Sixteen minutes later by the disk's
     // clock, B (another host) takes it over, publishes its own output, commits.
@@ -135,14 +153,7 @@ fn a_lost_run_never_removes_an_append_its_taker_committed() {
 /// is at the output: here even its own new folder, published there by hand.
 #[test]
 fn a_run_whose_swap_failed_moves_nothing() {
-    let d = tempfile::tempdir().unwrap();
-    let uc = d.path();
-    let out = uc.join("out/summary");
-    fs::create_dir_all(&out).unwrap();
-    fs::write(out.join("t.csv"), "OLD").unwrap();
-    let (sys, _, _) = fake_sys("host-a|pid:[1]", SystemTime::now());
-    let (lease, _) = RunLease::acquire(summary_spec(uc), sys).unwrap();
-    let staging = stage_overwrite(&lease, &out, "NEW", None);
+    let Overwrite { _d, uc, out, lease_a: lease, staging_a: staging, .. } = overwrite_begun("NEW");
     fs::rename(&out, uc.join("out/by-hand")).unwrap();
     fs::rename(&staging, &out).unwrap();
     assert!(outputs::swap_in(&staging, &out, |_| Ok(()), || {}).is_err());
@@ -158,15 +169,8 @@ fn a_run_whose_swap_failed_moves_nothing() {
 /// never removed; the takeover refuses, naming it.
 #[test]
 fn a_takeover_that_cannot_recognise_the_new_folder_never_removes_the_old_output() {
-    let d = tempfile::tempdir().unwrap();
-    let uc = d.path();
-    let out = uc.join("out/summary");
-    fs::create_dir_all(&out).unwrap();
-    fs::write(out.join("t.csv"), "OLD").unwrap();
-    let t0 = SystemTime::now();
-    let (sys_a, _, _) = fake_sys("host-a|pid:[1]", t0);
-    let (lease_a, _) = RunLease::acquire(summary_spec(uc), sys_a).unwrap();
-    let staging = stage_overwrite(&lease_a, &out, "NEW", None);
+    let Overwrite { _d, uc, out, t0, lease_a, staging_a: staging } = overwrite_begun("NEW");
+    let uc = uc.as_path();
     outputs::swap_in(&staging, &out, |_| Ok(()), || {}).unwrap();
     assert_eq!(fs::read_to_string(staging.join("t.csv")).unwrap(), "OLD", "exchanged");
     // A dies here. Its lease as another client sees it: another device number, no birth time.

@@ -31,15 +31,7 @@ fn exec(uc: &Path) -> Cmd {
 /// carrying `HOPPER_MARK=<mark>` in its environment; after `after` seconds it
 /// writes `late` into `target`.
 fn hopper(dir: &Path, mark: &str, target: &Path, after: f64) -> String {
-    let py = dir.join("hop.py");
-    fs::write(
-        &py,
-        format!(
-            "import os, time\nt = time.monotonic()\nwhile True:\n    if os.fork(): os._exit(0)\n    if time.monotonic() - t > {after}:\n        open({:?}, 'w').write('late')\n        os._exit(0)\n",
-            target.display().to_string()
-        ),
-    )
-    .unwrap();
+    let py = hop_script(dir, target, after);
     format!("echo row > \"$UBUNYE_OUT_EVENTS/part-1.csv\"; HOPPER_MARK={mark} python3 {} & sleep 0.2", py.display())
 }
 
@@ -155,7 +147,7 @@ fn orphans_of_a_running_command_are_reaped_as_they_exit() {
 /// A python script that keeps changing its pid (fork, the parent exits) and,
 /// after `after` seconds, writes `late` into `target`.
 fn hop_script(dir: &Path, target: &Path, after: f64) -> PathBuf {
-    let py = dir.join("hop2.py");
+    let py = dir.join("hop.py");
     fs::write(
         &py,
         format!(
