@@ -59,6 +59,15 @@ pub fn resolve_command(cmd: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
     std::env::split_paths(&path).map(|d| d.join(cmd)).find(|p| runnable(p))
 }
 
+/// Whether `sig` is ignored in this process (as it was inherited).
+fn ignored(sig: i32) -> bool {
+    // SAFETY: a query (no new action); `old` is written by the call.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 /// Whether this process has a controlling terminal (it was started from one,
 /// in the foreground or not).
 fn has_terminal() -> bool {
@@ -124,7 +133,13 @@ pub fn run(
     // Whatever the command leaves running becomes this process's child, to be
     // stopped before its files are landed.
     super::reap::become_subreaper()?;
-    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGCONT])?;
+    // A signal this process was started ignoring (`nohup`, a background job
+    // of a shell without job control) stays ignored, for the command too.
+    let mut caught: Vec<i32> = [SIGINT, SIGTERM, SIGHUP].into_iter().filter(|&s| !ignored(s)).collect();
+    if own_group {
+        caught.push(SIGCONT);
+    }
+    let mut signals = SignalsInfo::<WithOrigin>::new(caught)?;
     // Once the command is reaped its pid may be another process's: nothing is
     // passed on any more.
     let reaped = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -168,7 +183,9 @@ pub fn run(
                 let from_terminal = sig == SIGINT && matches!(origin.cause, Cause::Kernel) && !own_group;
                 if !from_terminal {
                     send(sig);
-                    send(SIGCONT);
+                    if own_group {
+                        send(SIGCONT);
+                    }
                 }
             }
         })
@@ -189,7 +206,8 @@ pub fn run(
     } else {
         Default::default()
     };
-    if let Some(k) = keeper {
+    // Reaped already (something killed it): its pid may be another process's.
+    if let Some(k) = keeper.filter(|_| !stopped.keeper_reaped) {
         super::sentinel::stop(k);
     }
     handle.close();

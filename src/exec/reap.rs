@@ -189,6 +189,9 @@ pub struct Stopped {
     pub found: usize,
     /// How many were still running when it gave up: the run must not land.
     pub left: usize,
+    /// The group keeper was reaped here (it was killed): it must not be
+    /// signalled any more.
+    pub keeper_reaped: bool,
 }
 
 /// How long SIGKILL is sent to what is still below us before giving up: 10 s,
@@ -222,14 +225,21 @@ fn below(me: i32, keeper: Option<i32>) -> Vec<i32> {
 /// after [`kill_for`] is reported in [`Stopped::left`].
 ///
 /// `keeper`: the command's group keeper, left alone (see [`reap`]).
-pub fn stop_descendants(grace: Duration, mut keeper: Option<i32>) -> Stopped {
+pub fn stop_descendants(grace: Duration, keeper: Option<i32>) -> Stopped {
+    let mut alive = keeper;
+    let mut s = stop_below(grace, &mut alive);
+    s.keeper_reaped = keeper.is_some() && alive.is_none();
+    s
+}
+
+fn stop_below(grace: Duration, keeper: &mut Option<i32>) -> Stopped {
     let me = rustix::process::getpid().as_raw_nonzero().get();
     let mut termed: Vec<i32> = Vec::new();
     let mut found = 0;
     let start = Instant::now();
     // SIGTERM to each process as it is found, until the grace is over.
-    while reap(me, &mut keeper) {
-        let left = below(me, keeper);
+    while reap(me, keeper) {
+        let left = below(me, *keeper);
         found = found.max(left.len().max(1));
         for &p in &left {
             if !termed.contains(&p) {
@@ -242,10 +252,10 @@ pub fn stop_descendants(grace: Duration, mut keeper: Option<i32>) -> Stopped {
             let killing = Instant::now();
             let limit = kill_for();
             let mut rounds = 0u32;
-            while reap(me, &mut keeper) {
+            while reap(me, keeper) {
                 if rounds % 64 == 0 {
                     let mut left = descendants(me);
-                    left.retain(|p| Some(p.pid) != keeper);
+                    left.retain(|p| Some(p.pid) != *keeper);
                     found = found.max(left.len().max(1));
                     kill_own_sessions(&left);
                     signal_all(&left.iter().map(|p| p.pid).collect::<Vec<_>>(), Signal::KILL);
@@ -253,11 +263,11 @@ pub fn stop_descendants(grace: Duration, mut keeper: Option<i32>) -> Stopped {
                         // Given up: they were running when the time was over
                         // (the last SIGKILL may still stop them; the run fails
                         // either way).
-                        return Stopped { found, left: left.len().max(1) };
+                        return Stopped { found, left: left.len().max(1), keeper_reaped: false };
                     }
                     std::thread::sleep(Duration::from_millis(1));
                 } else {
-                    signal_all(&below(me, keeper), Signal::KILL);
+                    signal_all(&below(me, *keeper), Signal::KILL);
                     std::thread::yield_now();
                 }
                 rounds = rounds.wrapping_add(1);
@@ -266,7 +276,7 @@ pub fn stop_descendants(grace: Duration, mut keeper: Option<i32>) -> Stopped {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    Stopped { found, left: 0 }
+    Stopped { found, left: 0, keeper_reaped: false }
 }
 
 /// Whether `/proc/<pid>/environ` holds `UBUNYE_RUN_ID=<run_id>`.

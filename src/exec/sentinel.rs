@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use rustix::process::Signal;
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGURG};
+use signal_hook::consts::SIGURG;
 
 /// The hidden subcommand that runs the keeper.
 pub const SUBCOMMAND: &str = "__group-keeper";
@@ -62,12 +62,20 @@ pub fn stop(mut keeper: Child) {
 }
 
 /// The keeper itself: wait until `ubunye exec` (`parent`) dies, then kill the
-/// process group. Never returns. SIGTERM, SIGINT and SIGHUP are ignored (a
-/// signal to the group is exec's to pass on to the command).
+/// process group. Never returns.
 pub fn keep(parent: &str) -> ! {
     let parent: Option<i32> = parent.parse().ok();
+    // Nothing sent to the group may end the keeper (`kill -USR1 0` to reopen
+    // logs, `kill -QUIT 0` for a thread dump): every signal that can be is
+    // ignored, SIGURG (its wake-up) aside.
+    for sig in 1..=64 {
+        if ![libc::SIGKILL, libc::SIGSTOP, libc::SIGURG].contains(&sig) {
+            // SAFETY: setting a disposition to SIG_IGN; an invalid number fails harmlessly.
+            unsafe { libc::signal(sig, libc::SIG_IGN) };
+        }
+    }
     let gone = || rustix::process::getppid().map(|p| p.as_raw_nonzero().get()) != parent;
-    if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGURG, SIGTERM, SIGINT, SIGHUP]) {
+    if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGURG]) {
         while !gone() {
             // Woken by any of them; only a changed parent counts (SIGURG
             // comes when the parent has died, and then getppid says so).

@@ -343,3 +343,48 @@ fn a_stopped_command_still_ends_on_a_signal_to_exec() {
     assert!(status.is_some_and(|s| !s.success()), "exec ended, the run rolled back: {status:?}");
     assert!(!uc.join("out/events/part-1.csv").exists(), "nothing landed");
 }
+
+/// Review 6, finding 3: the keeper caught only a few signals, so any other
+/// signal to the command's group (`kill -USR1 0` to reopen logs, `kill -QUIT 0`
+/// for a thread dump) killed it, and a later SIGKILL of exec left the
+/// command's processes running. The keeper now ignores every signal it can.
+#[test]
+fn a_signal_to_the_group_does_not_end_the_keeper() {
+    let (d, uc, mark) = use_case();
+    let ticks = d.path().join("ticks");
+    let script = format!(
+        "trap '' USR1 QUIT; (trap '' TERM USR1 QUIT; while :; do echo t >> {}; sleep 0.05; done) & sleep 0.2; kill -USR1 0; kill -QUIT 0; sleep 30",
+        ticks.display()
+    );
+    let mut exec = exec_alone(&uc, &script, "5s").env("HOPPER_MARK", &mark).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    exec.kill().unwrap();
+    exec.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let n = fs::read_to_string(&ticks).unwrap().lines().count();
+    std::thread::sleep(Duration::from_millis(600));
+    let m = fs::read_to_string(&ticks).unwrap().lines().count();
+    stop_marked(&mark);
+    assert_eq!(n, m, "the loop still runs after exec was killed ({n} then {m} lines)");
+}
+
+/// Review 6, finding 4: `nohup ubunye exec …` — exec caught SIGHUP, so its
+/// command started with SIGHUP at its default action, and a hangup killed the
+/// run nohup was meant to keep. A signal exec was started ignoring stays
+/// ignored, for the command too.
+#[test]
+fn a_hangup_ignored_by_nohup_stays_ignored_for_the_command() {
+    use std::os::unix::process::CommandExt;
+    let (_d, uc, _mark) = use_case();
+    let mut cmd = exec_alone(&uc, "kill -HUP $$; echo survived > \"$UBUNYE_OUT_EVENTS/part-1.csv\"", "200ms");
+    // SAFETY: setting a disposition to SIG_IGN is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let status = cmd.status().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(fs::read_to_string(uc.join("out/events/part-1.csv")).unwrap(), "survived\n");
+}
