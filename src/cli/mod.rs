@@ -177,7 +177,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
         Command::Doctor(a) => doctor::run(a),
         Command::Top(a) => dashboard.top(a),
         Command::Demo(a) => dashboard.demo(a),
-        Command::GroupKeeper { parent } => crate::exec::sentinel::keep(parent),
+        Command::GroupKeeper { parent } => {
+            if !crate::exec::sentinel::may_keep() {
+                say_err("__group-keeper is started by `ubunye exec` only; it does nothing here.");
+                return exit::USAGE;
+            }
+            crate::exec::sentinel::keep(parent)
+        }
     }
 }
 

@@ -61,6 +61,14 @@ pub fn stop(mut keeper: Child) {
     let _ = keeper.wait();
 }
 
+/// Whether this process was started as `ubunye exec` starts a keeper: in its
+/// command's group (so never a group leader) and with the run's id. Typed by
+/// hand, a keeper would kill the caller's own group.
+pub fn may_keep() -> bool {
+    rustix::process::getpgrp() != rustix::process::getpid()
+        && std::env::var_os("UBUNYE_RUN_ID").is_some_and(|v| !v.is_empty())
+}
+
 /// The keeper itself: wait until `ubunye exec` (`parent`) dies, then kill the
 /// process group. Never returns.
 pub fn keep(parent: &str) -> ! {

@@ -388,3 +388,25 @@ fn a_hangup_ignored_by_nohup_stays_ignored_for_the_command() {
     assert!(status.success(), "{status:?}");
     assert_eq!(fs::read_to_string(uc.join("out/events/part-1.csv")).unwrap(), "survived\n");
 }
+
+/// The keeper's hidden subcommand, typed by hand, would kill the caller's own
+/// process group: it refuses unless started as `ubunye exec` starts it (with
+/// the run's id, in the command's group, not leading one).
+#[test]
+fn the_group_keeper_typed_by_hand_does_nothing() {
+    use std::os::unix::process::CommandExt;
+    // In this test's own group, without a run id: were it to act, this test
+    // process would be killed with its group.
+    let o =
+        std::process::Command::new(bin()).args(["__group-keeper", "1"]).env_remove("UBUNYE_RUN_ID").output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("started by `ubunye exec` only"), "{o:?}");
+    // With a run id but leading its own group (as a shell's job): refused too.
+    let o = std::process::Command::new(bin())
+        .args(["__group-keeper", "1"])
+        .env("UBUNYE_RUN_ID", "x")
+        .process_group(0)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
