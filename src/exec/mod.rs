@@ -164,6 +164,17 @@ fn child_env(spec: &ExecSpec, key: &str, prepared: &[Prepared<'_>]) -> Vec<(Stri
     env
 }
 
+/// The run record of an exec run.
+fn record_spec(spec: &ExecSpec) -> RecordSpec {
+    RecordSpec {
+        run_id: spec.run_id.clone(),
+        task: spec.task.clone(),
+        variables: spec.variables.clone(),
+        backend: "exec".into(),
+        command: Some(recorded_command(spec)),
+    }
+}
+
 fn failed_note(spec: &ExecSpec, end: &ChildEnd) -> String {
     let cmd = spec.command[0].to_string_lossy();
     if end.unstopped > 0 && end.interrupted_by.is_none() {
@@ -245,36 +256,27 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
     }
     let mut record = match &spec.lineage {
         Lineage::Off => None,
-        Lineage::Dir(dir) => {
-            let rs = RecordSpec {
-                run_id: spec.run_id.clone(),
-                task: spec.task.clone(),
-                variables: spec.variables.clone(),
-                backend: "exec".into(),
-                command: Some(recorded_command(spec)),
-            };
-            match RunRecord::start(dir, &rs, sys.clock.now()) {
-                Ok(mut r) => {
-                    r.set_outputs(
-                        spec.outputs
-                            .iter()
-                            .map(|o| {
-                                (
-                                    o.name.clone(),
-                                    if o.append { "append" } else { "overwrite" }.to_string(),
-                                    o.path.display().to_string(),
-                                )
-                            })
-                            .collect(),
-                    );
-                    Some(r)
-                }
-                Err(e) => {
-                    let _ = lease.end(false);
-                    return Err(Error::io("write the run record in", dir, e));
-                }
+        Lineage::Dir(dir) => match RunRecord::start(dir, &record_spec(spec), sys.clock.now()) {
+            Ok(mut r) => {
+                r.set_outputs(
+                    spec.outputs
+                        .iter()
+                        .map(|o| {
+                            (
+                                o.name.clone(),
+                                if o.append { "append" } else { "overwrite" }.to_string(),
+                                o.path.display().to_string(),
+                            )
+                        })
+                        .collect(),
+                );
+                Some(r)
             }
-        }
+            Err(e) => {
+                let _ = lease.end(false);
+                return Err(Error::io("write the run record in", dir, e));
+            }
+        },
     };
     let mut finish_record = |status: &str, note: Option<String>| {
         if let Some(r) = record.as_mut() {

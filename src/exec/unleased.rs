@@ -5,10 +5,10 @@ use std::fs;
 use std::path::PathBuf;
 
 use super::publish::{Prepared, old_copy_of};
-use super::{Event, ExecEnd, ExecSpec, Lineage, child, child_env, failed_note, outputs, recorded_command};
+use super::{Event, ExecEnd, ExecSpec, Lineage, child, child_env, failed_note, outputs, record_spec};
 use crate::beneath::Beneath;
 use crate::error::{Error, Result};
-use crate::lineage::{RecordSpec, RunRecord};
+use crate::lineage::RunRecord;
 use crate::sys::Sys;
 
 pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<ExecEnd> {
@@ -36,16 +36,7 @@ pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(E
     };
     let mut record = match &spec.lineage {
         Lineage::Off => None,
-        Lineage::Dir(dir) => {
-            let rs = RecordSpec {
-                run_id: spec.run_id.clone(),
-                task: spec.task.clone(),
-                variables: spec.variables.clone(),
-                backend: "exec".into(),
-                command: Some(recorded_command(spec)),
-            };
-            RunRecord::start(dir, &rs, sys.clock.now()).ok()
-        }
+        Lineage::Dir(dir) => RunRecord::start(dir, &record_spec(spec), sys.clock.now()).ok(),
     };
     events(Event::Started { run_id: spec.run_id.clone(), key: key.to_string() });
     let end = match child::run(&spec.command, &child_env(spec, key, &prepared), spec.keeper.as_deref()) {

@@ -324,6 +324,19 @@ impl Batch {
         self.variables.as_ref().map(variables_text)
     }
 
+    /// The runs its lease, orphans, finished note and marks name (empty ids
+    /// left out): the runs whose records are the batch's.
+    pub fn named_runs(&self) -> impl Iterator<Item = &str> {
+        self.lease
+            .as_deref()
+            .into_iter()
+            .chain(&self.orphans)
+            .map(|l| l.holder.run_id.as_str())
+            .chain(self.finished.iter().filter_map(|f| f.run_id.as_deref()))
+            .chain(self.done_marks.iter().chain(&self.tombstones).map(|m| m.run_id.as_str()))
+            .filter(|r| !r.is_empty())
+    }
+
     /// Claims listed by its lease and orphans.
     pub fn claim_count(&self) -> usize {
         self.lease

@@ -131,16 +131,8 @@ fn scan_task(
     // by re-hashing the record's variables to the key.
     let mut by_run: HashMap<String, usize> = HashMap::new();
     for (i, b) in out.iter().enumerate() {
-        let runs = b
-            .lease
-            .as_deref()
-            .into_iter()
-            .chain(&b.orphans)
-            .map(|l| l.holder.run_id.clone())
-            .chain(b.finished.iter().filter_map(|f| f.run_id.clone()))
-            .chain(b.done_marks.iter().chain(&b.tombstones).map(|m| m.run_id.clone()));
-        for r in runs.filter(|r| !r.is_empty()) {
-            by_run.insert(r, i);
+        for r in b.named_runs() {
+            by_run.insert(r.to_string(), i);
         }
     }
     let paths: Vec<PathBuf> = match records.map(fs::read_dir) {
@@ -214,16 +206,7 @@ pub fn scan_batch(uc: &Path, task: &str, key: &str, opts: &ScanOptions, sys: &Sy
         }
     }
     fill(&mut b, folder, &beneath, sys, now);
-    let mut runs: Vec<String> = b
-        .lease
-        .as_deref()
-        .into_iter()
-        .chain(&b.orphans)
-        .map(|l| l.holder.run_id.clone())
-        .chain(b.finished.iter().filter_map(|f| f.run_id.clone()))
-        .chain(b.done_marks.iter().chain(&b.tombstones).map(|m| m.run_id.clone()))
-        .filter(|r| !r.is_empty() && layout::run_id_is_safe(r))
-        .collect();
+    let mut runs: Vec<String> = b.named_runs().filter(|r| layout::run_id_is_safe(r)).map(str::to_string).collect();
     runs.sort();
     runs.dedup();
     for r in runs {

@@ -309,14 +309,7 @@ impl Model {
         let mut m = HashMap::new();
         for b in self.scan.batches.iter().filter(|b| tasks.contains(b.task.as_str())) {
             let id = || (b.task.clone(), b.key.clone());
-            let runs = b
-                .lease
-                .iter()
-                .map(|l| l.holder.run_id.clone())
-                .chain(b.orphans.iter().map(|l| l.holder.run_id.clone()))
-                .chain(b.finished.iter().filter_map(|f| f.run_id.clone()))
-                .chain(b.done_marks.iter().chain(&b.tombstones).map(|m| m.run_id.clone()))
-                .chain(b.records.iter().map(|r| r.run_id.clone()));
+            let runs = b.named_runs().chain(b.records.iter().map(|r| r.run_id.as_str())).map(str::to_string);
             for r in runs.filter(|r| !r.is_empty()) {
                 m.insert((b.task.clone(), r), id());
             }
