@@ -1,42 +1,19 @@
 //! `ubunye exec` end to end, through the real binary.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use assert_cmd::Command as Cmd;
 
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_ubunye"))
-}
+mod common;
+use common::{bin, files, tree};
 
 fn ubunye(uc: &Path) -> Cmd {
     let mut c = Cmd::new(bin());
     c.env("UBUNYE_TEST_SETTLE", "30ms").env_remove("UBUNYE_RUN_LEASE").arg("exec").arg("-d").arg(uc);
     c
-}
-
-fn files(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = fs::read_dir(d) else { return };
-        for e in rd.flatten() {
-            let p = e.path();
-            if e.file_type().unwrap().is_dir() {
-                walk(base, &p, out);
-            } else {
-                out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
-fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    files(dir).into_iter().map(|f| (f.clone(), fs::read(dir.join(f)).unwrap())).collect()
 }
 
 const LEASES: &str = ".ubunye/leases/demo/sales/ingest";

@@ -7,11 +7,8 @@ use std::time::Duration;
 
 use assert_cmd::Command as Cmd;
 
-/// The binary under test (`UBUNYE_TEST_BIN` runs these tests against another
-/// build, e.g. the one before the fixes, to see them fail).
-fn bin() -> PathBuf {
-    std::env::var_os("UBUNYE_TEST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ubunye")), PathBuf::from)
-}
+mod common;
+use common::{bin, empty_use_case};
 
 fn exec(uc: &Path) -> Cmd {
     let mut c = Cmd::new(bin());
@@ -66,9 +63,7 @@ fn stop_marked(mark: &str) {
 }
 
 fn use_case() -> (tempfile::TempDir, PathBuf, String) {
-    let d = tempfile::tempdir().unwrap();
-    let uc = d.path().join("uc");
-    fs::create_dir_all(uc.join("out")).unwrap();
+    let (d, uc) = empty_use_case();
     let mark = d.path().file_name().unwrap().to_string_lossy().into_owned();
     (d, uc, mark)
 }
@@ -291,6 +286,19 @@ fn exec_alone(uc: &Path, script: &str, grace: &str) -> std::process::Command {
     cmd
 }
 
+/// SIGKILL `exec`; then the command's loop, which adds a line to `ticks`
+/// every 50 ms, must have stopped with it (stopped by hand afterwards either way).
+fn kill_and_check_the_loop_stopped(mut exec: std::process::Child, ticks: &Path, mark: &str) {
+    exec.kill().unwrap();
+    exec.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let n = fs::read_to_string(ticks).unwrap().lines().count();
+    std::thread::sleep(Duration::from_millis(600));
+    let m = fs::read_to_string(ticks).unwrap().lines().count();
+    stop_marked(mark);
+    assert_eq!(n, m, "the loop still runs after exec was killed ({n} then {m} lines)");
+}
+
 /// Review 5, finding 5: exec stopped the group keeper before stopping what the
 /// command left, so a SIGKILL of exec during that grace (`timeout -k`, a
 /// scheduler's TERM then KILL) left the command's background processes
@@ -304,14 +312,7 @@ fn a_kill_during_the_grace_still_takes_the_commands_group() {
     // The command has exited; exec is in its grace, waiting for the loop.
     std::thread::sleep(Duration::from_millis(1200));
     assert!(exec.try_wait().unwrap().is_none(), "exec waits out the grace");
-    exec.kill().unwrap();
-    exec.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let n = fs::read_to_string(&ticks).unwrap().lines().count();
-    std::thread::sleep(Duration::from_millis(600));
-    let m = fs::read_to_string(&ticks).unwrap().lines().count();
-    stop_marked(&mark);
-    assert_eq!(n, m, "the loop still runs after exec was killed ({n} then {m} lines)");
+    kill_and_check_the_loop_stopped(exec, &ticks, &mark);
 }
 
 /// Review 5, finding 4: `timeout` sends its signal and then SIGCONT to its
@@ -356,16 +357,9 @@ fn a_signal_to_the_group_does_not_end_the_keeper() {
         "trap '' USR1 QUIT; (trap '' TERM USR1 QUIT; while :; do echo t >> {}; sleep 0.05; done) & sleep 0.2; kill -USR1 0; kill -QUIT 0; sleep 30",
         ticks.display()
     );
-    let mut exec = exec_alone(&uc, &script, "5s").env("HOPPER_MARK", &mark).spawn().unwrap();
+    let exec = exec_alone(&uc, &script, "5s").env("HOPPER_MARK", &mark).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(1000));
-    exec.kill().unwrap();
-    exec.wait().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let n = fs::read_to_string(&ticks).unwrap().lines().count();
-    std::thread::sleep(Duration::from_millis(600));
-    let m = fs::read_to_string(&ticks).unwrap().lines().count();
-    stop_marked(&mark);
-    assert_eq!(n, m, "the loop still runs after exec was killed ({n} then {m} lines)");
+    kill_and_check_the_loop_stopped(exec, &ticks, &mark);
 }
 
 /// Review 6, finding 4: `nohup ubunye exec …` — exec caught SIGHUP, so its

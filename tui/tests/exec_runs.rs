@@ -4,17 +4,14 @@
 
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use assert_cmd::Command as Cmd;
 
-/// The binary under test (`UBUNYE_TEST_BIN` runs these tests against another
-/// build, e.g. the one before the fixes, to see them fail).
-fn bin() -> PathBuf {
-    std::env::var_os("UBUNYE_TEST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ubunye")), PathBuf::from)
-}
+mod common;
+use common::{bin, empty_use_case, entries};
 
 /// `ubunye exec -d uc`, run from beside `uc`: `-d` relative, as people type it.
 fn exec(uc: &Path) -> Cmd {
@@ -25,30 +22,6 @@ fn exec(uc: &Path) -> Cmd {
         .env_remove("UBUNYE_RUN_LEASE")
         .args(["exec", "-d", "uc"]);
     c
-}
-
-fn files(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = fs::read_dir(d) else { return };
-        for e in rd.flatten() {
-            let p = e.path();
-            out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
-            if e.file_type().unwrap().is_dir() {
-                walk(base, &p, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
-fn use_case() -> (tempfile::TempDir, PathBuf) {
-    let d = tempfile::tempdir().unwrap();
-    let uc = d.path().join("uc");
-    fs::create_dir_all(uc.join("out")).unwrap();
-    (d, uc)
 }
 
 const INGEST: [&str; 6] = ["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--append", "events=out/events"];
@@ -90,7 +63,7 @@ fn killed_run(uc: &Path, extra: &[&str], script: &str, mark: &Path) {
 }
 
 fn statuses(uc: &Path) -> Vec<String> {
-    let mut out: Vec<String> = files(&uc.join(RECORDS))
+    let mut out: Vec<String> = entries(&uc.join(RECORDS))
         .iter()
         .map(|f| {
             let v: serde_json::Value =
@@ -116,7 +89,7 @@ fn gone(pid: i32) -> bool {
 /// record said success.
 #[test]
 fn a_relative_usecase_folder_finds_the_dead_runs_record() {
-    let (d, uc) = use_case();
+    let (d, uc) = empty_use_case();
     let mark = d.path().join("started");
     let script = format!("echo a > \"$UBUNYE_OUT_EVENTS/p-$UBUNYE_RUN_ID\"; echo x > {}; sleep 30", mark.display());
     killed_run(&uc, &INGEST, &script, &mark);
@@ -130,17 +103,17 @@ fn a_relative_usecase_folder_finds_the_dead_runs_record() {
     assert!(!uc.join("uc").exists(), "nothing under uc/uc");
     // A dead run whose record says success (killed after it, before its
     // commit) finished the batch: the next run of the batch is refused.
-    let (d, uc) = use_case();
+    let (d, uc) = empty_use_case();
     let mark = d.path().join("started");
     killed_run(&uc, &INGEST, &format!("echo x > {}; sleep 30", mark.display()), &mark);
-    let rec = uc.join(RECORDS).join(&files(&uc.join(RECORDS))[0]);
+    let rec = uc.join(RECORDS).join(&entries(&uc.join(RECORDS))[0]);
     let text = fs::read_to_string(&rec).unwrap().replace("\"status\": \"running\"", "\"status\": \"success\"");
     fs::write(&rec, text).unwrap();
     let o = exec(&uc).args(INGEST).args(["--", "true"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("had finished") && err.contains("already finished this batch"), "{err}");
-    assert!(files(&uc.join("out/events")).iter().all(|f| !f.contains("_ubunye-")), "its staging folder went");
+    assert!(entries(&uc.join("out/events")).iter().all(|f| !f.contains("_ubunye-")), "its staging folder went");
 }
 
 /// Review 2, finding 2: overwrites were swapped in (and their old copies
@@ -148,12 +121,12 @@ fn a_relative_usecase_folder_finds_the_dead_runs_record() {
 /// the output, and said nothing was moved.
 #[test]
 fn a_run_that_fails_to_publish_leaves_every_output_as_it_was() {
-    let (_d, uc) = use_case();
+    let (_d, uc) = empty_use_case();
     fs::create_dir_all(uc.join("out/summary")).unwrap();
     fs::create_dir_all(uc.join("out/events")).unwrap();
     fs::write(uc.join("out/summary/total.csv"), "OLD").unwrap();
     fs::write(uc.join("out/events/part.csv"), "someone else's").unwrap();
-    let before = files(&uc.join("out"));
+    let before = entries(&uc.join("out"));
     let o = exec(&uc)
         .args(["--task", "demo/sales/report", "-dt", "2025-01-01"])
         .args(["--overwrite", "a_summary=out/summary", "--append", "b_events=out/events", "--append", "c=out/c"])
@@ -166,9 +139,9 @@ fn a_run_that_fails_to_publish_leaves_every_output_as_it_was() {
     assert!(err.contains("already exists in the output") && err.contains("Nothing was claimed or moved"), "{err}");
     assert_eq!(fs::read_to_string(uc.join("out/summary/total.csv")).unwrap(), "OLD");
     assert_eq!(fs::read_to_string(uc.join("out/events/part.csv")).unwrap(), "someone else's");
-    let after: Vec<String> = files(&uc.join("out")).into_iter().filter(|f| f != "c").collect();
+    let after: Vec<String> = entries(&uc.join("out")).into_iter().filter(|f| f != "c").collect();
     assert_eq!(after, before, "no staging, no old copy, nothing landed");
-    assert_eq!(files(&uc.join(".ubunye/leases/demo/sales/report")), Vec::<String>::new(), "lease released");
+    assert_eq!(entries(&uc.join(".ubunye/leases/demo/sales/report")), Vec::<String>::new(), "lease released");
 }
 
 /// Review 2, finding 4: a command that replaced its staging folder with a
@@ -177,7 +150,7 @@ fn a_run_that_fails_to_publish_leaves_every_output_as_it_was() {
 #[test]
 fn a_staging_folder_turned_into_a_symlink_is_never_followed() {
     for fail_later in [false, true] {
-        let (d, uc) = use_case();
+        let (d, uc) = empty_use_case();
         fs::create_dir_all(d.path().join("elsewhere")).unwrap();
         fs::write(d.path().join("elsewhere/keep.csv"), "precious").unwrap();
         fs::create_dir_all(uc.join("out/other")).unwrap();
@@ -196,8 +169,8 @@ fn a_staging_folder_turned_into_a_symlink_is_never_followed() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{err}");
         assert_eq!(fs::read_to_string(d.path().join("elsewhere/keep.csv")).unwrap(), "precious", "{err}");
-        assert_eq!(files(&uc.join("out/events")), Vec::<String>::new(), "nothing landed, no link left: {err}");
-        assert_eq!(files(&uc.join(LEASES)), Vec::<String>::new(), "lease released: {err}");
+        assert_eq!(entries(&uc.join("out/events")), Vec::<String>::new(), "nothing landed, no link left: {err}");
+        assert_eq!(entries(&uc.join(LEASES)), Vec::<String>::new(), "lease released: {err}");
     }
 }
 
@@ -205,7 +178,7 @@ fn a_staging_folder_turned_into_a_symlink_is_never_followed() {
 /// UTF-8 was never removed (and a takeover said it was).
 #[test]
 fn a_staging_folder_holding_names_that_are_not_utf8_is_removed() {
-    let (d, uc) = use_case();
+    let (d, uc) = empty_use_case();
     let weird = std::ffi::OsStr::from_bytes(b"p=\xff");
     // A failed command (rollback), a successful one (its odd name is refused, as
     // a claim must be text), and a killed one (takeover).
@@ -217,7 +190,7 @@ fn a_staging_folder_holding_names_that_are_not_utf8_is_removed() {
     killed_run(&uc, &INGEST, &format!("{make}; echo x > {}; sleep 30", mark.display()), &mark);
     exec(&uc).args(INGEST).args(["--", "true"]).assert().success();
     assert!(!uc.join("out/events").join(weird).exists());
-    let left: Vec<String> = files(&uc.join("out/events")).into_iter().filter(|f| f.contains("_ubunye-")).collect();
+    let left: Vec<String> = entries(&uc.join("out/events")).into_iter().filter(|f| f.contains("_ubunye-")).collect();
     assert_eq!(left, Vec::<String>::new(), "no staging folder left");
 }
 
@@ -226,7 +199,7 @@ fn a_staging_folder_holding_names_that_are_not_utf8_is_removed() {
 /// and outlived a killed `ubunye exec`.
 #[test]
 fn no_process_of_the_command_outlives_its_run() {
-    let (d, uc) = use_case();
+    let (d, uc) = empty_use_case();
     let pidfile = d.path().join("bg.pid");
     let script = format!(
         "echo row > \"$UBUNYE_OUT_EVENTS/part-$UBUNYE_RUN_ID\"; (trap '' TERM; sleep 30; mkdir -p \"$UBUNYE_OUT_EVENTS\"; echo late > \"$UBUNYE_OUT_EVENTS/late\") & echo $! > {}",
@@ -265,11 +238,11 @@ fn no_process_of_the_command_outlives_its_run() {
 /// writes the output's).
 #[test]
 fn files_named_with_a_leading_underscore_or_dot_land_too() {
-    let (_d, uc) = use_case();
+    let (_d, uc) = empty_use_case();
     let script = "o=\"$UBUNYE_OUT_EVENTS\"; echo d > \"$o/part-$UBUNYE_RUN_ID.parquet\"; echo s > \"$o/_common_metadata\"; mkdir \"$o/_delta_log\" \"$o/_k=1\"; echo '{}' > \"$o/_delta_log/0.json\"; echo v > \"$o/_k=1/p\"; echo h > \"$o/.manifest\"; touch \"$o/_SUCCESS\"";
     let o = exec(&uc).args(INGEST).args(["--", "sh", "-c", script]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = files(&uc.join("out/events"));
+    let out = entries(&uc.join("out/events"));
     for want in [".manifest", "_SUCCESS", "_common_metadata", "_delta_log/0.json", "_k=1/p"] {
         assert!(out.contains(&want.to_string()), "{want} in {out:?}");
     }
@@ -285,7 +258,7 @@ fn files_named_with_a_leading_underscore_or_dot_land_too() {
 /// root for `mount --bind`; says SKIPPED otherwise.)
 #[test]
 fn a_mount_point_in_a_staging_folder_is_never_crossed() {
-    let (d, uc) = use_case();
+    let (d, uc) = empty_use_case();
     fs::create_dir_all(d.path().join("outside")).unwrap();
     fs::write(d.path().join("outside/keep.csv"), "precious").unwrap();
     let script = format!(
@@ -315,6 +288,6 @@ fn a_mount_point_in_a_staging_folder_is_never_crossed() {
     assert!(lease["outputs"]["events"]["staging"].as_str().unwrap().contains("_ubunye-"), "{lease}");
     // Unmounted, the next run takes the kept lease over and removes the rest.
     exec(&uc).args(INGEST).args(["--", "true"]).assert().success();
-    assert!(files(&uc.join("out/events")).iter().all(|f| !f.contains("_ubunye-")));
+    assert!(entries(&uc.join("out/events")).iter().all(|f| !f.contains("_ubunye-")));
     assert_eq!(fs::read_to_string(d.path().join("outside/keep.csv")).unwrap(), "precious");
 }

@@ -4,15 +4,12 @@
 //! the wording of a killed command.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command as Cmd;
 
-/// The binary under test (`UBUNYE_TEST_BIN` runs these tests against another
-/// build, e.g. the one before the fixes, to see them fail).
-fn bin() -> PathBuf {
-    std::env::var_os("UBUNYE_TEST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ubunye")), PathBuf::from)
-}
+mod common;
+use common::{bin, empty_use_case, entries};
 
 /// `ubunye exec -d uc`, run from beside `uc` (so `-d` is relative, as people type it).
 fn exec(uc: &Path) -> Cmd {
@@ -24,41 +21,17 @@ fn exec(uc: &Path) -> Cmd {
     c
 }
 
-fn files(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = fs::read_dir(d) else { return };
-        for e in rd.flatten() {
-            let p = e.path();
-            out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
-            if e.file_type().unwrap().is_dir() {
-                walk(base, &p, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
-fn use_case() -> (tempfile::TempDir, PathBuf) {
-    let d = tempfile::tempdir().unwrap();
-    let uc = d.path().join("uc");
-    fs::create_dir_all(uc.join("out")).unwrap();
-    (d, uc)
-}
-
 /// Each case: exit 2, one line saying `says`, and nothing written anywhere
 /// (no `.ubunye/`, no staging, no output folder, nothing outside).
 fn refused(d: &Path, uc: &Path, cases: &[(&[&str], &str)]) {
     for (args, says) in cases {
-        let before = files(d);
+        let before = entries(d);
         let o = exec(uc).args(*args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line: {err}");
-        assert_eq!(files(d), before, "{args:?}: nothing written");
+        assert_eq!(entries(d), before, "{args:?}: nothing written");
     }
 }
 
@@ -73,7 +46,7 @@ fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 /// batch is keyed by both.
 #[test]
 fn variables_that_meet_in_the_environment_are_a_usage_error() {
-    let (d, uc) = use_case();
+    let (d, uc) = empty_use_case();
     let a = args(&["--var", "DT=1999-12-31", "--", "true"]);
     let b = args(&["--var", "MODE=PROD", "--", "true"]);
     let c = args(&["--var", "é=1", "--var", "ü=2", "--", "true"]);
@@ -86,7 +59,7 @@ fn variables_that_meet_in_the_environment_are_a_usage_error() {
 /// kept lease that refused the batch for good).
 #[test]
 fn what_cannot_work_is_refused_before_anything_is_written() {
-    let (d, uc) = use_case();
+    let (d, uc) = empty_use_case();
     fs::create_dir_all(d.path().join("outside")).unwrap();
     std::os::unix::fs::symlink(d.path().join("outside"), uc.join("lnk")).unwrap();
     let script = d.path().join("bad.sh");
@@ -121,7 +94,7 @@ fn what_cannot_work_is_refused_before_anything_is_written() {
 /// through a symlink are the same output.
 #[test]
 fn staging_folders_and_aliases_are_refused_as_outputs() {
-    let (d, uc) = use_case();
+    let (d, uc) = empty_use_case();
     fs::create_dir_all(uc.join("out/events/_ubunye-0123456789ab")).unwrap();
     std::os::unix::fs::symlink(uc.join("out"), uc.join("alias")).unwrap();
     let cases: [(&[&str], &str); 4] = [
@@ -139,7 +112,7 @@ fn staging_folders_and_aliases_are_refused_as_outputs() {
 /// published and leaves no debris.
 #[test]
 fn an_overwrite_output_must_be_a_real_folder() {
-    let (d, uc) = use_case();
+    let (d, uc) = empty_use_case();
     fs::create_dir_all(uc.join("releases/v1")).unwrap();
     fs::write(uc.join("releases/v1/total.csv"), "OLD").unwrap();
     std::os::unix::fs::symlink("releases/v1", uc.join("current")).unwrap();
@@ -156,7 +129,7 @@ fn an_overwrite_output_must_be_a_real_folder() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stderr).contains("is not a folder any more"));
-    assert_eq!(files(&uc.join("out")), vec!["s"], "the command's file stays; no staging left beside it");
+    assert_eq!(entries(&uc.join("out")), vec!["s"], "the command's file stays; no staging left beside it");
     assert_eq!(fs::read_to_string(uc.join("releases/v1/total.csv")).unwrap(), "OLD");
 }
 
@@ -164,7 +137,7 @@ fn an_overwrite_output_must_be_a_real_folder() {
 /// .ubunye/: an overwrite of it deleted every run record.
 #[test]
 fn the_run_record_folder_is_never_an_output() {
-    let (d, uc) = use_case();
+    let (d, uc) = empty_use_case();
     let rec = ["--lineage-dir", "records"];
     for dt in ["2025-01-01", "2025-01-02"] {
         exec(&uc)
@@ -174,7 +147,7 @@ fn the_run_record_folder_is_never_an_output() {
             .assert()
             .success();
     }
-    assert_eq!(files(&uc.join("records/demo/sales/ingest")).len(), 2);
+    assert_eq!(entries(&uc.join("records/demo/sales/ingest")).len(), 2);
     let cases: [(&[&str], &str); 3] = [
         (
             &["--task", "demo/sales/s", "--lineage-dir", "records", "--overwrite", "s=records", "--", "true"],
@@ -193,7 +166,7 @@ fn the_run_record_folder_is_never_an_output() {
 /// the recorded command line while the record's variables showed `***`.
 #[test]
 fn short_secret_values_are_masked_in_the_recorded_command() {
-    let (_d, uc) = use_case();
+    let (_d, uc) = empty_use_case();
     exec(&uc)
         .args(["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--var", "pwd=k9Z", "--var", "api_key=s3cr3tvalue"])
         .args(["--", "sh", "-c", "true", "--pwd", "k9Z", "--key=s3cr3tvalue", "Bearer k9Z", "k9Zed"])
@@ -211,7 +184,7 @@ fn short_secret_values_are_masked_in_the_recorded_command() {
 /// (exit 101).
 #[test]
 fn a_closed_stdout_never_panics() {
-    let (_d, uc) = use_case();
+    let (_d, uc) = empty_use_case();
     let ingest = ["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--append", "events=out/events"];
     exec(&uc).args(ingest).args(["--", "true"]).assert().success();
     let (reader, writer) = std::io::pipe().unwrap();
@@ -245,7 +218,7 @@ fn a_closed_stdout_never_panics() {
 /// Review 2, finding 16c: "the command killed by SIGTERM" lacked its verb.
 #[test]
 fn a_killed_command_is_said_in_a_sentence() {
-    let (_d, uc) = use_case();
+    let (_d, uc) = empty_use_case();
     let o = exec(&uc).args(["--task", "demo/sales/ingest", "--", "sh", "-c", "kill -TERM $$"]).output().unwrap();
     assert_eq!(o.status.code(), Some(143));
     let err = String::from_utf8_lossy(&o.stderr);

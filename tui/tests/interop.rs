@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::copy;
+
 fn peer() -> Option<PathBuf> {
     match std::env::var_os("UBUNYE_PEER").map(PathBuf::from).filter(|p| p.exists()) {
         Some(p) => Some(p),
@@ -29,18 +32,6 @@ fn use_case() -> (tempfile::TempDir, PathBuf) {
     let uc = d.path().join("uc");
     copy(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/peer_uc"), &uc);
     (d, uc)
-}
-
-fn copy(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap().flatten() {
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy(&e.path(), &t);
-        } else {
-            fs::copy(e.path(), &t).unwrap();
-        }
-    }
 }
 
 /// The peer's run of demo/sales/ingest for `dt`, with its test hooks in `env`.

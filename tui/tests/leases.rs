@@ -4,51 +4,12 @@
 //! its age, which is always past 15 minutes now.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, UNIX_EPOCH};
+use std::path::PathBuf;
 
 use assert_cmd::Command;
 
-fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/peer").join(name);
-    let d = tempfile::tempdir().unwrap();
-    let uc = d.path().join("uc");
-    copy(&src.join("uc"), &uc);
-    let m: serde_json::Value = serde_json::from_str(&fs::read_to_string(src.join("MANIFEST.json")).unwrap()).unwrap();
-    for f in m["files"].as_array().unwrap() {
-        let t = UNIX_EPOCH + Duration::from_nanos(f["mtime_ns"].as_u64().unwrap());
-        let ts = rustix::fs::Timespec { tv_sec: t.duration_since(UNIX_EPOCH).unwrap().as_secs() as i64, tv_nsec: 0 };
-        rustix::fs::utimensat(
-            rustix::fs::CWD,
-            uc.join(f["path"].as_str().unwrap()),
-            &rustix::fs::Timestamps { last_access: ts, last_modification: ts },
-            rustix::fs::AtFlags::empty(),
-        )
-        .unwrap();
-    }
-    (d, uc)
-}
-
-fn copy(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap().flatten() {
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy(&e.path(), &t);
-        } else {
-            fs::copy(e.path(), &t).unwrap();
-        }
-    }
-}
-
-fn ubunye(uc: &Path) -> Command {
-    let mut c = Command::cargo_bin("ubunye").unwrap();
-    c.current_dir(uc.parent().unwrap())
-        .env("UBUNYE_TEST_HOST", "elsewhere|pid:[1]")
-        .env("UBUNYE_TEST_SETTLE", "20ms")
-        .env("NO_COLOR", "1");
-    c
-}
+mod common;
+use common::{fixture, ubunye};
 
 fn out(c: &mut Command) -> String {
     let o = c.output().unwrap();

@@ -10,6 +10,20 @@ use std::time::{Duration, UNIX_EPOCH};
 use assert_cmd::Command;
 use serde_json::Value;
 
+/// The binary under test (`UBUNYE_TEST_BIN` runs a test against another
+/// build, e.g. the one before a fix, to see it fail).
+pub fn bin() -> PathBuf {
+    std::env::var_os("UBUNYE_TEST_BIN").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_ubunye")), PathBuf::from)
+}
+
+/// An empty use case `uc` (with an `out/` folder) in a temp folder.
+pub fn empty_use_case() -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let uc = d.path().join("uc");
+    fs::create_dir_all(uc.join("out")).unwrap();
+    (d, uc)
+}
+
 pub fn fixture_dir(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/peer").join(name)
 }
@@ -71,6 +85,24 @@ pub fn files(dir: &Path) -> Vec<String> {
                 walk(base, &p, out);
             } else {
                 out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// Every file and folder under `dir`, relative, sorted.
+pub fn entries(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {
+        let Ok(rd) = fs::read_dir(d) else { return };
+        for e in rd.flatten() {
+            let p = e.path();
+            out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
+            if e.file_type().unwrap().is_dir() {
+                walk(base, &p, out);
             }
         }
     }
