@@ -130,8 +130,10 @@ fn signal_all(pids: &[i32], sig: Signal) {
 /// keeps forking a new pid for itself is caught too. A group in our own session
 /// is never signalled: it may be another job of the same terminal.
 fn kill_own_sessions(procs: &[Proc]) {
-    let Ok(me) = rustix::process::getsid(None) else { return };
-    let me = me.as_raw_nonzero().get();
+    let me = crate::sys::own_session();
+    if me < 0 {
+        return;
+    }
     let mut done: Vec<i32> = Vec::new();
     for p in procs {
         if p.sid != me && p.pgid > 1 && !done.contains(&p.pgid) {

@@ -65,7 +65,11 @@ pub fn stop(mut keeper: Child) {
 /// command's group (so never a group leader) and with the run's id. Typed by
 /// hand, a keeper would kill the caller's own group.
 pub fn may_keep() -> bool {
-    rustix::process::getpgrp() != rustix::process::getpid()
+    // A group id of 0 is a group led from outside our pid namespace: never
+    // the command's group, which exec makes inside it.
+    let group = crate::sys::own_process_group();
+    group > 0
+        && group != rustix::process::getpid().as_raw_nonzero().get()
         && std::env::var_os("UBUNYE_RUN_ID").is_some_and(|v| !v.is_empty())
 }
 

@@ -404,3 +404,51 @@ fn the_group_keeper_typed_by_hand_does_nothing() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{o:?}");
 }
+
+/// CI's runner starts the tests inside a pid namespace whose session and
+/// group leaders live outside it: there `getsid` and `getpgrp` answer 0, and
+/// exec panicked on it (rustix asserts a positive id). Here the same is made
+/// with `unshare --pid --mount-proc` (a shell as the namespace's init, exec
+/// below it): a command that leaves a process in a session of its own,
+/// deaf to SIGTERM, is stopped, the batch lands, and nothing panics.
+///
+/// `unshare` needs root (or user namespaces); where it is refused this test
+/// says so on stderr and checks nothing. CI runs every exec test inside such
+/// a namespace anyway.
+#[test]
+fn exec_works_in_a_pid_namespace_whose_leaders_are_outside() {
+    let probe = std::process::Command::new("unshare").args(["--pid", "--fork", "--mount-proc", "true"]).output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        eprintln!(
+            "SKIPPED exec_works_in_a_pid_namespace_whose_leaders_are_outside: `unshare --pid` refused here ({probe:?})"
+        );
+        return;
+    }
+    let (_d, uc, mark) = use_case();
+    let script = format!(
+        "echo row > \"$UBUNYE_OUT_EVENTS/part-1.csv\"; HOPPER_MARK={mark} setsid sh -c \"trap '' TERM; sleep 30\" & sleep 0.2"
+    );
+    // `sh -c '"$@"' sh <bin> exec ...`: the shell is pid 1, exec its child.
+    let o = std::process::Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "sh", "-c", "\"$@\"; echo \"exit=$?\"", "sh"])
+        .arg(bin())
+        .env("UBUNYE_TEST_SETTLE", "30ms")
+        .env("UBUNYE_EXEC_GRACE", "0s")
+        .env_remove("UBUNYE_RUN_LEASE")
+        .env_remove("UBUNYE_TEST_KILL_FOR")
+        .arg("exec")
+        .arg("-d")
+        .arg(&uc)
+        .args(["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--append", "events=out/events"])
+        .args(["--", "sh", "-c", &script])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    stop_marked(&mark);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.contains("exit=0"), "{out}\n{err}");
+    assert!(err.contains("stopped (SIGTERM, then SIGKILL) before anything landed"), "{err}");
+    assert_eq!(fs::read_to_string(uc.join("out/events/part-1.csv")).unwrap(), "row\n");
+}
