@@ -373,6 +373,22 @@ impl ProcessTable for FakeProcs {
     }
 }
 
+/// This process's session id. 0 when the session's leader lives outside our
+/// pid namespace (a container started from a shell, as CI runners are): the
+/// kernel cannot name it here. rustix's `getsid` asserts a positive id, so the
+/// plain call is made instead.
+pub fn own_session() -> i32 {
+    // SAFETY: getsid(0) reads this process's session id; it has no side effects.
+    unsafe { libc::getsid(0) }
+}
+
+/// This process's process group id; 0 when the group's leader lives outside
+/// our pid namespace (see [`own_session`]).
+pub fn own_process_group() -> i32 {
+    // SAFETY: getpgrp reads this process's group id; it has no side effects.
+    unsafe { libc::getpgrp() }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -417,20 +433,4 @@ mod tests {
         assert_eq!(t.heartbeat_timeout, Duration::from_secs(900));
         assert_eq!(t.settle, Duration::from_secs(3));
     }
-}
-
-/// This process's session id. 0 when the session's leader lives outside our
-/// pid namespace (a container started from a shell, as CI runners are): the
-/// kernel cannot name it here. rustix's `getsid` asserts a positive id, so the
-/// plain call is made instead.
-pub fn own_session() -> i32 {
-    // SAFETY: getsid(0) reads this process's session id; it has no side effects.
-    unsafe { libc::getsid(0) }
-}
-
-/// This process's process group id; 0 when the group's leader lives outside
-/// our pid namespace (see [`own_session`]).
-pub fn own_process_group() -> i32 {
-    // SAFETY: getpgrp reads this process's group id; it has no side effects.
-    unsafe { libc::getpgrp() }
 }
