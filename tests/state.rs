@@ -299,8 +299,9 @@ fn a_scan_task_by_task_gives_the_same_batches_as_a_whole_scan() {
         let whole = scan(&uc, &ScanOptions::default(), &sys).unwrap();
         let mut parts = Vec::new();
         let mut calls = 0;
-        ubunye::state::scan_tasks(&uc, &ScanOptions::default(), &sys, |b| {
+        ubunye::state::scan_tasks(&uc, &ScanOptions::default(), &sys, |task, b| {
             calls += 1;
+            assert!(b.iter().all(|x| x.task == task), "{task}");
             parts.extend(b);
         })
         .unwrap();

@@ -40,7 +40,7 @@ pub fn run(a: &DoctorArgs) -> i32 {
         return exit::REFUSED;
     };
     let mut looked_at = 0usize;
-    let scanned = state::scan_tasks(&a.dir.dir, &opts, &sys, |batches| {
+    let scanned = state::scan_tasks(&a.dir.dir, &opts, &sys, |_, batches| {
         looked_at += batches.len();
         for b in &batches {
             examiner.batch(b);

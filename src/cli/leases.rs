@@ -113,7 +113,7 @@ pub fn locate(
             let opts = ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: task.map(str::to_string) };
             let q = query.to_ascii_lowercase();
             let mut hits: Vec<Batch> = Vec::new();
-            let head = state::scan_tasks(&dir.dir, &opts, sys, |batches| {
+            let head = state::scan_tasks(&dir.dir, &opts, sys, |_, batches| {
                 hits.extend(batches.into_iter().filter(|b| b.key.starts_with(&q)));
             })
             .map_err(|e| e.to_string())?;

@@ -130,7 +130,7 @@ pub fn run(a: &ListArgs) -> i32 {
     let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: a.task.clone() };
     let mut rows: Vec<Row> = Vec::new();
     let mut total = 0usize;
-    let head = state::scan_tasks(&a.dir.dir, &opts, &sys, |batches| {
+    let head = state::scan_tasks(&a.dir.dir, &opts, &sys, |_, batches| {
         total += batches.len();
         rows.extend(batches.into_iter().filter(|b| shown(b, &states, a.all)).map(Row::from_batch));
     });

@@ -64,7 +64,7 @@ pub fn head(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<ScanHead, ScanEr
 /// Scan a use-case folder: every batch, most severe first.
 pub fn scan(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Scan, ScanError> {
     let mut batches = Vec::new();
-    let head = scan_tasks(uc, opts, sys, |mut of_task| batches.append(&mut of_task))?;
+    let head = scan_tasks(uc, opts, sys, |_, mut of_task| batches.append(&mut of_task))?;
     batches.sort_by(|a, b| a.state.cmp(&b.state).then_with(|| a.task.cmp(&b.task)).then_with(|| a.key.cmp(&b.key)));
     // Grown by doubling, task after task: up to a third of it unused, 360
     // bytes a slot (benches/scan_memory.rs).
@@ -72,8 +72,9 @@ pub fn scan(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Scan, ScanError>
     Ok(Scan { root: head.root, lineage_dir: head.lineage_dir, now: head.now, batches, problems: head.problems })
 }
 
-/// Scan a use-case folder one task at a time, handing each task's batches
-/// (classified, in key order) to `each` as soon as they are read. A batch only
+/// Scan a use-case folder one task at a time, handing each task's name and
+/// batches (classified, in key order; none for a task whose folders hold no
+/// batch) to `each` as soon as they are read. A batch only
 /// ever involves files of its own task, so this gives the same batches as
 /// [`scan`] while holding one task's files at a time: what a listing of
 /// 100,000 batches needs to stay small.
@@ -81,7 +82,7 @@ pub fn scan_tasks(
     uc: &Path,
     opts: &ScanOptions,
     sys: &Sys,
-    mut each: impl FnMut(Vec<Batch>),
+    mut each: impl FnMut(&str, Vec<Batch>),
 ) -> Result<ScanHead, ScanError> {
     let Opened { root, beneath, leases_root, lineage_dir, now } = open(uc, opts, sys)?;
     let mut problems = Vec::new();
@@ -98,7 +99,7 @@ pub fn scan_tasks(
         }
         let mut batches = scan_task(&task, leases.as_deref(), records.as_deref(), &beneath, sys, now, &mut problems);
         batches.sort_by(|a, b| a.key.cmp(&b.key));
-        each(batches);
+        each(&task, batches);
     }
     Ok(ScanHead { root, lineage_dir, now, problems })
 }

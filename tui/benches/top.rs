@@ -125,10 +125,15 @@ fn cpu_and_rss() -> (Duration, u64) {
 
 /// Resident memory now, in KiB.
 fn rss_now() -> u64 {
+    status_kib("VmRSS:")
+}
+
+/// A figure of `/proc/self/status` in KiB (VmRSS, VmHWM).
+fn status_kib(field: &str) -> u64 {
     let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
@@ -147,6 +152,10 @@ struct Start {
 
 /// What the frame callback looks for: a batch in a state, since when.
 type Wanted = Arc<Mutex<Option<(Id, bool, Instant)>>>;
+
+/// Whole reads of the use case the loop has finished (the first read and
+/// each rescan).
+static READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Run the dashboard's loop on a TestBackend in its own thread, started as
 /// `top` starts it (watch, then read a task at a time); returns once every
@@ -174,7 +183,12 @@ fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> 
         });
         let mut first = None;
         let mut sent = false;
+        let mut scanning = true;
         let on_frame = Box::new(move |app: &App| {
+            if scanning && !app.scanning {
+                READS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            scanning = app.scanning;
             let first = *first.get_or_insert_with(|| t0.elapsed());
             if !sent && app.loading.is_none() {
                 sent = true;
@@ -283,6 +297,49 @@ fn idle_cpu(uc: &Path, idle: Duration) -> f64 {
     (c1 - c0).as_secs_f64() / wall.as_secs_f64() * 100.0
 }
 
+/// One dashboard in this process (started by [`memory`]): the first read,
+/// then `rescans` whole rescans in poll mode; prints its resident memory and
+/// its peak.
+fn memory_child(uc: &Path, rescans: usize) {
+    let (wanted, (seen_tx, _seen)) = (Arc::new(Mutex::new(None)), mpsc::channel());
+    let (tx, st) = start_loop(uc, "poll", wanted, seen_tx);
+    let after_first = st.rss_complete;
+    let until = Instant::now() + Duration::from_secs(600);
+    while READS.load(std::sync::atomic::Ordering::SeqCst) < 1 + rescans && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let done = READS.load(std::sync::atomic::Ordering::SeqCst).saturating_sub(1);
+    println!(
+        "one top process, poll mode: resident {} MB with every row in, {} MB after {done} rescans; peak (VmHWM) {} MB",
+        after_first / 1024,
+        rss_now() / 1024,
+        status_kib("VmHWM:") / 1024
+    );
+    quit(&tx);
+}
+
+/// The memory of one dashboard alone: this bench again in a process of its
+/// own (the starts above share this one, and the allocator keeps what they
+/// freed).
+fn memory(rescans: usize) {
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new(exe)
+        .args(std::env::args().skip(1))
+        .env("UBUNYE_BENCH_MEMORY_CHILD", rescans.to_string())
+        .output()
+        .unwrap();
+    print!(
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("one top"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    println!();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 fn main() {
     let real = std::env::args().any(|a| a == "--bench");
     let size = if real {
@@ -299,6 +356,10 @@ fn main() {
     let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-top");
     let uc = base.join(format!("uc-{}", size.batches));
     let ids = generate(&uc, size.batches, size.leases);
+    if let Some(rescans) = std::env::var("UBUNYE_BENCH_MEMORY_CHILD").ok().and_then(|v| v.parse().ok()) {
+        memory_child(&uc, rescans);
+        return;
+    }
 
     println!(
         "ubunye top on {} batches ({} leases), {} cores",
@@ -320,6 +381,7 @@ fn main() {
             peak / 1024
         );
     }
+    memory(if real { 3 } else { 1 });
     if std::env::var_os("UBUNYE_BENCH_ONLY_FIRST").is_some() {
         return;
     }

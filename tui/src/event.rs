@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use crossterm::event::KeyEvent;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
-use ubunye::state::{Batch, Scan, ScanHead};
+use ubunye::state::{Batch, ScanHead};
 
 use crate::app::{App, Effect, Level};
 use crate::popup::{self, RepairDone};
@@ -32,11 +32,10 @@ pub enum Event {
         message: String,
         limit: bool,
     },
-    /// A full scan finished.
-    Scanned(Box<Result<Scan, String>>),
-    /// The first read of the use case, a task at a time: one task's batches.
+    /// A read of the whole use case (the first, or a rescan), a task at a
+    /// time: one task's batches.
     Part(Vec<Batch>),
-    /// The first read is over (the folders that could not be listed).
+    /// The read is over (the folders that could not be listed), or failed.
     Loaded(Box<Result<ScanHead, String>>),
     /// A repair finished.
     Repaired(Box<RepairDone>),
@@ -104,12 +103,8 @@ impl<B: Backend> Loop<'_, B> {
         match effect {
             Effect::Quit(code) => return Some(code),
             Effect::FullScan => {
-                let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
-                let spawned = std::thread::Builder::new().name("top-scan".into()).spawn(move || {
-                    let _ = tx.send(Event::Scanned(Box::new(src.scan())));
-                });
-                if let Err(e) = spawned {
-                    let _ = self.tx.send(Event::Scanned(Box::new(Err(format!("cannot start a rescan: {e}")))));
+                if let Err(e) = crate::top::read(&self.app.model.src, self.tx.clone()) {
+                    let _ = self.tx.send(Event::Loaded(Box::new(Err(format!("cannot start a rescan: {e}")))));
                 }
             }
             Effect::Repair(plan) => {

@@ -78,6 +78,10 @@ pub struct Model {
     ticks: u64,
     /// When something last changed (this machine's clock).
     pub last_change: Option<SystemTime>,
+    /// The read under way (the first read or a rescan), and for each batch
+    /// the read that last put it: what a read did not put again is gone.
+    pass: u32,
+    stamps: Vec<u32>,
 }
 
 impl Model {
@@ -93,6 +97,8 @@ impl Model {
             generation: 0,
             ticks: 0,
             last_change: None,
+            pass: 0,
+            stamps: vec![0; scan.batches.len()],
             scan,
         };
         m.reindex();
@@ -103,38 +109,57 @@ impl Model {
         self.index = self.scan.batches.iter().enumerate().map(|(i, b)| ((b.task.clone(), b.key.clone()), i)).collect();
     }
 
-    /// Put a full scan in place.
-    pub fn install(&mut self, scan: Scan) {
-        self.scan = scan;
-        self.leases_root = layout::leases_root(&self.scan.root);
-        self.reindex();
-        self.changed();
+    /// A read of the whole use case starts (the first read, or a rescan in
+    /// poll mode or after a burst): its batches come a task at a time
+    /// ([`Model::extend`]), and [`Model::loaded`] ends it. One task's batches
+    /// are held beside the model at a time, never a second copy of it all.
+    pub fn begin_read(&mut self) {
+        self.pass = self.pass.wrapping_add(1);
     }
 
-    /// Add batches of the first read (a task at a time). A batch already read
-    /// because of a file event is replaced: the event is applied again when
-    /// the read is over.
+    /// Put one task's batches, as the read under way found them. A batch read
+    /// meanwhile because of a file event is replaced: the event is applied
+    /// again when the read is over.
     pub fn extend(&mut self, batches: Vec<Batch>) {
         for b in batches {
-            let id = (b.task.clone(), b.key.clone());
-            match self.index.get(&id) {
-                Some(&i) => self.scan.batches[i] = b,
-                None => {
-                    self.index.insert(id, self.scan.batches.len());
-                    self.scan.batches.push(b);
-                }
-            }
+            self.place(b);
         }
         self.generation += 1;
     }
 
-    /// The first read is over: what it could not list.
-    pub fn loaded(&mut self, head: ubunye::state::ScanHead) {
+    /// The read is over: what it could not list, and (`complete`: every task
+    /// it found was put) the batches it did not find again go.
+    pub fn loaded(&mut self, head: ubunye::state::ScanHead, complete: bool) {
+        if complete && self.stamps.iter().any(|&s| s != self.pass) {
+            let pass = self.pass;
+            let mut keep = self.stamps.iter().map(|&s| s == pass);
+            self.scan.batches.retain(|_| keep.next().unwrap_or(true));
+            self.stamps = vec![pass; self.scan.batches.len()];
+            self.reindex();
+        }
         // The batches came a task at a time: room left over is let go.
         self.scan.batches.shrink_to_fit();
+        self.stamps.shrink_to_fit();
         self.scan.problems = head.problems;
         self.scan.now = head.now;
-        self.generation += 1;
+        self.changed();
+    }
+
+    /// Put a batch in place (a new one at the end), stamped with the read
+    /// under way.
+    fn place(&mut self, b: Batch) {
+        let id = (b.task.clone(), b.key.clone());
+        match self.index.get(&id) {
+            Some(&i) => {
+                self.scan.batches[i] = b;
+                self.stamps[i] = self.pass;
+            }
+            None => {
+                self.index.insert(id, self.scan.batches.len());
+                self.scan.batches.push(b);
+                self.stamps.push(self.pass);
+            }
+        }
     }
 
     fn changed(&mut self) {
@@ -288,13 +313,10 @@ impl Model {
             && b.unreadable.is_empty()
             && b.temp_files.is_empty();
         match (self.index.get(&id).copied(), empty) {
-            (Some(i), false) => self.scan.batches[i] = b,
-            (None, false) => {
-                self.index.insert(id, self.scan.batches.len());
-                self.scan.batches.push(b);
-            }
+            (_, false) => self.place(b),
             (Some(i), true) => {
                 self.scan.batches.swap_remove(i);
+                self.stamps.swap_remove(i);
                 self.index.remove(&id);
                 if let Some(moved) = self.scan.batches.get(i) {
                     self.index.insert((moved.task.clone(), moved.key.clone()), i);

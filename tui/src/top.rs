@@ -78,11 +78,11 @@ pub fn empty(root: &Path, lineage: &Path, sys: &Sys) -> Scan {
 }
 
 /// Read the use case off the UI thread, a task at a time: an [`Event::Part`]
-/// for each task, then [`Event::Loaded`].
+/// for each task, then [`Event::Loaded`]. The first read and every rescan.
 pub fn read(src: &Source, tx: mpsc::Sender<Event>) -> std::io::Result<()> {
     let src = src.clone();
     std::thread::Builder::new().name("top-read".into()).spawn(move || {
-        let head = ubunye::state::scan_tasks(&src.uc, &src.opts, &src.sys, |batches| {
+        let head = ubunye::state::scan_tasks(&src.uc, &src.opts, &src.sys, |_, batches| {
             let _ = tx.send(Event::Part(batches));
         });
         let _ = tx.send(Event::Loaded(Box::new(head.map_err(|e| e.to_string()))));

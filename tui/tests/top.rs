@@ -477,9 +477,11 @@ fn a_vanished_folder_is_said_and_the_last_state_kept() {
     let effects = press(&mut a, "r");
     assert!(matches!(effects.as_slice(), [Effect::FullScan]));
     fs::remove_dir_all(d.path()).unwrap();
-    let res = a.model.src.scan();
-    assert!(res.is_err());
-    a.handle(Event::Scanned(Box::new(res)));
+    let (tx, rx) = std::sync::mpsc::channel();
+    ubunye_tui::top::read(&a.model.src, tx).unwrap();
+    let events: Vec<Event> = rx.iter().collect();
+    assert!(matches!(events.as_slice(), [Event::Loaded(res)] if res.is_err()), "{events:?}");
+    a.handle_all(events);
     assert_eq!(a.rows.len(), n);
     let s = screen(&mut a, 80, 24);
     assert!(s.contains("showing what was last read"), "{s}");
@@ -577,5 +579,57 @@ fn the_first_read_streams_in_and_changes_seen_meanwhile_are_applied_after() {
     let effects = a.handle_all(loaded);
     assert!(a.loading.is_none() && !a.scanning);
     assert!(matches!(effects.as_slice(), [Effect::Rewatch]));
+    assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
+}
+
+/// A rescan (poll mode, `r`, a burst of events) reads the use case a task at a
+/// time into the model, as the first read does, never a second copy of it all
+/// beside it; at its end the batches it did not find again go.
+#[test]
+fn a_rescan_streams_in_and_drops_the_batches_that_went() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    assert_eq!(states(&a), vec![State::Dead, State::Finished]);
+    let root = fs::canonicalize(&uc).unwrap();
+    // The finished batch goes whole (note and records); a new task appears.
+    fs::remove_file(lease_path(&uc, "39bc42311894ddba.finished.json")).unwrap();
+    fs::remove_dir_all(root.join(".ubunye/lineage/demo/sales/ingest")).unwrap();
+    let other = root.join(".ubunye/leases/demo/sales/other");
+    fs::create_dir_all(&other).unwrap();
+    fs::copy(lease_path(&uc, "7d106ca76674f2a1.json"), other.join("7d106ca76674f2a1.json")).unwrap();
+    let effects = press(&mut a, "r");
+    assert!(matches!(effects.as_slice(), [Effect::FullScan]));
+    let (tx, rx) = std::sync::mpsc::channel();
+    ubunye_tui::top::read(&a.model.src, tx).unwrap();
+    a.handle_all(rx.iter().collect());
+    assert!(!a.scanning);
+    assert_eq!(a.model.batches().len(), 2, "the batch that went is dropped, not hidden");
+    let tasks: Vec<&str> = a.rows.iter().map(|&i| a.model.batches()[i].task.as_str()).collect();
+    assert_eq!(tasks, vec!["demo/sales/ingest", "demo/sales/other"]);
+    // (The copy is judged live: its file is newer than the test's clock.)
+    assert_eq!(states(&a), vec![State::Dead, State::Live]);
+}
+
+/// Frozen in the middle of a rescan: what it reads is dropped (the screen
+/// holds still), nothing is taken as gone, and the rescan is done again when
+/// the freeze ends.
+#[test]
+fn a_rescan_that_arrives_while_frozen_is_done_again_after() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    fs::remove_file(lease_path(&uc, "7d106ca76674f2a1.json")).unwrap();
+    assert!(matches!(press(&mut a, "r").as_slice(), [Effect::FullScan]));
+    press(&mut a, "F");
+    let read = |a: &App| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        ubunye_tui::top::read(&a.model.src, tx).unwrap();
+        rx.iter().collect::<Vec<Event>>()
+    };
+    let events = read(&a);
+    a.handle_all(events);
+    assert_eq!(states(&a), vec![State::Dead, State::Finished], "frozen: nothing applied");
+    assert_eq!(a.model.batches().len(), 2);
+    let effects = press(&mut a, "F");
+    assert!(effects.iter().any(|e| matches!(e, Effect::FullScan)), "{effects:?}");
+    let events = read(&a);
+    a.handle_all(events);
     assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
 }

@@ -196,10 +196,6 @@ impl App {
         let held = std::mem::take(&mut self.held);
         let n = held.count();
         let mut effects = Vec::new();
-        if let Some(scan) = held.scan {
-            self.model.install(*scan);
-            self.note_problems();
-        }
         if held.full {
             effects.extend(self.want_full_scan());
         }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ubunye::doctor::Finding;
 use ubunye::repair::{Kind, RepairPlan};
-use ubunye::state::{Batch, Scan, State};
+use ubunye::state::{Batch, State};
 
 use crate::event::Event;
 use crate::filter::Filter;
@@ -131,12 +131,11 @@ pub struct Detail {
 struct Held {
     paths: Vec<PathBuf>,
     full: bool,
-    scan: Option<Box<Scan>>,
 }
 
 impl Held {
     fn count(&self) -> usize {
-        self.paths.len() + usize::from(self.full) + usize::from(self.scan.is_some())
+        self.paths.len() + usize::from(self.full)
     }
 }
 
@@ -182,6 +181,9 @@ pub struct App {
     pub scanning: bool,
     scan_again: bool,
     during_scan: Vec<PathBuf>,
+    /// Parts of the read under way were dropped (it was frozen): it must not
+    /// be taken as the whole use case.
+    dropped: bool,
     /// Colours on (NO_COLOR unset).
     pub colour: bool,
     /// Rows the last drawn list had room for.
@@ -222,6 +224,7 @@ impl App {
             scanning: false,
             scan_again: false,
             during_scan: Vec::new(),
+            dropped: false,
             colour,
             page: 10,
             detail_page: 10,
@@ -285,10 +288,19 @@ impl App {
             Event::Poll if self.scanning => Vec::new(),
             Event::Poll => self.want_full_scan(),
             Event::WatchError { message, limit } => self.on_watch_error(message, limit),
-            Event::Scanned(res) => self.on_scanned(*res),
+            // A rescan's parts are dropped while frozen (nothing on screen may
+            // change); the rescan is done again when the freeze ends. The
+            // first read is always shown.
+            Event::Part(_) if self.frozen && self.loading.is_none() => {
+                self.dropped = true;
+                self.held.full = true;
+                Vec::new()
+            }
             Event::Part(batches) => {
                 self.model.extend(batches);
-                self.loading = Some(self.model.batches().len());
+                if self.loading.is_some() {
+                    self.loading = Some(self.model.batches().len());
+                }
                 self.stale = true;
                 Vec::new()
             }
@@ -326,26 +338,41 @@ impl App {
     /// applied again at the end.
     pub fn start_loading(&mut self) {
         self.loading = Some(0);
-        self.scanning = true;
-        self.during_scan.clear();
+        self.begin_read();
     }
 
+    fn begin_read(&mut self) {
+        self.scanning = true;
+        self.dropped = false;
+        self.during_scan.clear();
+        self.model.begin_read();
+    }
+
+    /// A read of the whole use case is over: the batches it did not find
+    /// again go, and the changes seen meanwhile are applied again.
     fn on_loaded(&mut self, head: Result<ubunye::state::ScanHead, String>) -> Vec<Effect> {
-        self.loading = None;
+        let first = self.loading.take().is_some();
         self.scanning = false;
+        let complete = !std::mem::take(&mut self.dropped);
+        let mut effects = vec![Effect::Rewatch];
         match head {
             Ok(h) => {
-                self.model.loaded(h);
+                self.model.loaded(h, complete);
                 self.note_problems();
+                if !first && matches!(&self.status.message, Some((Level::Error, _, _))) {
+                    self.status.message = None;
+                }
             }
-            Err(e) => self.say(Level::Error, format!("cannot read the use case: {e}")),
+            Err(e) if first => self.say(Level::Error, format!("cannot read the use case: {e}")),
+            Err(e) => self.say(Level::Error, format!("showing what was last read: {e}")),
         }
-        let mut effects = vec![Effect::Rewatch];
         let again = std::mem::take(&mut self.during_scan);
-        if !again.is_empty() && self.model.apply(&again).full {
+        if self.frozen {
+            self.held.paths.extend(again);
+        } else if !again.is_empty() && self.model.apply(&again).full {
             self.scan_again = true;
         }
-        self.stale = true;
+        self.rebuild();
         if std::mem::take(&mut self.scan_again) {
             effects.extend(self.want_full_scan());
         }
@@ -402,39 +429,8 @@ impl App {
             self.scan_again = true;
             return Vec::new();
         }
-        self.scanning = true;
-        self.during_scan.clear();
+        self.begin_read();
         vec![Effect::FullScan]
-    }
-
-    fn on_scanned(&mut self, res: Result<Scan, String>) -> Vec<Effect> {
-        self.scanning = false;
-        let mut effects = vec![Effect::Rewatch];
-        match res {
-            Ok(scan) if self.frozen => {
-                self.held.scan = Some(Box::new(scan));
-            }
-            Ok(scan) => {
-                self.model.install(scan);
-                self.note_problems();
-                let again = std::mem::take(&mut self.during_scan);
-                if !again.is_empty() {
-                    let applied = self.model.apply(&again);
-                    if applied.full {
-                        self.scan_again = true;
-                    }
-                }
-                if matches!(&self.status.message, Some((Level::Error, _, _))) {
-                    self.status.message = None;
-                }
-                self.rebuild();
-            }
-            Err(e) => self.say(Level::Error, format!("showing what was last read: {e}")),
-        }
-        if std::mem::take(&mut self.scan_again) {
-            effects.extend(self.want_full_scan());
-        }
-        effects
     }
 
     fn note_problems(&mut self) {
