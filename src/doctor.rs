@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::beneath::{Beneath, is_staging_name};
-use crate::state::{Batch, Flag, Scan, State, UnreadableFile};
-use crate::sys::Now;
+use crate::state::{Batch, Flag, Scan, ScanError, ScanOptions, State, UnreadableFile};
+use crate::sys::{Now, Sys};
 
 /// One thing to look at.
 #[derive(Clone, Debug, Serialize)]
@@ -52,6 +52,35 @@ fn note_path(
             out.push(Finding { kind: "path-outside", path: file.to_path_buf(), detail: r.to_string(), task, key })
         }
     }
+}
+
+/// What [`look`] found.
+#[derive(Clone, Debug)]
+pub struct Look {
+    /// The use-case folder, as opened.
+    pub root: PathBuf,
+    pub findings: Vec<Finding>,
+    /// Batches looked at.
+    pub looked_at: usize,
+}
+
+/// Read a use-case folder a task at a time and look at each batch as it
+/// comes: a use case of 100,000 batches is never held whole
+/// (docs/performance.md). What `ubunye doctor` and the dashboard's doctor
+/// view show.
+pub fn look(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Look, ScanError> {
+    let head = crate::state::head(uc, opts, sys)?;
+    let Some(mut examiner) = Examiner::new(&head.root, head.now) else {
+        return Err(ScanError::NoFolder(head.root, "it cannot be opened".into()));
+    };
+    let mut looked_at = 0usize;
+    let done = crate::state::scan_tasks(uc, opts, sys, |_, batches| {
+        looked_at += batches.len();
+        for b in &batches {
+            examiner.batch(b);
+        }
+    })?;
+    Ok(Look { root: head.root, findings: examiner.finish(&done.problems), looked_at })
 }
 
 /// Look at a scanned use case.

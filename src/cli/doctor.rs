@@ -5,7 +5,7 @@ use clap::Args;
 
 use super::leases::LineageArg;
 use super::{DirArg, exit, say_err};
-use crate::state::{self, ScanOptions};
+use crate::state::ScanOptions;
 use crate::sys::Sys;
 
 /// Look for what the engine leaves for people: stray staging folders, temp
@@ -26,34 +26,14 @@ pub struct DoctorArgs {
 pub fn run(a: &DoctorArgs) -> i32 {
     let sys = Sys::real();
     let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None };
-    // A task's batches at a time: a use case of 100,000 batches is never
-    // held whole (docs/performance.md).
-    let head = match state::head(&a.dir.dir, &opts, &sys) {
-        Ok(h) => h,
+    let look = match crate::doctor::look(&a.dir.dir, &opts, &sys) {
+        Ok(l) => l,
         Err(e) => {
             say_err(&e.to_string());
             return exit::REFUSED;
         }
     };
-    let Some(mut examiner) = crate::doctor::Examiner::new(&head.root, head.now) else {
-        say_err(&format!("{}: the folder cannot be opened.", head.root.display()));
-        return exit::REFUSED;
-    };
-    let mut looked_at = 0usize;
-    let scanned = state::scan_tasks(&a.dir.dir, &opts, &sys, |_, batches| {
-        looked_at += batches.len();
-        for b in &batches {
-            examiner.batch(b);
-        }
-    });
-    let findings = match scanned {
-        Ok(done) => examiner.finish(&done.problems),
-        Err(e) => {
-            say_err(&e.to_string());
-            return exit::REFUSED;
-        }
-    };
-    let root = head.root;
+    let (root, findings, looked_at) = (look.root, look.findings, look.looked_at);
     if a.json {
         super::outln(
             &serde_json::to_string_pretty(&serde_json::json!({"use_case": root, "findings": findings}))

@@ -37,6 +37,8 @@ pub enum Event {
     Part(Vec<Batch>),
     /// The read is over (the folders that could not be listed), or failed.
     Loaded(Box<Result<ScanHead, String>>),
+    /// Doctor's look at the use case is over.
+    Examined(Box<Result<ubunye::doctor::Look, String>>),
     /// A repair finished.
     Repaired(Box<RepairDone>),
     /// SIGTERM, SIGHUP or SIGINT arrived.
@@ -105,6 +107,15 @@ impl<B: Backend> Loop<'_, B> {
             Effect::FullScan => {
                 if let Err(e) = crate::top::read(&self.app.model.src, self.tx.clone()) {
                     let _ = self.tx.send(Event::Loaded(Box::new(Err(format!("cannot start a rescan: {e}")))));
+                }
+            }
+            Effect::Examine => {
+                let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
+                let spawned = std::thread::Builder::new().name("top-doctor".into()).spawn(move || {
+                    let _ = tx.send(crate::top::examine(&src));
+                });
+                if let Err(e) = spawned {
+                    let _ = self.tx.send(Event::Examined(Box::new(Err(format!("cannot start: {e}")))));
                 }
             }
             Effect::Repair(plan) => {

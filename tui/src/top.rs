@@ -90,6 +90,12 @@ pub fn read(src: &Source, tx: mpsc::Sender<Event>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Doctor's look at the use case, as `ubunye doctor` takes it: the event that
+/// brings it to the dashboard.
+pub fn examine(src: &Source) -> Event {
+    Event::Examined(Box::new(ubunye::doctor::look(&src.uc, &src.opts, &src.sys).map_err(|e| e.to_string())))
+}
+
 fn fail(msg: &str) -> i32 {
     eprintln!("ubunye: {msg}");
     ubunye::cli::exit::REFUSED

@@ -175,7 +175,12 @@ fn an_unreadable_lease() {
     let mut a = app(&uc, sys);
     assert_eq!(selected_state(&a), Some(State::Unreadable));
     snap("state-unreadable", &screen(&mut a, 80, 24));
-    press(&mut a, "3");
+    // Doctor's look runs off the UI thread, as `ubunye doctor` reads.
+    let effects = press(&mut a, "3");
+    assert!(matches!(effects.as_slice(), [Effect::Examine]), "{effects:?}");
+    assert!(screen(&mut a, 80, 24).contains("Looking at the use case"));
+    let examined = ubunye_tui::top::examine(&a.model.src);
+    assert!(a.handle(examined).is_empty(), "one look until something changes");
     snap("view-doctor", &screen(&mut a, 80, 24));
 }
 

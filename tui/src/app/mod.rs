@@ -82,6 +82,9 @@ impl SortBy {
 pub enum Effect {
     /// Read the whole use case again, off the UI thread.
     FullScan,
+    /// Doctor's look at the use case ([`ubunye::doctor::look`]), off the UI
+    /// thread: it reads every file again, a task at a time.
+    Examine,
     /// Carry out a confirmed repair, off the UI thread.
     Repair(Box<RepairPlan>),
     /// Put this text on the clipboard (OSC 52).
@@ -172,6 +175,12 @@ pub struct App {
     pub findings: Vec<Finding>,
     findings_generation: Option<u64>,
     findings_at: Option<Instant>,
+    /// Doctor's look is under way (off the UI thread), asked for when the
+    /// model was at this generation.
+    pub examining: bool,
+    examined_generation: u64,
+    /// Batches the last look looked at.
+    pub looked_at: usize,
     /// The first read is under way: batches read so far.
     pub loading: Option<usize>,
     /// Batches were added: filter and sort before drawing.
@@ -218,6 +227,9 @@ impl App {
             findings: Vec::new(),
             findings_generation: None,
             findings_at: None,
+            examining: false,
+            examined_generation: 0,
+            looked_at: 0,
             loading: None,
             stale: false,
             sorted_at: None,
@@ -260,9 +272,25 @@ impl App {
 
     /// Handle one event.
     pub fn handle(&mut self, ev: Event) -> Vec<Effect> {
-        let effects = self.dispatch(ev);
-        self.flush();
+        let mut effects = self.dispatch(ev);
+        self.settle(&mut effects);
         effects
+    }
+
+    /// After events: rows sorted when due, and the doctor view's look asked
+    /// for when it is open and out of date.
+    fn settle(&mut self, effects: &mut Vec<Effect>) {
+        self.flush();
+        if self.view != View::Doctor || self.examining {
+            return;
+        }
+        let stale = self.findings_generation != Some(self.model.generation);
+        let due = self.findings_at.is_none_or(|t| t.elapsed() > Duration::from_secs(3));
+        if self.findings_generation.is_none() || (stale && due) {
+            self.examining = true;
+            self.examined_generation = self.model.generation;
+            effects.push(Effect::Examine);
+        }
     }
 
     /// Filter and sort again if batches were added without it: during the
@@ -305,6 +333,20 @@ impl App {
                 Vec::new()
             }
             Event::Loaded(head) => self.on_loaded(*head),
+            Event::Examined(res) => {
+                self.examining = false;
+                self.findings_at = Some(Instant::now());
+                match *res {
+                    Ok(look) => {
+                        self.findings = look.findings;
+                        self.looked_at = look.looked_at;
+                        self.findings_generation = Some(self.examined_generation);
+                        self.selected[2] = self.selected[2].min(self.findings.len().saturating_sub(1));
+                    }
+                    Err(e) => self.say(Level::Error, format!("doctor: {e}")),
+                }
+                Vec::new()
+            }
             Event::Repaired(done) => self.on_repaired(*done),
             Event::Signal(sig) => vec![Effect::Quit(128 + sig)],
         }
@@ -329,7 +371,7 @@ impl App {
         if !paths.is_empty() {
             effects.extend(self.on_change(paths));
         }
-        self.flush();
+        self.settle(&mut effects);
         effects
     }
 

@@ -88,7 +88,8 @@ impl App {
         self.detail.generation = self.model.generation;
     }
 
-    /// Bring the runs or doctor view's data up to date before drawing it.
+    /// Bring the runs view's data up to date before drawing it (doctor's
+    /// findings come from a look off the UI thread: [`Effect::Examine`]).
     pub fn prepare(&mut self) {
         match self.view {
             View::Batches => {}
@@ -107,17 +108,7 @@ impl App {
                 self.runs_generation = Some(self.model.generation);
                 self.selected[1] = self.selected[1].min(self.runs.len().saturating_sub(1));
             }
-            View::Runs => {}
-            View::Doctor => {
-                let stale = self.findings_generation != Some(self.model.generation);
-                let due = self.findings_at.is_none_or(|t| t.elapsed() > Duration::from_secs(3));
-                if self.findings_generation.is_none() || (stale && due) {
-                    self.findings = ubunye::doctor::examine(&self.model.scan);
-                    self.findings_generation = Some(self.model.generation);
-                    self.findings_at = Some(Instant::now());
-                    self.selected[2] = self.selected[2].min(self.findings.len().saturating_sub(1));
-                }
-            }
+            View::Runs | View::Doctor => {}
         }
     }
 

@@ -137,8 +137,12 @@ pub(super) fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
 pub(super) fn draw_doctor(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let w = area.width as usize;
     let root = app.model.scan.root.clone();
+    if app.findings.is_empty() && app.examining {
+        f.render_widget(Paragraph::new(Span::styled("Looking at the use case…", p.dim())), area);
+        return;
+    }
     if app.findings.is_empty() {
-        let text = format!("Clean: nothing to look at ({} batch(es) looked at).", app.model.batches().len());
+        let text = format!("Clean: nothing to look at ({} batch(es) looked at).", app.looked_at);
         f.render_widget(Paragraph::new(Span::styled(text, p.dim())), area);
         return;
     }
