@@ -41,8 +41,8 @@ impl Filter {
         self.text.trim().is_empty()
     }
 
-    /// Whether a batch passes.
-    pub fn matches(&self, b: &Batch) -> bool {
+    /// Whether a batch passes (`vars`: its variables as one line).
+    pub fn matches(&self, b: &Batch, vars: Option<&str>) -> bool {
         if !self.unknown.is_empty() {
             return false;
         }
@@ -70,10 +70,9 @@ impl Filter {
             Some(b.state.word()),
             holder.as_deref(),
         ];
-        let vars = b.variables_text();
         self.words.iter().all(|w| {
             hay.iter().flatten().any(|h| h.to_lowercase().contains(w))
-                || vars.as_deref().is_some_and(|v| v.to_lowercase().contains(w))
+                || vars.is_some_and(|v| v.to_lowercase().contains(w))
         })
     }
 }

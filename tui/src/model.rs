@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use ubunye::layout::{self, Entry};
-use ubunye::state::{self, Batch, RecordInfo, Scan, ScanOptions};
+use ubunye::state::{self, Batch, RecordInfo, Scan, ScanOptions, State};
 use ubunye::sys::{ClockSource, Now, Sys};
 
 /// Where the data comes from, and the machine that judges it.
@@ -79,9 +79,20 @@ pub struct Model {
     /// When something last changed (this machine's clock).
     pub last_change: Option<SystemTime>,
     /// The read under way (the first read or a rescan), and for each batch
-    /// the read that last put it: what a read did not put again is gone.
+    /// the read that last put it (what a read did not put again is gone) and
+    /// whether it is kept light ([`lighten`]).
     pass: u32,
-    stamps: Vec<u32>,
+    side: Vec<Side>,
+}
+
+/// What the model keeps beside each batch.
+#[derive(Clone, Debug)]
+struct Side {
+    stamp: u32,
+    light: bool,
+    /// Its variables as one line (`dt=2025-01-02 mode=DEV`): a light batch
+    /// keeps them only so.
+    vars: Option<Box<str>>,
 }
 
 impl Model {
@@ -98,9 +109,10 @@ impl Model {
             ticks: 0,
             last_change: None,
             pass: 0,
-            stamps: vec![0; scan.batches.len()],
+            side: Vec::new(),
             scan,
         };
+        m.side = m.scan.batches.iter_mut().map(|b| side(b, 0, None)).collect();
         m.reindex();
         m
     }
@@ -122,7 +134,7 @@ impl Model {
     /// again when the read is over.
     pub fn extend(&mut self, batches: Vec<Batch>) {
         for b in batches {
-            self.place(b);
+            self.place(b, false);
         }
         self.generation += 1;
     }
@@ -130,36 +142,51 @@ impl Model {
     /// The read is over: what it could not list, and (`complete`: every task
     /// it found was put) the batches it did not find again go.
     pub fn loaded(&mut self, head: ubunye::state::ScanHead, complete: bool) {
-        if complete && self.stamps.iter().any(|&s| s != self.pass) {
+        if complete && self.side.iter().any(|s| s.stamp != self.pass) {
             let pass = self.pass;
-            let mut keep = self.stamps.iter().map(|&s| s == pass);
+            let mut keep = self.side.iter().map(|s| s.stamp == pass);
             self.scan.batches.retain(|_| keep.next().unwrap_or(true));
-            self.stamps = vec![pass; self.scan.batches.len()];
+            self.side.retain(|s| s.stamp == pass);
             self.reindex();
         }
         // The batches came a task at a time: room left over is let go.
         self.scan.batches.shrink_to_fit();
-        self.stamps.shrink_to_fit();
+        self.side.shrink_to_fit();
         self.scan.problems = head.problems;
         self.scan.now = head.now;
         self.changed();
     }
 
     /// Put a batch in place (a new one at the end), stamped with the read
-    /// under way.
-    fn place(&mut self, b: Batch) {
+    /// under way, light when it is finished.
+    /// `was_light`: it was made from the model's light copy (so it lacks
+    /// what that copy dropped, whatever its state now).
+    fn place(&mut self, mut b: Batch, was_light: bool) {
         let id = (b.task.clone(), b.key.clone());
+        let old = self.index.get(&id).map(|&i| &self.side[i]).filter(|_| was_light);
+        let side = side(&mut b, self.pass, old);
         match self.index.get(&id) {
             Some(&i) => {
                 self.scan.batches[i] = b;
-                self.stamps[i] = self.pass;
+                self.side[i] = side;
             }
             None => {
                 self.index.insert(id, self.scan.batches.len());
                 self.scan.batches.push(b);
-                self.stamps.push(self.pass);
+                self.side.push(side);
             }
         }
+    }
+
+    /// A batch with everything known of it, for its explanation: as kept, or,
+    /// when it is kept light, read again as [`Model::reread`] reads it.
+    pub fn whole(&mut self, id: &Id) -> Result<Option<Batch>, String> {
+        let Some(&i) = self.index.get(id) else { return Ok(None) };
+        if !self.side[i].light {
+            return Ok(self.scan.batches.get(i).cloned());
+        }
+        let now = self.now();
+        self.read_again(id, now).map(Some)
     }
 
     fn changed(&mut self) {
@@ -173,6 +200,11 @@ impl Model {
 
     pub fn batches(&self) -> &[Batch] {
         &self.scan.batches
+    }
+
+    /// The variables of the batch at `i` of [`Model::batches`], as one line.
+    pub fn vars(&self, i: usize) -> Option<&str> {
+        self.side.get(i).and_then(|s| s.vars.as_deref())
     }
 
     /// The disk's "now", probed at most every 15 s.
@@ -277,6 +309,14 @@ impl Model {
     /// and put it in place, keeping run records a full scan had found for it by
     /// their variables.
     pub fn reread(&mut self, id: &Id, now: Now) -> Result<(), String> {
+        let fresh = self.read_again(id, now)?;
+        self.put(fresh, false);
+        Ok(())
+    }
+
+    /// One batch read again: its lease-folder files and the records they
+    /// name, with the records the model had found for it by their variables.
+    fn read_again(&self, id: &Id, now: Now) -> Result<Batch, String> {
         let (_, mut fresh) =
             state::scan_batch(&self.src.uc, &id.0, &id.1, &self.src.opts, &self.src.sys).map_err(|e| e.to_string())?;
         if let Some(old) = self.get(id) {
@@ -297,12 +337,11 @@ impl Model {
             fresh.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
             state::classify(&mut fresh, now);
         }
-        self.put(fresh);
-        Ok(())
+        Ok(fresh)
     }
 
     /// Put a batch in place; a batch with nothing left of it goes.
-    fn put(&mut self, b: Batch) {
+    fn put(&mut self, b: Batch, was_light: bool) {
         let id = (b.task.clone(), b.key.clone());
         let empty = b.lease.is_none()
             && b.orphans.is_empty()
@@ -313,10 +352,10 @@ impl Model {
             && b.unreadable.is_empty()
             && b.temp_files.is_empty();
         match (self.index.get(&id).copied(), empty) {
-            (_, false) => self.place(b),
+            (_, false) => self.place(b, was_light),
             (Some(i), true) => {
                 self.scan.batches.swap_remove(i);
-                self.stamps.swap_remove(i);
+                self.side.swap_remove(i);
                 self.index.remove(&id);
                 if let Some(moved) = self.scan.batches.get(i) {
                     self.index.insert((moved.task.clone(), moved.key.clone()), i);
@@ -356,6 +395,7 @@ impl Model {
             (None, None) => None,
         };
         let Some(id) = id else { return };
+        let was_light = self.index.get(&id).is_some_and(|&i| self.side[i].light);
         let mut b = self.get(&id).cloned().unwrap_or_else(|| empty_batch(&id));
         b.records.retain(|r| r.path != path);
         b.unreadable.retain(|u| u.path != path);
@@ -371,7 +411,7 @@ impl Model {
         }
         b.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
         state::classify(&mut b, now);
-        self.put(b);
+        self.put(b, was_light);
     }
 
     /// Judge every lease again as time passes. True when a state or a flag
@@ -401,6 +441,42 @@ impl Model {
         }
         changed
     }
+}
+
+/// What the model keeps beside a batch put at read `stamp`; a finished batch
+/// is made light on the way. `old`: the side of the light copy it was made
+/// from.
+fn side(b: &mut Batch, stamp: u32, old: Option<&Side>) -> Side {
+    let vars = match &b.variables {
+        Some(v) => Some(state::variables_text(v).into_boxed_str()),
+        None => old.and_then(|o| o.vars.clone()),
+    };
+    let light = lighten(b) || old.is_some();
+    Side { stamp, light, vars }
+}
+
+/// Keep a finished batch light: what only its explanation or doctor reads is
+/// dropped (the finished note's claimed files and path, its records' output
+/// locations and backend, the variables kept as a line beside it);
+/// [`Model::whole`] reads the batch again when it is explained, and doctor's
+/// view reads the use case itself. What the table, the filter and the runs
+/// view show stays. At 100,000 batches this is what keeps `top` under 200 MB
+/// (docs/performance.md). True when it was made light.
+fn lighten(b: &mut Batch) -> bool {
+    if b.state != State::Finished {
+        return false;
+    }
+    if let Some(f) = b.finished.as_mut() {
+        f.path = PathBuf::new();
+        f.finished_at = None;
+        f.outputs = Vec::new();
+    }
+    for r in &mut b.records {
+        r.locations = Vec::new();
+        r.backend = None;
+    }
+    b.variables = None;
+    true
 }
 
 /// A batch with nothing read yet.

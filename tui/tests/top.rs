@@ -638,3 +638,36 @@ fn a_rescan_that_arrives_while_frozen_is_done_again_after() {
     a.handle_all(events);
     assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
 }
+
+/// A finished batch is kept light (the finished note's claimed files and its
+/// records' output locations, which only its explanation and doctor read, are
+/// dropped); explained, it is read whole again: the detail pane says what
+/// `leases explain` says, claimed files and all.
+#[test]
+fn a_light_finished_batch_is_explained_as_a_whole_one() {
+    let mut light = 0;
+    for fx in ["dead-killed", "finished", "finished-rerun", "taken-over-done", "dead-spark-staged-taken-over"] {
+        let (_d, uc, captured) = fixture(fx);
+        let (sys, _) = sys_at(captured + LATER);
+        let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys };
+        let scan = src.scan().unwrap();
+        let mut m = Model::new(src, scan.clone());
+        for b in &scan.batches {
+            let id = (b.task.clone(), b.key.clone());
+            let kept = m.get(&id).unwrap().clone();
+            let claims = |b: &ubunye::state::Batch| {
+                b.finished.as_ref().map_or(0, |f| f.outputs.iter().map(|o| o.1.len()).sum::<usize>())
+            };
+            if b.state == State::Finished && claims(b) > 0 {
+                assert_eq!(claims(&kept), 0, "{fx}: kept light");
+                light += 1;
+            }
+            let whole = m.whole(&id).unwrap().unwrap();
+            let render = |s: &ubunye::state::Scan, b: ubunye::state::Batch| {
+                ubunye::explain::render(&ubunye::explain::explain(s, b, &uc))
+            };
+            assert_eq!(render(&m.scan, whole), render(&scan, b.clone()), "{fx} {}", b.key);
+        }
+    }
+    assert!(light >= 5, "{light} light batches looked at");
+}

@@ -24,7 +24,7 @@ impl App {
         let mut rows: Vec<usize> = if self.filter.is_empty() {
             (0..batches.len()).collect()
         } else {
-            (0..batches.len()).filter(|&i| self.filter.matches(&batches[i])).collect()
+            (0..batches.len()).filter(|&i| self.filter.matches(&batches[i], self.model.vars(i))).collect()
         };
         let severity = |a: &Batch, b: &Batch| {
             a.state.cmp(&b.state).then_with(|| a.task.cmp(&b.task)).then_with(|| a.key.cmp(&b.key))
@@ -68,18 +68,24 @@ impl App {
 
     /// Explain the selected batch again if it changed (or `force`).
     pub fn refresh_detail(&mut self, force: bool) {
-        let Some(b) = self.selected_batch() else {
+        let Some(id) = self.selected_batch().map(|b| (b.task.clone(), b.key.clone())) else {
             self.detail.id = None;
             self.detail.lines.clear();
             return;
         };
-        let id = (b.task.clone(), b.key.clone());
         let same = self.detail.id.as_ref() == Some(&id);
         if same && !force && self.detail.generation == self.model.generation {
             return;
         }
-        let e = ubunye::explain::explain(&self.model.scan, b.clone(), &self.model.src.uc);
-        self.detail.lines = ubunye::explain::render(&e).lines().map(str::to_string).collect();
+        // A finished batch is kept light: read whole again to be explained.
+        self.detail.lines = match self.model.whole(&id) {
+            Ok(Some(b)) => {
+                let e = ubunye::explain::explain(&self.model.scan, b, &self.model.src.uc);
+                ubunye::explain::render(&e).lines().map(str::to_string).collect()
+            }
+            Ok(None) => Vec::new(),
+            Err(e) => vec![format!("cannot read the batch again: {e}")],
+        };
         if !same {
             self.detail.scroll = 0;
         }
@@ -98,7 +104,7 @@ impl App {
                 let mut runs: Vec<(usize, usize)> = batches
                     .iter()
                     .enumerate()
-                    .filter(|(_, b)| self.filter.is_empty() || self.filter.matches(b))
+                    .filter(|&(i, b)| self.filter.is_empty() || self.filter.matches(b, self.model.vars(i)))
                     .flat_map(|(bi, b)| (0..b.records.len()).map(move |ri| (bi, ri)))
                     .collect();
                 runs.sort_by(|&(a, ar), &(b, br)| {

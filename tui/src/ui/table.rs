@@ -6,10 +6,11 @@ use super::*;
 struct Col {
     title: &'static str,
     width: usize,
-    cell: fn(&Batch) -> String,
+    /// The batch and its variables as one line.
+    cell: fn(&Batch, Option<&str>) -> String,
 }
 
-fn holder(b: &Batch) -> String {
+fn holder(b: &Batch, _: Option<&str>) -> String {
     b.lease
         .as_ref()
         .map(|l| {
@@ -19,7 +20,7 @@ fn holder(b: &Batch) -> String {
         .unwrap_or_default()
 }
 
-fn age(b: &Batch) -> String {
+fn age(b: &Batch, _: Option<&str>) -> String {
     let a = b
         .lease
         .as_ref()
@@ -30,31 +31,36 @@ fn age(b: &Batch) -> String {
     if b.flags.contains(&Flag::Stalled) { format!("{a} stalled") } else { a }
 }
 
-fn claims(b: &Batch) -> String {
+fn claims(b: &Batch, _: Option<&str>) -> String {
     if b.lease.is_some() || !b.orphans.is_empty() { b.claim_count().to_string() } else { String::new() }
 }
 
 /// The columns that fit in `w`, widest content first to go: RUN, CLAIMS,
 /// PID@HOST are dropped on narrow screens (the detail pane has them).
 fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
-    let batches = app.model.batches();
-    let longest = |f: fn(&Batch) -> String, cap: usize, min: usize| {
-        visible.iter().filter_map(|&i| batches.get(i)).map(|b| f(b).chars().count()).max().unwrap_or(0).clamp(min, cap)
+    let (batches, model) = (app.model.batches(), &app.model);
+    let longest = |f: fn(&Batch, Option<&str>) -> String, cap: usize, min: usize| {
+        visible
+            .iter()
+            .filter_map(|&i| batches.get(i).map(|b| f(b, model.vars(i)).chars().count()))
+            .max()
+            .unwrap_or(0)
+            .clamp(min, cap)
     };
-    let vars = |b: &Batch| b.variables_text().unwrap_or_else(|| b.key.clone());
-    let run = |b: &Batch| b.run_id.as_deref().map(ubunye::doc::short).unwrap_or_default();
-    let task = |b: &Batch| b.task.clone();
+    let vars = |b: &Batch, v: Option<&str>| v.map(str::to_string).unwrap_or_else(|| b.key.clone());
+    let run = |b: &Batch, _: Option<&str>| b.run_id.as_deref().map(ubunye::doc::short).unwrap_or_default();
+    let task = |b: &Batch, _: Option<&str>| b.task.clone();
     let state_w =
         2 + visible.iter().filter_map(|&i| batches.get(i)).map(|b| b.state.word().len()).max().unwrap_or(5).max(5);
     let mut cols = vec![
-        Col { title: "STATE", width: state_w, cell: |b| format!("{} {}", glyph(b.state).0, b.state.word()) },
+        Col { title: "STATE", width: state_w, cell: |b, _| format!("{} {}", glyph(b.state).0, b.state.word()) },
         Col { title: "TASK", width: longest(task, 28, 4), cell: task },
         Col { title: "VARIABLES / KEY", width: longest(vars, 30, 15), cell: vars },
         Col { title: "RUN", width: 8, cell: run },
         Col { title: "PID@HOST", width: longest(holder, 18, 8), cell: holder },
         Col { title: "AGE", width: longest(age, 14, 3), cell: age },
         Col { title: "CLAIMS", width: 6, cell: claims },
-        Col { title: "NOTE", width: 0, cell: |b| b.note.clone() },
+        Col { title: "NOTE", width: 0, cell: |b, _| b.note.clone() },
     ];
     let need = |cols: &[Col]| cols.iter().map(|c| c.width + 1).sum::<usize>() + 20;
     for drop in ["RUN", "CLAIMS", "PID@HOST"] {
@@ -127,7 +133,7 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
         let cells: Vec<Cell> = cols
             .iter()
             .map(|c| {
-                let text = fit(&(c.cell)(b), c.width);
+                let text = fit(&(c.cell)(b, app.model.vars(i)), c.width);
                 if c.title == "STATE" {
                     Cell::from(Span::styled(text, p.fg(glyph(b.state).1)))
                 } else {

@@ -45,13 +45,6 @@ pub(super) fn draw_detail(f: &mut Frame, app: &mut App, area: Rect, p: Paint, fu
     }
 }
 
-fn vars_text(v: &serde_json::Map<String, serde_json::Value>) -> String {
-    v.iter()
-        .map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn record_time(s: Option<&str>) -> String {
     s.map(|t| t.get(..19).unwrap_or(t).replace('T', " ")).unwrap_or_default()
 }
@@ -69,18 +62,22 @@ pub(super) fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let header = Row::new(["STARTED", "STATUS", "TASK", "RUN", "VARIABLES", if wide { "SECS" } else { "" }, "ERROR"])
         .style(p.bold());
     let shown = &app.runs[range.clone()];
-    let longest = |f: &dyn Fn(&Batch, usize) -> usize| {
-        shown.iter().filter_map(|&(bi, ri)| batches.get(bi).map(|b| f(b, ri))).max().unwrap_or(4)
+    let model = &app.model;
+    // A record's own variables, else (a scan keeps them with the batch) its batch's.
+    let vars = |bi: usize, b: &Batch, ri: usize| -> String {
+        match b.records.get(ri).and_then(|r| r.variables.as_ref()) {
+            Some(v) => ubunye::state::variables_text(v),
+            None => model.vars(bi).unwrap_or_default().to_string(),
+        }
+    };
+    let longest = |f: &dyn Fn(usize, &Batch, usize) -> usize| {
+        shown.iter().filter_map(|&(bi, ri)| batches.get(bi).map(|b| f(bi, b, ri))).max().unwrap_or(4)
     };
     let fixed = started_w + 11 + 8 + secs_w + 7;
     let flexible = w.saturating_sub(fixed + 10);
-    let task_w = longest(&|b, _| b.task.chars().count()).clamp(4, 24).min(flexible / 2);
-    let vars_w = longest(&|b, ri| {
-        let v = b.records.get(ri).and_then(|r| r.variables.as_ref()).or(b.variables.as_ref());
-        v.map(|v| vars_text(v).chars().count()).unwrap_or(0)
-    })
-    .clamp(9, 30)
-    .min(flexible.saturating_sub(task_w));
+    let task_w = longest(&|_, b, _| b.task.chars().count()).clamp(4, 24).min(flexible / 2);
+    let vars_w =
+        longest(&|bi, b, ri| vars(bi, b, ri).chars().count()).clamp(9, 30).min(flexible.saturating_sub(task_w));
     let err_w = w.saturating_sub(fixed + task_w + vars_w).max(4);
     let mut rows = Vec::new();
     for (n, &(bi, ri)) in app.runs[range.clone()].iter().enumerate() {
@@ -100,8 +97,7 @@ pub(super) fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
                 }
                 _ => String::new(),
             };
-        // A full scan leaves the variables with the batch, not its records.
-        let vars = r.variables.as_ref().or(b.variables.as_ref()).map(vars_text).unwrap_or_default();
+        let vars = vars(bi, b, ri);
         let started = record_time(r.started_at.as_deref());
         let started = if wide { started } else { started.get(5..).unwrap_or(&started).to_string() };
         let mut row = Row::new(vec![
