@@ -13,8 +13,10 @@
 //!
 //! `cargo bench -p ubunye-tui --bench top` (the use case is generated once
 //! into the target folder; UBUNYE_BENCH_BATCHES, UBUNYE_BENCH_IDLE_SECS and
-//! UBUNYE_BENCH_SAMPLES change the sizes). Without `--bench` (as `cargo test`
-//! runs it) it does a small smoke run.
+//! UBUNYE_BENCH_SAMPLES change the sizes; UBUNYE_BENCH_MEMORY_DIR measures
+//! the memory of one dashboard on another use case, such as
+//! `bench/state_scan.py`'s with the peer's real run records). Without
+//! `--bench` (as `cargo test` runs it) it does a small smoke run.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -357,7 +359,7 @@ fn main() {
     let uc = base.join(format!("uc-{}", size.batches));
     let ids = generate(&uc, size.batches, size.leases);
     if let Some(rescans) = std::env::var("UBUNYE_BENCH_MEMORY_CHILD").ok().and_then(|v| v.parse().ok()) {
-        memory_child(&uc, rescans);
+        memory_child(&std::env::var_os("UBUNYE_BENCH_MEMORY_DIR").map_or(uc, PathBuf::from), rescans);
         return;
     }
 
@@ -381,7 +383,7 @@ fn main() {
             peak / 1024
         );
     }
-    memory(if real { 3 } else { 1 });
+    memory(if real { env_num("UBUNYE_BENCH_RESCANS", 3) } else { 1 });
     if std::env::var_os("UBUNYE_BENCH_ONLY_FIRST").is_some() {
         return;
     }

@@ -12,6 +12,7 @@ pub mod app;
 pub mod demo;
 pub mod event;
 pub mod filter;
+pub mod index;
 pub mod keys;
 pub mod model;
 pub mod popup;

@@ -13,6 +13,8 @@ use ubunye::layout::{self, Entry};
 use ubunye::state::{self, Batch, RecordInfo, Scan, ScanOptions, State};
 use ubunye::sys::{ClockSource, Now, Sys};
 
+use crate::index::Index;
+
 /// Where the data comes from, and the machine that judges it.
 #[derive(Clone, Debug)]
 pub struct Source {
@@ -67,7 +69,7 @@ pub struct Applied {
 pub struct Model {
     pub src: Source,
     pub scan: Scan,
-    index: HashMap<Id, usize>,
+    index: Index,
     leases_root: PathBuf,
     /// Disk clock minus this machine's clock, in nanoseconds, and its source.
     clock_offset: i128,
@@ -100,7 +102,7 @@ impl Model {
         let leases_root = layout::leases_root(&scan.root);
         let mut m = Model {
             src,
-            index: HashMap::new(),
+            index: Index::default(),
             leases_root,
             clock_offset: 0,
             clock_source: scan.now.source,
@@ -112,13 +114,14 @@ impl Model {
             side: Vec::new(),
             scan,
         };
-        m.side = m.scan.batches.iter_mut().map(|b| side(b, 0, None)).collect();
+        let lineage = m.scan.lineage_dir.clone();
+        m.side = m.scan.batches.iter_mut().map(|b| side(b, &lineage, 0, None)).collect();
         m.reindex();
         m
     }
 
     fn reindex(&mut self) {
-        self.index = self.scan.batches.iter().enumerate().map(|(i, b)| ((b.task.clone(), b.key.clone()), i)).collect();
+        self.index = Index::build(&self.scan.batches);
     }
 
     /// A read of the whole use case starts (the first read, or a rescan in
@@ -155,6 +158,7 @@ impl Model {
         self.scan.problems = head.problems;
         self.scan.now = head.now;
         self.changed();
+        give_back_memory();
     }
 
     /// Put a batch in place (a new one at the end), stamped with the read
@@ -162,18 +166,18 @@ impl Model {
     /// `was_light`: it was made from the model's light copy (so it lacks
     /// what that copy dropped, whatever its state now).
     fn place(&mut self, mut b: Batch, was_light: bool) {
-        let id = (b.task.clone(), b.key.clone());
-        let old = self.index.get(&id).map(|&i| &self.side[i]).filter(|_| was_light);
-        let side = side(&mut b, self.pass, old);
-        match self.index.get(&id) {
-            Some(&i) => {
+        let at = self.position(&b.task, &b.key);
+        let old = at.map(|i| &self.side[i]).filter(|_| was_light);
+        let side = side(&mut b, &self.scan.lineage_dir, self.pass, old);
+        match at {
+            Some(i) => {
                 self.scan.batches[i] = b;
                 self.side[i] = side;
             }
             None => {
-                self.index.insert(id, self.scan.batches.len());
                 self.scan.batches.push(b);
                 self.side.push(side);
+                self.index.insert(&self.scan.batches, self.scan.batches.len() - 1);
             }
         }
     }
@@ -181,7 +185,7 @@ impl Model {
     /// A batch with everything known of it, for its explanation: as kept, or,
     /// when it is kept light, read again as [`Model::reread`] reads it.
     pub fn whole(&mut self, id: &Id) -> Result<Option<Batch>, String> {
-        let Some(&i) = self.index.get(id) else { return Ok(None) };
+        let Some(i) = self.position(&id.0, &id.1) else { return Ok(None) };
         if !self.side[i].light {
             return Ok(self.scan.batches.get(i).cloned());
         }
@@ -195,7 +199,21 @@ impl Model {
     }
 
     pub fn get(&self, id: &Id) -> Option<&Batch> {
-        self.index.get(id).and_then(|&i| self.scan.batches.get(i))
+        self.position(&id.0, &id.1).and_then(|i| self.scan.batches.get(i))
+    }
+
+    /// Where a record of the model is: a light batch's records keep no path
+    /// when it is the usual one, `<lineage>/<task>/<run id>.json`.
+    fn record_path(&self, task: &str, r: &RecordInfo) -> PathBuf {
+        if r.path.as_os_str().is_empty() {
+            self.scan.lineage_dir.join(task).join(format!("{}.json", r.run_id))
+        } else {
+            r.path.clone()
+        }
+    }
+
+    fn position(&self, task: &str, key: &str) -> Option<usize> {
+        self.index.get(&self.scan.batches, task, key)
     }
 
     pub fn batches(&self) -> &[Batch] {
@@ -324,7 +342,7 @@ impl Model {
                 .records
                 .iter()
                 .filter(|r| !fresh.records.iter().any(|f| f.run_id == r.run_id))
-                .map(|r| r.path.clone())
+                .map(|r| self.record_path(&id.0, r))
                 .collect();
             if fresh.variables.is_none() {
                 fresh.variables = old.variables.clone();
@@ -351,14 +369,15 @@ impl Model {
             && b.records.is_empty()
             && b.unreadable.is_empty()
             && b.temp_files.is_empty();
-        match (self.index.get(&id).copied(), empty) {
+        match (self.position(&id.0, &id.1), empty) {
             (_, false) => self.place(b, was_light),
             (Some(i), true) => {
+                let last = self.scan.batches.len() - 1;
+                self.index.moved(&id.0, &id.1, i, None);
                 self.scan.batches.swap_remove(i);
                 self.side.swap_remove(i);
-                self.index.remove(&id);
                 if let Some(moved) = self.scan.batches.get(i) {
-                    self.index.insert((moved.task.clone(), moved.key.clone()), i);
+                    self.index.moved(&moved.task, &moved.key, last, Some(i));
                 }
             }
             (None, true) => {}
@@ -395,9 +414,9 @@ impl Model {
             (None, None) => None,
         };
         let Some(id) = id else { return };
-        let was_light = self.index.get(&id).is_some_and(|&i| self.side[i].light);
+        let was_light = self.position(&id.0, &id.1).is_some_and(|i| self.side[i].light);
         let mut b = self.get(&id).cloned().unwrap_or_else(|| empty_batch(&id));
-        b.records.retain(|r| r.path != path);
+        b.records.retain(|r| self.record_path(task, r) != path);
         b.unreadable.retain(|u| u.path != path);
         match read {
             Some(Ok(r)) => {
@@ -446,23 +465,24 @@ impl Model {
 /// What the model keeps beside a batch put at read `stamp`; a finished batch
 /// is made light on the way. `old`: the side of the light copy it was made
 /// from.
-fn side(b: &mut Batch, stamp: u32, old: Option<&Side>) -> Side {
+fn side(b: &mut Batch, lineage: &Path, stamp: u32, old: Option<&Side>) -> Side {
     let vars = match &b.variables {
         Some(v) => Some(state::variables_text(v).into_boxed_str()),
         None => old.and_then(|o| o.vars.clone()),
     };
-    let light = lighten(b) || old.is_some();
+    let light = lighten(b, lineage) || old.is_some();
     Side { stamp, light, vars }
 }
 
 /// Keep a finished batch light: what only its explanation or doctor reads is
 /// dropped (the finished note's claimed files and path, its records' output
-/// locations and backend, the variables kept as a line beside it);
+/// locations and backend, a record's path when it is the usual one
+/// ([`Model::record_path`]), the variables kept as a line beside it);
 /// [`Model::whole`] reads the batch again when it is explained, and doctor's
 /// view reads the use case itself. What the table, the filter and the runs
 /// view show stays. At 100,000 batches this is what keeps `top` under 200 MB
 /// (docs/performance.md). True when it was made light.
-fn lighten(b: &mut Batch) -> bool {
+fn lighten(b: &mut Batch, lineage: &Path) -> bool {
     if b.state != State::Finished {
         return false;
     }
@@ -471,12 +491,30 @@ fn lighten(b: &mut Batch) -> bool {
         f.finished_at = None;
         f.outputs = Vec::new();
     }
+    let records = lineage.join(&b.task);
     for r in &mut b.records {
         r.locations = Vec::new();
         r.backend = None;
+        if r.path.parent() == Some(records.as_path())
+            && r.path.file_stem().is_some_and(|s| s == r.run_id.as_str())
+            && r.path.extension().is_some_and(|x| x == "json")
+        {
+            r.path = PathBuf::new();
+        }
     }
     b.variables = None;
     true
+}
+
+/// Hand the memory a whole read freed back to the system. The read's
+/// threads allocate in malloc arenas of their own; what they freed (each
+/// task's full batches, made light here) would otherwise stay resident.
+fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// A batch with nothing read yet.

@@ -671,3 +671,23 @@ fn a_light_finished_batch_is_explained_as_a_whole_one() {
     }
     assert!(light >= 5, "{light} light batches looked at");
 }
+
+/// A light batch keeps no path for a record at the usual place; a change to
+/// that record still finds it there.
+#[test]
+fn a_light_batch_still_follows_its_records() {
+    let (_d, uc, mut a) = open("finished", LATER);
+    let b = a.model.batches()[0].clone();
+    assert_eq!(b.state, State::Finished);
+    assert_eq!(b.records.len(), 1);
+    assert!(b.records[0].path.as_os_str().is_empty(), "kept light");
+    let record = fs::canonicalize(&uc)
+        .unwrap()
+        .join(".ubunye/lineage/demo/sales/ingest")
+        .join(format!("{}.json", b.records[0].run_id));
+    fs::remove_file(&record).unwrap();
+    a.handle(Event::FsChange(vec![record]));
+    let now = a.model.get(&(b.task.clone(), b.key.clone())).unwrap();
+    assert!(now.records.is_empty(), "{:?}", now.records);
+    assert_eq!(now.state, State::Finished);
+}
