@@ -10,9 +10,10 @@ use std::sync::mpsc::{Receiver, Sender};
 use crossterm::event::KeyEvent;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
-use ubunye::state::{Batch, ScanHead};
+use ubunye::state::ScanHead;
 
 use crate::app::{App, Effect, Level};
+use crate::model::Kept;
 use crate::popup::{self, RepairDone};
 use crate::watch::Watch;
 
@@ -34,7 +35,7 @@ pub enum Event {
     },
     /// A read of the whole use case (the first, or a rescan), a task at a
     /// time: one task's batches.
-    Part(Vec<Batch>),
+    Part(Vec<Kept>),
     /// The read is over (the folders that could not be listed), or failed.
     Loaded(Box<Result<ScanHead, String>>),
     /// Doctor's look at the use case is over.

@@ -83,7 +83,7 @@ pub fn read(src: &Source, tx: mpsc::Sender<Event>) -> std::io::Result<()> {
     let src = src.clone();
     std::thread::Builder::new().name("top-read".into()).spawn(move || {
         let head = ubunye::state::scan_tasks(&src.uc, &src.opts, &src.sys, |_, batches| {
-            let _ = tx.send(Event::Part(batches));
+            let _ = tx.send(Event::Part(batches.into_iter().map(crate::model::keep).collect()));
         });
         let _ = tx.send(Event::Loaded(Box::new(head.map_err(|e| e.to_string()))));
     })?;

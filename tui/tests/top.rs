@@ -7,91 +7,19 @@
 //! machine, and are then written as /tmp/ubtXXXXXX.
 
 mod common;
+use common::dash::*;
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::path::PathBuf;
+use std::time::{Duration, UNIX_EPOCH};
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
-use ratatui::buffer::Buffer;
 use ratatui::style::Color;
 use ubunye::repair::Kind;
 use ubunye::state::{ScanOptions, State};
-use ubunye::sys::{FakeClock, FakeProcs, Hook, Sys, Timing};
 use ubunye_tui::app::{App, Effect, SortBy, View};
 use ubunye_tui::event::Event;
 use ubunye_tui::model::{Model, Source};
 use ubunye_tui::popup::{self, Popup};
-
-const ELSEWHERE: &str = "elsewhere|pid:[1]";
-
-/// A fixture copied to /tmp/ubtXXXXXX/uc, mtimes restored; its capture time.
-fn fixture(name: &str) -> (tempfile::TempDir, PathBuf, SystemTime) {
-    let d = tempfile::Builder::new().prefix("ubt").rand_bytes(6).tempdir_in("/tmp").unwrap();
-    let uc = d.path().join("uc");
-    let src = common::fixture_dir(name);
-    common::copy(&src.join("uc"), &uc);
-    let m: serde_json::Value = serde_json::from_str(&fs::read_to_string(src.join("MANIFEST.json")).unwrap()).unwrap();
-    for f in m["files"].as_array().unwrap() {
-        let t = UNIX_EPOCH + Duration::from_nanos(f["mtime_ns"].as_u64().unwrap());
-        common::set_mtime(&uc.join(f["path"].as_str().unwrap()), t.duration_since(UNIX_EPOCH).unwrap().as_secs());
-    }
-    let captured = UNIX_EPOCH + Duration::from_secs_f64(m["captured_at_epoch"].as_f64().unwrap());
-    (d, uc, captured)
-}
-
-/// A machine at `now` on another host than the fixtures' (every lease judged
-/// by its age), with short waits.
-fn sys_at(now: SystemTime) -> (Sys, Arc<FakeClock>) {
-    let clock = FakeClock::at(now);
-    let sys = Sys {
-        clock: clock.clone(),
-        procs: FakeProcs::new(),
-        host: ELSEWHERE.into(),
-        pid: std::process::id() as i32,
-        timing: Timing { settle: Duration::from_millis(20), busy_for: Duration::from_millis(20), ..Timing::peer() },
-        hook: Hook::default(),
-    };
-    (sys, clock)
-}
-
-fn app(uc: &Path, sys: Sys) -> App {
-    let src = Source { uc: uc.to_path_buf(), opts: ScanOptions::default(), sys };
-    let scan = src.scan().unwrap();
-    App::new(Model::new(src, scan), false, "notify")
-}
-
-/// The fixture's dashboard `after` its capture.
-fn open(name: &str, after: Duration) -> (tempfile::TempDir, PathBuf, App) {
-    let (d, uc, captured) = fixture(name);
-    let (sys, _) = sys_at(captured + after);
-    let a = app(&uc, sys);
-    (d, uc, a)
-}
-
-const LATER: Duration = Duration::from_secs(20 * 60);
-
-fn text(buf: &Buffer) -> String {
-    let w = buf.area.width as usize;
-    buf.content
-        .chunks(w)
-        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>().trim_end().to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn draw(app: &mut App, w: u16, h: u16) -> Buffer {
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| ubunye_tui::ui::draw(f, app)).unwrap();
-    term.backend().buffer().clone()
-}
-
-fn screen(app: &mut App, w: u16, h: u16) -> String {
-    text(&draw(app, w, h))
-}
 
 /// Snapshot a screen, with the temp folder and the fresh run ids of repairs
 /// written the same way every time (same lengths: the layout is untouched).
@@ -103,47 +31,6 @@ fn snap(name: &str, s: &str) {
     settings.add_filter(r"taken over at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "taken over at YYYY-MM-DDTHH:MM:SSZ");
     settings.set_prepend_module_to_snapshot(false);
     settings.bind(|| insta::assert_snapshot!(name, s));
-}
-
-fn key(code: KeyCode) -> Event {
-    Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
-}
-
-/// Press keys written as words: `j`, `Enter`, `Esc`, `Right`, `Tab`, or
-/// `type:some text` to type text.
-fn press(app: &mut App, keys: &str) -> Vec<Effect> {
-    let mut effects = Vec::new();
-    for k in keys.split_whitespace() {
-        if let Some(t) = k.strip_prefix("type:") {
-            for c in t.chars() {
-                effects.extend(app.handle(key(KeyCode::Char(c))));
-            }
-            continue;
-        }
-        let code = match k {
-            "Enter" => KeyCode::Enter,
-            "Esc" => KeyCode::Esc,
-            "Right" => KeyCode::Right,
-            "Left" => KeyCode::Left,
-            "Up" => KeyCode::Up,
-            "Down" => KeyCode::Down,
-            "Tab" => KeyCode::Tab,
-            "Backspace" => KeyCode::Backspace,
-            "PgDn" => KeyCode::PageDown,
-            one if one.chars().count() == 1 => KeyCode::Char(one.chars().next().unwrap()),
-            other => panic!("no key {other}"),
-        };
-        effects.extend(app.handle(key(code)));
-    }
-    effects
-}
-
-fn states(app: &App) -> Vec<State> {
-    app.rows.iter().map(|&i| app.model.batches()[i].state).collect()
-}
-
-fn selected_state(app: &App) -> Option<State> {
-    app.selected_batch().map(|b| b.state)
 }
 
 // ---------------------------------------------------------------- states
@@ -424,9 +311,6 @@ fn keys_change_the_state_as_the_table_says() {
 // ---------------------------------------------------------------- changes
 
 /// A file event for a lease folder entry.
-fn lease_path(uc: &Path, name: &str) -> PathBuf {
-    fs::canonicalize(uc).unwrap().join(".ubunye/leases/demo/sales/ingest").join(name)
-}
 
 #[test]
 fn a_file_event_rereads_only_its_batch() {
@@ -585,109 +469,4 @@ fn the_first_read_streams_in_and_changes_seen_meanwhile_are_applied_after() {
     assert!(a.loading.is_none() && !a.scanning);
     assert!(matches!(effects.as_slice(), [Effect::Rewatch]));
     assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
-}
-
-/// A rescan (poll mode, `r`, a burst of events) reads the use case a task at a
-/// time into the model, as the first read does, never a second copy of it all
-/// beside it; at its end the batches it did not find again go.
-#[test]
-fn a_rescan_streams_in_and_drops_the_batches_that_went() {
-    let (_d, uc, mut a) = open("dead-killed", LATER);
-    assert_eq!(states(&a), vec![State::Dead, State::Finished]);
-    let root = fs::canonicalize(&uc).unwrap();
-    // The finished batch goes whole (note and records); a new task appears.
-    fs::remove_file(lease_path(&uc, "39bc42311894ddba.finished.json")).unwrap();
-    fs::remove_dir_all(root.join(".ubunye/lineage/demo/sales/ingest")).unwrap();
-    let other = root.join(".ubunye/leases/demo/sales/other");
-    fs::create_dir_all(&other).unwrap();
-    fs::copy(lease_path(&uc, "7d106ca76674f2a1.json"), other.join("7d106ca76674f2a1.json")).unwrap();
-    let effects = press(&mut a, "r");
-    assert!(matches!(effects.as_slice(), [Effect::FullScan]));
-    let (tx, rx) = std::sync::mpsc::channel();
-    ubunye_tui::top::read(&a.model.src, tx).unwrap();
-    a.handle_all(rx.iter().collect());
-    assert!(!a.scanning);
-    assert_eq!(a.model.batches().len(), 2, "the batch that went is dropped, not hidden");
-    let tasks: Vec<&str> = a.rows.iter().map(|&i| a.model.batches()[i].task.as_str()).collect();
-    assert_eq!(tasks, vec!["demo/sales/ingest", "demo/sales/other"]);
-    // (The copy is judged live: its file is newer than the test's clock.)
-    assert_eq!(states(&a), vec![State::Dead, State::Live]);
-}
-
-/// Frozen in the middle of a rescan: what it reads is dropped (the screen
-/// holds still), nothing is taken as gone, and the rescan is done again when
-/// the freeze ends.
-#[test]
-fn a_rescan_that_arrives_while_frozen_is_done_again_after() {
-    let (_d, uc, mut a) = open("dead-killed", LATER);
-    fs::remove_file(lease_path(&uc, "7d106ca76674f2a1.json")).unwrap();
-    assert!(matches!(press(&mut a, "r").as_slice(), [Effect::FullScan]));
-    press(&mut a, "F");
-    let read = |a: &App| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        ubunye_tui::top::read(&a.model.src, tx).unwrap();
-        rx.iter().collect::<Vec<Event>>()
-    };
-    let events = read(&a);
-    a.handle_all(events);
-    assert_eq!(states(&a), vec![State::Dead, State::Finished], "frozen: nothing applied");
-    assert_eq!(a.model.batches().len(), 2);
-    let effects = press(&mut a, "F");
-    assert!(effects.iter().any(|e| matches!(e, Effect::FullScan)), "{effects:?}");
-    let events = read(&a);
-    a.handle_all(events);
-    assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
-}
-
-/// A finished batch is kept light (the finished note's claimed files and its
-/// records' output locations, which only its explanation and doctor read, are
-/// dropped); explained, it is read whole again: the detail pane says what
-/// `leases explain` says, claimed files and all.
-#[test]
-fn a_light_finished_batch_is_explained_as_a_whole_one() {
-    let mut light = 0;
-    for fx in ["dead-killed", "finished", "finished-rerun", "taken-over-done", "dead-spark-staged-taken-over"] {
-        let (_d, uc, captured) = fixture(fx);
-        let (sys, _) = sys_at(captured + LATER);
-        let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys };
-        let scan = src.scan().unwrap();
-        let mut m = Model::new(src, scan.clone());
-        for b in &scan.batches {
-            let id = (b.task.clone(), b.key.clone());
-            let kept = m.get(&id).unwrap().clone();
-            let claims = |b: &ubunye::state::Batch| {
-                b.finished.as_ref().map_or(0, |f| f.outputs.iter().map(|o| o.1.len()).sum::<usize>())
-            };
-            if b.state == State::Finished && claims(b) > 0 {
-                assert_eq!(claims(&kept), 0, "{fx}: kept light");
-                light += 1;
-            }
-            let whole = m.whole(&id).unwrap().unwrap();
-            let render = |s: &ubunye::state::Scan, b: ubunye::state::Batch| {
-                ubunye::explain::render(&ubunye::explain::explain(s, b, &uc))
-            };
-            assert_eq!(render(&m.scan, whole), render(&scan, b.clone()), "{fx} {}", b.key);
-        }
-    }
-    assert!(light >= 5, "{light} light batches looked at");
-}
-
-/// A light batch keeps no path for a record at the usual place; a change to
-/// that record still finds it there.
-#[test]
-fn a_light_batch_still_follows_its_records() {
-    let (_d, uc, mut a) = open("finished", LATER);
-    let b = a.model.batches()[0].clone();
-    assert_eq!(b.state, State::Finished);
-    assert_eq!(b.records.len(), 1);
-    assert!(b.records[0].path.as_os_str().is_empty(), "kept light");
-    let record = fs::canonicalize(&uc)
-        .unwrap()
-        .join(".ubunye/lineage/demo/sales/ingest")
-        .join(format!("{}.json", b.records[0].run_id));
-    fs::remove_file(&record).unwrap();
-    a.handle(Event::FsChange(vec![record]));
-    let now = a.model.get(&(b.task.clone(), b.key.clone())).unwrap();
-    assert!(now.records.is_empty(), "{:?}", now.records);
-    assert_eq!(now.state, State::Finished);
 }

@@ -397,6 +397,13 @@ impl App {
         self.scanning = false;
         let complete = !std::mem::take(&mut self.dropped);
         let mut effects = vec![Effect::Rewatch];
+        if self.frozen && !first {
+            // Nothing on screen changes while frozen: nothing goes, the rows
+            // stay; the rescan is done again when the freeze ends.
+            self.held.full = true;
+            self.held.paths.append(&mut self.during_scan);
+            return effects;
+        }
         match head {
             Ok(h) => {
                 self.model.loaded(h, complete);

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
 use assert_cmd::Command;
+
+pub mod dash;
 use serde_json::Value;
 
 /// The binary under test (`UBUNYE_TEST_BIN` runs a test against another

@@ -10,10 +10,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use ubunye::layout::{self, Entry};
-use ubunye::state::{self, Batch, RecordInfo, Scan, ScanOptions, State};
+use ubunye::state::{self, Batch, RecordInfo, Scan, ScanOptions};
 use ubunye::sys::{ClockSource, Now, Sys};
 
 use crate::index::Index;
+
+mod light;
+pub use light::{Kept, keep};
+use light::{Side, give_back_memory, prepare};
 
 /// Where the data comes from, and the machine that judges it.
 #[derive(Clone, Debug)]
@@ -87,16 +91,6 @@ pub struct Model {
     side: Vec<Side>,
 }
 
-/// What the model keeps beside each batch.
-#[derive(Clone, Debug)]
-struct Side {
-    stamp: u32,
-    light: bool,
-    /// Its variables as one line (`dt=2025-01-02 mode=DEV`): a light batch
-    /// keeps them only so.
-    vars: Option<Box<str>>,
-}
-
 impl Model {
     pub fn new(src: Source, scan: Scan) -> Model {
         let leases_root = layout::leases_root(&scan.root);
@@ -114,8 +108,8 @@ impl Model {
             side: Vec::new(),
             scan,
         };
-        let lineage = m.scan.lineage_dir.clone();
-        m.side = m.scan.batches.iter_mut().map(|b| side(b, &lineage, 0, None)).collect();
+        m.side =
+            m.scan.batches.iter_mut().map(prepare).map(|(light, vars)| Side { stamp: 0, light, vars }).collect();
         m.reindex();
         m
     }
@@ -135,11 +129,12 @@ impl Model {
     /// Put one task's batches, as the read under way found them. A batch read
     /// meanwhile because of a file event is replaced: the event is applied
     /// again when the read is over.
-    pub fn extend(&mut self, batches: Vec<Batch>) {
+    pub fn extend(&mut self, batches: Vec<Kept>) {
         for b in batches {
-            self.place(b, false);
+            self.place(b);
         }
         self.generation += 1;
+        give_back_memory();
     }
 
     /// The read is over: what it could not list, and (`complete`: every task
@@ -161,14 +156,11 @@ impl Model {
         give_back_memory();
     }
 
-    /// Put a batch in place (a new one at the end), stamped with the read
-    /// under way, light when it is finished.
-    /// `was_light`: it was made from the model's light copy (so it lacks
-    /// what that copy dropped, whatever its state now).
-    fn place(&mut self, mut b: Batch, was_light: bool) {
+    /// Put a batch, read whole, in place (a new one at the end), stamped with
+    /// the read under way, light when it is finished.
+    fn place(&mut self, k: Kept) {
+        let (b, side) = (k.batch, Side { stamp: self.pass, light: k.light, vars: k.vars });
         let at = self.position(&b.task, &b.key);
-        let old = at.map(|i| &self.side[i]).filter(|_| was_light);
-        let side = side(&mut b, &self.scan.lineage_dir, self.pass, old);
         match at {
             Some(i) => {
                 self.scan.batches[i] = b;
@@ -328,7 +320,7 @@ impl Model {
     /// their variables.
     pub fn reread(&mut self, id: &Id, now: Now) -> Result<(), String> {
         let fresh = self.read_again(id, now)?;
-        self.put(fresh, false);
+        self.put(fresh);
         Ok(())
     }
 
@@ -344,12 +336,11 @@ impl Model {
                 .filter(|r| !fresh.records.iter().any(|f| f.run_id == r.run_id))
                 .map(|r| self.record_path(&id.0, r))
                 .collect();
-            if fresh.variables.is_none() {
-                fresh.variables = old.variables.clone();
-            }
+            // The batch's variables come from its records, as in a full scan
+            // (a light batch keeps none; a record that went takes its along).
             for p in missing {
                 if let Ok(r) = state::read_record(&p) {
-                    fresh.records.push(r);
+                    file_record(&mut fresh, r);
                 }
             }
             fresh.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
@@ -359,7 +350,7 @@ impl Model {
     }
 
     /// Put a batch in place; a batch with nothing left of it goes.
-    fn put(&mut self, b: Batch, was_light: bool) {
+    fn put(&mut self, b: Batch) {
         let id = (b.task.clone(), b.key.clone());
         let empty = b.lease.is_none()
             && b.orphans.is_empty()
@@ -370,7 +361,7 @@ impl Model {
             && b.unreadable.is_empty()
             && b.temp_files.is_empty();
         match (self.position(&id.0, &id.1), empty) {
-            (_, false) => self.place(b, was_light),
+            (_, false) => self.place(keep(b)),
             (Some(i), true) => {
                 let last = self.scan.batches.len() - 1;
                 self.index.moved(&id.0, &id.1, i, None);
@@ -414,23 +405,28 @@ impl Model {
             (None, None) => None,
         };
         let Some(id) = id else { return };
-        let was_light = self.position(&id.0, &id.1).is_some_and(|i| self.side[i].light);
-        let mut b = self.get(&id).cloned().unwrap_or_else(|| empty_batch(&id));
+        // A light batch is never judged from its light copy (it lacks what
+        // classify reads): it is read whole first.
+        let light = self.position(&id.0, &id.1).is_some_and(|i| self.side[i].light);
+        let whole = match light {
+            true => match self.read_again(&id, now) {
+                Ok(b) => Some(b),
+                // Cannot be read now: kept as it was (the event said so).
+                Err(_) => return,
+            },
+            false => self.get(&id).cloned(),
+        };
+        let mut b = whole.unwrap_or_else(|| empty_batch(&id));
         b.records.retain(|r| self.record_path(task, r) != path);
         b.unreadable.retain(|u| u.path != path);
         match read {
-            Some(Ok(r)) => {
-                if b.variables.is_none() && record_key(task, &r).as_deref() == Some(id.1.as_str()) {
-                    b.variables = r.variables.clone();
-                }
-                b.records.push(r);
-            }
+            Some(Ok(r)) => file_record(&mut b, r),
             Some(Err(u)) => b.unreadable.push(u),
             None => {}
         }
         b.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
         state::classify(&mut b, now);
-        self.put(b, was_light);
+        self.put(b);
     }
 
     /// Judge every lease again as time passes. True when a state or a flag
@@ -462,59 +458,13 @@ impl Model {
     }
 }
 
-/// What the model keeps beside a batch put at read `stamp`; a finished batch
-/// is made light on the way. `old`: the side of the light copy it was made
-/// from.
-fn side(b: &mut Batch, lineage: &Path, stamp: u32, old: Option<&Side>) -> Side {
-    let vars = match &b.variables {
-        Some(v) => Some(state::variables_text(v).into_boxed_str()),
-        None => old.and_then(|o| o.vars.clone()),
-    };
-    let light = lighten(b, lineage) || old.is_some();
-    Side { stamp, light, vars }
-}
-
-/// Keep a finished batch light: what only its explanation or doctor reads is
-/// dropped (the finished note's claimed files and path, its records' output
-/// locations and backend, a record's path when it is the usual one
-/// ([`Model::record_path`]), the variables kept as a line beside it);
-/// [`Model::whole`] reads the batch again when it is explained, and doctor's
-/// view reads the use case itself. What the table, the filter and the runs
-/// view show stays. At 100,000 batches this is what keeps `top` under 200 MB
-/// (docs/performance.md). True when it was made light.
-fn lighten(b: &mut Batch, lineage: &Path) -> bool {
-    if b.state != State::Finished {
-        return false;
+/// File a run record under a batch as a scan does: variables that hash to
+/// the batch's key are the batch's.
+fn file_record(b: &mut Batch, r: RecordInfo) {
+    if b.variables.is_none() && record_key(&b.task, &r).as_deref() == Some(b.key.as_str()) {
+        b.variables = r.variables.clone();
     }
-    if let Some(f) = b.finished.as_mut() {
-        f.path = PathBuf::new();
-        f.finished_at = None;
-        f.outputs = Vec::new();
-    }
-    let records = lineage.join(&b.task);
-    for r in &mut b.records {
-        r.locations = Vec::new();
-        r.backend = None;
-        if r.path.parent() == Some(records.as_path())
-            && r.path.file_stem().is_some_and(|s| s == r.run_id.as_str())
-            && r.path.extension().is_some_and(|x| x == "json")
-        {
-            r.path = PathBuf::new();
-        }
-    }
-    b.variables = None;
-    true
-}
-
-/// Hand the memory a whole read freed back to the system. The read's
-/// threads allocate in malloc arenas of their own; what they freed (each
-/// task's full batches, made light here) would otherwise stay resident.
-fn give_back_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    b.records.push(r);
 }
 
 /// A batch with nothing read yet.

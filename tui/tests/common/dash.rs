@@ -1,0 +1,130 @@
+//! The dashboard's test helpers: a fixture opened in `top`'s model at a time
+//! of the test's choosing, keys pressed, screens drawn on a TestBackend.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ubunye::state::{ScanOptions, State};
+use ubunye::sys::{FakeClock, FakeProcs, Hook, Sys, Timing};
+use ubunye_tui::app::{App, Effect};
+use ubunye_tui::event::Event;
+use ubunye_tui::model::{Model, Source};
+
+pub const ELSEWHERE: &str = "elsewhere|pid:[1]";
+
+/// A fixture copied to /tmp/ubtXXXXXX/uc, mtimes restored; its capture time.
+pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf, SystemTime) {
+    let d = tempfile::Builder::new().prefix("ubt").rand_bytes(6).tempdir_in("/tmp").unwrap();
+    let uc = d.path().join("uc");
+    let src = super::fixture_dir(name);
+    super::copy(&src.join("uc"), &uc);
+    let m: serde_json::Value = serde_json::from_str(&fs::read_to_string(src.join("MANIFEST.json")).unwrap()).unwrap();
+    for f in m["files"].as_array().unwrap() {
+        let t = UNIX_EPOCH + Duration::from_nanos(f["mtime_ns"].as_u64().unwrap());
+        super::set_mtime(&uc.join(f["path"].as_str().unwrap()), t.duration_since(UNIX_EPOCH).unwrap().as_secs());
+    }
+    let captured = UNIX_EPOCH + Duration::from_secs_f64(m["captured_at_epoch"].as_f64().unwrap());
+    (d, uc, captured)
+}
+
+/// A machine at `now` on another host than the fixtures' (every lease judged
+/// by its age), with short waits.
+pub fn sys_at(now: SystemTime) -> (Sys, Arc<FakeClock>) {
+    let clock = FakeClock::at(now);
+    let sys = Sys {
+        clock: clock.clone(),
+        procs: FakeProcs::new(),
+        host: ELSEWHERE.into(),
+        pid: std::process::id() as i32,
+        timing: Timing { settle: Duration::from_millis(20), busy_for: Duration::from_millis(20), ..Timing::peer() },
+        hook: Hook::default(),
+    };
+    (sys, clock)
+}
+
+pub fn app(uc: &Path, sys: Sys) -> App {
+    let src = Source { uc: uc.to_path_buf(), opts: ScanOptions::default(), sys };
+    let scan = src.scan().unwrap();
+    App::new(Model::new(src, scan), false, "notify")
+}
+
+/// The fixture's dashboard `after` its capture.
+pub fn open(name: &str, after: Duration) -> (tempfile::TempDir, PathBuf, App) {
+    let (d, uc, captured) = fixture(name);
+    let (sys, _) = sys_at(captured + after);
+    let a = app(&uc, sys);
+    (d, uc, a)
+}
+
+pub const LATER: Duration = Duration::from_secs(20 * 60);
+
+pub fn text(buf: &Buffer) -> String {
+    let w = buf.area.width as usize;
+    buf.content
+        .chunks(w)
+        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>().trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn draw(app: &mut App, w: u16, h: u16) -> Buffer {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| ubunye_tui::ui::draw(f, app)).unwrap();
+    term.backend().buffer().clone()
+}
+
+pub fn screen(app: &mut App, w: u16, h: u16) -> String {
+    text(&draw(app, w, h))
+}
+
+pub fn key(code: KeyCode) -> Event {
+    Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+/// Press keys written as words: `j`, `Enter`, `Esc`, `Right`, `Tab`, or
+/// `type:some text` to type text.
+pub fn press(app: &mut App, keys: &str) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for k in keys.split_whitespace() {
+        if let Some(t) = k.strip_prefix("type:") {
+            for c in t.chars() {
+                effects.extend(app.handle(key(KeyCode::Char(c))));
+            }
+            continue;
+        }
+        let code = match k {
+            "Enter" => KeyCode::Enter,
+            "Esc" => KeyCode::Esc,
+            "Right" => KeyCode::Right,
+            "Left" => KeyCode::Left,
+            "Up" => KeyCode::Up,
+            "Down" => KeyCode::Down,
+            "Tab" => KeyCode::Tab,
+            "Backspace" => KeyCode::Backspace,
+            "PgDn" => KeyCode::PageDown,
+            one if one.chars().count() == 1 => KeyCode::Char(one.chars().next().unwrap()),
+            other => panic!("no key {other}"),
+        };
+        effects.extend(app.handle(key(code)));
+    }
+    effects
+}
+
+pub fn states(app: &App) -> Vec<State> {
+    app.rows.iter().map(|&i| app.model.batches()[i].state).collect()
+}
+
+pub fn selected_state(app: &App) -> Option<State> {
+    app.selected_batch().map(|b| b.state)
+}
+
+/// A lease-folder file of the fixtures' task.
+pub fn lease_path(uc: &Path, name: &str) -> PathBuf {
+    fs::canonicalize(uc).unwrap().join(".ubunye/leases/demo/sales/ingest").join(name)
+}

@@ -1,0 +1,246 @@
+//! `top`'s model against the library's full scan: rescans streamed in a task
+//! at a time, finished batches kept light, and what file events do to them.
+//! What the dashboard shows must be what `leases list` and `leases explain`
+//! say (review 7).
+
+mod common;
+use common::dash::*;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use ubunye::state::{Batch, Scan, ScanOptions, State};
+use ubunye_tui::app::{App, Effect};
+use ubunye_tui::event::Event;
+use ubunye_tui::model::{Model, Source};
+
+/// A rescan (poll mode, `r`, a burst of events) reads the use case a task at a
+/// time into the model, as the first read does, never a second copy of it all
+/// beside it; at its end the batches it did not find again go.
+#[test]
+fn a_rescan_streams_in_and_drops_the_batches_that_went() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    assert_eq!(states(&a), vec![State::Dead, State::Finished]);
+    let root = fs::canonicalize(&uc).unwrap();
+    // The finished batch goes whole (note and records); a new task appears.
+    fs::remove_file(lease_path(&uc, "39bc42311894ddba.finished.json")).unwrap();
+    fs::remove_dir_all(root.join(".ubunye/lineage/demo/sales/ingest")).unwrap();
+    let other = root.join(".ubunye/leases/demo/sales/other");
+    fs::create_dir_all(&other).unwrap();
+    fs::copy(lease_path(&uc, "7d106ca76674f2a1.json"), other.join("7d106ca76674f2a1.json")).unwrap();
+    let effects = press(&mut a, "r");
+    assert!(matches!(effects.as_slice(), [Effect::FullScan]));
+    let (tx, rx) = std::sync::mpsc::channel();
+    ubunye_tui::top::read(&a.model.src, tx).unwrap();
+    a.handle_all(rx.iter().collect());
+    assert!(!a.scanning);
+    assert_eq!(a.model.batches().len(), 2, "the batch that went is dropped, not hidden");
+    let tasks: Vec<&str> = a.rows.iter().map(|&i| a.model.batches()[i].task.as_str()).collect();
+    assert_eq!(tasks, vec!["demo/sales/ingest", "demo/sales/other"]);
+    // (The copy is judged live: its file is newer than the test's clock.)
+    assert_eq!(states(&a), vec![State::Dead, State::Live]);
+}
+
+/// Frozen in the middle of a rescan: what it reads is dropped (the screen
+/// holds still), nothing is taken as gone, and the rescan is done again when
+/// the freeze ends.
+#[test]
+fn a_rescan_that_arrives_while_frozen_is_done_again_after() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    fs::remove_file(lease_path(&uc, "7d106ca76674f2a1.json")).unwrap();
+    assert!(matches!(press(&mut a, "r").as_slice(), [Effect::FullScan]));
+    press(&mut a, "F");
+    let read = |a: &App| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        ubunye_tui::top::read(&a.model.src, tx).unwrap();
+        rx.iter().collect::<Vec<Event>>()
+    };
+    let events = read(&a);
+    a.handle_all(events);
+    assert_eq!(states(&a), vec![State::Dead, State::Finished], "frozen: nothing applied");
+    assert_eq!(a.model.batches().len(), 2);
+    let effects = press(&mut a, "F");
+    assert!(effects.iter().any(|e| matches!(e, Effect::FullScan)), "{effects:?}");
+    let events = read(&a);
+    a.handle_all(events);
+    assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
+}
+
+/// A finished batch is kept light (the finished note's claimed files and its
+/// records' output locations, which only its explanation and doctor read, are
+/// dropped); explained, it is read whole again: the detail pane says what
+/// `leases explain` says, claimed files and all.
+#[test]
+fn a_light_finished_batch_is_explained_as_a_whole_one() {
+    let mut light = 0;
+    for fx in ["dead-killed", "finished", "finished-rerun", "taken-over-done", "dead-spark-staged-taken-over"] {
+        let (_d, uc, captured) = fixture(fx);
+        let (sys, _) = sys_at(captured + LATER);
+        let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys };
+        let scan = src.scan().unwrap();
+        let mut m = Model::new(src, scan.clone());
+        for b in &scan.batches {
+            let id = (b.task.clone(), b.key.clone());
+            let kept = m.get(&id).unwrap().clone();
+            let claims = |b: &ubunye::state::Batch| {
+                b.finished.as_ref().map_or(0, |f| f.outputs.iter().map(|o| o.1.len()).sum::<usize>())
+            };
+            if b.state == State::Finished && claims(b) > 0 {
+                assert_eq!(claims(&kept), 0, "{fx}: kept light");
+                light += 1;
+            }
+            let whole = m.whole(&id).unwrap().unwrap();
+            let render = |s: &ubunye::state::Scan, b: ubunye::state::Batch| {
+                ubunye::explain::render(&ubunye::explain::explain(s, b, &uc))
+            };
+            assert_eq!(render(&m.scan, whole), render(&scan, b.clone()), "{fx} {}", b.key);
+        }
+    }
+    assert!(light >= 5, "{light} light batches looked at");
+}
+
+/// A light batch keeps no path for a record at the usual place; a change to
+/// that record still finds it there.
+#[test]
+fn a_light_batch_still_follows_its_records() {
+    let (_d, uc, mut a) = open("finished", LATER);
+    let b = a.model.batches()[0].clone();
+    assert_eq!(b.state, State::Finished);
+    assert_eq!(b.records.len(), 1);
+    assert!(b.records[0].path.as_os_str().is_empty(), "kept light");
+    let record = fs::canonicalize(&uc)
+        .unwrap()
+        .join(".ubunye/lineage/demo/sales/ingest")
+        .join(format!("{}.json", b.records[0].run_id));
+    fs::remove_file(&record).unwrap();
+    a.handle(Event::FsChange(vec![record]));
+    let now = a.model.get(&(b.task.clone(), b.key.clone())).unwrap();
+    assert!(now.records.is_empty(), "{:?}", now.records);
+    assert_eq!(now.state, State::Finished);
+}
+
+fn record_path(uc: &Path, run: &str) -> PathBuf {
+    fs::canonicalize(uc).unwrap().join(".ubunye/lineage/demo/sales/ingest").join(format!("{run}.json"))
+}
+
+fn full(a: &App) -> Scan {
+    a.model.src.scan().unwrap()
+}
+
+/// What the table, the filter and the runs view show of a batch.
+fn shown(b: &Batch, vars: Option<&str>) -> String {
+    let mut runs: Vec<&str> = b.records.iter().map(|r| r.run_id.as_str()).collect();
+    runs.sort();
+    format!(
+        "{} {} state={:?} run={:?} note={:?} vars={:?} flags={:?} records={:?}",
+        b.task, b.key, b.state, b.run_id, b.note, vars, b.flags, runs
+    )
+}
+
+/// Every batch of the model as a fresh full scan shows it.
+fn assert_as_a_full_scan(a: &App, what: &str) {
+    let mut got: Vec<String> = a.model.batches().iter().enumerate().map(|(i, b)| shown(b, a.model.vars(i))).collect();
+    let mut want: Vec<String> = full(a).batches.iter().map(|b| shown(b, b.variables_text().as_deref())).collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "{what}: the dashboard differs from a full scan");
+}
+
+/// A new run record for the batch of `from` (same variables).
+fn new_record(uc: &Path, from: &str, run: &str, status: &str, started: &str) -> PathBuf {
+    let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(record_path(uc, from)).unwrap()).unwrap();
+    v["run_id"] = run.into();
+    v["started_at"] = started.into();
+    v["ended_at"] = started.into();
+    v["status"] = status.into();
+    if status != "success" {
+        v["error"] = "CommandFailed: sh exited with code 1.".into();
+    }
+    let p = record_path(uc, run);
+    fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    p
+}
+
+const FINISHED_RUN: &str = "45fffa8e-a1a8-4b99-9b7d-1065b2a4692f";
+const RERUN_NAMED: &str = "812867c6-0a01-4ec4-b24b-a201616caa27";
+
+/// Review 7, findings 1 and 2: a record event on a light batch judged it from
+/// its light copy, which had lost the note's time: the note read "finished
+/// at ", and a newer failed or running record (a rerun with leases off) was
+/// never seen. A light batch is now read whole before it is judged.
+#[test]
+fn a_record_event_on_a_light_batch_judges_it_whole() {
+    let (_d, uc, mut a) = open("finished", LATER);
+    let rec = record_path(&uc, FINISHED_RUN);
+    fs::write(&rec, fs::read(&rec).unwrap()).unwrap();
+    a.handle(Event::FsChange(vec![rec]));
+    assert_as_a_full_scan(&a, "the record written again");
+    for (run, status, started, want) in [
+        ("0f1e2d3c-0000-4000-8000-000000000002", "running", "2026-11-29T11:00:00.000000+00:00", State::Interrupted),
+        ("0f1e2d3c-0000-4000-8000-000000000001", "error", "2026-11-29T11:05:00.000000+00:00", State::Failed),
+    ] {
+        let rec = new_record(&uc, FINISHED_RUN, run, status, started);
+        a.handle(Event::FsChange(vec![rec]));
+        assert_eq!(a.model.batches()[0].state, want, "{status}");
+        assert_as_a_full_scan(&a, status);
+    }
+}
+
+/// Review 7, findings 3 and 4: a light batch read again (its note changed,
+/// or explained) took its variables only from its light copy, which keeps
+/// none: the table showed the key, the filter lost it, the detail pane said
+/// "variables not known". They come from its records now, as in a full scan.
+#[test]
+fn a_light_batch_read_again_keeps_its_variables() {
+    let (_d, uc, mut a) = open("finished", LATER);
+    a.set_filter("DEV");
+    assert_eq!(a.rows.len(), 1);
+    let note = lease_path(&uc, "39bc42311894ddba.finished.json");
+    fs::remove_file(&note).unwrap();
+    a.handle(Event::FsChange(vec![note]));
+    assert_as_a_full_scan(&a, "the note gone");
+    assert_eq!(a.rows.len(), 1, "the filter still finds it by its variables");
+
+    // The run the note names has no record; another record names the batch
+    // by its variables.
+    let (_d, uc, mut a) = open("finished-rerun", LATER);
+    let rec = record_path(&uc, RERUN_NAMED);
+    fs::remove_file(&rec).unwrap();
+    a.refresh_detail(true);
+    let (scan, b) = (full(&a), a.model.batches()[0].clone());
+    let fresh = scan.batches.iter().find(|x| x.key == b.key).unwrap().clone();
+    let want: Vec<String> =
+        ubunye::explain::render(&ubunye::explain::explain(&scan, fresh, &uc)).lines().map(str::to_string).collect();
+    assert_eq!(a.detail.lines, want, "the detail pane says what `leases explain` says");
+    let note = lease_path(&uc, "39bc42311894ddba.finished.json");
+    fs::write(&note, fs::read(&note).unwrap()).unwrap();
+    a.handle(Event::FsChange(vec![rec, note]));
+    assert_as_a_full_scan(&a, "the named record gone, the note written again");
+}
+
+/// Review 7, finding 5: frozen after a rescan's last part, its end still
+/// dropped batches and rebuilt the rows. Now nothing changes until the freeze
+/// ends, and then the rescan is done again.
+#[test]
+fn a_rescan_ending_while_frozen_changes_nothing_until_the_freeze_ends() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    fs::remove_file(lease_path(&uc, "7d106ca76674f2a1.json")).unwrap();
+    fs::remove_file(record_path(&uc, "a7ee7676-3983-4c1b-8fff-47937b7a2497")).unwrap();
+    assert!(matches!(press(&mut a, "r").as_slice(), [Effect::FullScan]));
+    let read = |a: &App| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        ubunye_tui::top::read(&a.model.src, tx).unwrap();
+        rx.iter().collect::<Vec<Event>>()
+    };
+    let (parts, loaded): (Vec<Event>, Vec<Event>) = read(&a).into_iter().partition(|e| matches!(e, Event::Part(_)));
+    a.handle_all(parts);
+    press(&mut a, "F");
+    let before = (a.rows.clone(), a.model.batches().len());
+    a.handle_all(loaded);
+    assert_eq!((a.rows.clone(), a.model.batches().len()), before, "frozen");
+    let effects = press(&mut a, "F");
+    assert!(effects.iter().any(|e| matches!(e, Effect::FullScan)), "{effects:?}");
+    a.handle_all(read(&a));
+    assert_eq!(states(&a), vec![State::Finished]);
+    assert_as_a_full_scan(&a, "after the freeze");
+}
