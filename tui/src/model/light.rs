@@ -39,24 +39,21 @@ pub(super) fn prepare(b: &mut Batch) -> (bool, Option<Box<str>>) {
     (lighten(b), vars)
 }
 
-/// Keep a finished batch light: what only its explanation or doctor reads is
-/// dropped (the finished note's claimed files and path, its records' output
-/// locations and backend, a record's path when it is the usual one
-/// ([`super::Model::record_path`]), the variables kept as a line beside it). What
-/// `classify` reads stays (the note's run and time, the records' status and
-/// times), though a light batch is read whole again before it is judged;
-/// [`super::Model::whole`] reads the batch again when it is explained, and doctor's
-/// view reads the use case itself. What the table, the filter and the runs
-/// view show stays. At 100,000 batches this is what keeps `top` under 200 MB
+/// Keep a finished batch light: what the table, the filter and the runs view
+/// show stays (state, note, run, its records' run, status, times and error);
+/// the rest goes: the finished note (its run is the batch's `run_id`), the
+/// records' output locations and backend, a record's path when it is the
+/// usual one ([`super::Model::record_path`]), and the variables, kept as a
+/// line beside the batch. A light batch is never judged or explained from
+/// what is left: [`super::Model::whole`] reads it whole again (so does a
+/// record event before it is judged), and doctor's view reads the use case
+/// itself. At 100,000 batches this is what keeps `top` under 200 MB
 /// (docs/performance.md). True when it was made light.
 fn lighten(b: &mut Batch) -> bool {
     if b.state != State::Finished {
         return false;
     }
-    if let Some(f) = b.finished.as_mut() {
-        f.path = PathBuf::new();
-        f.outputs = Vec::new();
-    }
+    b.finished = None;
     for r in &mut b.records {
         r.locations = Vec::new();
         r.backend = None;

@@ -108,8 +108,7 @@ impl Model {
             side: Vec::new(),
             scan,
         };
-        m.side =
-            m.scan.batches.iter_mut().map(prepare).map(|(light, vars)| Side { stamp: 0, light, vars }).collect();
+        m.side = m.scan.batches.iter_mut().map(prepare).map(|(light, vars)| Side { stamp: 0, light, vars }).collect();
         m.reindex();
         m
     }
@@ -380,7 +379,12 @@ impl Model {
         let mut m = HashMap::new();
         for b in self.scan.batches.iter().filter(|b| tasks.contains(b.task.as_str())) {
             let id = || (b.task.clone(), b.key.clone());
-            let runs = b.named_runs().chain(b.records.iter().map(|r| r.run_id.as_str())).map(str::to_string);
+            // (A light batch's note is gone: its run is the batch's run_id.)
+            let runs = b
+                .named_runs()
+                .chain(b.run_id.as_deref())
+                .chain(b.records.iter().map(|r| r.run_id.as_str()))
+                .map(str::to_string);
             for r in runs.filter(|r| !r.is_empty()) {
                 m.insert((b.task.clone(), r), id());
             }
