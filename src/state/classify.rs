@@ -33,6 +33,8 @@ pub fn classify(b: &mut Batch, now: Now) {
     let latest = b.records.first();
     if !b.unreadable.is_empty() {
         b.state = State::Unreadable;
+        // By path: the same note however the folder happened to list them.
+        b.unreadable.sort_by(|x, y| x.path.cmp(&y.path));
         let u = &b.unreadable[0];
         b.note =
             format!("{}: {}", u.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), u.why);

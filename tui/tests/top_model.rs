@@ -244,3 +244,160 @@ fn a_rescan_ending_while_frozen_changes_nothing_until_the_freeze_ends() {
     assert_eq!(states(&a), vec![State::Finished]);
     assert_as_a_full_scan(&a, "after the freeze");
 }
+
+/// Review 8: a second record file of the same run, an unreadable record, one
+/// made readable again, a record whose variables were masked or edited, a
+/// record at an unusual path deleted: each filed where a full scan files it.
+#[test]
+fn record_files_are_filed_where_a_full_scan_files_them() {
+    let dir = |uc: &Path| record_path(uc, FINISHED_RUN).parent().unwrap().to_path_buf();
+    // A copy of a light batch's record beside it: explained, and re-read.
+    let (_d, uc, captured) = fixture("finished");
+    fs::copy(record_path(&uc, FINISHED_RUN), dir(&uc).join("copy-of-the-run.json")).unwrap();
+    let (sys, _) = sys_at(captured + LATER);
+    let mut a = app(&uc, sys);
+    a.refresh_detail(true);
+    assert_eq!(a.detail.lines.iter().filter(|l| l.contains("record    45fffa8e")).count(), 2, "{:#?}", a.detail.lines);
+    let note = lease_path(&uc, "39bc42311894ddba.finished.json");
+    fs::write(&note, fs::read(&note).unwrap()).unwrap();
+    a.handle(Event::FsChange(vec![note]));
+    assert_as_a_full_scan(&a, "a second file of the run");
+    // A new record unreadable (half written), then readable; then the record
+    // the note names unreadable.
+    let (_d, uc, mut a) = open("finished", LATER);
+    let run = "0f1e2d3c-0000-4000-8000-000000000003";
+    let rec = record_path(&uc, run);
+    fs::write(&rec, b"\xff\xfe not utf-8").unwrap();
+    a.handle(Event::FsChange(vec![rec.clone()]));
+    assert_as_a_full_scan(&a, "a new record, unreadable");
+    new_record(&uc, FINISHED_RUN, run, "success", "2026-11-29T10:00:00.000000+00:00");
+    a.handle(Event::FsChange(vec![rec]));
+    assert_as_a_full_scan(&a, "the new record readable");
+    let rec = record_path(&uc, FINISHED_RUN);
+    fs::write(&rec, b"\xff\xfe not utf-8").unwrap();
+    a.handle(Event::FsChange(vec![rec]));
+    assert_as_a_full_scan(&a, "the named record unreadable");
+    // Variables masked or edited: the record moves.
+    for mode in ["***", "PROD"] {
+        let (_d, uc, mut a) = open("finished-rerun", LATER);
+        let rec = record_path(&uc, FINISHED_RUN);
+        let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&rec).unwrap()).unwrap();
+        v["variables"]["mode"] = mode.into();
+        fs::write(&rec, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        a.handle(Event::FsChange(vec![rec]));
+        assert_as_a_full_scan(&a, mode);
+    }
+    // A record at an unusual path, deleted.
+    let (_d, uc, captured) = fixture("finished");
+    let renamed = dir(&uc).join("renamed.json");
+    fs::rename(record_path(&uc, FINISHED_RUN), &renamed).unwrap();
+    let (sys, _) = sys_at(captured + LATER);
+    let mut a = app(&uc, sys);
+    fs::remove_file(&renamed).unwrap();
+    a.handle(Event::FsChange(vec![renamed]));
+    assert_as_a_full_scan(&a, "a record at an unusual path deleted");
+}
+
+/// Review 7's random walk: files of the fixtures written and removed in three
+/// tasks, seen through events alone or through rescans with the events (and
+/// a freeze) in their middle. After each step every batch of the model shows
+/// what a full scan shows, each is found at its own position, and every row
+/// and run of the views is in bounds. `UBUNYE_TEST_SEEDS` walks more.
+#[test]
+fn a_random_walk_of_changes_shows_what_a_full_scan_shows() {
+    let seeds: u64 = std::env::var("UBUNYE_TEST_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
+    let mut pool: Vec<(bool, String, Vec<u8>)> = Vec::new();
+    for s in ["dead-killed", "finished-rerun", "rerun-pending", "orphan", "kept", "live"] {
+        let base = common::fixture_dir(s).join("uc/.ubunye");
+        for (lease, sub) in [(true, "leases"), (false, "lineage")] {
+            for e in fs::read_dir(base.join(sub).join("demo/sales/ingest")).into_iter().flatten().flatten() {
+                pool.push((lease, e.file_name().to_string_lossy().into_owned(), fs::read(e.path()).unwrap()));
+            }
+        }
+    }
+    let tasks = ["demo/sales/ingest", "demo/sales/t1", "demo/sales/t2"];
+    for seed in 0..seeds {
+        let mut rng = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let (_d, uc, mut a) = open("dead-killed", LATER);
+        let root = fs::canonicalize(&uc).unwrap();
+        let read = |a: &App| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            ubunye_tui::top::read(&a.model.src, tx).unwrap();
+            rx.iter().collect::<Vec<Event>>()
+        };
+        for step in 0..20 {
+            let what = format!("seed {seed} step {step}");
+            let rescan = next(2) == 0;
+            let mut events = Vec::new();
+            if rescan {
+                if !a.scanning {
+                    press(&mut a, "r");
+                }
+                // Read before the files change: its parts are older than the
+                // event that comes in their middle.
+                events = read(&a);
+            }
+            let mut changed = Vec::new();
+            for _ in 0..=next(3) {
+                let (lease, name, bytes) = &pool[next(pool.len() as u64) as usize];
+                // Records stay in the fixtures' task, where their variables
+                // hash to the keys the lease files are named by.
+                let task = if *lease { tasks[next(3) as usize] } else { tasks[0] };
+                let dir = root.join(if *lease { ".ubunye/leases" } else { ".ubunye/lineage" }).join(task);
+                fs::create_dir_all(&dir).unwrap();
+                let p = dir.join(name);
+                if p.exists() && next(2) == 0 {
+                    fs::remove_file(&p).unwrap();
+                } else {
+                    fs::write(&p, bytes).unwrap();
+                }
+                changed.push(p);
+            }
+            if !rescan {
+                a.handle(Event::FsChange(changed));
+            } else {
+                let at = next(events.len() as u64) as usize;
+                events.insert(at, Event::FsChange(changed));
+                let freeze = next(3) == 0;
+                for (k, ev) in events.into_iter().enumerate() {
+                    if freeze && k == at {
+                        press(&mut a, "F");
+                    }
+                    a.handle(ev);
+                    in_bounds(&mut a, &what);
+                }
+                if a.frozen {
+                    press(&mut a, "F");
+                }
+            }
+            while a.scanning {
+                let events = read(&a);
+                a.handle_all(events);
+            }
+            in_bounds(&mut a, &what);
+            assert_as_a_full_scan(&a, &what);
+        }
+    }
+}
+
+/// Each batch found at its own position, none twice, every row of the table
+/// and of the runs view in bounds.
+fn in_bounds(a: &mut App, what: &str) {
+    let n = a.model.batches().len();
+    for (i, b) in a.model.batches().iter().enumerate() {
+        let found = a.model.get(&(b.task.clone(), b.key.clone())).map(|g| g as *const Batch);
+        assert_eq!(found, Some(b as *const Batch), "{what}: {} {} not found at {i}", b.task, b.key);
+    }
+    assert!(a.rows.iter().all(|&i| i < n), "{what}: a row out of bounds");
+    press(a, "2");
+    a.prepare();
+    let bs = a.model.batches();
+    assert!(a.runs.iter().all(|&(b, r)| b < n && r < bs[b].records.len()), "{what}: a run out of bounds");
+    press(a, "1");
+}

@@ -5,19 +5,21 @@
 //! alone changes dead and stalled: [`Model::tick`] re-judges every lease.
 //! No lease logic here: every judgement is the library's.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use ubunye::layout::{self, Entry};
-use ubunye::state::{self, Batch, RecordInfo, Scan, ScanOptions};
+use ubunye::state::{self, Batch, Scan, ScanOptions};
 use ubunye::sys::{ClockSource, Now, Sys};
 
 use crate::index::Index;
 
 mod light;
+mod records;
 pub use light::{Kept, keep};
 use light::{Side, give_back_memory, prepare};
+use records::file_record;
 
 /// Where the data comes from, and the machine that judges it.
 #[derive(Clone, Debug)]
@@ -181,7 +183,7 @@ impl Model {
             return Ok(self.scan.batches.get(i).cloned());
         }
         let now = self.now();
-        self.read_again(id, now).map(Some)
+        self.read_again(id, now, None).map(Some)
     }
 
     fn changed(&mut self) {
@@ -191,16 +193,6 @@ impl Model {
 
     pub fn get(&self, id: &Id) -> Option<&Batch> {
         self.position(&id.0, &id.1).and_then(|i| self.scan.batches.get(i))
-    }
-
-    /// Where a record of the model is: a light batch's records keep no path
-    /// when it is the usual one, `<lineage>/<task>/<run id>.json`.
-    fn record_path(&self, task: &str, r: &RecordInfo) -> PathBuf {
-        if r.path.as_os_str().is_empty() {
-            self.scan.lineage_dir.join(task).join(format!("{}.json", r.run_id))
-        } else {
-            r.path.clone()
-        }
     }
 
     fn position(&self, task: &str, key: &str) -> Option<usize> {
@@ -303,8 +295,10 @@ impl Model {
         if !records.is_empty() {
             let tasks: BTreeSet<&str> = records.iter().map(|(t, _)| t.as_str()).collect();
             let runs = self.run_index(&tasks);
+            let held = self.record_holders(&tasks);
             for (task, path) in records {
-                self.reread_record(&task, &path, &runs, now);
+                let holders = held.get(&path).map(Vec::as_slice).unwrap_or_default();
+                self.reread_record(&task, &path, &runs, holders, now);
                 out.changed = true;
             }
         }
@@ -318,33 +312,47 @@ impl Model {
     /// and put it in place, keeping run records a full scan had found for it by
     /// their variables.
     pub fn reread(&mut self, id: &Id, now: Now) -> Result<(), String> {
-        let fresh = self.read_again(id, now)?;
+        let fresh = self.read_again(id, now, None)?;
         self.put(fresh);
         Ok(())
     }
 
-    /// One batch read again: its lease-folder files and the records they
-    /// name, with the records the model had found for it by their variables.
-    fn read_again(&self, id: &Id, now: Now) -> Result<Batch, String> {
+    /// One batch read again, as a full scan files it: its lease-folder files,
+    /// the records they name, and the records the model had for it (found by
+    /// their variables), all read again from disk; its variables from those
+    /// records. `except`: a record file left out (it is being filed again).
+    fn read_again(&self, id: &Id, now: Now, except: Option<&Path>) -> Result<Batch, String> {
         let (_, mut fresh) =
             state::scan_batch(&self.src.uc, &id.0, &id.1, &self.src.opts, &self.src.sys).map_err(|e| e.to_string())?;
+        let not_except = |p: &Path| except != Some(p);
+        // A full scan files an unreadable record under the unknown batch,
+        // whatever run its name says.
+        let records_dir = self.scan.lineage_dir.join(&id.0);
+        fresh.unreadable.retain(|u| u.path.parent() != Some(records_dir.as_path()));
+        fresh.records.retain(|r| not_except(&r.path));
         if let Some(old) = self.get(id) {
-            let missing: Vec<PathBuf> = old
+            let more: Vec<PathBuf> = old
                 .records
                 .iter()
-                .filter(|r| !fresh.records.iter().any(|f| f.run_id == r.run_id))
                 .map(|r| self.record_path(&id.0, r))
+                .filter(|p| not_except(p) && !fresh.records.iter().any(|f| &f.path == p))
                 .collect();
-            // The batch's variables come from its records, as in a full scan
-            // (a light batch keeps none; a record that went takes its along).
-            for p in missing {
+            for p in more {
                 if let Ok(r) = state::read_record(&p) {
-                    file_record(&mut fresh, r);
+                    fresh.records.push(r);
                 }
             }
-            fresh.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
-            state::classify(&mut fresh, now);
+            // The unknown batch's unreadable records: each is filed again by
+            // its own event.
+            let unreadable = old.unreadable.iter().filter(|u| u.path.parent() == Some(records_dir.as_path()));
+            fresh.unreadable.extend(unreadable.filter(|u| not_except(&u.path)).cloned());
         }
+        fresh.variables = None;
+        for r in std::mem::take(&mut fresh.records) {
+            file_record(&mut fresh, r);
+        }
+        fresh.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
+        state::classify(&mut fresh, now);
         Ok(fresh)
     }
 
@@ -372,65 +380,6 @@ impl Model {
             }
             (None, true) => {}
         }
-    }
-
-    /// (task, run id) -> the batch that holds it, for these tasks.
-    fn run_index(&self, tasks: &BTreeSet<&str>) -> HashMap<(String, String), Id> {
-        let mut m = HashMap::new();
-        for b in self.scan.batches.iter().filter(|b| tasks.contains(b.task.as_str())) {
-            let id = || (b.task.clone(), b.key.clone());
-            // (A light batch's note is gone: its run is the batch's run_id.)
-            let runs = b
-                .named_runs()
-                .chain(b.run_id.as_deref())
-                .chain(b.records.iter().map(|r| r.run_id.as_str()))
-                .map(str::to_string);
-            for r in runs.filter(|r| !r.is_empty()) {
-                m.insert((b.task.clone(), r), id());
-            }
-        }
-        m
-    }
-
-    /// Read one run record again and file it under its batch, as a full scan
-    /// would: by the run a lease, note or mark names, else by its variables.
-    fn reread_record(&mut self, task: &str, path: &Path, runs: &HashMap<(String, String), Id>, now: Now) {
-        let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let read = if path.exists() { Some(state::read_record(path)) } else { None };
-        let run_id = match &read {
-            Some(Ok(r)) => r.run_id.clone(),
-            _ => stem,
-        };
-        let by_run = runs.get(&(task.to_string(), run_id.clone())).cloned();
-        let id = match (&by_run, &read) {
-            (Some(id), _) => Some(id.clone()),
-            (None, Some(Ok(r))) => Some((task.to_string(), record_key(task, r).unwrap_or_else(|| "?".repeat(16)))),
-            (None, Some(Err(_))) => Some((task.to_string(), "?".repeat(16))),
-            (None, None) => None,
-        };
-        let Some(id) = id else { return };
-        // A light batch is never judged from its light copy (it lacks what
-        // classify reads): it is read whole first.
-        let light = self.position(&id.0, &id.1).is_some_and(|i| self.side[i].light);
-        let whole = match light {
-            true => match self.read_again(&id, now) {
-                Ok(b) => Some(b),
-                // Cannot be read now: kept as it was (the event said so).
-                Err(_) => return,
-            },
-            false => self.get(&id).cloned(),
-        };
-        let mut b = whole.unwrap_or_else(|| empty_batch(&id));
-        b.records.retain(|r| self.record_path(task, r) != path);
-        b.unreadable.retain(|u| u.path != path);
-        match read {
-            Some(Ok(r)) => file_record(&mut b, r),
-            Some(Err(u)) => b.unreadable.push(u),
-            None => {}
-        }
-        b.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
-        state::classify(&mut b, now);
-        self.put(b);
     }
 
     /// Judge every lease again as time passes. True when a state or a flag
@@ -462,29 +411,9 @@ impl Model {
     }
 }
 
-/// File a run record under a batch as a scan does: variables that hash to
-/// the batch's key are the batch's.
-fn file_record(b: &mut Batch, r: RecordInfo) {
-    if b.variables.is_none() && record_key(&b.task, &r).as_deref() == Some(b.key.as_str()) {
-        b.variables = r.variables.clone();
-    }
-    b.records.push(r);
-}
-
 /// A batch with nothing read yet.
 fn empty_batch(id: &Id) -> Batch {
     Batch::new(&id.0, &id.1)
-}
-
-/// The key a record's variables hash to (none when masked or not hashable), as
-/// the library files records in a full scan.
-fn record_key(task: &str, r: &RecordInfo) -> Option<String> {
-    let vars = r.variables.as_ref()?;
-    if vars.values().any(|v| v == ubunye::secrets::REDACTED) {
-        return None;
-    }
-    let v = ubunye::key::variables_from_json(&serde_json::Value::Object(vars.clone())).ok()?;
-    ubunye::key::batch_key(task, &v).ok()
 }
 
 fn nanos_between(from: SystemTime, to: SystemTime) -> i128 {
