@@ -21,7 +21,7 @@ use crate::sys::Now;
 
 pub use classify::{classify, rejudge};
 pub use read::{read_record, task_dirs};
-pub use scan::{BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_tasks, shorten};
+pub use scan::{BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_tasks, shorten};
 
 /// A batch's one primary state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

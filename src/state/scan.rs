@@ -104,6 +104,35 @@ pub fn scan_tasks(
     Ok(ScanHead { root, lineage_dir, now, problems })
 }
 
+/// Read some tasks only, each as [`scan_tasks`] reads it (so with exactly
+/// the batches a whole scan gives that task), handing each task's name and
+/// batches to `each`: what a dashboard reads again when files of those tasks
+/// change. A task whose folders are gone has no batches; a name that is not
+/// `<usecase>/<package>/<task>` is passed over.
+pub fn scan_named_tasks(
+    uc: &Path,
+    opts: &ScanOptions,
+    sys: &Sys,
+    tasks: &[String],
+    mut each: impl FnMut(&str, Vec<Batch>),
+) -> Result<ScanHead, ScanError> {
+    let Opened { root, beneath, leases_root, lineage_dir, now } = open(uc, opts, sys)?;
+    let mut problems = Vec::new();
+    for task in tasks {
+        let parts: Vec<&str> = task.split('/').collect();
+        if parts.len() != 3 || parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+            continue;
+        }
+        let (leases, records) = (leases_root.join(task), lineage_dir.join(task));
+        let leases = leases.is_dir().then_some(leases.as_path());
+        let records = records.is_dir().then_some(records.as_path());
+        let mut batches = scan_task(task, leases, records, &beneath, sys, now, &mut problems);
+        batches.sort_by(|a, b| a.key.cmp(&b.key));
+        each(task, batches);
+    }
+    Ok(ScanHead { root, lineage_dir, now, problems })
+}
+
 /// The batches of one task: its lease folder and its folder of run records.
 fn scan_task(
     task: &str,

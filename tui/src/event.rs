@@ -110,6 +110,11 @@ impl<B: Backend> Loop<'_, B> {
                     let _ = self.tx.send(Event::Loaded(Box::new(Err(format!("cannot start a rescan: {e}")))));
                 }
             }
+            Effect::ReadTasks(tasks) => {
+                if let Err(e) = crate::top::read_tasks(&self.app.model.src, tasks, self.tx.clone()) {
+                    let _ = self.tx.send(Event::Loaded(Box::new(Err(format!("cannot start a rescan: {e}")))));
+                }
+            }
             Effect::Examine => {
                 let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
                 let spawned = std::thread::Builder::new().name("top-doctor".into()).spawn(move || {

@@ -96,6 +96,19 @@ pub fn examine(src: &Source) -> Event {
     Event::Examined(Box::new(ubunye::doctor::look(&src.uc, &src.opts, &src.sys).map_err(|e| e.to_string())))
 }
 
+/// Read these tasks again off the UI thread, as [`read`] reads every task:
+/// an [`Event::Part`] for each, then [`Event::Loaded`].
+pub fn read_tasks(src: &Source, tasks: Vec<String>, tx: mpsc::Sender<Event>) -> std::io::Result<()> {
+    let src = src.clone();
+    std::thread::Builder::new().name("top-read-tasks".into()).spawn(move || {
+        let head = ubunye::state::scan_named_tasks(&src.uc, &src.opts, &src.sys, &tasks, |_, batches| {
+            let _ = tx.send(Event::Part(batches.into_iter().map(crate::model::keep).collect()));
+        });
+        let _ = tx.send(Event::Loaded(Box::new(head.map_err(|e| e.to_string()))));
+    })?;
+    Ok(())
+}
+
 fn fail(msg: &str) -> i32 {
     eprintln!("ubunye: {msg}");
     ubunye::cli::exit::REFUSED

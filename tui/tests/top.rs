@@ -466,7 +466,15 @@ fn the_first_read_streams_in_and_changes_seen_meanwhile_are_applied_after() {
     fs::remove_file(&lease).unwrap();
     a.handle(Event::FsChange(vec![lease]));
     let effects = a.handle_all(loaded);
-    assert!(a.loading.is_none() && !a.scanning);
-    assert!(matches!(effects.as_slice(), [Effect::Rewatch]));
+    assert!(a.loading.is_none());
+    assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
+    // And its task is read again whole (records filed as a full scan files
+    // them), once the first read is over.
+    assert!(
+        matches!(effects.as_slice(), [Effect::Rewatch, Effect::ReadTasks(t)] if t == &["demo/sales/ingest".to_string()]),
+        "{effects:?}"
+    );
+    settle(&mut a, effects);
+    assert!(!a.scanning);
     assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
 }

@@ -113,7 +113,7 @@ fn a_light_batch_still_follows_its_records() {
         .join(".ubunye/lineage/demo/sales/ingest")
         .join(format!("{}.json", b.records[0].run_id));
     fs::remove_file(&record).unwrap();
-    a.handle(Event::FsChange(vec![record]));
+    change(&mut a, vec![record]);
     let now = a.model.get(&(b.task.clone(), b.key.clone())).unwrap();
     assert!(now.records.is_empty(), "{:?}", now.records);
     assert_eq!(now.state, State::Finished);
@@ -173,14 +173,14 @@ fn a_record_event_on_a_light_batch_judges_it_whole() {
     let (_d, uc, mut a) = open("finished", LATER);
     let rec = record_path(&uc, FINISHED_RUN);
     fs::write(&rec, fs::read(&rec).unwrap()).unwrap();
-    a.handle(Event::FsChange(vec![rec]));
+    change(&mut a, vec![rec]);
     assert_as_a_full_scan(&a, "the record written again");
     for (run, status, started, want) in [
         ("0f1e2d3c-0000-4000-8000-000000000002", "running", "2026-11-29T11:00:00.000000+00:00", State::Interrupted),
         ("0f1e2d3c-0000-4000-8000-000000000001", "error", "2026-11-29T11:05:00.000000+00:00", State::Failed),
     ] {
         let rec = new_record(&uc, FINISHED_RUN, run, status, started);
-        a.handle(Event::FsChange(vec![rec]));
+        change(&mut a, vec![rec]);
         assert_eq!(a.model.batches()[0].state, want, "{status}");
         assert_as_a_full_scan(&a, status);
     }
@@ -197,7 +197,7 @@ fn a_light_batch_read_again_keeps_its_variables() {
     assert_eq!(a.rows.len(), 1);
     let note = lease_path(&uc, "39bc42311894ddba.finished.json");
     fs::remove_file(&note).unwrap();
-    a.handle(Event::FsChange(vec![note]));
+    change(&mut a, vec![note]);
     assert_as_a_full_scan(&a, "the note gone");
     assert_eq!(a.rows.len(), 1, "the filter still finds it by its variables");
 
@@ -214,7 +214,7 @@ fn a_light_batch_read_again_keeps_its_variables() {
     assert_eq!(a.detail.lines, want, "the detail pane says what `leases explain` says");
     let note = lease_path(&uc, "39bc42311894ddba.finished.json");
     fs::write(&note, fs::read(&note).unwrap()).unwrap();
-    a.handle(Event::FsChange(vec![rec, note]));
+    change(&mut a, vec![rec, note]);
     assert_as_a_full_scan(&a, "the named record gone, the note written again");
 }
 
@@ -260,7 +260,7 @@ fn record_files_are_filed_where_a_full_scan_files_them() {
     assert_eq!(a.detail.lines.iter().filter(|l| l.contains("record    45fffa8e")).count(), 2, "{:#?}", a.detail.lines);
     let note = lease_path(&uc, "39bc42311894ddba.finished.json");
     fs::write(&note, fs::read(&note).unwrap()).unwrap();
-    a.handle(Event::FsChange(vec![note]));
+    change(&mut a, vec![note]);
     assert_as_a_full_scan(&a, "a second file of the run");
     // A new record unreadable (half written), then readable; then the record
     // the note names unreadable.
@@ -268,14 +268,14 @@ fn record_files_are_filed_where_a_full_scan_files_them() {
     let run = "0f1e2d3c-0000-4000-8000-000000000003";
     let rec = record_path(&uc, run);
     fs::write(&rec, b"\xff\xfe not utf-8").unwrap();
-    a.handle(Event::FsChange(vec![rec.clone()]));
+    change(&mut a, vec![rec.clone()]);
     assert_as_a_full_scan(&a, "a new record, unreadable");
     new_record(&uc, FINISHED_RUN, run, "success", "2026-11-29T10:00:00.000000+00:00");
-    a.handle(Event::FsChange(vec![rec]));
+    change(&mut a, vec![rec]);
     assert_as_a_full_scan(&a, "the new record readable");
     let rec = record_path(&uc, FINISHED_RUN);
     fs::write(&rec, b"\xff\xfe not utf-8").unwrap();
-    a.handle(Event::FsChange(vec![rec]));
+    change(&mut a, vec![rec]);
     assert_as_a_full_scan(&a, "the named record unreadable");
     // Variables masked or edited: the record moves.
     for mode in ["***", "PROD"] {
@@ -284,7 +284,7 @@ fn record_files_are_filed_where_a_full_scan_files_them() {
         let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&rec).unwrap()).unwrap();
         v["variables"]["mode"] = mode.into();
         fs::write(&rec, serde_json::to_string_pretty(&v).unwrap()).unwrap();
-        a.handle(Event::FsChange(vec![rec]));
+        change(&mut a, vec![rec]);
         assert_as_a_full_scan(&a, mode);
     }
     // A record at an unusual path, deleted.
@@ -294,7 +294,7 @@ fn record_files_are_filed_where_a_full_scan_files_them() {
     let (sys, _) = sys_at(captured + LATER);
     let mut a = app(&uc, sys);
     fs::remove_file(&renamed).unwrap();
-    a.handle(Event::FsChange(vec![renamed]));
+    change(&mut a, vec![renamed]);
     assert_as_a_full_scan(&a, "a record at an unusual path deleted");
 }
 
@@ -335,8 +335,10 @@ fn a_random_walk_of_changes_shows_what_a_full_scan_shows() {
             let what = format!("seed {seed} step {step}");
             let rescan = next(2) == 0;
             let mut events = Vec::new();
+            let mut asked = Vec::new();
             if rescan {
                 if !a.scanning {
+                    // (Its read is the one carried out just below.)
                     press(&mut a, "r");
                 }
                 // Read before the files change: its parts are older than the
@@ -360,26 +362,26 @@ fn a_random_walk_of_changes_shows_what_a_full_scan_shows() {
                 changed.push(p);
             }
             if !rescan {
-                a.handle(Event::FsChange(changed));
+                asked.extend(a.handle(Event::FsChange(changed)));
             } else {
                 let at = next(events.len() as u64) as usize;
                 events.insert(at, Event::FsChange(changed));
                 let freeze = next(3) == 0;
                 for (k, ev) in events.into_iter().enumerate() {
                     if freeze && k == at {
-                        press(&mut a, "F");
+                        asked.extend(press(&mut a, "F"));
                     }
-                    a.handle(ev);
+                    asked.extend(a.handle(ev));
                     in_bounds(&mut a, &what);
                 }
                 if a.frozen {
-                    press(&mut a, "F");
+                    asked.extend(press(&mut a, "F"));
                 }
             }
-            while a.scanning {
-                let events = read(&a);
-                a.handle_all(events);
-            }
+            // The reads asked for (a rescan, tasks read again), as the loop
+            // carries them out.
+            settle(&mut a, asked);
+            assert!(!a.scanning, "{what}: a read left under way");
             in_bounds(&mut a, &what);
             assert_as_a_full_scan(&a, &what);
         }
@@ -400,4 +402,112 @@ fn in_bounds(a: &mut App, what: &str) {
     let bs = a.model.batches();
     assert!(a.runs.iter().all(|&(b, r)| b < n && r < bs[b].records.len()), "{what}: a run out of bounds");
     press(a, "1");
+}
+
+/// A record of run X for batch 02 (by its variables), with `vars` changed.
+fn record_like(uc: &Path, run: &str, vars: &[(&str, &str)]) -> PathBuf {
+    let p = new_record(uc, FINISHED_RUN, run, "success", "2026-11-29T11:00:00.000000+00:00");
+    let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&p).unwrap()).unwrap();
+    for (k, val) in vars {
+        v["variables"][*k] = (*val).into();
+    }
+    fs::write(&p, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    p
+}
+
+const KEY_01: &str = "39bc42311894ddba";
+const KEY_02: &str = "7d106ca76674f2a1";
+const RUN_X: &str = "0f1e2d3c-0000-4000-8000-00000000000a";
+
+/// Review 9: a record belongs to the batch that names its run, else to the
+/// batch its variables hash to; a file of another batch that comes to name
+/// the run (a lease, an orphan, a done or takeover mark), or stops naming it,
+/// moves the record, a batch of its task that the file never mentions too.
+/// The dashboard reads the whole task again after every change.
+#[test]
+fn a_file_naming_a_run_moves_its_record_between_batches() {
+    let lease = fs::read_to_string(
+        common::fixture_dir("dead-killed").join(format!("uc/.ubunye/leases/demo/sales/ingest/{KEY_02}.json")),
+    )
+    .unwrap()
+    .replace("a7ee7676-3983-4c1b-8fff-47937b7a2497", RUN_X);
+    for (name, body) in [
+        (format!("{KEY_01}.json"), lease.clone()),
+        (format!("{KEY_01}.dead-0000abcd.json"), lease),
+        (format!("{KEY_01}.done-{RUN_X}"), String::new()),
+        (format!("{KEY_01}.taken-{RUN_X}"), String::new()),
+    ] {
+        let (_d, uc, mut a) = open("finished", LATER);
+        let rec = record_like(&uc, RUN_X, &[("dt", "2025-01-02")]);
+        change(&mut a, vec![rec]);
+        assert_as_a_full_scan(&a, "a record of batch 02, by its variables");
+        let p = lease_path(&uc, &name);
+        fs::write(&p, body).unwrap();
+        change(&mut a, vec![p.clone()]);
+        assert_as_a_full_scan(&a, &format!("{name} names its run"));
+        fs::remove_file(&p).unwrap();
+        change(&mut a, vec![p]);
+        assert_as_a_full_scan(&a, &format!("{name} gone"));
+    }
+}
+
+/// Review 9: masked variables (a secret) hash to no batch: once a rerun's
+/// note names its own run, the old run's record is named by nothing and goes
+/// to the unknown batch; a finished batch with no note does not keep its
+/// record's run for itself when the record's variables change; two batches
+/// naming one run; a record file holding another run than its name says.
+#[test]
+fn records_named_by_nothing_or_twice_are_filed_as_a_full_scan_files_them() {
+    // Masked variables and a rerun's note.
+    let (_d, uc, captured) = fixture("finished");
+    let old = record_path(&uc, FINISHED_RUN);
+    let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&old).unwrap()).unwrap();
+    v["variables"]["mode"] = "***".into();
+    fs::write(&old, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let (sys, _) = sys_at(captured + LATER);
+    let mut a = app(&uc, sys);
+    let rec = new_record(&uc, FINISHED_RUN, RUN_X, "success", "2026-11-29T11:00:00.000000+00:00");
+    let note = lease_path(&uc, &format!("{KEY_01}.finished.json"));
+    let mut n: serde_json::Value = serde_json::from_str(&fs::read_to_string(&note).unwrap()).unwrap();
+    n["run_id"] = RUN_X.into();
+    fs::write(&note, serde_json::to_string_pretty(&n).unwrap()).unwrap();
+    change(&mut a, vec![rec, note]);
+    assert_as_a_full_scan(&a, "a rerun's note, variables masked");
+    // No note; the record's variables edited.
+    let (_d, uc, captured) = fixture("finished");
+    fs::remove_file(lease_path(&uc, &format!("{KEY_01}.finished.json"))).unwrap();
+    let (sys, _) = sys_at(captured + LATER);
+    let mut a = app(&uc, sys);
+    let rec = record_path(&uc, FINISHED_RUN);
+    let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&rec).unwrap()).unwrap();
+    v["variables"]["dt"] = "2025-01-02".into();
+    fs::write(&rec, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    change(&mut a, vec![rec]);
+    assert_as_a_full_scan(&a, "no note, the record's variables edited");
+    // Two batches name one run; then its record changes.
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    let run = "a7ee7676-3983-4c1b-8fff-47937b7a2497";
+    change(
+        &mut a,
+        vec![{
+            let m = lease_path(&uc, &format!("{KEY_01}.done-{run}"));
+            fs::write(&m, b"").unwrap();
+            m
+        }],
+    );
+    assert_as_a_full_scan(&a, "01 names 02's run too");
+    let rec = record_path(&uc, run);
+    fs::write(&rec, fs::read(&rec).unwrap()).unwrap();
+    change(&mut a, vec![rec]);
+    assert_as_a_full_scan(&a, "that run's record written again");
+    // A record file holding another run than its name; then a heartbeat.
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    let p = record_path(&uc, run);
+    fs::write(&p, fs::read(record_path(&uc, "b3e1fa02-bd26-47f1-890a-8704893f379c")).unwrap()).unwrap();
+    change(&mut a, vec![p]);
+    assert_as_a_full_scan(&a, "a record file holding another run");
+    let lease = lease_path(&uc, &format!("{KEY_02}.json"));
+    fs::write(&lease, fs::read(&lease).unwrap()).unwrap();
+    change(&mut a, vec![lease]);
+    assert_as_a_full_scan(&a, "the lease written again");
 }

@@ -6,6 +6,7 @@
 mod input;
 mod rows;
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -82,6 +83,8 @@ impl SortBy {
 pub enum Effect {
     /// Read the whole use case again, off the UI thread.
     FullScan,
+    /// Read these tasks again whole, off the UI thread (their files changed).
+    ReadTasks(Vec<String>),
     /// Doctor's look at the use case ([`ubunye::doctor::look`]), off the UI
     /// thread: it reads every file again, a task at a time.
     Examine,
@@ -193,6 +196,8 @@ pub struct App {
     /// Parts of the read under way were dropped (it was frozen): it must not
     /// be taken as the whole use case.
     dropped: bool,
+    /// Tasks to read again once the read under way is over.
+    pending: BTreeSet<String>,
     /// Colours on (NO_COLOR unset).
     pub colour: bool,
     /// Rows the last drawn list had room for.
@@ -237,6 +242,7 @@ impl App {
             scan_again: false,
             during_scan: Vec::new(),
             dropped: false,
+            pending: BTreeSet::new(),
             colour,
             page: 10,
             detail_page: 10,
@@ -380,14 +386,18 @@ impl App {
     /// applied again at the end.
     pub fn start_loading(&mut self) {
         self.loading = Some(0);
-        self.begin_read();
+        self.begin_read(None);
     }
 
-    fn begin_read(&mut self) {
+    /// A read starts: of the whole use case (None), or of these tasks.
+    fn begin_read(&mut self, tasks: Option<BTreeSet<String>>) {
         self.scanning = true;
         self.dropped = false;
         self.during_scan.clear();
-        self.model.begin_read();
+        if tasks.is_none() {
+            self.pending.clear();
+        }
+        self.model.begin_read(tasks);
     }
 
     /// A read of the whole use case is over: the batches it did not find
@@ -418,12 +428,17 @@ impl App {
         let again = std::mem::take(&mut self.during_scan);
         if self.frozen {
             self.held.paths.extend(again);
-        } else if !again.is_empty() && self.model.apply(&again).full {
-            self.scan_again = true;
+        } else if !again.is_empty() {
+            let applied = self.model.apply(&again);
+            self.scan_again |= applied.full;
+            self.pending.extend(applied.tasks);
         }
         self.rebuild();
         if std::mem::take(&mut self.scan_again) {
             effects.extend(self.want_full_scan());
+        } else if !self.pending.is_empty() && !self.frozen {
+            let tasks = std::mem::take(&mut self.pending);
+            effects.extend(self.want_tasks(tasks));
         }
         effects
     }
@@ -466,7 +481,21 @@ impl App {
         if applied.changed {
             self.rebuild();
         }
-        if applied.full { self.want_full_scan() } else { Vec::new() }
+        if applied.full { self.want_full_scan() } else { self.want_tasks(applied.tasks) }
+    }
+
+    /// Read these tasks again whole (off the UI thread), or once the read
+    /// under way is over.
+    fn want_tasks(&mut self, tasks: BTreeSet<String>) -> Vec<Effect> {
+        if tasks.is_empty() {
+            return Vec::new();
+        }
+        if self.scanning {
+            self.pending.extend(tasks);
+            return Vec::new();
+        }
+        self.begin_read(Some(tasks.clone()));
+        vec![Effect::ReadTasks(tasks.into_iter().collect())]
     }
 
     fn want_full_scan(&mut self) -> Vec<Effect> {
@@ -478,7 +507,7 @@ impl App {
             self.scan_again = true;
             return Vec::new();
         }
-        self.begin_read();
+        self.begin_read(None);
         vec![Effect::FullScan]
     }
 

@@ -43,6 +43,10 @@ pub type Id = (String, String);
 /// instead of reading each.
 pub const BURST: usize = 2_000;
 
+/// At most this many batches of a burst are read again at once, on the UI
+/// thread; a bigger burst waits for the read of their tasks.
+const AT_ONCE: usize = 16;
+
 /// How often the disk's clock is read again (a probe file in the lease folder);
 /// between probes its distance from this machine's clock is assumed to hold.
 const CLOCK_PROBE_EVERY: Duration = Duration::from_secs(15);
@@ -67,6 +71,10 @@ pub struct Applied {
     pub changed: bool,
     /// A full rescan is needed.
     pub full: bool,
+    /// Tasks whose files changed: each is read again whole, off the UI
+    /// thread ([`Model::begin_read`] with them), so that every record is
+    /// filed as a full scan files it.
+    pub tasks: BTreeSet<String>,
     /// What could not be read.
     pub errors: Vec<String>,
 }
@@ -91,6 +99,8 @@ pub struct Model {
     /// whether it is kept light ([`lighten`]).
     pass: u32,
     side: Vec<Side>,
+    /// The tasks the read under way reads (None: all of them).
+    scope: Option<BTreeSet<String>>,
 }
 
 impl Model {
@@ -108,6 +118,7 @@ impl Model {
             last_change: None,
             pass: 0,
             side: Vec::new(),
+            scope: None,
             scan,
         };
         m.side = m.scan.batches.iter_mut().map(prepare).map(|(light, vars)| Side { stamp: 0, light, vars }).collect();
@@ -119,12 +130,14 @@ impl Model {
         self.index = Index::build(&self.scan.batches);
     }
 
-    /// A read of the whole use case starts (the first read, or a rescan in
-    /// poll mode or after a burst): its batches come a task at a time
-    /// ([`Model::extend`]), and [`Model::loaded`] ends it. One task's batches
-    /// are held beside the model at a time, never a second copy of it all.
-    pub fn begin_read(&mut self) {
+    /// A read starts: of the whole use case (`tasks` None: the first read, or
+    /// a rescan in poll mode or after a burst) or of the tasks whose files
+    /// changed. Its batches come a task at a time ([`Model::extend`]), and
+    /// [`Model::loaded`] ends it. One task's batches are held beside the
+    /// model at a time, never a second copy of it all.
+    pub fn begin_read(&mut self, tasks: Option<BTreeSet<String>>) {
         self.pass = self.pass.wrapping_add(1);
+        self.scope = tasks;
     }
 
     /// Put one task's batches, as the read under way found them. A batch read
@@ -139,19 +152,27 @@ impl Model {
     }
 
     /// The read is over: what it could not list, and (`complete`: every task
-    /// it found was put) the batches it did not find again go.
+    /// it found was put) the batches of the tasks it read that it did not
+    /// find again go.
     pub fn loaded(&mut self, head: ubunye::state::ScanHead, complete: bool) {
-        if complete && self.side.iter().any(|s| s.stamp != self.pass) {
-            let pass = self.pass;
-            let mut keep = self.side.iter().map(|s| s.stamp == pass);
+        let scope = self.scope.take();
+        let pass = self.pass;
+        let read = |b: &Batch| scope.as_ref().is_none_or(|t| t.contains(&b.task));
+        let gone: Vec<bool> =
+            self.scan.batches.iter().zip(&self.side).map(|(b, s)| s.stamp != pass && read(b)).collect();
+        if complete && gone.iter().any(|&g| g) {
+            let mut keep = gone.iter().map(|&g| !g);
             self.scan.batches.retain(|_| keep.next().unwrap_or(true));
-            self.side.retain(|s| s.stamp == pass);
+            let mut keep = gone.iter().map(|&g| !g);
+            self.side.retain(|_| keep.next().unwrap_or(true));
             self.reindex();
         }
         // The batches came a task at a time: room left over is let go.
         self.scan.batches.shrink_to_fit();
         self.side.shrink_to_fit();
-        self.scan.problems = head.problems;
+        if scope.is_none() {
+            self.scan.problems = head.problems;
+        }
         self.scan.now = head.now;
         self.changed();
         give_back_memory();
@@ -183,7 +204,7 @@ impl Model {
             return Ok(self.scan.batches.get(i).cloned());
         }
         let now = self.now();
-        self.read_again(id, now, None).map(Some)
+        self.read_again(id, now).map(Some)
     }
 
     fn changed(&mut self) {
@@ -260,17 +281,22 @@ impl Model {
         Target::Ignore
     }
 
-    /// Apply a burst of changed paths: each batch read once.
+    /// Apply a burst of changed paths. A batch whose lease-folder files
+    /// changed is read again at once, for the screen to follow within a
+    /// frame; every task touched (a run record is only filed right by a read
+    /// of its whole task) is returned in [`Applied::tasks`], to be read again.
     pub fn apply(&mut self, paths: &[PathBuf]) -> Applied {
         let mut out = Applied::default();
         let mut batches: BTreeSet<Id> = BTreeSet::new();
-        let mut records: Vec<(String, PathBuf)> = Vec::new();
         for p in paths {
             match self.target(p) {
                 Target::Batch(id) => {
+                    out.tasks.insert(id.0.clone());
                     batches.insert(id);
                 }
-                Target::Record { task, path } => records.push((task, path)),
+                Target::Record { task, .. } => {
+                    out.tasks.insert(task);
+                }
                 Target::Ignore => {}
                 Target::Full => out.full = true,
             }
@@ -278,28 +304,20 @@ impl Model {
                 return out;
             }
         }
-        records.sort();
-        records.dedup();
-        if batches.len() + records.len() > BURST {
+        if batches.len() > BURST {
             out.full = true;
             return out;
         }
-        let now = if batches.is_empty() && records.is_empty() { None } else { Some(self.now()) };
-        let Some(now) = now else { return out };
+        // Each batch read costs a listing of its task's lease folder: past a
+        // few, the read of the whole task that follows is the cheaper way.
+        if batches.is_empty() || batches.len() > AT_ONCE {
+            return out;
+        }
+        let now = self.now();
         for id in &batches {
             match self.reread(id, now) {
                 Ok(()) => out.changed = true,
                 Err(e) => out.errors.push(e),
-            }
-        }
-        if !records.is_empty() {
-            let tasks: BTreeSet<&str> = records.iter().map(|(t, _)| t.as_str()).collect();
-            let runs = self.run_index(&tasks);
-            let held = self.record_holders(&tasks);
-            for (task, path) in records {
-                let holders = held.get(&path).map(Vec::as_slice).unwrap_or_default();
-                self.reread_record(&task, &path, &runs, holders, now);
-                out.changed = true;
             }
         }
         if out.changed {
@@ -312,30 +330,29 @@ impl Model {
     /// and put it in place, keeping run records a full scan had found for it by
     /// their variables.
     pub fn reread(&mut self, id: &Id, now: Now) -> Result<(), String> {
-        let fresh = self.read_again(id, now, None)?;
+        let fresh = self.read_again(id, now)?;
         self.put(fresh);
         Ok(())
     }
 
-    /// One batch read again, as a full scan files it: its lease-folder files,
-    /// the records they name, and the records the model had for it (found by
-    /// their variables), all read again from disk; its variables from those
-    /// records. `except`: a record file left out (it is being filed again).
-    fn read_again(&self, id: &Id, now: Now, except: Option<&Path>) -> Result<Batch, String> {
+    /// One batch read again: its lease-folder files, the records they name,
+    /// and the records the model had for it (found by their variables), all
+    /// read again from disk; its variables from those records. (Records that
+    /// move between batches are filed right by the read of the whole task
+    /// that follows every change.)
+    fn read_again(&self, id: &Id, now: Now) -> Result<Batch, String> {
         let (_, mut fresh) =
             state::scan_batch(&self.src.uc, &id.0, &id.1, &self.src.opts, &self.src.sys).map_err(|e| e.to_string())?;
-        let not_except = |p: &Path| except != Some(p);
         // A full scan files an unreadable record under the unknown batch,
         // whatever run its name says.
         let records_dir = self.scan.lineage_dir.join(&id.0);
         fresh.unreadable.retain(|u| u.path.parent() != Some(records_dir.as_path()));
-        fresh.records.retain(|r| not_except(&r.path));
         if let Some(old) = self.get(id) {
             let more: Vec<PathBuf> = old
                 .records
                 .iter()
                 .map(|r| self.record_path(&id.0, r))
-                .filter(|p| not_except(p) && !fresh.records.iter().any(|f| &f.path == p))
+                .filter(|p| !fresh.records.iter().any(|f| &f.path == p))
                 .collect();
             for p in more {
                 if let Ok(r) = state::read_record(&p) {
@@ -345,7 +362,7 @@ impl Model {
             // The unknown batch's unreadable records: each is filed again by
             // its own event.
             let unreadable = old.unreadable.iter().filter(|u| u.path.parent() == Some(records_dir.as_path()));
-            fresh.unreadable.extend(unreadable.filter(|u| not_except(&u.path)).cloned());
+            fresh.unreadable.extend(unreadable.cloned());
         }
         fresh.variables = None;
         for r in std::mem::take(&mut fresh.records) {
@@ -409,11 +426,6 @@ impl Model {
         }
         changed
     }
-}
-
-/// A batch with nothing read yet.
-fn empty_batch(id: &Id) -> Batch {
-    Batch::new(&id.0, &id.1)
 }
 
 fn nanos_between(from: SystemTime, to: SystemTime) -> i128 {

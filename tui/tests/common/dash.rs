@@ -128,3 +128,32 @@ pub fn selected_state(app: &App) -> Option<State> {
 pub fn lease_path(uc: &Path, name: &str) -> PathBuf {
     fs::canonicalize(uc).unwrap().join(".ubunye/leases/demo/sales/ingest").join(name)
 }
+
+/// Carry out the reads the dashboard asked for (a whole rescan, or its
+/// tasks read again), as the event loop does on its threads, until it asks
+/// for no more.
+pub fn settle(a: &mut App, mut effects: Vec<Effect>) {
+    loop {
+        let mut more = Vec::new();
+        for e in effects {
+            let (tx, rx) = std::sync::mpsc::channel();
+            match e {
+                Effect::FullScan => ubunye_tui::top::read(&a.model.src, tx).unwrap(),
+                Effect::ReadTasks(t) => ubunye_tui::top::read_tasks(&a.model.src, t, tx).unwrap(),
+                _ => continue,
+            }
+            let events: Vec<Event> = rx.iter().collect();
+            more.extend(a.handle_all(events));
+        }
+        if !more.iter().any(|e| matches!(e, Effect::FullScan | Effect::ReadTasks(_))) {
+            return;
+        }
+        effects = more;
+    }
+}
+
+/// Files changed: their events handled, and the reads they ask for done.
+pub fn change(a: &mut App, paths: Vec<PathBuf>) {
+    let effects = a.handle(Event::FsChange(paths));
+    settle(a, effects);
+}
