@@ -6,7 +6,8 @@
 //!   as `top` starts, three times;
 //! * change -> frame: a lease written (the engine's temp file and rename) or
 //!   removed, until the frame drawn after it shows the batch's new state, with
-//!   notify and with poll (--interval 2s);
+//!   notify and with poll (--interval 2s); a run record written and removed,
+//!   with notify (filed by a read of its task);
 //! * idle CPU over 30 s with no change (getrusage: every thread of the
 //!   process, the 1 s re-judgement of the 1,000 leases and its frame included);
 //! * peak memory (ru_maxrss).
@@ -153,7 +154,7 @@ struct Start {
 }
 
 /// What the frame callback looks for: a batch in a state, since when.
-type Wanted = Arc<Mutex<Option<(Id, bool, Instant)>>>;
+type Wanted = Arc<Mutex<Option<(Id, State, Instant)>>>;
 
 /// Whole reads of the use case the loop has finished (the first read and
 /// each rescan).
@@ -197,8 +198,8 @@ fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> 
                 let _ = ready_tx.send(Start { first, complete: t0.elapsed(), rss_complete: rss_now() });
             }
             let mut w = wanted.lock().unwrap();
-            if let Some((id, held, since)) = w.as_ref() {
-                let shows = app.model.get(id).is_some_and(|b| (b.state == State::Live) == *held);
+            if let Some((id, state, since)) = w.as_ref() {
+                let shows = app.model.get(id).is_some_and(|b| b.state == *state);
                 if shows {
                     let _ = seen.send(since.elapsed());
                     *w = None;
@@ -266,7 +267,8 @@ fn change_to_frame(uc: &Path, ids: &[Id], mode: &str, samples: usize) -> Vec<Dur
     for s in 0..samples {
         let id = &ids[(s * step + 1) % ids.len()];
         for held in [true, false] {
-            *wanted.lock().unwrap() = Some((id.clone(), held, Instant::now()));
+            let state = if held { State::Live } else { State::Finished };
+            *wanted.lock().unwrap() = Some((id.clone(), state, Instant::now()));
             if held {
                 write_lease(uc, id);
             } else {
@@ -277,6 +279,49 @@ fn change_to_frame(uc: &Path, ids: &[Id], mode: &str, samples: usize) -> Vec<Dur
                 Err(_) => println!("  no frame showed {} {} within 30 s", id.0, id.1),
             }
             // Let the debouncer settle between samples.
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+    quit(&tx);
+    out
+}
+
+/// A run record written (a rerun without a lease, still running: the batch
+/// turns `interrupted`) and removed (`finished` again), `samples` times each:
+/// the latencies. A record is filed by a read of its whole task, off the UI
+/// thread.
+fn record_to_frame(uc: &Path, ids: &[Id], samples: usize) -> Vec<Duration> {
+    let wanted: Wanted = Arc::new(Mutex::new(None));
+    let (seen_tx, seen) = mpsc::channel();
+    let (tx, _) = start_loop(uc, "notify", wanted.clone(), seen_tx);
+    let per_task = ids.len() / TASKS;
+    let step = (ids.len() / samples.max(1)).max(2);
+    let mut out = Vec::new();
+    for s in 0..samples {
+        let n = (s * step + 3) % ids.len();
+        let id = &ids[n];
+        let run = format!("bench-record-{s:04}");
+        let path = lineage_root(uc).join(&id.0).join(format!("{run}.json"));
+        for write in [true, false] {
+            let state = if write { State::Interrupted } else { State::Finished };
+            *wanted.lock().unwrap() = Some((id.clone(), state, Instant::now()));
+            if write {
+                let record = format!(
+                    "{{\"run_id\": \"{run}\", \"task_path\": \"{}\", \"started_at\": \"{}\", \"ended_at\": null, \"status\": \"running\", \"error\": null, \"backend\": \"exec\", \"variables\": {{\"dt\": \"d{:05}\", \"mode\": \"DEV\"}}, \"outputs\": []}}",
+                    id.0,
+                    ubunye::timefmt::iso_micros(SystemTime::now()),
+                    n % per_task
+                );
+                let tmp = path.with_extension("bench.tmp");
+                fs::write(&tmp, record).unwrap();
+                fs::rename(&tmp, &path).unwrap();
+            } else {
+                let _ = fs::remove_file(&path);
+            }
+            match seen.recv_timeout(Duration::from_secs(30)) {
+                Ok(d) => out.push(d),
+                Err(_) => println!("  no frame showed {} {} within 30 s", id.0, id.1),
+            }
             std::thread::sleep(Duration::from_millis(150));
         }
     }
@@ -394,6 +439,15 @@ fn main() {
         ms(pct(&mut notify, 0.95)),
         ms(pct(&mut notify, 1.0)),
         notify.len()
+    );
+    let mut records = record_to_frame(&uc, &ids, size.samples);
+    println!(
+        "record -> frame, notify (its task of {} batches read again): p50 {}, p95 {}, max {} ({} changes)",
+        ids.len() / TASKS,
+        ms(pct(&mut records, 0.5)),
+        ms(pct(&mut records, 0.95)),
+        ms(pct(&mut records, 1.0)),
+        records.len()
     );
     let mut poll = change_to_frame(&uc, &ids, "poll", size.poll_samples);
     println!(
