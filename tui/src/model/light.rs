@@ -45,9 +45,9 @@ pub(super) fn prepare(b: &mut Batch) -> (bool, Option<Box<str>>) {
 /// records' output locations and backend, a record's path when it is the
 /// usual one ([`super::Model::record_path`]), and the variables, kept as a
 /// line beside the batch. A light batch is never judged or explained from
-/// what is left: [`super::Model::whole`] reads it whole again (so does a
-/// record event before it is judged), and doctor's view reads the use case
-/// itself. At 100,000 batches this is what keeps `top` under 200 MB
+/// what is left: [`super::Model::whole`] reads it whole again, a change of
+/// its files reads it (and its task) whole, and doctor's view reads the use
+/// case itself. At 100,000 batches this is what keeps `top` under 200 MB
 /// (docs/performance.md). True when it was made light.
 fn lighten(b: &mut Batch) -> bool {
     if b.state != State::Finished {
