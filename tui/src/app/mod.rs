@@ -198,6 +198,9 @@ pub struct App {
     dropped: bool,
     /// Tasks to read again once the read under way is over.
     pending: BTreeSet<String>,
+    /// Tasks whose read failed: asked again at the next tick, or after the
+    /// next read that succeeds.
+    retry: BTreeSet<String>,
     /// Colours on (NO_COLOR unset).
     pub colour: bool,
     /// Rows the last drawn list had room for.
@@ -243,6 +246,7 @@ impl App {
             during_scan: Vec::new(),
             dropped: false,
             pending: BTreeSet::new(),
+            retry: BTreeSet::new(),
             colour,
             page: 10,
             detail_page: 10,
@@ -418,12 +422,22 @@ impl App {
             Ok(h) => {
                 self.model.loaded(h, complete);
                 self.note_problems();
+                // Reads that failed before: the disk answers again.
+                let retry = std::mem::take(&mut self.retry);
+                self.pending.extend(retry);
                 if !first && matches!(&self.status.message, Some((Level::Error, _, _))) {
                     self.status.message = None;
                 }
             }
             Err(e) if first => self.say(Level::Error, format!("cannot read the use case: {e}")),
-            Err(e) => self.say(Level::Error, format!("showing what was last read: {e}")),
+            Err(e) => {
+                // A read of some tasks that failed is asked again at the next
+                // tick (not at once: the folder may be gone for good).
+                if let Some(tasks) = self.model.reading() {
+                    self.retry.extend(tasks.iter().cloned());
+                }
+                self.say(Level::Error, format!("showing what was last read: {e}"))
+            }
         }
         let again = std::mem::take(&mut self.during_scan);
         if self.frozen {
@@ -459,7 +473,8 @@ impl App {
         if self.selected_batch().is_some_and(|b| b.lease.is_some()) {
             self.refresh_detail(true);
         }
-        Vec::new()
+        let retry = std::mem::take(&mut self.retry);
+        self.want_tasks(retry)
     }
 
     fn on_change(&mut self, paths: Vec<PathBuf>) -> Vec<Effect> {

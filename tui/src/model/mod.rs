@@ -58,6 +58,9 @@ pub enum Target {
     Batch(Id),
     /// A run record: `<lineage>/<task>/<run>.json`.
     Record { task: String, path: PathBuf },
+    /// Another file in a task's lease folder (one no engine writes there: a
+    /// problem a read of the task reports).
+    Task(String),
     /// Nothing the dashboard shows (a clock probe, a temp file of a record).
     Ignore,
     /// A folder appeared or went, or something unclear: read everything again.
@@ -130,6 +133,11 @@ impl Model {
         self.index = Index::build(&self.scan.batches);
     }
 
+    /// The tasks of the read under way (None: all of them, or no read).
+    pub fn reading(&self) -> Option<&BTreeSet<String>> {
+        self.scope.as_ref()
+    }
+
     /// A read starts: of the whole use case (`tasks` None: the first read, or
     /// a rescan in poll mode or after a burst) or of the tasks whose files
     /// changed. Its batches come a task at a time ([`Model::extend`]), and
@@ -170,8 +178,17 @@ impl Model {
         // The batches came a task at a time: room left over is let go.
         self.scan.batches.shrink_to_fit();
         self.side.shrink_to_fit();
-        if scope.is_none() {
-            self.scan.problems = head.problems;
+        match &scope {
+            None => self.scan.problems = head.problems,
+            // What a read of some tasks finds wrong replaces what was found
+            // in their folders before.
+            Some(tasks) => {
+                let leases = layout::leases_root(&self.scan.root);
+                let dirs: Vec<PathBuf> =
+                    tasks.iter().flat_map(|t| [leases.join(t), self.scan.lineage_dir.join(t)]).collect();
+                self.scan.problems.retain(|p| !dirs.iter().any(|d| p.path.starts_with(d)));
+                self.scan.problems.extend(head.problems);
+            }
         }
         self.scan.now = head.now;
         self.changed();
@@ -259,7 +276,8 @@ impl Model {
                     | Entry::Done { key, .. }
                     | Entry::Taken { key, .. }
                     | Entry::Tmp { key } => Target::Batch((parts[..3].join("/"), key)),
-                    Entry::Clock | Entry::Other => Target::Ignore,
+                    Entry::Clock => Target::Ignore,
+                    Entry::Other => Target::Task(parts[..3].join("/")),
                 },
                 0..=3 => Target::Full,
                 _ => Target::Ignore,
@@ -294,7 +312,7 @@ impl Model {
                     out.tasks.insert(id.0.clone());
                     batches.insert(id);
                 }
-                Target::Record { task, .. } => {
+                Target::Record { task, .. } | Target::Task(task) => {
                     out.tasks.insert(task);
                 }
                 Target::Ignore => {}
