@@ -4,6 +4,7 @@
 //! state; nothing here draws or blocks for long.
 
 mod input;
+mod reads;
 mod rows;
 
 use std::collections::BTreeSet;
@@ -385,78 +386,6 @@ impl App {
         effects
     }
 
-    /// Start with nothing read: the batches arrive a task at a time
-    /// ([`Event::Part`]), then [`Event::Loaded`]. Changes seen meanwhile are
-    /// applied again at the end.
-    pub fn start_loading(&mut self) {
-        self.loading = Some(0);
-        self.begin_read(None);
-    }
-
-    /// A read starts: of the whole use case (None), or of these tasks.
-    fn begin_read(&mut self, tasks: Option<BTreeSet<String>>) {
-        self.scanning = true;
-        self.dropped = false;
-        self.during_scan.clear();
-        if tasks.is_none() {
-            self.pending.clear();
-        }
-        self.model.begin_read(tasks);
-    }
-
-    /// A read of the whole use case is over: the batches it did not find
-    /// again go, and the changes seen meanwhile are applied again.
-    fn on_loaded(&mut self, head: Result<ubunye::state::ScanHead, String>) -> Vec<Effect> {
-        let first = self.loading.take().is_some();
-        self.scanning = false;
-        let complete = !std::mem::take(&mut self.dropped);
-        let mut effects = vec![Effect::Rewatch];
-        if self.frozen && !first {
-            // Nothing on screen changes while frozen: nothing goes, the rows
-            // stay; the rescan is done again when the freeze ends.
-            self.held.full = true;
-            self.held.paths.append(&mut self.during_scan);
-            return effects;
-        }
-        match head {
-            Ok(h) => {
-                self.model.loaded(h, complete);
-                self.note_problems();
-                // Reads that failed before: the disk answers again.
-                let retry = std::mem::take(&mut self.retry);
-                self.pending.extend(retry);
-                if !first && matches!(&self.status.message, Some((Level::Error, _, _))) {
-                    self.status.message = None;
-                }
-            }
-            Err(e) if first => self.say(Level::Error, format!("cannot read the use case: {e}")),
-            Err(e) => {
-                // A read of some tasks that failed is asked again at the next
-                // tick (not at once: the folder may be gone for good).
-                if let Some(tasks) = self.model.reading() {
-                    self.retry.extend(tasks.iter().cloned());
-                }
-                self.say(Level::Error, format!("showing what was last read: {e}"))
-            }
-        }
-        let again = std::mem::take(&mut self.during_scan);
-        if self.frozen {
-            self.held.paths.extend(again);
-        } else if !again.is_empty() {
-            let applied = self.model.apply(&again);
-            self.scan_again |= applied.full;
-            self.pending.extend(applied.tasks);
-        }
-        self.rebuild();
-        if std::mem::take(&mut self.scan_again) {
-            effects.extend(self.want_full_scan());
-        } else if !self.pending.is_empty() && !self.frozen {
-            let tasks = std::mem::take(&mut self.pending);
-            effects.extend(self.want_tasks(tasks));
-        }
-        effects
-    }
-
     fn on_tick(&mut self) -> Vec<Effect> {
         self.flush();
         if let Some((Level::Info, _, Some(at))) = &self.status.message {
@@ -475,55 +404,6 @@ impl App {
         }
         let retry = std::mem::take(&mut self.retry);
         self.want_tasks(retry)
-    }
-
-    fn on_change(&mut self, paths: Vec<PathBuf>) -> Vec<Effect> {
-        if self.frozen {
-            self.held.paths.extend(paths);
-            if self.held.paths.len() > crate::model::BURST {
-                self.held.paths.clear();
-                self.held.full = true;
-            }
-            return Vec::new();
-        }
-        if self.scanning {
-            self.during_scan.extend(paths.iter().cloned());
-        }
-        let applied = self.model.apply(&paths);
-        if let Some(e) = applied.errors.first() {
-            self.say(Level::Error, format!("cannot read: {e}"));
-        }
-        if applied.changed {
-            self.rebuild();
-        }
-        if applied.full { self.want_full_scan() } else { self.want_tasks(applied.tasks) }
-    }
-
-    /// Read these tasks again whole (off the UI thread), or once the read
-    /// under way is over.
-    fn want_tasks(&mut self, tasks: BTreeSet<String>) -> Vec<Effect> {
-        if tasks.is_empty() {
-            return Vec::new();
-        }
-        if self.scanning {
-            self.pending.extend(tasks);
-            return Vec::new();
-        }
-        self.begin_read(Some(tasks.clone()));
-        vec![Effect::ReadTasks(tasks.into_iter().collect())]
-    }
-
-    fn want_full_scan(&mut self) -> Vec<Effect> {
-        if self.frozen {
-            self.held.full = true;
-            return Vec::new();
-        }
-        if self.scanning {
-            self.scan_again = true;
-            return Vec::new();
-        }
-        self.begin_read(None);
-        vec![Effect::FullScan]
     }
 
     fn note_problems(&mut self) {
