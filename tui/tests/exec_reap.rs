@@ -11,16 +11,23 @@ mod common;
 use common::{bin, empty_use_case};
 
 fn exec(uc: &Path) -> Cmd {
-    let mut c = Cmd::new(bin());
+    let mut c = std::process::Command::new(bin());
+    exec_args(&mut c, uc, "200ms");
+    Cmd::from_std(c)
+}
+
+/// `exec -d <uc> --task demo/sales/ingest -dt 2025-01-01 --append
+/// events=out/events` added to `c` (the binary, or a program that starts
+/// it), with short waits: the settle, and `grace` for what the command leaves.
+fn exec_args<'c>(c: &'c mut std::process::Command, uc: &Path, grace: &str) -> &'c mut std::process::Command {
     c.env("UBUNYE_TEST_SETTLE", "30ms")
-        .env("UBUNYE_EXEC_GRACE", "200ms")
+        .env("UBUNYE_EXEC_GRACE", grace)
         .env_remove("UBUNYE_RUN_LEASE")
         .env_remove("UBUNYE_TEST_KILL_FOR")
         .arg("exec")
         .arg("-d")
         .arg(uc)
-        .args(["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--append", "events=out/events"]);
-    c
+        .args(["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--append", "events=out/events"])
 }
 
 /// A script that writes a row, then starts in the background a process that
@@ -268,13 +275,7 @@ fn a_takeover_kills_a_dead_runs_group_only_when_the_group_is_the_runs() {
 fn exec_alone(uc: &Path, script: &str, grace: &str) -> std::process::Command {
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(bin());
-    cmd.env("UBUNYE_TEST_SETTLE", "30ms")
-        .env("UBUNYE_EXEC_GRACE", grace)
-        .env_remove("UBUNYE_RUN_LEASE")
-        .arg("exec")
-        .arg("-d")
-        .arg(uc)
-        .args(["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--append", "events=out/events"])
+    exec_args(&mut cmd, uc, grace)
         .args(["--", "sh", "-c", script])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -429,17 +430,9 @@ fn exec_works_in_a_pid_namespace_whose_leaders_are_outside() {
         "echo row > \"$UBUNYE_OUT_EVENTS/part-1.csv\"; HOPPER_MARK={mark} setsid sh -c \"trap '' TERM; sleep 30\" & sleep 0.2"
     );
     // `sh -c '"$@"' sh <bin> exec ...`: the shell is pid 1, exec its child.
-    let o = std::process::Command::new("unshare")
-        .args(["--pid", "--fork", "--mount-proc", "sh", "-c", "\"$@\"; echo \"exit=$?\"", "sh"])
-        .arg(bin())
-        .env("UBUNYE_TEST_SETTLE", "30ms")
-        .env("UBUNYE_EXEC_GRACE", "0s")
-        .env_remove("UBUNYE_RUN_LEASE")
-        .env_remove("UBUNYE_TEST_KILL_FOR")
-        .arg("exec")
-        .arg("-d")
-        .arg(&uc)
-        .args(["--task", "demo/sales/ingest", "-dt", "2025-01-01", "--append", "events=out/events"])
+    let mut c = std::process::Command::new("unshare");
+    c.args(["--pid", "--fork", "--mount-proc", "sh", "-c", "\"$@\"; echo \"exit=$?\"", "sh"]).arg(bin());
+    let o = exec_args(&mut c, &uc, "0s")
         .args(["--", "sh", "-c", &script])
         .stdin(std::process::Stdio::null())
         .output()
