@@ -274,16 +274,21 @@ fn change_to_frame(uc: &Path, ids: &[Id], mode: &str, samples: usize) -> Vec<Dur
             } else {
                 let _ = fs::remove_file(uc.join(".ubunye/leases").join(&id.0).join(format!("{}.json", id.1)));
             }
-            match seen.recv_timeout(Duration::from_secs(30)) {
-                Ok(d) => out.push(d),
-                Err(_) => println!("  no frame showed {} {} within 30 s", id.0, id.1),
-            }
-            // Let the debouncer settle between samples.
-            std::thread::sleep(Duration::from_millis(150));
+            wait_for_frame(&seen, id, &mut out);
         }
     }
     quit(&tx);
     out
+}
+
+/// The latency the frame callback reports for the change just made to `id`
+/// (said when none comes within 30 s), then a pause for the debouncer.
+fn wait_for_frame(seen: &Receiver<Duration>, id: &Id, out: &mut Vec<Duration>) {
+    match seen.recv_timeout(Duration::from_secs(30)) {
+        Ok(d) => out.push(d),
+        Err(_) => println!("  no frame showed {} {} within 30 s", id.0, id.1),
+    }
+    std::thread::sleep(Duration::from_millis(150));
 }
 
 /// A run record written (a rerun without a lease, still running: the batch
@@ -318,11 +323,7 @@ fn record_to_frame(uc: &Path, ids: &[Id], samples: usize) -> Vec<Duration> {
             } else {
                 let _ = fs::remove_file(&path);
             }
-            match seen.recv_timeout(Duration::from_secs(30)) {
-                Ok(d) => out.push(d),
-                Err(_) => println!("  no frame showed {} {} within 30 s", id.0, id.1),
-            }
-            std::thread::sleep(Duration::from_millis(150));
+            wait_for_frame(&seen, id, &mut out);
         }
     }
     quit(&tx);
