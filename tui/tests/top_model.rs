@@ -50,18 +50,13 @@ fn a_rescan_that_arrives_while_frozen_is_done_again_after() {
     fs::remove_file(lease_path(&uc, "7d106ca76674f2a1.json")).unwrap();
     assert!(matches!(press(&mut a, "r").as_slice(), [Effect::FullScan]));
     press(&mut a, "F");
-    let read = |a: &App| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        ubunye_tui::top::read(&a.model.src, tx).unwrap();
-        rx.iter().collect::<Vec<Event>>()
-    };
-    let events = read(&a);
+    let events = read_all(&a);
     a.handle_all(events);
     assert_eq!(states(&a), vec![State::Dead, State::Finished], "frozen: nothing applied");
     assert_eq!(a.model.batches().len(), 2);
     let effects = press(&mut a, "F");
     assert!(effects.iter().any(|e| matches!(e, Effect::FullScan)), "{effects:?}");
-    let events = read(&a);
+    let events = read_all(&a);
     a.handle_all(events);
     assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
 }
@@ -227,12 +222,7 @@ fn a_rescan_ending_while_frozen_changes_nothing_until_the_freeze_ends() {
     fs::remove_file(lease_path(&uc, "7d106ca76674f2a1.json")).unwrap();
     fs::remove_file(record_path(&uc, "a7ee7676-3983-4c1b-8fff-47937b7a2497")).unwrap();
     assert!(matches!(press(&mut a, "r").as_slice(), [Effect::FullScan]));
-    let read = |a: &App| {
-        let (tx, rx) = std::sync::mpsc::channel();
-        ubunye_tui::top::read(&a.model.src, tx).unwrap();
-        rx.iter().collect::<Vec<Event>>()
-    };
-    let (parts, loaded): (Vec<Event>, Vec<Event>) = read(&a).into_iter().partition(|e| matches!(e, Event::Part(_)));
+    let (parts, loaded): (Vec<Event>, Vec<Event>) = read_all(&a).into_iter().partition(|e| matches!(e, Event::Part(_)));
     a.handle_all(parts);
     press(&mut a, "F");
     let before = (a.rows.clone(), a.model.batches().len());
@@ -240,7 +230,7 @@ fn a_rescan_ending_while_frozen_changes_nothing_until_the_freeze_ends() {
     assert_eq!((a.rows.clone(), a.model.batches().len()), before, "frozen");
     let effects = press(&mut a, "F");
     assert!(effects.iter().any(|e| matches!(e, Effect::FullScan)), "{effects:?}");
-    a.handle_all(read(&a));
+    a.handle_all(read_all(&a));
     assert_eq!(states(&a), vec![State::Finished]);
     assert_as_a_full_scan(&a, "after the freeze");
 }
@@ -307,25 +297,13 @@ fn record_files_are_filed_where_a_full_scan_files_them() {
 fn a_random_walk_of_changes_shows_what_a_full_scan_shows() {
     let seeds: u64 = std::env::var("UBUNYE_TEST_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
     let pool = pool();
-    let tasks = ["demo/sales/ingest", "demo/sales/t1", "demo/sales/t2"];
     for seed in 0..seeds {
-        let mut rng = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let mut next = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut walk = Walk::new(seed);
         let (_d, uc, mut a) = open("dead-killed", LATER);
         let root = fs::canonicalize(&uc).unwrap();
-        let read = |a: &App| {
-            let (tx, rx) = std::sync::mpsc::channel();
-            ubunye_tui::top::read(&a.model.src, tx).unwrap();
-            rx.iter().collect::<Vec<Event>>()
-        };
         for step in 0..20 {
             let what = format!("seed {seed} step {step}");
-            let rescan = next(2) == 0;
+            let rescan = walk.next(2) == 0;
             let mut events = Vec::new();
             let mut asked = Vec::new();
             if rescan {
@@ -335,30 +313,15 @@ fn a_random_walk_of_changes_shows_what_a_full_scan_shows() {
                 }
                 // Read before the files change: its parts are older than the
                 // event that comes in their middle.
-                events = read(&a);
+                events = read_all(&a);
             }
-            let mut changed = Vec::new();
-            for _ in 0..=next(3) {
-                let (lease, name, bytes) = &pool[next(pool.len() as u64) as usize];
-                // Records stay in the fixtures' task, where their variables
-                // hash to the keys the lease files are named by.
-                let task = if *lease { tasks[next(3) as usize] } else { tasks[0] };
-                let dir = root.join(if *lease { ".ubunye/leases" } else { ".ubunye/lineage" }).join(task);
-                fs::create_dir_all(&dir).unwrap();
-                let p = dir.join(name);
-                if p.exists() && next(2) == 0 {
-                    fs::remove_file(&p).unwrap();
-                } else {
-                    fs::write(&p, bytes).unwrap();
-                }
-                changed.push(p);
-            }
+            let changed = change_some(&root, &pool, &mut walk);
             if !rescan {
                 asked.extend(a.handle(Event::FsChange(changed)));
             } else {
-                let at = next(events.len() as u64) as usize;
+                let at = walk.next(events.len() as u64) as usize;
                 events.insert(at, Event::FsChange(changed));
-                let freeze = next(3) == 0;
+                let freeze = walk.next(3) == 0;
                 for (k, ev) in events.into_iter().enumerate() {
                     if freeze && k == at {
                         asked.extend(press(&mut a, "F"));
@@ -577,31 +540,15 @@ fn reads_and_events_in_any_order_end_as_a_full_scan() {
     use std::collections::VecDeque;
     let seeds: u64 = std::env::var("UBUNYE_TEST_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
     let pool = pool();
-    let tasks = ["demo/sales/ingest", "demo/sales/t1", "demo/sales/t2"];
-    let read = |a: &App, e: &Effect| -> Vec<Event> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        match e {
-            Effect::FullScan => ubunye_tui::top::read(&a.model.src, tx).unwrap(),
-            Effect::ReadTasks(t) => ubunye_tui::top::read_tasks(&a.model.src, t.clone(), tx).unwrap(),
-            _ => return Vec::new(),
-        }
-        rx.iter().collect()
-    };
     let reads =
         |effects: Vec<Effect>| effects.into_iter().filter(|e| matches!(e, Effect::FullScan | Effect::ReadTasks(_)));
     for seed in 0..seeds {
-        let mut rng = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) | 1;
-        let mut next = |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut walk = Walk::new(seed);
         let (_d, uc, mut a) = open("dead-killed", LATER);
         let root = fs::canonicalize(&uc).unwrap();
         // The channel; reads asked for, not started; a read started, its events not yet sent.
         let (mut chan, mut asked, mut sending) = (VecDeque::new(), Vec::new(), VecDeque::new());
-        if next(2) == 0 {
+        if walk.next(2) == 0 {
             let lineage = ubunye::layout::lineage_root(&root);
             let empty = ubunye_tui::top::empty(&root, &lineage, &a.model.src.sys);
             a = App::new(Model::new(a.model.src.clone(), empty), false, "notify");
@@ -609,40 +556,26 @@ fn reads_and_events_in_any_order_end_as_a_full_scan() {
             asked.push(Effect::FullScan);
         }
         for _ in 0..40 {
-            match next(8) {
+            match walk.next(8) {
                 0 | 1 => {
-                    let mut changed = Vec::new();
-                    for _ in 0..=next(3) {
-                        let (lease, name, bytes) = &pool[next(pool.len() as u64) as usize];
-                        let task = if *lease { tasks[next(3) as usize] } else { tasks[0] };
-                        let dir = root.join(if *lease { ".ubunye/leases" } else { ".ubunye/lineage" }).join(task);
-                        fs::create_dir_all(&dir).unwrap();
-                        let p = dir.join(name);
-                        if p.exists() && next(2) == 0 {
-                            fs::remove_file(&p).unwrap();
-                        } else {
-                            fs::write(&p, bytes).unwrap();
-                        }
-                        changed.push(p);
-                    }
-                    chan.push_back(Event::FsChange(changed));
+                    chan.push_back(Event::FsChange(change_some(&root, &pool, &mut walk)));
                 }
                 2 if sending.is_empty() && !asked.is_empty() => {
                     let e = asked.remove(0);
-                    sending.extend(read(&a, &e));
+                    sending.extend(events_of(&a, &e));
                 }
                 3 => {
-                    for _ in 0..=next(3) {
+                    for _ in 0..=walk.next(3) {
                         chan.extend(sending.pop_front());
                     }
                 }
                 4 | 5 => {
-                    let n = if next(2) == 0 { chan.len() } else { next(chan.len() as u64 + 1) as usize };
+                    let n = if walk.next(2) == 0 { chan.len() } else { walk.next(chan.len() as u64 + 1) as usize };
                     let events: Vec<Event> = chan.drain(..n).collect();
                     asked.extend(reads(a.handle_all(events)));
                 }
                 6 | 7 => chan.push_back(Event::Key(crossterm::event::KeyEvent::new(
-                    crossterm::event::KeyCode::Char(if next(3) == 0 { 'r' } else { 'F' }),
+                    crossterm::event::KeyCode::Char(if walk.next(3) == 0 { 'r' } else { 'F' }),
                     crossterm::event::KeyModifiers::NONE,
                 ))),
                 _ => {}
@@ -656,7 +589,7 @@ fn reads_and_events_in_any_order_end_as_a_full_scan() {
                 chan.extend(sending.drain(..));
             } else if !asked.is_empty() {
                 let e = asked.remove(0);
-                sending.extend(read(&a, &e));
+                sending.extend(events_of(&a, &e));
             } else if a.frozen {
                 asked.extend(reads(press(&mut a, "F")));
             } else {
@@ -666,4 +599,26 @@ fn reads_and_events_in_any_order_end_as_a_full_scan() {
         assert!(!a.scanning, "seed {seed}: a read left under way");
         assert_as_a_full_scan(&a, &format!("seed {seed}"));
     }
+}
+
+/// Write or remove one to three files of the pool in three tasks (records
+/// only in the fixtures' task, where their variables hash to the keys the
+/// lease files are named by): the paths changed.
+fn change_some(root: &Path, pool: &[(bool, String, Vec<u8>)], walk: &mut Walk) -> Vec<PathBuf> {
+    let tasks = ["demo/sales/ingest", "demo/sales/t1", "demo/sales/t2"];
+    let mut changed = Vec::new();
+    for _ in 0..=walk.next(3) {
+        let (lease, name, bytes) = &pool[walk.next(pool.len() as u64) as usize];
+        let task = if *lease { tasks[walk.next(3) as usize] } else { tasks[0] };
+        let dir = root.join(if *lease { ".ubunye/leases" } else { ".ubunye/lineage" }).join(task);
+        fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        if p.exists() && walk.next(2) == 0 {
+            fs::remove_file(&p).unwrap();
+        } else {
+            fs::write(&p, bytes).unwrap();
+        }
+        changed.push(p);
+    }
+    changed
 }

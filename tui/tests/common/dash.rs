@@ -136,14 +136,10 @@ pub fn settle(a: &mut App, mut effects: Vec<Effect>) {
     loop {
         let mut more = Vec::new();
         for e in effects {
-            let (tx, rx) = std::sync::mpsc::channel();
-            match e {
-                Effect::FullScan => ubunye_tui::top::read(&a.model.src, tx).unwrap(),
-                Effect::ReadTasks(t) => ubunye_tui::top::read_tasks(&a.model.src, t, tx).unwrap(),
-                _ => continue,
+            let events = events_of(a, &e);
+            if !events.is_empty() {
+                more.extend(a.handle_all(events));
             }
-            let events: Vec<Event> = rx.iter().collect();
-            more.extend(a.handle_all(events));
         }
         if !more.iter().any(|e| matches!(e, Effect::FullScan | Effect::ReadTasks(_))) {
             return;
@@ -156,4 +152,39 @@ pub fn settle(a: &mut App, mut effects: Vec<Effect>) {
 pub fn change(a: &mut App, paths: Vec<PathBuf>) {
     let effects = a.handle(Event::FsChange(paths));
     settle(a, effects);
+}
+
+/// The events of the read an effect asks for (a whole rescan, or some tasks
+/// read again), read now, as the event loop's thread would send them; none
+/// for another effect.
+pub fn events_of(a: &App, e: &Effect) -> Vec<Event> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    match e {
+        Effect::FullScan => ubunye_tui::top::read(&a.model.src, tx).unwrap(),
+        Effect::ReadTasks(t) => ubunye_tui::top::read_tasks(&a.model.src, t.clone(), tx).unwrap(),
+        _ => return Vec::new(),
+    }
+    rx.iter().collect()
+}
+
+/// The events of a whole rescan, read now.
+pub fn read_all(a: &App) -> Vec<Event> {
+    events_of(a, &Effect::FullScan)
+}
+
+/// A deterministic walk (xorshift): the same seed, the same steps.
+pub struct Walk(u64);
+
+impl Walk {
+    pub fn new(seed: u64) -> Walk {
+        Walk(seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407) | 1)
+    }
+
+    /// A number below `n`.
+    pub fn next(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
 }
