@@ -8,16 +8,19 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::beneath::{Beneath, is_staging_name};
+use std::collections::BTreeMap;
+
+use crate::beneath::{Beneath, is_staging_name, normpath};
+use crate::state::staging::measure;
 use crate::state::{Batch, Flag, Scan, ScanError, ScanOptions, State, UnreadableFile};
 use crate::sys::{Now, Sys};
 
 /// One thing to look at.
 #[derive(Clone, Debug, Serialize)]
 pub struct Finding {
-    /// stray-staging, moved-aside, temp-file, old-tombstone, done-without-lease,
-    /// running-record, path-outside, unreadable, misplaced, stalled, clock-behind,
-    /// not-json.
+    /// needs-repair, stray-staging, moved-aside, temp-file, old-tombstone,
+    /// done-without-lease, running-record, path-outside, unreadable,
+    /// misplaced, unknown-file, stalled, clock-behind, not-json.
     pub kind: &'static str,
     #[serde(serialize_with = "crate::state::lossy_path")]
     pub path: PathBuf,
@@ -103,6 +106,12 @@ pub struct Examiner {
     now: Now,
     outputs: BTreeSet<PathBuf>,
     recorded_staging: BTreeSet<PathBuf>,
+    /// Where each task's outputs are, by name, as notes, claims and records say.
+    folders: BTreeMap<(String, String), PathBuf>,
+    /// Outputs of unfinished runs that claimed nothing and name no staging
+    /// folder: (task, output name) -> the batches. A stray staging folder in
+    /// or beside such an output may be theirs.
+    unclaimed: BTreeMap<(String, String), Vec<String>>,
     problems: Vec<Finding>,
     out: Vec<Finding>,
 }
@@ -117,6 +126,8 @@ impl Examiner {
             now,
             outputs: BTreeSet::new(),
             recorded_staging: BTreeSet::new(),
+            folders: BTreeMap::new(),
+            unclaimed: BTreeMap::new(),
             problems: Vec::new(),
             out: Vec::new(),
         })
@@ -125,9 +136,55 @@ impl Examiner {
     /// Look at one batch.
     pub fn batch(&mut self, b: &Batch) {
         let id = || (Some(b.task.clone()), Some(b.key.clone()));
+        if matches!(b.state, State::Dead | State::Orphan | State::Pending | State::HandedBack | State::Kept) {
+            let (task, key) = id();
+            let path = b.lease.as_ref().map(|l| l.path.clone()).or_else(|| b.orphans.first().map(|o| o.path.clone()));
+            self.out.push(Finding {
+                kind: "needs-repair",
+                path: path.unwrap_or_default(),
+                detail: format!(
+                    "{}: {}. The next run of the batch repairs it, or `ubunye leases takeover {}` now (`ubunye leases explain {}` shows the plan; `ubunye leases list` lists every batch needing one)",
+                    b.state.word(),
+                    b.note,
+                    &b.key[..8.min(b.key.len())],
+                    &b.key[..8.min(b.key.len())]
+                ),
+                task,
+                key,
+            });
+        }
         for u in &b.unreadable {
             let (task, key) = id();
-            self.out.push(Finding { kind: "unreadable", path: u.path.clone(), detail: u.why.clone(), task, key });
+            self.out.push(Finding {
+                kind: "unreadable",
+                path: u.path.clone(),
+                detail: format!("its {} cannot be read: {}", u.kind.word(), u.why),
+                task,
+                key,
+            });
+        }
+        for r in b.records.iter().filter(|r| r.damaged.is_some()) {
+            let (task, key) = id();
+            self.out.push(Finding {
+                kind: "unreadable",
+                path: r.path.clone(),
+                detail: format!(
+                    "this run record cannot be parsed: {}. Its status is not known; the engine (as the Python engine) goes ahead past it and leaves it as it is. Look at it: if its run is surely over, remove or repair it by hand",
+                    r.damaged.clone().unwrap_or_default()
+                ),
+                task,
+                key,
+            });
+        }
+        for u in &b.unknown_files {
+            let (task, key) = id();
+            self.out.push(Finding {
+                kind: "unknown-file",
+                path: u.path.clone(),
+                detail: "named after the batch's key, but not a file this engine knows (a newer engine's? ubunye-engine 0.9.1 leaves <key>.tried after a failed run that committed a keyed Delta write); nothing here reads or removes it".into(),
+                task,
+                key,
+            });
         }
         for t in &b.temp_files {
             let (task, key) = id();
@@ -194,6 +251,12 @@ impl Examiner {
         }
         for l in b.lease.as_deref().into_iter().chain(&b.orphans) {
             for o in &l.outputs {
+                if let Some(c) = o.claims.first() {
+                    self.note_folder(&b.task, &o.name, &c.claim);
+                }
+                if o.exact && o.claims.is_empty() && o.staging.is_none() {
+                    self.unclaimed.entry((b.task.clone(), o.name.clone())).or_default().push(b.key.clone());
+                }
                 if let Some(st) = &o.staging {
                     if let Ok(i) = self.beneath.resolve(st) {
                         // An overwrite's old copy, where no exchange exists, is
@@ -223,22 +286,48 @@ impl Examiner {
             }
         }
         if let Some(f) = &b.finished {
-            for (_, claims, _) in &f.outputs {
+            for (name, claims, _) in &f.outputs {
                 for c in claims {
                     note_path(&self.beneath, c, &f.path, id(), &mut self.outputs, &mut self.out);
+                }
+                if let Some(c) = claims.first() {
+                    self.note_folder(&b.task, name, c);
                 }
             }
         }
         for r in &b.records {
-            for loc in &r.locations {
+            for (name, loc) in &r.locations {
                 // A missing output too: an old copy of it moved aside may be
                 // beside it.
-                let p = PathBuf::from(loc);
+                let p = normpath(Path::new(loc));
                 if p.starts_with(&self.root) && (p.is_dir() || !p.exists()) {
-                    self.outputs.insert(p);
+                    self.outputs.insert(p.clone());
+                    self.folders.entry((b.task.clone(), name.clone())).or_insert(p);
                 }
             }
         }
+    }
+
+    /// Note where an output of a task is, from a file claimed in it.
+    fn note_folder(&mut self, task: &str, output: &str, claim: &str) {
+        if let Ok(i) = self.beneath.resolve(claim) {
+            if let Some(folder) = output_root(&i.full) {
+                self.folders.entry((task.to_string(), output.to_string())).or_insert(folder);
+            }
+        }
+    }
+
+    /// The one batch whose unfinished run may have left a staging folder in
+    /// or beside `output`: the only one whose lease names that output without
+    /// a claim or a staging folder. None when none or several do.
+    fn owner_of(&self, output: &Path) -> Option<(String, String)> {
+        let mut owners = self
+            .unclaimed
+            .iter()
+            .filter(|((task, name), _)| self.folders.get(&(task.clone(), name.clone())).is_some_and(|f| f == output))
+            .flat_map(|((task, _), keys)| keys.iter().map(move |k| (task.clone(), k.clone())));
+        let first = owners.next()?;
+        owners.next().is_none().then_some(first)
     }
 
     /// The findings: the folders that could not be read first, then each
@@ -298,13 +387,28 @@ impl Examiner {
                     };
                     self.out.push(Finding { kind: "moved-aside", path: c, detail, task: None, key: None });
                 } else {
-                    self.out.push(Finding {
-                        kind: "stray-staging",
-                        path: c,
-                        detail: "a staging folder no lease names (its run was interrupted in a way no lease could record); readers skip it; check it, then remove it by hand".into(),
-                        task: None,
-                        key: None,
-                    });
+                    let owner = self.owner_of(o);
+                    let detail = match measure(&c) {
+                        Some(z) if z.files == 0 && z.complete => {
+                            "an empty staging folder no lease names: nothing in it to check; it can be removed by hand"
+                                .to_string()
+                        }
+                        size => {
+                            let held = size.map(|z| z.text()).unwrap_or_else(|| "not a folder".into());
+                            let whose = match &owner {
+                                Some((_, key)) => format!(
+                                    "probably the unfinished write of batch {} (its lease names this output and claimed nothing), which never reached the output",
+                                    &key[..8.min(key.len())]
+                                ),
+                                None => "its run was interrupted in a way no lease could record".into(),
+                            };
+                            format!(
+                                "a staging folder no lease names ({held}): {whose}; readers skip it; check it, then remove it by hand"
+                            )
+                        }
+                    };
+                    let (task, key) = owner.map_or((None, None), |(t, k)| (Some(t), Some(k)));
+                    self.out.push(Finding { kind: "stray-staging", path: c, detail, task, key });
                 }
             }
         }

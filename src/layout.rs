@@ -120,6 +120,11 @@ pub enum Entry {
         key: String,
     },
     Clock,
+    /// Named after a key (`<key>.<anything else>`), but not a file this
+    /// engine or the peer 0.8.0 writes (`<key>.tried`, from ubunye-engine 0.9.1).
+    Unknown {
+        key: String,
+    },
     Other,
 }
 
@@ -159,7 +164,7 @@ pub fn classify(name: &str) -> Entry {
     if rest.starts_with("dead-") && rest.ends_with(".json") {
         return Entry::Dead { key };
     }
-    Entry::Other
+    Entry::Unknown { key }
 }
 
 #[cfg(test)]
@@ -188,6 +193,7 @@ mod tests {
             (format!("{k}.finished.0123abcd.tmp"), Entry::Tmp { key: k.into() }),
             (format!("{k}.dead-cf0bcc83.0123abcd.tmp"), Entry::Tmp { key: k.into() }),
             (".clock-0123abcd".into(), Entry::Clock),
+            (format!("{k}.tried"), Entry::Unknown { key: k.into() }),
             ("README".into(), Entry::Other),
             ("39BC42311894DDBA.json".into(), Entry::Other),
         ];

@@ -8,6 +8,7 @@ pub mod append;
 pub mod beneath;
 pub mod claims;
 pub mod cli;
+pub mod diskclock;
 pub mod doc;
 pub mod doctor;
 pub mod error;

@@ -17,6 +17,33 @@ pub fn status_of(bytes: &[u8]) -> Result<Option<String>, String> {
     Ok(value.get("status").and_then(|s| s.as_str()).map(str::to_string))
 }
 
+/// Why a record's bytes are not a JSON object its status can be read from,
+/// when they are UTF-8 text (None: they are one, or not text at all, which
+/// [`status_of`] refuses).
+pub fn damage_of(bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(v) if v.is_object() => None,
+        Ok(_) => Some("it is JSON but not an object, so it names no status".into()),
+        Err(e) => match crate::pyparse::python_accepts(text) {
+            Some(_) => None,
+            None => Some(damage_text(text, &e)),
+        },
+    }
+}
+
+/// Why a record's text is not JSON, in one line: `cut off after 120 bytes`
+/// (half-written when its run died) or the parser's words.
+pub fn damage_text(text: &str, e: &serde_json::Error) -> String {
+    if text.trim().is_empty() {
+        "it is empty (its run died as it was written?)".into()
+    } else if e.is_eof() {
+        format!("it is cut off after {} bytes (half-written when its run died?)", text.len())
+    } else {
+        format!("it is not valid JSON ({e})")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::status_of;

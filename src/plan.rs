@@ -80,6 +80,11 @@ pub struct RecoveryPlan {
     pub mark_record: Option<PathBuf>,
     /// What its record says (None: no record, or one half-written).
     pub record_status: Option<String>,
+    /// Its record exists but cannot be parsed (half-written when its run
+    /// died): why. Recovery goes ahead past it, as the peer's does, and
+    /// leaves it as it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record_damaged: Option<String>,
     /// Its done mark, removed once the rest is done.
     pub remove_done: Option<PathBuf>,
     /// Append outputs that may hold part of its batch and cannot be taken back.
@@ -104,21 +109,30 @@ pub struct Unreadable {
     pub why: String,
 }
 
+/// What a run record says, read as the engine reads it before a takeover.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecordSays {
+    /// Its status (None: no record, or one that is not a JSON object).
+    pub status: Option<String>,
+    /// It exists but is not a JSON object (half-written when its run died):
+    /// why. The engine, like the peer, takes it as "not finished".
+    pub damaged: Option<String>,
+}
+
 /// A run record's status, read as the engine reads it before a takeover.
-pub fn record_status(files: &BatchFiles<'_>, run_id: &str) -> Result<Option<String>, Unreadable> {
+pub fn record_status(files: &BatchFiles<'_>, run_id: &str) -> Result<RecordSays, Unreadable> {
     if run_id.is_empty() {
-        return Ok(None);
+        return Ok(RecordSays::default());
     }
     let path = files.record_path(run_id);
     let bytes = match fsx::read_patient(&path, files.busy) {
-        Ok(None) => return Ok(None),
+        Ok(None) => return Ok(RecordSays::default()),
         Ok(Some(b)) => b,
         Err(e) => return Err(Unreadable { path, why: e.to_string() }),
     };
-    if bytes.is_empty() {
-        return Ok(None);
-    }
-    crate::lineage::status_of(&bytes).map_err(|why| Unreadable { path, why })
+    let status = crate::lineage::status_of(&bytes).map_err(|why| Unreadable { path, why })?;
+    let damaged = crate::lineage::damage_of(&bytes);
+    Ok(RecordSays { status, damaged })
 }
 
 fn planned(files: &BatchFiles<'_>, output: &str, claim: &str) -> (PlannedFile, Option<String>) {
@@ -169,19 +183,19 @@ pub fn plan_recovery(files: &BatchFiles<'_>, dead: &LeaseDoc, named: Option<bool
     let run_id = dead.run_id();
     let done = (!run_id.is_empty()).then(|| files.paths.done(&run_id));
     let done_there = done.as_ref().is_some_and(|d| fsx::exists(d));
-    let mut status = None;
+    let mut says = None;
     let finished = if dead.committed() {
         Some(FinishedBy::Committed)
     } else if done_there {
         Some(FinishedBy::DoneMark)
     } else {
-        status = record_status(files, &run_id)?;
-        (status.as_deref() == Some("success")).then_some(FinishedBy::SuccessRecord)
+        let s = record_status(files, &run_id)?;
+        let success = s.status.as_deref() == Some("success");
+        says = Some(s);
+        success.then_some(FinishedBy::SuccessRecord)
     };
-    if status.is_none() && finished.is_some() {
-        // Shown, not decided on: a record that cannot be read does not matter here.
-        status = record_status(files, &run_id).ok().flatten();
-    }
+    // Shown, not decided on: a record that cannot be read does not matter here.
+    let RecordSays { status, damaged } = says.unwrap_or_else(|| record_status(files, &run_id).unwrap_or_default());
     let mut plan = RecoveryPlan {
         run_id,
         finished,
@@ -191,6 +205,7 @@ pub fn plan_recovery(files: &BatchFiles<'_>, dead: &LeaseDoc, named: Option<bool
         restore: Vec::new(),
         mark_record: None,
         record_status: status.clone(),
+        record_damaged: damaged,
         remove_done: None,
         unrepaired: Vec::new(),
         refused: Vec::new(),

@@ -35,6 +35,9 @@ pub struct Recovery {
     pub unrepaired: Vec<String>,
     /// Its record said running and now says interrupted.
     pub record_marked: bool,
+    /// Its record exists but cannot be parsed (half-written): left as it is,
+    /// as the peer leaves it. Its path, and why.
+    pub record_left: Option<(PathBuf, String)>,
     /// It was a dead lease left beside the lease (an orphan).
     pub from_orphan: bool,
     /// Processes of it still running on this host (a command's background
@@ -270,6 +273,7 @@ impl RunLease {
         if record_marked {
             s.sys.hook.at(crate::sys::Step::RecordMarked);
         }
+        let record_left = plan.record_damaged.map(|why| (files.record_path(&dead_id), why));
         Ok(Recovery {
             run_id: dead_id,
             finished: false,
@@ -278,6 +282,7 @@ impl RunLease {
             staging_removed: tb.staging_removed,
             unrepaired,
             record_marked,
+            record_left,
             from_orphan: orphan,
             processes_stopped,
         })

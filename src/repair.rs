@@ -88,6 +88,9 @@ impl RepairOutcome {
                 },
                 if r.record_marked { ", record marked interrupted" } else { "" }
             ));
+            if let Some((path, why)) = &r.record_left {
+                out.push_str(&format!("  its run record {} was left as it is: {why}\n", path.display()));
+            }
             if !r.unrepaired.is_empty() {
                 out.push_str(&format!(
                     "  output(s) {} may hold part of its batch and cannot be taken back here: check them\n",

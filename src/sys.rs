@@ -11,10 +11,24 @@ use std::time::{Duration, SystemTime};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClockSource {
-    /// The mtime of a probe file just created on the lease folder's disk.
+    /// The disk's own time: the mtime of a probe file just created on the
+    /// lease folder's disk (a run), or of an unnamed `O_TMPFILE` file there
+    /// (inspection, on a network file system that offers it).
     Disk,
-    /// This machine's clock: the probe could not be written (a read-only folder).
+    /// This machine's clock, because the use case is on a local file system,
+    /// whose file times this machine's kernel stamps: the disk's clock itself.
+    LocalFileSystem,
+    /// This machine's clock, because the disk's could not be read (a network
+    /// file system, looked at without writing; or a probe that failed).
     Local,
+}
+
+impl ClockSource {
+    /// Whether this is the clock that stamps the lease files' times (the only
+    /// one an age can be measured against without guessing the skew).
+    pub fn is_disks(self) -> bool {
+        matches!(self, ClockSource::Disk | ClockSource::LocalFileSystem)
+    }
 }
 
 /// "Now" as some clock tells it.
@@ -31,7 +45,12 @@ pub trait Clock: Send + Sync {
     /// The time by the disk that holds `dir`, so that no two hosts' clocks are
     /// compared: the mtime of a `.clock-<8hex>` probe created there and removed at
     /// once. Falls back to [`Clock::now`] when the probe cannot be written.
+    /// For runs and repairs only: inspection uses [`Clock::disk_now_looking`].
     fn disk_now(&self, dir: &Path) -> Now;
+    /// The time by the disk that holds `dir`, read without writing anything
+    /// in it ([`crate::diskclock`]): what `leases list`, `explain`, `doctor`,
+    /// dry runs and `top` use, since looking never changes a use case.
+    fn disk_now_looking(&self, dir: &Path) -> Now;
 }
 
 /// What `kill(pid, 0)` says of a process.
@@ -256,6 +275,10 @@ impl Clock for SystemClock {
             Err(_) => Now { time: SystemTime::now(), source: ClockSource::Local },
         }
     }
+
+    fn disk_now_looking(&self, dir: &Path) -> Now {
+        crate::diskclock::looking_now(dir)
+    }
 }
 
 /// The Linux process table, read through `kill(pid, 0)` and `/proc`.
@@ -320,6 +343,9 @@ impl Clock for FakeClock {
         *self.now.lock().unwrap_or_else(|e| e.into_inner())
     }
     fn disk_now(&self, _dir: &Path) -> Now {
+        Now { time: self.now(), source: ClockSource::Disk }
+    }
+    fn disk_now_looking(&self, _dir: &Path) -> Now {
         Now { time: self.now(), source: ClockSource::Disk }
     }
 }

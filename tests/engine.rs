@@ -619,6 +619,9 @@ fn a_host_with_a_fast_clock_does_not_expire_a_fresh_takeover_mark() {
         fn disk_now(&self, dir: &std::path::Path) -> ubunye::sys::Now {
             ubunye::sys::SystemClock.disk_now(dir)
         }
+        fn disk_now_looking(&self, dir: &std::path::Path) -> ubunye::sys::Now {
+            ubunye::sys::SystemClock.disk_now_looking(dir)
+        }
     }
     let d = tempfile::tempdir().unwrap();
     let dir = lease_dir(d.path());

@@ -150,7 +150,12 @@ pub fn locate(
             }
         }
     };
-    state::scan_batch(&dir.dir, &id.task, &id.key, &opts, sys).map_err(|e| e.to_string())
+    // The batch as a whole scan reads it (its task read), so that explain and
+    // the repairs say what `leases list` says.
+    match state::scan_one(&dir.dir, &id.task, &id.key, &opts, sys).map_err(|e| e.to_string())? {
+        (scan, Some(b)) => Ok((scan, b)),
+        (_, None) => Err(format!("{} {}: its files went while it was being read; look again", id.task, id.key)),
+    }
 }
 
 /// The explanation of the batch a query names (see [`locate`]).

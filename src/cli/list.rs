@@ -60,6 +60,8 @@ struct Row {
     dead: Option<bool>,
     claims: usize,
     note: String,
+    /// What its files say happened, newest first (as `explain` shows it).
+    history: Vec<state::HistoryEntry>,
     #[serde(skip)]
     age: Option<Duration>,
     #[serde(skip)]
@@ -69,6 +71,7 @@ struct Row {
 impl Row {
     fn from_batch(mut b: Batch) -> Row {
         let claims = b.claim_count();
+        let history = b.history();
         let has_lease = b.lease.is_some() || !b.orphans.is_empty();
         let holder = b.lease.take().map(|l| l.holder);
         let age = holder.as_ref().and_then(|h| h.judgement.as_ref()).and_then(|j| j.age).map(|a| a.age);
@@ -79,6 +82,7 @@ impl Row {
             heartbeat_age_s: age.map(|a| (a.as_secs_f64() * 10.0).round() / 10.0),
             age,
             claims,
+            history,
             has_lease,
             task: b.task,
             key: b.key,

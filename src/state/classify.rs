@@ -30,7 +30,12 @@ pub fn classify(b: &mut Batch, now: Now) {
     if b.lease.as_deref().into_iter().chain(&b.orphans).any(|l| !l.refused_paths.is_empty()) {
         b.flags.push(Flag::PathsOutside);
     }
-    let latest = b.records.first();
+    if b.records.iter().any(|r| r.damaged.is_some()) {
+        b.flags.push(Flag::DamagedRecord);
+    }
+    if !b.unknown_files.is_empty() {
+        b.flags.push(Flag::UnknownFiles);
+    }
     if !b.unreadable.is_empty() {
         b.state = State::Unreadable;
         // By path: the same note however the folder happened to list them.
@@ -112,15 +117,68 @@ pub fn classify(b: &mut Batch, now: Now) {
         b.run_id = Some(o.holder.run_id.clone()).filter(|r| !r.is_empty());
         let present: usize =
             b.orphans.iter().flat_map(|o| &o.outputs).map(|o| o.claims.iter().filter(|c| c.present).count()).sum();
-        b.note = format!("a dead run's lease left beside the lease: {present} claimed file(s) to take back");
+        let file = o.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let pid = o.holder.pid.map(|p| format!(", pid {p}")).unwrap_or_default();
+        let more = if b.orphans.len() > 1 { format!(" (and {} more)", b.orphans.len() - 1) } else { String::new() };
+        b.note = format!(
+            "a dead run's lease left by a killed takeover ({file}{more}{pid}; no lease holds the batch): {present} claimed file(s) to take back"
+        );
         return;
     }
-    let note_time = b.finished.as_ref().and_then(|f| f.finished_at.clone());
-    let newer_record = latest.filter(|r| match (&r.started_at, &note_time) {
-        (Some(s), Some(n)) => crate::timefmt::parse(s) > crate::timefmt::parse(n),
-        _ => b.finished.is_none(),
+    classify_ended(b, latest_usable(b));
+}
+
+/// The newest record whose status can be read.
+fn latest_usable(b: &Batch) -> Option<usize> {
+    b.records.iter().position(|r| r.damaged.is_none())
+}
+
+/// A batch that no lease holds: finished, failed or interrupted, by what its
+/// note, records and marks say.
+fn classify_ended(b: &mut Batch, latest: Option<usize>) {
+    let latest = latest.map(|i| b.records[i].clone());
+    let when = |t: &Option<String>| t.as_deref().and_then(crate::timefmt::parse);
+    if let Some(f) = &b.finished {
+        // A finished note: the batch is finished, whatever a later run did
+        // (a plain run of it is refused, as the peer refuses it). A later run
+        // that did not finish (a --rerun that failed or was taken over) took
+        // its own files back and is said beside it.
+        b.state = State::Finished;
+        b.run_id = f.run_id.clone();
+        b.note = format!("finished at {}", f.finished_at.clone().unwrap_or_default());
+        let later = latest.filter(|r| {
+            r.status.as_deref() != Some("success")
+                && f.run_id.as_deref() != Some(r.run_id.as_str())
+                && when(&r.started_at) > when(&f.finished_at)
+        });
+        if let Some(r) = later {
+            let how = match r.status.as_deref() {
+                Some("error") => "failed",
+                Some("interrupted") => "was interrupted",
+                Some("running") => "says running, with no lease to hold it",
+                _ => "did not finish",
+            };
+            b.note.push_str(&format!(
+                "; a later run {} {how}{} (the finished batch stands)",
+                crate::doc::short(&r.run_id),
+                r.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+            ));
+        }
+        return;
+    }
+    // A run taken over after the last record that says how a run ended, with
+    // no such record of its own (an empty lease, a record half-written): that
+    // takeover is the last word.
+    let newest_mark = b.tombstones.iter().max_by_key(|t| t.time);
+    let end = |r: &RecordInfo| when(&r.ended_at).or(when(&r.started_at));
+    let taken_after = newest_mark.is_some_and(|t| {
+        let own = b.records.iter().any(|r| r.run_id == t.run_id && r.damaged.is_none());
+        !own && latest.as_ref().is_none_or(|r| t.time.is_some() && end(r).is_some_and(|e| t.time > Some(e)))
     });
-    match newer_record.and_then(|r| r.status.as_deref().map(|s| (r, s))) {
+    if taken_after {
+        return ended_without_a_status(b);
+    }
+    match latest.as_ref().and_then(|r| r.status.as_deref().map(|s| (r, s))) {
         Some((r, "interrupted")) => {
             b.state = State::Interrupted;
             b.run_id = Some(r.run_id.clone());
@@ -138,20 +196,61 @@ pub fn classify(b: &mut Batch, now: Now) {
             b.run_id = Some(r.run_id.clone());
             b.note = "its record says running, but no lease holds the batch".into();
         }
-        _ => {
+        Some((r, "success")) => {
             b.state = State::Finished;
-            match &b.finished {
-                Some(f) => {
-                    b.run_id = f.run_id.clone();
-                    b.note = format!("finished at {}", f.finished_at.clone().unwrap_or_default());
-                }
-                None => {
-                    b.run_id = latest.map(|r| r.run_id.clone());
-                    b.note = "finished (no note: the batch is not named, or predates notes)".into();
-                }
-            }
+            b.run_id = Some(r.run_id.clone());
+            b.note = "finished (no note: the batch is not named, or predates notes)".into();
         }
+        _ => ended_without_a_status(b),
     }
+}
+
+/// No note and no record that says how its last run ended: what its marks
+/// and other files say. Only a done mark (its run got to commit) makes it
+/// finished; a takeover mark, a temp file or a damaged record alone does not.
+fn ended_without_a_status(b: &mut Batch) {
+    let newest_mark = b.tombstones.iter().max_by_key(|t| t.time);
+    let done = b.done_marks.iter().max_by_key(|d| d.time);
+    if let Some(d) = done.filter(|d| newest_mark.is_none_or(|t| t.time <= d.time)) {
+        b.state = State::Finished;
+        b.run_id = Some(d.run_id.clone()).filter(|r| !r.is_empty());
+        b.note = format!(
+            "its run {} committed (its done mark is there) and left no note: the batch is not named, or predates notes",
+            crate::doc::short(&d.run_id)
+        );
+        return;
+    }
+    b.state = State::Interrupted;
+    b.run_id = newest_mark
+        .map(|t| t.run_id.clone())
+        .or_else(|| b.records.first().map(|r| r.run_id.clone()))
+        .filter(|r| !r.is_empty());
+    let since = "no run has finished the batch since: a new run goes ahead";
+    b.note = if let Some(t) = newest_mark {
+        if t.run_id.is_empty() {
+            format!("an empty lease (no run named) was taken over and {since}")
+        } else {
+            format!("run {} was taken over and {since}", crate::doc::short(&t.run_id))
+        }
+    } else if let Some(r) = b.records.first() {
+        format!(
+            "its run record {}.json cannot be parsed ({}); no run is known to have finished the batch",
+            r.run_id,
+            r.damaged.clone().unwrap_or_default()
+        )
+    } else if !b.temp_files.is_empty() {
+        "a run was killed while it saved its lease (a temp file is left) and no run has finished the batch".into()
+    } else {
+        let names: Vec<String> = b
+            .unknown_files
+            .iter()
+            .map(|m| m.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default())
+            .collect();
+        format!(
+            "only files this engine does not know: {}; no run is known to have finished the batch",
+            names.join(", ")
+        )
+    };
 }
 
 /// A short verdict of a dead lease.

@@ -6,8 +6,10 @@
 //! kept, live, interrupted, failed, finished.
 
 mod classify;
+mod history;
 mod read;
 mod scan;
+pub mod staging;
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -20,8 +22,11 @@ use crate::liveness::{FileTimes, Judgement};
 use crate::sys::Now;
 
 pub use classify::{classify, rejudge};
+pub use history::{Happened, HistoryEntry};
 pub use read::{read_record, task_dirs};
-pub use scan::{BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_tasks, shorten};
+pub use scan::{
+    BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_one, scan_tasks, shorten,
+};
 
 /// A batch's one primary state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -126,6 +131,11 @@ pub enum Flag {
     /// The lease is empty or not JSON: judged by its age alone, as the peer
     /// judges it (held until 15 minutes old, then taken over).
     NotJson,
+    /// A run record of the batch exists but cannot be parsed (half-written):
+    /// its status is not known; repairs leave it as it is.
+    DamagedRecord,
+    /// Files named after the batch's key that this engine does not know.
+    UnknownFiles,
 }
 
 /// Who holds a lease.
@@ -216,13 +226,60 @@ pub struct RecordInfo {
     pub ended_at: Option<String>,
     pub error: Option<String>,
     pub backend: Option<String>,
+    /// Set when the record exists and was read, but is not a JSON object
+    /// (half-written when its run died, or changed by hand): why. Its status
+    /// is then not known. The engine, like the peer, goes ahead past it and
+    /// leaves it as it is; every surface names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<String>,
     /// Its variables. In a scan, None when they hash to the batch's key: then
     /// they are the batch's, kept there once.
     #[serde(skip)]
     pub variables: Option<serde_json::Map<String, Value>>,
-    /// Where its outputs went (`outputs[].location`).
+    /// Where its outputs went: (`outputs[].name`, `outputs[].location`).
     #[serde(skip)]
-    pub locations: Vec<String>,
+    pub locations: Vec<(String, String)>,
+}
+
+/// What kind of file a problem is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileKind {
+    Lease,
+    /// A dead run's lease renamed aside (`<key>.dead-<8hex>.json`).
+    Orphan,
+    /// A finished note.
+    Note,
+    Record,
+    Folder,
+    Other,
+}
+
+impl FileKind {
+    /// The kind of file at `path`, by its name and place.
+    pub fn of(path: &std::path::Path) -> FileKind {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match crate::layout::classify(&name) {
+            crate::layout::Entry::Lease { .. } => FileKind::Lease,
+            crate::layout::Entry::Dead { .. } => FileKind::Orphan,
+            crate::layout::Entry::Finished { .. } => FileKind::Note,
+            _ if name.ends_with(".json") => FileKind::Record,
+            _ if path.is_dir() => FileKind::Folder,
+            _ => FileKind::Other,
+        }
+    }
+
+    /// The word used in text: "lease", "run record", ...
+    pub fn word(self) -> &'static str {
+        match self {
+            FileKind::Lease => "lease",
+            FileKind::Orphan => "dead run's lease",
+            FileKind::Note => "finished note",
+            FileKind::Record => "run record",
+            FileKind::Folder => "folder",
+            FileKind::Other => "file",
+        }
+    }
 }
 
 /// A file that exists and cannot be read.
@@ -230,6 +287,7 @@ pub struct RecordInfo {
 pub struct UnreadableFile {
     #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
+    pub kind: FileKind,
     pub why: String,
     /// Readable, but where no engine looks (a lease-folder file at the wrong
     /// depth, a name that is not UTF-8): `misplaced` in doctor's findings.
@@ -250,12 +308,12 @@ pub fn lossy_path<S: serde::Serializer>(p: &std::path::Path, s: S) -> Result<S::
 impl UnreadableFile {
     /// A file or folder that cannot be read or listed.
     pub fn new(path: &std::path::Path, why: impl Into<String>) -> UnreadableFile {
-        UnreadableFile { path: path.to_path_buf(), why: why.into(), misplaced: false }
+        UnreadableFile { path: path.to_path_buf(), kind: FileKind::of(path), why: why.into(), misplaced: false }
     }
 
     /// A file or folder where no engine looks.
     pub fn misplaced(path: &std::path::Path, why: impl Into<String>) -> UnreadableFile {
-        UnreadableFile { path: path.to_path_buf(), why: why.into(), misplaced: true }
+        UnreadableFile { path: path.to_path_buf(), kind: FileKind::of(path), why: why.into(), misplaced: true }
     }
 }
 
@@ -282,6 +340,10 @@ pub struct Batch {
     pub records: Vec<RecordInfo>,
     pub unreadable: Vec<UnreadableFile>,
     pub temp_files: Vec<PathBuf>,
+    /// Files named after the batch's key that no engine this one knows
+    /// writes (`<key>.tried`, which ubunye-engine 0.9.1 leaves after a failed
+    /// run that committed a keyed Delta write): shown, never ignored.
+    pub unknown_files: Vec<Mark>,
     /// One line for a table.
     pub note: String,
 }
@@ -315,6 +377,7 @@ impl Batch {
             records: Vec::new(),
             unreadable: Vec::new(),
             temp_files: Vec::new(),
+            unknown_files: Vec::new(),
             note: String::new(),
         }
     }
@@ -335,6 +398,20 @@ impl Batch {
             .chain(self.finished.iter().filter_map(|f| f.run_id.as_deref()))
             .chain(self.done_marks.iter().chain(&self.tombstones).map(|m| m.run_id.as_str()))
             .filter(|r| !r.is_empty())
+    }
+
+    /// Whether nothing of it is left on disk (a batch read again whose files
+    /// all went).
+    pub fn is_empty(&self) -> bool {
+        self.lease.is_none()
+            && self.orphans.is_empty()
+            && self.finished.is_none()
+            && self.done_marks.is_empty()
+            && self.tombstones.is_empty()
+            && self.records.is_empty()
+            && self.unreadable.is_empty()
+            && self.temp_files.is_empty()
+            && self.unknown_files.is_empty()
     }
 
     /// Claims listed by its lease and orphans.

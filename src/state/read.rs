@@ -83,6 +83,7 @@ pub(super) struct Folder {
     pub(super) done: Vec<(String, PathBuf)>,
     pub(super) taken: Vec<(String, PathBuf)>,
     pub(super) tmp: Vec<PathBuf>,
+    pub(super) unknown: Vec<PathBuf>,
 }
 
 pub(super) fn read_folder(dir: &Path, problems: &mut Vec<UnreadableFile>) -> BTreeMap<String, Folder> {
@@ -105,15 +106,19 @@ pub(super) fn read_folder(dir: &Path, problems: &mut Vec<UnreadableFile>) -> BTr
             Entry::Taken { key, run } => by_key.entry(key).or_default().taken.push((run, path)),
             Entry::Tmp { key } => by_key.entry(key).or_default().tmp.push(path),
             Entry::Clock => {}
-            Entry::Other if e.file_type().is_ok_and(|t| t.is_dir()) => problems.push(UnreadableFile::misplaced(
+            _ if e.file_type().is_ok_and(|t| t.is_dir()) => problems.push(UnreadableFile::misplaced(
                 &path,
                 "a folder inside a task's lease folder, where only lease files belong: no engine looks in it",
             )),
+            Entry::Unknown { key } => by_key.entry(key).or_default().unknown.push(path),
             Entry::Other if name.ends_with(".json") => problems.push(UnreadableFile::misplaced(
                 &path,
                 "a .json file in a lease folder not named as Ubunye names its files (<16 hex key>.json, .finished.json, .dead-<8hex>.json): no engine reads it",
             )),
-            Entry::Other => {}
+            Entry::Other => problems.push(UnreadableFile::misplaced(
+                &path,
+                "a file in a lease folder that no engine writes (its name does not start with a batch key): nothing reads it; look at it, and remove it if nothing of yours needs it",
+            )),
         }
     }
     by_key
@@ -249,16 +254,28 @@ pub fn read_record(path: &Path) -> Result<RecordInfo, UnreadableFile> {
     let unreadable = |why: String| UnreadableFile::new(path, why);
     let bytes = crate::fsx::read_regular(path).map_err(|e| unreadable(e.to_string()))?;
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let head: RecordHead = match serde_json::from_slice(&bytes) {
-        Ok(h) => h,
-        Err(_) => {
+    let mut damaged = None;
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
             let s = std::str::from_utf8(&bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))?;
             match crate::pyparse::python_accepts(s) {
-                // Half-written when its run died: a record with no status.
-                None => RecordHead::default(),
+                // Half-written when its run died (the peer writes records in
+                // place), or changed by hand: its status is not known.
+                None => {
+                    damaged = Some(crate::lineage::damage_text(s, &e));
+                    Value::Null
+                }
                 Some(_) => serde_json::from_str(&crate::pyparse::sanitize(s)).map_err(|e| unreadable(e.to_string()))?,
             }
         }
+    };
+    if damaged.is_none() && !value.is_object() {
+        damaged = Some("it is JSON but not an object, so it names no status".into());
+    }
+    let head: RecordHead = match value {
+        Value::Object(_) => serde_json::from_value(value).map_err(|e| unreadable(e.to_string()))?,
+        _ => RecordHead::default(),
     };
     Ok(RecordInfo {
         run_id: text(head.run_id).unwrap_or(stem),
@@ -267,15 +284,20 @@ pub fn read_record(path: &Path) -> Result<RecordInfo, UnreadableFile> {
         started_at: text(head.started_at),
         ended_at: text(head.ended_at),
         error: text(head.error),
+        damaged,
         backend: text(head.backend),
         variables: match head.variables {
             Some(Value::Object(m)) => Some(m),
             _ => None,
         },
         locations: match head.outputs {
-            Some(Value::Array(a)) => {
-                a.iter().filter_map(|o| o.get("location").and_then(Value::as_str).map(str::to_string)).collect()
-            }
+            Some(Value::Array(a)) => a
+                .iter()
+                .filter_map(|o| {
+                    let at = o.get("location").and_then(Value::as_str)?;
+                    Some((o.get("name").and_then(Value::as_str).unwrap_or_default().to_string(), at.to_string()))
+                })
+                .collect(),
             _ => Vec::new(),
         },
     })
@@ -329,6 +351,8 @@ pub(super) fn fill(b: &mut Batch, f: Folder, beneath: &crate::beneath::Beneath, 
     b.done_marks = f.done.into_iter().map(|(run_id, path)| Mark { time: mtime(&path), run_id, path }).collect();
     b.tombstones = f.taken.into_iter().map(|(run_id, path)| Mark { time: mtime(&path), run_id, path }).collect();
     b.temp_files = f.tmp;
+    b.unknown_files =
+        f.unknown.into_iter().map(|path| Mark { time: mtime(&path), run_id: String::new(), path }).collect();
     if let Some(l) = b.lease.as_mut() {
         l.tombstoned = b.tombstones.iter().any(|t| t.run_id == l.holder.run_id);
     }

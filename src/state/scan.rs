@@ -49,7 +49,8 @@ fn open(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Opened, ScanError> {
         Some(d) => uc.join(d),
         None => layout::lineage_root(&root),
     };
-    let now = sys.clock.disk_now(if leases_root.is_dir() { &leases_root } else { &root });
+    // Looking never writes: the disk's clock is read without a probe file.
+    let now = sys.clock.disk_now_looking(if leases_root.is_dir() { &leases_root } else { &root });
     Ok(Opened { root, beneath, leases_root, lineage_dir, now })
 }
 
@@ -231,6 +232,9 @@ pub fn scan_batch(uc: &Path, task: &str, key: &str, opts: &ScanOptions, sys: &Sy
                 Entry::Done { key: k, run } if k == key => folder.done.push((run, path)),
                 Entry::Taken { key: k, run } if k == key => folder.taken.push((run, path)),
                 Entry::Tmp { key: k } if k == key => folder.tmp.push(path),
+                Entry::Unknown { key: k } if k == key && !e.file_type().is_ok_and(|t| t.is_dir()) => {
+                    folder.unknown.push(path)
+                }
                 _ => {}
             }
         }
@@ -260,6 +264,32 @@ pub fn scan_batch(uc: &Path, task: &str, key: &str, opts: &ScanOptions, sys: &Sy
     classify(&mut b, now);
     let scan = Scan { root, lineage_dir, now, batches: Vec::new(), problems: std::mem::take(&mut problems) };
     Ok((scan, b))
+}
+
+/// Read one batch as a whole scan reads it: its task is read (its lease
+/// folder and its folder of run records), so that every run record is filed
+/// by the same rules, and the batch is taken from it. What `leases explain`
+/// and the repairs show, so that they say what `leases list` says. None when
+/// the task holds no such batch (its files went since it was found).
+pub fn scan_one(
+    uc: &Path,
+    task: &str,
+    key: &str,
+    opts: &ScanOptions,
+    sys: &Sys,
+) -> Result<(Scan, Option<Batch>), ScanError> {
+    let mut found = None;
+    let head = scan_named_tasks(uc, opts, sys, &[task.to_string()], |_, batches| {
+        found = batches.into_iter().find(|b| b.key == key);
+    })?;
+    let scan = Scan {
+        root: head.root,
+        lineage_dir: head.lineage_dir,
+        now: head.now,
+        batches: Vec::new(),
+        problems: head.problems,
+    };
+    Ok((scan, found))
 }
 
 /// Where a batch is: its task and key.
@@ -304,7 +334,7 @@ pub fn find(uc: &Path, query: &str, task: Option<&str>) -> Result<Found, ScanErr
         };
         let key = full.file_name().and_then(|n| n.to_str()).and_then(|name| match layout::classify(name) {
             Entry::Lease { key } | Entry::Finished { key } | Entry::Dead { key } | Entry::Tmp { key } => Some(key),
-            Entry::Done { key, .. } | Entry::Taken { key, .. } => Some(key),
+            Entry::Done { key, .. } | Entry::Taken { key, .. } | Entry::Unknown { key } => Some(key),
             _ => None,
         });
         // Its task: under the lease folder once symlinks are resolved, or as

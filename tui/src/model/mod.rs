@@ -251,7 +251,7 @@ impl Model {
         let local = self.src.sys.clock.now();
         if self.clock_read.is_none_or(|t| t.elapsed() >= CLOCK_PROBE_EVERY) {
             let dir = if self.leases_root.is_dir() { self.leases_root.clone() } else { self.scan.root.clone() };
-            let disk = self.src.sys.clock.disk_now(&dir);
+            let disk = self.src.sys.clock.disk_now_looking(&dir);
             self.clock_offset = nanos_between(local, disk.time);
             self.clock_source = disk.source;
             self.clock_read = Some(Instant::now());
@@ -263,7 +263,9 @@ impl Model {
     /// What a changed path means.
     pub fn target(&self, path: &Path) -> Target {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        if name.starts_with(".clock-") {
+        // `#<inode>`: an unnamed O_TMPFILE file, how a dashboard elsewhere
+        // reads the disk's clock on a network file system.
+        if name.starts_with(".clock-") || name.starts_with('#') {
             return Target::Ignore;
         }
         if let Ok(rel) = path.strip_prefix(&self.leases_root) {
@@ -275,7 +277,8 @@ impl Model {
                     | Entry::Dead { key }
                     | Entry::Done { key, .. }
                     | Entry::Taken { key, .. }
-                    | Entry::Tmp { key } => Target::Batch((parts[..3].join("/"), key)),
+                    | Entry::Tmp { key }
+                    | Entry::Unknown { key } => Target::Batch((parts[..3].join("/"), key)),
                     Entry::Clock => Target::Ignore,
                     Entry::Other => Target::Task(parts[..3].join("/")),
                 },
@@ -394,14 +397,7 @@ impl Model {
     /// Put a batch in place; a batch with nothing left of it goes.
     fn put(&mut self, b: Batch) {
         let id = (b.task.clone(), b.key.clone());
-        let empty = b.lease.is_none()
-            && b.orphans.is_empty()
-            && b.finished.is_none()
-            && b.done_marks.is_empty()
-            && b.tombstones.is_empty()
-            && b.records.is_empty()
-            && b.unreadable.is_empty()
-            && b.temp_files.is_empty();
+        let empty = b.is_empty();
         match (self.position(&id.0, &id.1), empty) {
             (_, false) => self.place(keep(b)),
             (Some(i), true) => {

@@ -3,15 +3,20 @@
 //! wrote, its history, and exactly what the next run or a repair would do, from
 //! the same plan the engine acts on.
 
+mod render;
+
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+pub use render::render;
 
 use crate::layout::{LeasePaths, TaskPath};
 use crate::liveness::{AgeBecause, Judgement, TouchedBy, Why};
 use crate::plan::{BatchFiles, RecoveryPlan, plan_recovery};
-use crate::state::{Batch, Flag, LeaseInfo, Scan, State};
+use crate::state::staging::{self, StagingFolder};
+use crate::state::{Batch, Flag, HistoryEntry, LeaseInfo, Scan, State};
 use crate::timefmt;
 
 /// The next step, and the one command to run.
@@ -29,6 +34,8 @@ pub struct Next {
 /// The whole report.
 #[derive(Clone, Debug, Serialize)]
 pub struct Explanation {
+    /// The use-case folder, as opened.
+    pub use_case: PathBuf,
     pub batch: Batch,
     /// The verdict on the holder in plain words.
     pub verdict: Option<String>,
@@ -37,6 +44,24 @@ pub struct Explanation {
     pub next: Next,
     /// Past repairs of this batch (`.ubunye/repairs.jsonl`).
     pub repairs: Vec<serde_json::Value>,
+    /// What its files say happened, newest first ([`Batch::history`]).
+    pub history: Vec<HistoryEntry>,
+    /// Staging folders of its dead runs: those their leases name, and those
+    /// found in or beside an output they may have written without claiming
+    /// (which no lease names, so nothing removes them), with what each holds.
+    pub staging: Vec<Staging>,
+}
+
+/// A staging folder the report names.
+#[derive(Clone, Debug, Serialize)]
+pub struct Staging {
+    /// The output it belongs to.
+    pub output: String,
+    /// A lease names it (a takeover removes it); else it was found beside
+    /// the output, and nothing removes it.
+    pub named: bool,
+    #[serde(flatten)]
+    pub folder: StagingFolder,
 }
 
 fn mins(secs: f64) -> String {
@@ -116,7 +141,35 @@ fn size(n: Option<u64>) -> String {
     }
 }
 
-fn plan_steps(p: &RecoveryPlan, paths: &LeasePaths, settle: bool) -> Vec<String> {
+/// What a takeover's plan shows beside the plan itself: the staging folders
+/// with what they hold, and where the use case is.
+struct Seen<'a> {
+    root: &'a Path,
+    staging: &'a [Staging],
+}
+
+impl Seen<'_> {
+    fn named(&self, st: &str) -> String {
+        let full = self.root.join(st);
+        match self.staging.iter().find(|s| s.named && s.folder.path == full) {
+            Some(s) => format!("{st}/ ({})", s.folder.size.map(|z| z.text()).unwrap_or_else(|| "not there".into())),
+            None => format!("{st}/ (not there)"),
+        }
+    }
+
+    fn beside(&self, output: &str) -> Vec<String> {
+        self.staging
+            .iter()
+            .filter(|s| !s.named && s.output == output)
+            .map(|s| {
+                let rel = s.folder.path.strip_prefix(self.root).unwrap_or(&s.folder.path);
+                format!("{}/ ({})", rel.display(), s.folder.size.map(|z| z.text()).unwrap_or_default())
+            })
+            .collect()
+    }
+}
+
+fn plan_steps(p: &RecoveryPlan, paths: &LeasePaths, settle: bool, seen: &Seen<'_>) -> Vec<String> {
     let mut steps = Vec::new();
     let run = if p.run_id.is_empty() { "(no run id)".to_string() } else { crate::doc::short(&p.run_id) };
     if settle {
@@ -158,19 +211,25 @@ fn plan_steps(p: &RecoveryPlan, paths: &LeasePaths, settle: bool) -> Vec<String>
     }
     for st in &p.staging {
         steps.push(if p.finished.is_some() {
-            format!("remove {st}: the old copy of an output it replaced")
+            format!("remove {}: the old copy of an output it replaced", seen.named(st))
         } else {
-            format!("remove its staging folder {st} and all it holds (nothing in it counts)")
+            format!("remove its staging folder {} and all it holds (nothing in it counts)", seen.named(st))
         });
     }
+    let record_file = format!("{}.json", p.run_id);
     if let Some(r) = &p.mark_record {
         steps.push(format!(
             "mark its record {} interrupted",
             r.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
         ));
+    } else if let Some(why) = &p.record_damaged {
+        steps.push(format!(
+            "leave its run record {record_file} as it is: it cannot be parsed ({why}); the Python engine leaves it so too"
+        ));
     } else if p.finished.is_none() {
         match p.record_status.as_deref() {
-            None => steps.push("(no run record to mark)".into()),
+            None if p.run_id.is_empty() => steps.push("(it names no run, so there is no run record to mark)".into()),
+            None => steps.push(format!("(no run record to mark: {record_file} is not there)")),
             Some(s) => steps.push(format!("leave its record as it is (it says {s})")),
         }
     }
@@ -180,11 +239,18 @@ fn plan_steps(p: &RecoveryPlan, paths: &LeasePaths, settle: bool) -> Vec<String>
             d.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
         ));
     }
-    if !p.unrepaired.is_empty() {
-        steps.push(format!(
-            "name output(s) {} as possibly holding part of its batch: they cannot be taken back here",
-            p.unrepaired.join(", ")
-        ));
+    for out in &p.unrepaired {
+        let beside = seen.beside(out);
+        steps.push(if beside.is_empty() {
+            format!(
+                "name output {out} as possibly holding part of its batch: it claimed no file there, so nothing can be taken back here (no staging folder is in or beside it)"
+            )
+        } else {
+            format!(
+                "name output {out} as possibly holding part of its batch: it claimed no file there, so nothing can be taken back here. In or beside it: {}, a staging folder no lease names (this run's unfinished write, or another run's now): it is left as it is; check it",
+                beside.join(", ")
+            )
+        });
     }
     for r in &p.refused {
         steps.push(format!("REFUSE: {r}; nothing is removed until that path is dealt with by hand"));
@@ -240,11 +306,13 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
     }
     let verdict = batch.lease.as_ref().map(|l| verdict(l, prefix));
     let paths = task.as_ref().map(|t| LeasePaths::new(&scan.root, t, &batch.key));
+    let staging_seen = staging_of(scan, &batch, &plans);
+    let seen = Seen { root: &scan.root, staging: &staging_seen };
     let judgement: Option<&Judgement> = batch.lease.as_ref().and_then(|l| l.holder.judgement.as_ref());
     let next = match batch.state {
         State::Unreadable => Next {
             action: "check-the-file",
-            steps: batch.unreadable.iter().map(|u| format!("{} cannot be read: {}", u.path.display(), u.why)).collect::<Vec<_>>().into_iter().chain([
+            steps: batch.unreadable.iter().map(|u| format!("its {} {} cannot be read: {}", u.kind.word(), u.path.display(), u.why)).collect::<Vec<_>>().into_iter().chain([
                 "Nothing is run, taken over or removed while it cannot be read: whether its run is alive, and which files it claims, cannot be told.".to_string(),
                 "Fix what stops it from being read (a permission, a file in the way), or look at it: it may list another run's files. Do not delete it by hand.".to_string(),
             ]).collect(),
@@ -255,10 +323,12 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
             for (i, p) in plans.iter().enumerate() {
                 let settle = i == 0 && batch.state != State::Orphan;
                 if batch.state == State::Orphan || i > 0 {
-                    steps.push(format!("adopt the dead lease left beside the lease (run {}):", crate::doc::short(&p.run_id)));
+                    let l = if batch.state == State::Orphan { batch.orphans.get(i) } else { batch.orphans.get(i - 1) };
+                    let file = l.and_then(|l| l.path.file_name()).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    steps.push(format!("adopt the dead run's lease {file} (run {}):", run_text(&p.run_id)));
                 }
                 if let Some(paths) = &paths {
-                    steps.extend(plan_steps(p, paths, settle).into_iter().map(|s| format!("  {s}")));
+                    steps.extend(plan_steps(p, paths, settle, &seen).into_iter().map(|s| format!("  {s}")));
                 }
             }
             if batch.state == State::Kept && batch.flags.contains(&Flag::HolderAlive) {
@@ -280,7 +350,7 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
         State::Pending if plan_error.is_none() => {
             let mut steps = vec![format!("Its run committed and died before finishing. `ubunye leases finish {prefix}` (or the next run of this batch) will:")];
             if let (Some(p), Some(paths)) = (plans.first(), &paths) {
-                steps.extend(plan_steps(p, paths, true).into_iter().map(|s| format!("  {s}")));
+                steps.extend(plan_steps(p, paths, true, &seen).into_iter().map(|s| format!("  {s}")));
             }
             Next { action: "finish", steps, command: Some(format!("ubunye leases finish {prefix}{dflag}")) }
         }
@@ -305,176 +375,87 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
         State::Live => Next { action: "wait", steps: vec!["A live run holds the batch: wait for it to finish. Never delete its lease: it lists that run's claimed files.".into()], command: None },
         State::Interrupted | State::Failed => Next {
             action: "run-again",
-            steps: vec!["No lease holds the batch and its last run did not finish: nothing is left to take back. Run the batch again.".into()],
+            steps: vec!["No lease holds the batch and its last run did not finish: nothing is left to take back. A new run of it goes ahead: run the batch again.".into()],
             command: None,
         },
-        State::Finished => {
-            let files: usize = batch.finished.as_ref().map(|f| f.outputs.iter().map(|o| o.1.len()).sum()).unwrap_or(0);
-            Next {
-                action: "nothing",
-                steps: vec![format!(
-                    "The batch is finished. A new run of it that appends is refused; with --rerun it replaces the batch, removing the {files} file(s) the finished run claimed once the new run has committed."
-                )],
-                command: None,
-            }
-        }
+        State::Finished => Next { action: "nothing", steps: vec![finished_next(&batch)], command: None },
     };
     let repairs = repairs_of(&scan.root, &batch.task, &batch.key);
-    Explanation { batch, verdict, plans, next, repairs }
+    let history = batch.history();
+    Explanation { use_case: scan.root.clone(), batch, verdict, plans, next, repairs, history, staging: staging_seen }
 }
 
-/// The report as text.
-pub fn render(e: &Explanation) -> String {
-    let b = &e.batch;
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "{}  {}",
-        b.task,
-        b.variables_text().unwrap_or_else(|| "(variables not known: no run record names them)".into())
-    );
-    let flags: Vec<String> = b
-        .flags
-        .iter()
-        .map(|f| serde_json::to_value(f).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default())
-        .collect();
-    let _ = writeln!(
-        o,
-        "key {}   state {}{}",
-        b.key,
-        b.state.word().to_uppercase(),
-        if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(", ")) }
-    );
-    let _ = writeln!(o, "{}", b.note);
-    if let Some(l) = &b.lease {
-        let _ = writeln!(o, "\nWho holds it");
-        let _ =
-            writeln!(o, "  run       {}", if l.holder.run_id.is_empty() { "(none named)" } else { &l.holder.run_id });
-        let host = l.holder.host.clone().unwrap_or_else(|| "(no host)".into());
-        let this = l
-            .holder
-            .judgement
-            .as_ref()
-            .map(|j| if j.same_host { " (this host)" } else { " (another host)" })
-            .unwrap_or("");
-        let _ = writeln!(
-            o,
-            "  process   {} on {host}{this}",
-            l.holder.pid.map(|p| p.to_string()).unwrap_or_else(|| "(none)".into())
-        );
-        let _ = writeln!(o, "  started   {}", l.holder.started_at.clone().unwrap_or_else(|| "(unknown)".into()));
-        if let Some(a) = l.holder.judgement.as_ref().and_then(|j| j.age) {
-            let _ = writeln!(
-                o,
-                "  lease     written {} ago by the {} clock",
-                timefmt::age(a.age),
-                if a.clock == crate::sys::ClockSource::Disk {
-                    "disk's"
-                } else {
-                    "local (the disk's could not be read)"
-                }
-            );
-        }
-        let _ = writeln!(o, "  file      {}", l.path.display());
-        if let Some(v) = &e.verdict {
-            let _ = writeln!(o, "  verdict   {v}");
-        }
+/// `run 1a2b3c4d`, or what stands for a run that named no id.
+pub(crate) fn run_text(run_id: &str) -> String {
+    if run_id.is_empty() { "(no run id: an empty lease)".into() } else { crate::doc::short(run_id) }
+}
+
+/// What a new run of a finished batch does.
+fn finished_next(b: &Batch) -> String {
+    let Some(f) = &b.finished else {
+        return "The batch is finished (its run record says success, or its run committed). It has no finished note (the batch names no variable, or it predates notes), so a new run of it goes ahead.".into();
+    };
+    let files: usize = f.outputs.iter().map(|o| o.1.len()).sum();
+    let claimed: Vec<&str> = f.outputs.iter().filter(|o| !o.1.is_empty()).map(|o| o.0.as_str()).collect();
+    let all: Vec<&str> = f.outputs.iter().map(|o| o.0.as_str()).collect();
+    if f.outputs.is_empty() {
+        return "The batch is finished. Its note lists no output, so a new run of it goes ahead.".into();
     }
+    if claimed.is_empty() {
+        return format!(
+            "The batch is finished. Its run claimed no appended file (its output(s) {} overwrite, or appended nothing): a new run whose outputs all overwrite goes ahead and replaces them (it is not refused); a run that appends is refused (--rerun replaces the batch, --resume skips it).",
+            all.join(", ")
+        );
+    }
+    format!(
+        "The batch is finished. A new run of it that appends is refused (--resume skips it); with --rerun it replaces the batch, removing the {files} file(s) the finished run claimed in {} once the new run has committed. A run whose outputs all overwrite goes ahead.",
+        claimed.join(", ")
+    )
+}
+
+/// The staging folders of a batch's dead runs: those their leases name, and
+/// for each output a plan names as possibly holding part of the batch (it
+/// claimed nothing), those in and beside that output's folder, as the task's
+/// other files say where it is. Read only: to say what is there.
+fn staging_of(scan: &Scan, b: &Batch, plans: &[RecoveryPlan]) -> Vec<Staging> {
+    let mut out: Vec<Staging> = Vec::new();
     let leases: Vec<&LeaseInfo> = b.lease.as_deref().into_iter().chain(&b.orphans).collect();
-    if !leases.is_empty() {
-        let _ = writeln!(o, "\nWhat it wrote");
-        for l in leases {
-            if l.outputs.is_empty() && l.replaces.is_empty() {
-                let _ = writeln!(o, "  (no output yet)");
-            }
-            for out in &l.outputs {
-                let mode = if out.appends { "append" } else { "overwrite" };
-                let exact = if out.exact { "claimed" } else { "NOT claimed: cannot be taken back" };
-                let _ = writeln!(o, "  {}  {mode}, {exact}, {}", out.name, out.state.clone().unwrap_or_default());
-                if let Some(st) = &out.staging {
-                    let _ =
-                        writeln!(o, "    staging {st} ({})", if out.staging_exists { "there" } else { "not there" });
-                }
-                for c in &out.claims {
-                    let _ = writeln!(
-                        o,
-                        "    {}  {}",
-                        c.claim,
-                        if c.present { format!("present, {}", size(c.size)) } else { "missing".into() }
-                    );
-                }
-            }
-            for (out, files) in &l.replaces {
-                let _ = writeln!(o, "  {out}  replaces (files of the run it replaced, removed after commit)");
-                for c in files {
-                    let _ = writeln!(
-                        o,
-                        "    {}  {}",
-                        c.claim,
-                        if c.present { format!("present, {}", size(c.size)) } else { "gone".into() }
-                    );
-                }
+    for l in &leases {
+        for o in &l.outputs {
+            if let Some(st) = o.staging.as_deref().filter(|st| !st.is_empty()) {
+                let path = scan.root.join(st);
+                let size = staging::measure(&path);
+                out.push(Staging { output: o.name.clone(), named: true, folder: StagingFolder { path, size } });
             }
         }
     }
-    let _ = writeln!(o, "\nHistory");
-    match &b.finished {
-        Some(f) => {
-            let n: usize = f.outputs.iter().map(|x| x.1.len()).sum();
-            let _ = writeln!(
-                o,
-                "  finished  by run {} at {} ({n} claimed file(s))",
-                f.run_id.as_deref().map(crate::doc::short).unwrap_or_default(),
-                f.finished_at.clone().unwrap_or_default()
-            );
-        }
-        None => {
-            let _ = writeln!(o, "  finished  no note");
+    let unrepaired: std::collections::BTreeSet<&str> =
+        plans.iter().flat_map(|p| p.unrepaired.iter().map(String::as_str)).collect();
+    for name in unrepaired {
+        let Some(folder) = output_folder_of(scan, b, name) else { continue };
+        for f in staging::around(&folder) {
+            if !out.iter().any(|s| s.folder.path == f.path) {
+                out.push(Staging { output: name.to_string(), named: false, folder: f });
+            }
         }
     }
-    for t in &b.tombstones {
-        let _ = writeln!(
-            o,
-            "  takeover  run {} was taken over at {}",
-            crate::doc::short(&t.run_id),
-            t.time.map(timefmt::rfc3339).unwrap_or_default()
-        );
+    out
+}
+
+/// Where an output of the batch's task is: its own claims and records first,
+/// then the task's other notes and records.
+fn output_folder_of(scan: &Scan, b: &Batch, output: &str) -> Option<PathBuf> {
+    let own = b.lease.as_deref().into_iter().chain(&b.orphans).flat_map(|l| &l.outputs).filter(|o| o.name == output);
+    for o in own {
+        if let Some(c) = o.claims.first() {
+            let full = crate::beneath::normpath(&scan.root.join(&c.claim));
+            let mut d = full.parent()?.to_path_buf();
+            while d.file_name().is_some_and(|n| n.to_string_lossy().contains('=')) {
+                d.pop();
+            }
+            return Some(d);
+        }
     }
-    for d in &b.done_marks {
-        let _ = writeln!(
-            o,
-            "  done mark run {} ({})",
-            crate::doc::short(&d.run_id),
-            if b.lease.is_some() { "with its lease" } else { "left without a lease" }
-        );
-    }
-    for r in b.records.iter().take(5) {
-        let _ = writeln!(
-            o,
-            "  record    {} {:<11} started {}{}",
-            crate::doc::short(&r.run_id),
-            r.status.clone().unwrap_or_else(|| "(none)".into()),
-            r.started_at.clone().unwrap_or_default(),
-            r.error.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
-        );
-    }
-    for r in &e.repairs {
-        let _ = writeln!(
-            o,
-            "  repair    {} {} by {}@{}: {}",
-            r["time"].as_str().unwrap_or(""),
-            r["command"].as_str().unwrap_or(""),
-            r["user"].as_str().unwrap_or("?"),
-            r["host"].as_str().unwrap_or("?"),
-            r["outcome"].as_str().unwrap_or("")
-        );
-    }
-    let _ = writeln!(o, "\nWhat happens next");
-    for s in &e.next.steps {
-        let _ = writeln!(o, "  {s}");
-    }
-    if let Some(c) = &e.next.command {
-        let _ = writeln!(o, "\n  Run:  {c}");
-    }
-    o
+    let leases = crate::layout::leases_root(&scan.root).join(&b.task);
+    staging::output_folder(&scan.root, &leases, &scan.lineage_dir.join(&b.task), output)
 }
