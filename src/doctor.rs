@@ -236,7 +236,7 @@ impl Examiner {
                     key: key.clone(),
                 });
             }
-            if b.flags.contains(&Flag::NotJson) {
+            if l.doc.0.is_empty() {
                 self.out.push(Finding {
                     kind: "not-json",
                     path: l.path.clone(),
@@ -248,6 +248,16 @@ impl Examiner {
             if b.flags.contains(&Flag::ClockBehind) {
                 self.out.push(Finding { kind: "clock-behind", path: l.path.clone(), detail: "the lease's times are ahead of the disk's clock: the clock was set back; it is not judged dead until the clock catches up".into(), task, key });
             }
+        }
+        for o in b.orphans.iter().filter(|o| o.doc.0.is_empty()) {
+            let (task, key) = id();
+            self.out.push(Finding {
+                kind: "not-json",
+                path: o.path.clone(),
+                detail: "a dead run's lease left by a killed takeover, empty or not JSON: it names no run and no claims; the next run of the batch adopts it (removes it) as the Python engine does".into(),
+                task,
+                key,
+            });
         }
         for l in b.lease.as_deref().into_iter().chain(&b.orphans) {
             for o in &l.outputs {

@@ -116,7 +116,11 @@ pub fn run(a: &RunsArgs) -> i32 {
                     .join(" ")
             })
             .unwrap_or_default();
-        let status = r.status.clone().unwrap_or_else(|| "(none)".into());
+        let status = match (&r.status, &r.damaged) {
+            (_, Some(_)) => "unreadable".to_string(),
+            (Some(s), None) => s.clone(),
+            (None, None) => "(none)".into(),
+        };
         let mut cell = Cell::new(&status);
         if colour {
             cell = cell.fg(match status.as_str() {
@@ -140,7 +144,10 @@ pub fn run(a: &RunsArgs) -> i32 {
             Cell::new(crate::doc::short(&r.run_id)),
             Cell::new(vars),
             Cell::new(secs),
-            Cell::new(r.error.clone().unwrap_or_default()),
+            Cell::new(match &r.damaged {
+                Some(why) => format!("{} cannot be parsed: {why}", r.path.display()),
+                None => r.error.clone().unwrap_or_default(),
+            }),
         ]);
     }
     super::outln(&t.to_string());

@@ -320,6 +320,12 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
         },
         State::Dead | State::Orphan | State::Kept | State::HandedBack if plan_error.is_none() => {
             let mut steps = vec![format!("The next run of this batch, or `ubunye leases takeover {prefix}`, will:")];
+            if let Some(l) = batch.lease.as_deref().filter(|l| l.doc.0.is_empty() && batch.state != State::Orphan) {
+                steps.push(format!(
+                    "  (its lease {} is empty or not JSON: it names no run and no claims, and is taken over by its age, as the Python engine takes it over)",
+                    l.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+                ));
+            }
             for (i, p) in plans.iter().enumerate() {
                 let settle = i == 0 && batch.state != State::Orphan;
                 if batch.state == State::Orphan || i > 0 {

@@ -62,7 +62,7 @@ pub fn classify(b: &mut Batch, now: Now) {
         if l.committed {
             b.flags.push(Flag::Committed);
         }
-        if l.doc.0.is_empty() {
+        if l.doc.0.is_empty() || b.orphans.iter().any(|o| o.doc.0.is_empty()) {
             b.flags.push(Flag::NotJson);
         }
 
@@ -93,6 +93,15 @@ pub fn classify(b: &mut Batch, now: Now) {
             (State::HandedBack, format!("takeover refused: {present} claimed file(s) could not be removed"))
         } else if l.committed {
             (State::Live, "committing".into())
+        } else if dead && l.doc.0.is_empty() {
+            let age = j.and_then(|j| j.age).map(|a| crate::timefmt::age(a.age)).unwrap_or_default();
+            (
+                State::Dead,
+                format!(
+                    "{} is empty or not JSON and untouched for {age}: taken over by its age, as the peer judges",
+                    file_name(&l.path)
+                ),
+            )
         } else if dead {
             (State::Dead, format!("{}; {present} of {claims} claimed file(s) present", verdict_short(j)))
         } else {
@@ -100,7 +109,10 @@ pub fn classify(b: &mut Batch, now: Now) {
             if l.doc.0.is_empty() {
                 (
                     State::Live,
-                    format!("empty or not JSON, written {age} ago: held until 15 min old, as the peer judges"),
+                    format!(
+                        "{} is empty or not JSON, written {age} ago: held until 15 min old, as the peer judges",
+                        file_name(&l.path)
+                    ),
                 )
             } else if j.is_some_and(|j| j.stalled) {
                 (State::Live, format!("stalled: lease not written for {age}"))
@@ -110,6 +122,10 @@ pub fn classify(b: &mut Batch, now: Now) {
         };
         b.state = state;
         b.note = note;
+        for o in &b.orphans {
+            let damaged = if o.doc.0.is_empty() { ", empty or not JSON" } else { "" };
+            b.note.push_str(&format!("; a dead run's lease {}{damaged} is beside it", file_name(&o.path)));
+        }
         return;
     }
     if let Some(o) = b.orphans.first() {
@@ -251,6 +267,10 @@ fn ended_without_a_status(b: &mut Batch) {
             names.join(", ")
         )
     };
+}
+
+fn file_name(p: &std::path::Path) -> String {
+    p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 /// A short verdict of a dead lease.

@@ -196,8 +196,14 @@ fn scan_task(
                 b.records.reserve_exact(1);
                 b.records.push(r);
             }
+            // A record that cannot be read goes to the batch that names its
+            // run (its file is `<run id>.json`), else to the unknown batch.
             Err(u) => {
-                let i = at(&mut out, &unknown);
+                let stem = u.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                let i = match by_run.get(&stem) {
+                    Some(&i) => i,
+                    None => at(&mut out, &unknown),
+                };
                 out[i].unreadable.push(u);
             }
         }

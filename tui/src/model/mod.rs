@@ -364,10 +364,9 @@ impl Model {
     fn read_again(&self, id: &Id, now: Now) -> Result<Batch, String> {
         let (_, mut fresh) =
             state::scan_batch(&self.src.uc, &id.0, &id.1, &self.src.opts, &self.src.sys).map_err(|e| e.to_string())?;
-        // A full scan files an unreadable record under the unknown batch,
-        // whatever run its name says.
+        // A full scan files an unreadable record under the batch that names
+        // its run (as `scan_batch` reads it), else under the unknown batch.
         let records_dir = self.scan.lineage_dir.join(&id.0);
-        fresh.unreadable.retain(|u| u.path.parent() != Some(records_dir.as_path()));
         if let Some(old) = self.get(id) {
             let more: Vec<PathBuf> = old
                 .records
@@ -380,10 +379,12 @@ impl Model {
                     fresh.records.push(r);
                 }
             }
-            // The unknown batch's unreadable records: each is filed again by
-            // its own event.
-            let unreadable = old.unreadable.iter().filter(|u| u.path.parent() == Some(records_dir.as_path()));
-            fresh.unreadable.extend(unreadable.cloned());
+            // The unknown batch's unreadable records (no file of it names
+            // their runs): each is filed again by its own event.
+            if id.1.starts_with('?') {
+                let unnamed = old.unreadable.iter().filter(|u| u.path.parent() == Some(records_dir.as_path()));
+                fresh.unreadable.extend(unnamed.cloned());
+            }
         }
         fresh.variables = None;
         for r in std::mem::take(&mut fresh.records) {

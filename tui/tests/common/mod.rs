@@ -10,6 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use assert_cmd::Command;
 
 pub mod dash;
+pub mod trees;
 use serde_json::Value;
 
 /// The binary under test (`UBUNYE_TEST_BIN` runs a test against another
@@ -70,7 +71,7 @@ pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
 /// The binary, run from beside `uc`, judging from another host (every fixture
 /// lease is then judged by its age), with a short settle and no colour.
 pub fn ubunye(uc: &Path) -> Command {
-    let mut c = Command::cargo_bin("ubunye").unwrap();
+    let mut c = Command::new(bin());
     c.current_dir(uc.parent().unwrap())
         .env("UBUNYE_TEST_HOST", "elsewhere|pid:[1]")
         .env("UBUNYE_TEST_SETTLE", "20ms")
