@@ -11,7 +11,7 @@ impl App {
         // Keys act on what is on the screen: the runs and findings up to date.
         self.prepare();
         let ctx = self.ctx();
-        let action = keys::lookup(ctx, &k);
+        let action = keys::lookup(ctx, self.view, &k);
         if ctx == Ctx::Filter && action.is_none() {
             if let KeyCode::Char(c) = k.code {
                 if !k.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) {
@@ -22,7 +22,14 @@ impl App {
             }
             return Vec::new();
         }
-        let Some(action) = action else { return Vec::new() };
+        let Some(action) = action else {
+            // Bound in another view: say where, rather than nothing at all.
+            if let Some(b) = keys::elsewhere(ctx, self.view, &k) {
+                let views: Vec<&str> = b.views.iter().map(|v| v.title()).collect();
+                self.say(Level::Info, format!("{} works in {} only: {}", b.label, views.join(" and "), b.help));
+            }
+            return Vec::new();
+        };
         match ctx {
             Ctx::Help => self.help_key(action),
             Ctx::Popup => self.popup_key(action),
@@ -251,11 +258,8 @@ impl App {
         self.detail.scroll = 0;
     }
 
+    /// The key table binds the repairs in the batch view only.
     fn open_repair(&mut self, kind: Kind) {
-        if self.view != View::Batches {
-            self.say(Level::Info, "repairs are made from the batch view (1)");
-            return;
-        }
         let Some(b) = self.selected_batch() else {
             self.say(Level::Info, "no batch selected");
             return;

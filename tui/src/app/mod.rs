@@ -21,32 +21,7 @@ use crate::filter::Filter;
 use crate::keys::{self, Action, Ctx};
 use crate::model::{Id, Model};
 use crate::popup::{self, Popup, RepairDone};
-
-/// The three views.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum View {
-    Batches,
-    Runs,
-    Doctor,
-}
-
-impl View {
-    pub const ALL: [View; 3] = [View::Batches, View::Runs, View::Doctor];
-    pub fn title(self) -> &'static str {
-        match self {
-            View::Batches => "1 batches",
-            View::Runs => "2 runs",
-            View::Doctor => "3 doctor",
-        }
-    }
-    fn index(self) -> usize {
-        match self {
-            View::Batches => 0,
-            View::Runs => 1,
-            View::Doctor => 2,
-        }
-    }
-}
+pub use crate::view::View;
 
 /// The batch table's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

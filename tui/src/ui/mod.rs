@@ -280,7 +280,7 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     if app.view == View::Batches && app.sort != crate::app::SortBy::Severity {
         right.push(format!("sort {}", app.sort.word()));
     }
-    if !app.filter.is_empty() && !app.editing {
+    if !app.filter.is_empty() && !app.editing && app.view != View::Doctor {
         right.push(format!("filter \"{}\"", fit(&app.filter.text, 20)));
     }
     let (pos, len) = match app.view {
@@ -318,7 +318,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     let keys: Vec<(&str, &str)> = match &app.popup {
         Some(Popup::Refused { .. } | Popup::Done { .. }) if ctx == Ctx::Popup => vec![("Enter/Esc", "close")],
         Some(Popup::Running { .. }) if ctx == Ctx::Popup => vec![],
-        _ => keys::footer(ctx),
+        _ => keys::footer(ctx, app.view),
     };
     // Help and quit always show: the rest as room allows, in table order.
     let always = |k: &(&str, &str)| matches!(k.1, "help" | "quit");

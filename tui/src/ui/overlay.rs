@@ -84,13 +84,15 @@ pub(super) fn draw_popup(f: &mut Frame, app: &App, area: Rect, p: Paint) {
 
 pub(super) fn draw_help(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let mut lines: Vec<Line> = Vec::new();
-    for ctx in [Ctx::Main, Ctx::Detail, Ctx::Filter, Ctx::Popup, Ctx::Help] {
-        lines.push(Line::from(Span::styled(ctx.title(), p.bold())));
-        for b in keys::of(ctx) {
-            lines.push(Line::from(vec![
-                Span::styled(format!("  {:<10}", b.label), p.fg(Color::LightCyan)),
-                Span::raw(b.help.to_string()),
-            ]));
+    for ctx in Ctx::ALL {
+        for (heading, bindings) in keys::help(ctx) {
+            lines.push(Line::from(Span::styled(heading, p.bold())));
+            for b in bindings {
+                lines.push(Line::from(vec![
+                    Span::styled(format!("  {:<10}", b.label), p.fg(Color::LightCyan)),
+                    Span::raw(b.help.to_string()),
+                ]));
+            }
         }
     }
     let rect = centered(area, 72, lines.len() as u16 + 2);
