@@ -50,8 +50,10 @@ pub enum Action {
     Detail,
     /// Start typing a filter.
     Filter,
-    /// Next sort order.
+    /// Sort by the next column (state, age, task, claims).
     Sort,
+    /// Reverse the order of the sort.
+    Reverse,
     Takeover,
     Finish,
     /// Copy the selected batch's key to the clipboard (OSC 52).
@@ -156,13 +158,16 @@ pub const BINDINGS: &[Binding] = &[
         .only(TO_BATCH),
     b(Main, &[K::Key(C::Char('/'))], "/", "filter: text, state:dead, task:demo/*", Some("filter"), A::Filter)
         .only(FILTERED),
-    b(Main, &[K::Key(C::Char('s'))], "s", "sort: severity, age, task, claims", Some("sort"), A::Sort).only(BATCHES),
     b(Main, &[K::Key(C::Char('t'))], "t", "take over the batch (shows the plan first)", Some("takeover"), A::Takeover)
         .only(BATCHES),
     b(Main, &[K::Key(C::Char('f'))], "f", "finish a pending commit (shows the plan first)", Some("finish"), A::Finish)
         .only(BATCHES),
-    b(Main, &[K::Key(C::Char('y'))], "y", "copy the batch key (OSC 52)", Some("copy key"), A::Copy).only(BATCHES),
     b(Main, &[K::Key(C::Char('F'))], "F", "freeze: stop applying updates (again: resume)", Some("freeze"), A::Freeze),
+    b(Main, &[K::Key(C::Char('s'))], "s", "sort by the next column: state, age, task, claims", Some("sort"), A::Sort)
+        .only(BATCHES),
+    b(Main, &[K::Key(C::Char('S'))], "S", "reverse the sort (the header marks it ▲ or ▼)", Some("sort"), A::Reverse)
+        .only(BATCHES),
+    b(Main, &[K::Key(C::Char('y'))], "y", "copy the batch key (OSC 52)", Some("copy key"), A::Copy).only(BATCHES),
     b(Main, &[K::Key(C::Char('r'))], "r", "rescan everything now", Some("rescan"), A::Rescan),
     b(Main, &[K::Key(C::Tab)], "Tab", "next view: batches, runs, doctor", Some("view"), A::NextView),
     b(Main, &[K::Key(C::Char('1'))], "1", "batches", None, A::ViewBatches),
@@ -248,9 +253,21 @@ pub fn of(ctx: Ctx, view: View) -> impl Iterator<Item = &'static Binding> {
     BINDINGS.iter().filter(move |b| b.ctx == ctx && b.works_in(view))
 }
 
-/// `t takeover  f finish ...`: the footer of a context in a view.
-pub fn footer(ctx: Ctx, view: View) -> Vec<(&'static str, &'static str)> {
-    of(ctx, view).filter_map(|b| b.footer.map(|f| (b.label, f))).collect()
+/// `t takeover  f finish ...`: the footer of a context in a view. Next
+/// bindings with the same word share it: `s/S sort`.
+pub fn footer(ctx: Ctx, view: View) -> Vec<(String, &'static str)> {
+    let mut out: Vec<(String, &'static str)> = Vec::new();
+    for b in of(ctx, view) {
+        let Some(word) = b.footer else { continue };
+        match out.last_mut() {
+            Some((label, w)) if *w == word => {
+                label.push('/');
+                label.push_str(b.label);
+            }
+            _ => out.push((b.label.to_string(), word)),
+        }
+    }
+    out
 }
 
 /// The help of a context: groups of bindings, each with its heading, the
@@ -305,6 +322,8 @@ mod tests {
         assert_eq!(lookup(Main, b, &key('c', KeyModifiers::CONTROL)), Some(Action::Quit));
         assert_eq!(lookup(Popup, b, &key('y', KeyModifiers::NONE)), Some(Action::Yes));
         assert_eq!(lookup(Main, b, &key('y', KeyModifiers::NONE)), Some(Action::Copy));
+        assert_eq!(lookup(Main, b, &key('s', KeyModifiers::NONE)), Some(Action::Sort));
+        assert_eq!(lookup(Main, b, &key('S', KeyModifiers::SHIFT)), Some(Action::Reverse));
     }
 
     #[test]
@@ -320,6 +339,13 @@ mod tests {
             }
         }
         assert_eq!(elsewhere(Main, View::Batches, &t).map(|b| b.action), None);
+    }
+
+    #[test]
+    fn next_bindings_with_one_word_share_it_in_the_footer() {
+        let f = footer(Main, View::Batches);
+        assert!(f.contains(&("s/S".to_string(), "sort")), "{f:?}");
+        assert_eq!(f.iter().filter(|(_, w)| *w == "sort").count(), 1);
     }
 
     #[test]

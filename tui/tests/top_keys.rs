@@ -1,13 +1,19 @@
 //! `ubunye top`'s keys where they are shown: the footer of each view offers
-//! only keys that work there.
+//! only keys that work there, and the batch table's header marks the sort
+//! that `s` and `S` change.
 
 mod common;
 use common::dash::*;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ubunye_tui::app::{App, SortBy, View};
+use ubunye::state::State;
+use ubunye_tui::app::{App, Effect, SortBy, View};
 use ubunye_tui::event::Event;
 use ubunye_tui::keys::{self, K};
+
+fn snap(name: &str, s: &str) {
+    snap_settings().bind(|| insta::assert_snapshot!(name, s));
+}
 
 // ---------------------------------------------------------------- the footer, per view
 
@@ -29,10 +35,11 @@ fn in_view(view: View) -> (tempfile::TempDir, App) {
 /// says why it does nothing does nothing).
 fn look(a: &App) -> String {
     format!(
-        "{:?} {:?} {:?} {} {} {} {:?} {} {} {} {}",
+        "{:?} {:?} {:?} {} {} {} {} {:?} {} {} {} {}",
         a.view,
         a.selected,
         a.sort,
+        a.reversed,
         a.popup.is_some(),
         a.help,
         a.editing,
@@ -84,7 +91,7 @@ fn the_runs_and_doctor_views_offer_no_repair_and_t_there_opens_none() {
         for no in ["takeover", "finish", "copy key", "sort", "detail"] {
             assert!(!footer.contains(no), "{view:?} offers {no}: {footer:?}");
         }
-        for k in ["t", "f", "y", "s"] {
+        for k in ["t", "f", "y", "s", "S"] {
             let effects = press(&mut a, k);
             assert!(effects.is_empty() && a.popup.is_none(), "{view:?} {k}: {effects:?}");
             assert_eq!(a.view, view);
@@ -92,6 +99,60 @@ fn the_runs_and_doctor_views_offer_no_repair_and_t_there_opens_none() {
             let said = a.status.message.as_ref().map(|m| m.1.clone()).unwrap_or_default();
             assert!(said.starts_with(&format!("{k} works in 1 batches only: ")), "{said}");
         }
-        assert_eq!(a.sort, SortBy::Severity, "{view:?}: s did not sort");
+        assert_eq!((a.sort, a.reversed), (SortBy::Severity, false), "{view:?}: s and S did not sort");
     }
+}
+
+// ---------------------------------------------------------------- the sort
+
+fn header(s: &str) -> String {
+    s.lines().find(|l| l.starts_with("STATE")).unwrap_or_default().to_string()
+}
+
+#[test]
+fn the_header_marks_the_sort_that_s_cycles_and_capital_s_reverses() {
+    let (_d, _uc, mut a) = open("dead-killed", LATER);
+    // Keys, the header's mark, the sort, the rows' states, a snapshot.
+    type Case = (&'static str, &'static str, SortBy, &'static [State], Option<&'static str>);
+    let cases: &[Case] = &[
+        ("", "STATE ▼", SortBy::Severity, &[State::Dead, State::Finished], None),
+        ("S", "STATE ▲", SortBy::Severity, &[State::Finished, State::Dead], None),
+        // Each column starts in its own order: the oldest lease first.
+        ("s", "AGE ▼", SortBy::Age, &[State::Dead, State::Finished], Some("sort-age")),
+        ("S", "AGE ▲", SortBy::Age, &[State::Finished, State::Dead], Some("sort-age-reversed")),
+        ("S", "AGE ▼", SortBy::Age, &[State::Dead, State::Finished], None),
+        ("s", "TASK ▲", SortBy::Task, &[State::Finished, State::Dead], None),
+        ("S", "TASK ▼", SortBy::Task, &[State::Dead, State::Finished], None),
+        // The sorted column is never dropped for room (CLAIMS is, at 80).
+        ("s", "CLAIMS ▼", SortBy::Claims, &[State::Dead, State::Finished], Some("sort-claims")),
+        ("s", "STATE ▼", SortBy::Severity, &[State::Dead, State::Finished], None),
+    ];
+    for (keys, marked, by, order, name) in cases {
+        press(&mut a, keys);
+        let s = screen(&mut a, 80, 24);
+        assert_eq!(a.sort, *by, "after {keys}");
+        assert_eq!(states(&a), order.to_vec(), "after {keys}");
+        let h = header(&s);
+        assert!(h.contains(marked), "after {keys}: {h:?} lacks {marked:?}");
+        assert_eq!(h.matches(['▲', '▼']).count(), 1, "{h:?}");
+        if let Some(name) = name {
+            snap(name, &s);
+        }
+    }
+    // Both keys are in the footer (one word for two keys) and the help.
+    assert!(screen(&mut a, 100, 24).lines().last().is_some_and(|l| l.contains("s/S sort")));
+    press(&mut a, "?");
+    let help = screen(&mut a, 120, 90);
+    assert!(help.contains("reverse the sort") && help.contains("sort by the next column"), "{help}");
+}
+
+#[test]
+fn the_sort_is_kept_by_a_change() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    press(&mut a, "s S");
+    assert_eq!(states(&a), vec![State::Finished, State::Dead]);
+    change(&mut a, vec![lease_path(&uc, "7d106ca76674f2a1.json")]);
+    assert_eq!((a.sort, a.reversed), (SortBy::Age, true));
+    assert_eq!(states(&a), vec![State::Finished, State::Dead]);
+    assert!(matches!(press(&mut a, "q").as_slice(), [Effect::Quit(0)]));
 }

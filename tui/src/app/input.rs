@@ -153,8 +153,15 @@ impl App {
             Action::Filter => self.editing = true,
             Action::Sort => {
                 self.sort = self.sort.next();
+                // Each column starts in its own order (oldest first, A first).
+                self.reversed = false;
                 self.rebuild();
-                self.say(Level::Info, format!("sorted by {}", self.sort.word()));
+                self.say(Level::Info, format!("sorted by {} {} (S reverses)", self.sort.word(), self.sort_arrow()));
+            }
+            Action::Reverse => {
+                self.reversed = !self.reversed;
+                self.rebuild();
+                self.say(Level::Info, format!("sorted by {} {}", self.sort.word(), self.sort_arrow()));
             }
             Action::Takeover => self.open_repair(Kind::Takeover),
             Action::Finish => self.open_repair(Kind::Finish),

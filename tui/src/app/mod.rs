@@ -52,6 +52,20 @@ impl SortBy {
             SortBy::Claims => SortBy::Severity,
         }
     }
+    /// The column of the batch table it sorts by.
+    pub fn column(self) -> &'static str {
+        match self {
+            SortBy::Severity => "STATE",
+            SortBy::Age => "AGE",
+            SortBy::Task => "TASK",
+            SortBy::Claims => "CLAIMS",
+        }
+    }
+    /// Its order unless reversed: the most urgent state, the oldest lease
+    /// and the most claims first (descending); tasks from A (ascending).
+    fn descending(self) -> bool {
+        !matches!(self, SortBy::Task)
+    }
 }
 
 /// What the event loop must do.
@@ -126,6 +140,8 @@ pub struct App {
     pub model: Model,
     pub view: View,
     pub sort: SortBy,
+    /// The sort's order is the other way round (`S`).
+    pub reversed: bool,
     pub filter: Filter,
     /// Typing a filter.
     pub editing: bool,
@@ -191,6 +207,7 @@ impl App {
             model,
             view: View::Batches,
             sort: SortBy::Severity,
+            reversed: false,
             filter: Filter::default(),
             editing: false,
             rows: Vec::new(),
@@ -245,6 +262,12 @@ impl App {
         } else {
             Ctx::Main
         }
+    }
+
+    /// The sort's direction as the header marks it: ▼ descending, ▲
+    /// ascending.
+    pub fn sort_arrow(&self) -> &'static str {
+        if self.sort.descending() != self.reversed { "▼" } else { "▲" }
     }
 
     pub fn say(&mut self, level: Level, text: impl Into<String>) {

@@ -277,8 +277,8 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect, p: Paint) {
         None if app.scanning => right.push("scanning…".into()),
         None => {}
     }
-    if app.view == View::Batches && app.sort != crate::app::SortBy::Severity {
-        right.push(format!("sort {}", app.sort.word()));
+    if app.view == View::Batches && (app.sort != crate::app::SortBy::Severity || app.reversed) {
+        right.push(format!("sort {} {}", app.sort.word(), app.sort_arrow()));
     }
     if !app.filter.is_empty() && !app.editing && app.view != View::Doctor {
         right.push(format!("filter \"{}\"", fit(&app.filter.text, 20)));
@@ -315,27 +315,27 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect, p: Paint) {
 fn draw_footer(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     let w = area.width as usize;
     let ctx = app.ctx();
-    let keys: Vec<(&str, &str)> = match &app.popup {
-        Some(Popup::Refused { .. } | Popup::Done { .. }) if ctx == Ctx::Popup => vec![("Enter/Esc", "close")],
+    let keys: Vec<(String, &str)> = match &app.popup {
+        Some(Popup::Refused { .. } | Popup::Done { .. }) if ctx == Ctx::Popup => vec![("Enter/Esc".into(), "close")],
         Some(Popup::Running { .. }) if ctx == Ctx::Popup => vec![],
         _ => keys::footer(ctx, app.view),
     };
     // Help and quit always show: the rest as room allows, in table order.
-    let always = |k: &(&str, &str)| matches!(k.1, "help" | "quit");
-    let width = |k: &(&str, &str)| k.0.chars().count() + k.1.chars().count() + 3;
+    let always = |k: &(String, &str)| matches!(k.1, "help" | "quit");
+    let width = |k: &(String, &str)| k.0.chars().count() + k.1.chars().count() + 3;
     let mut room = w.saturating_sub(keys.iter().filter(|k| always(k)).map(width).sum());
     let mut shown = Vec::new();
     for k in &keys {
         if always(k) {
-            shown.push(*k);
+            shown.push(k);
         } else if width(k) <= room {
             room -= width(k);
-            shown.push(*k);
+            shown.push(k);
         }
     }
     let mut spans = Vec::new();
     for (label, word) in shown {
-        spans.push(Span::styled(label.to_string(), p.bold().add_modifier(Modifier::REVERSED)));
+        spans.push(Span::styled(label.clone(), p.bold().add_modifier(Modifier::REVERSED)));
         spans.push(Span::raw(format!(" {word}  ")));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);

@@ -36,7 +36,9 @@ fn claims(b: &Batch, _: Option<&str>) -> String {
 }
 
 /// The columns that fit in `w`, widest content first to go: RUN, CLAIMS,
-/// PID@HOST are dropped on narrow screens (the detail pane has them).
+/// PID@HOST are dropped on narrow screens (the detail pane has them), never
+/// the one sorted by, which is wide enough for its title and the sort's
+/// arrow.
 fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
     let (batches, model) = (app.model.batches(), &app.model);
     let longest = |f: fn(&Batch, Option<&str>) -> String, cap: usize, min: usize| {
@@ -62,12 +64,18 @@ fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
         Col { title: "CLAIMS", width: 6, cell: claims },
         Col { title: "NOTE", width: 0, cell: |b, _| b.note.clone() },
     ];
+    let sorted = app.sort.column();
+    if let Some(c) = cols.iter_mut().find(|c| c.title == sorted) {
+        c.width = c.width.max(c.title.chars().count() + 2);
+    }
     let need = |cols: &[Col]| cols.iter().map(|c| c.width + 1).sum::<usize>() + 20;
     for drop in ["RUN", "CLAIMS", "PID@HOST"] {
         if need(&cols) <= w {
             break;
         }
-        cols.retain(|c| c.title != drop);
+        if drop != sorted {
+            cols.retain(|c| c.title != drop);
+        }
     }
     // Still too wide: narrow the task and the variables, never below 12.
     while need(&cols) > w {
@@ -126,7 +134,11 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let visible: Vec<usize> = app.rows[range.clone()].to_vec();
     let cols = columns(app, &visible, area.width as usize);
     let batches = app.model.batches();
-    let header = Row::new(cols.iter().map(|c| Cell::from(c.title))).style(p.bold());
+    let sorted = app.sort.column();
+    let header = Row::new(cols.iter().map(|c| {
+        if c.title == sorted { Cell::from(format!("{} {}", c.title, app.sort_arrow())) } else { Cell::from(c.title) }
+    }))
+    .style(p.bold());
     let mut rows = Vec::with_capacity(visible.len());
     for (n, &i) in visible.iter().enumerate() {
         let Some(b) = batches.get(i) else { continue };
