@@ -1,6 +1,7 @@
 //! `ubunye top`'s keys where they are shown: the footer of each view offers
-//! only keys that work there, and the batch table's header marks the sort
-//! that `s` and `S` change.
+//! only keys that work there, the batch table's header marks the sort that
+//! `s` and `S` change, and a repair plan longer than its popup scrolls under
+//! a counter with the question always in view.
 
 mod common;
 use common::dash::*;
@@ -10,9 +11,70 @@ use ubunye::state::State;
 use ubunye_tui::app::{App, Effect, SortBy, View};
 use ubunye_tui::event::Event;
 use ubunye_tui::keys::{self, K};
+use ubunye_tui::popup::Popup;
 
 fn snap(name: &str, s: &str) {
     snap_settings().bind(|| insta::assert_snapshot!(name, s));
+}
+
+// ---------------------------------------------------------------- the popup
+
+/// The `first-last/len` counter on the popup's top border.
+fn counter(screen: &str, title: &str) -> Option<(usize, usize, usize)> {
+    let re = regex::Regex::new(r" (\d+)-(\d+)/(\d+) ").unwrap();
+    let line = screen.lines().find(|l| l.contains(title))?;
+    let c = re.captures(line)?;
+    Some((c[1].parse().ok()?, c[2].parse().ok()?, c[3].parse().ok()?))
+}
+
+#[test]
+fn a_plan_longer_than_its_popup_scrolls_under_a_counter_and_the_question_stays() {
+    let (_d, _uc, mut a) = open("dead-spark-staged", LATER);
+    press(&mut a, "t");
+    assert!(matches!(&a.popup, Some(Popup::Confirm { yes: false, .. })));
+    let title = "┌ Take over demo/sales/ingest 540a6418";
+    let top = screen(&mut a, 80, 24);
+    let Some((1, 18, len)) = counter(&top, title) else { panic!("no 1-18/N counter:\n{top}") };
+    assert!(len > 18, "{len}");
+    assert!(top.contains("Go ahead?  [ No ]  [ Yes ]"), "{top}");
+    assert!(!top.contains("audited in"), "the plan's end is below:\n{top}");
+    snap("popup-long-top", &top);
+
+    press(&mut a, "End");
+    let end = screen(&mut a, 80, 24);
+    assert_eq!(counter(&end, title), Some((len - 17, len, len)), "{end}");
+    assert!(end.contains("audited in") && end.contains(".ubunye/repairs.jsonl."), "{end}");
+    assert!(end.contains("Go ahead?  [ No ]  [ Yes ]"), "{end}");
+    snap("popup-long-end", &end);
+
+    // Never past the end; a page up and down; the top; a line down.
+    let steps: &[(&str, usize)] = &[("Down Down", len - 17), ("PgUp", 1), ("PgDn", len - 17), ("Home", 1), ("j", 2)];
+    for (keys, first) in steps {
+        press(&mut a, keys);
+        let s = screen(&mut a, 80, 24);
+        assert_eq!(counter(&s, title).map(|c| c.0), Some(*first), "after {keys}:\n{s}");
+        assert!(s.contains("Go ahead?"), "after {keys}:\n{s}");
+    }
+    // Scrolling answered nothing: Enter is still No.
+    let effects = press(&mut a, "Enter");
+    assert!(effects.is_empty() && a.popup.is_none(), "{effects:?}");
+}
+
+#[test]
+fn the_finish_popup_scrolls_too() {
+    let (_d, _uc, mut a) = open("rerun-pending", LATER);
+    press(&mut a, "f");
+    let title = "┌ Finish demo/sales/ingest 39bc4231";
+    let s = screen(&mut a, 80, 20);
+    let Some((1, last, len)) = counter(&s, title) else { panic!("no counter:\n{s}") };
+    assert!(last < len && s.contains("Go ahead?"), "{s}");
+    press(&mut a, "G");
+    let s = screen(&mut a, 80, 20);
+    assert_eq!(counter(&s, title), Some((len - last + 1, len, len)), "{s}");
+    assert!(s.contains("audited in") && s.contains("Go ahead?"), "{s}");
+    // A plan that fits has no counter.
+    let s = screen(&mut a, 80, 40);
+    assert_eq!(counter(&s, title), None, "{s}");
 }
 
 // ---------------------------------------------------------------- the footer, per view

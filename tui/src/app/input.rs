@@ -90,13 +90,11 @@ impl App {
                     self.say(Level::Info, "Nothing was done.");
                 }
                 Action::Toggle => *yes = !*yes,
-                Action::Up => *scroll = scroll.saturating_sub(1),
-                Action::Down => *scroll = scroll.saturating_add(1),
                 Action::Quit => {
                     self.popup = None;
                     return vec![Effect::Quit(0)];
                 }
-                _ => {}
+                other => scroll_by(scroll, other),
             },
             Popup::Running { .. } => {
                 if a == Action::Quit {
@@ -110,10 +108,8 @@ impl App {
             },
             Popup::Done { scroll, .. } => match a {
                 Action::Close | Action::Confirm | Action::No => self.popup = None,
-                Action::Up => *scroll = scroll.saturating_sub(1),
-                Action::Down => *scroll = scroll.saturating_add(1),
                 Action::Quit => return vec![Effect::Quit(0)],
-                _ => {}
+                other => scroll_by(scroll, other),
             },
         }
         Vec::new()
@@ -296,5 +292,18 @@ impl App {
             self.selected_id = self.selected_batch().map(|b| (b.task.clone(), b.key.clone()));
             self.refresh_detail(false);
         }
+    }
+}
+
+/// A popup's text scrolled by a key (other keys do nothing).
+fn scroll_by(s: &mut popup::Scroll, a: Action) {
+    match a {
+        Action::Up => s.by(-1),
+        Action::Down => s.by(1),
+        Action::PageUp => s.by_pages(-1),
+        Action::PageDown => s.by_pages(1),
+        Action::First => s.to_top(),
+        Action::Last => s.to_end(),
+        _ => {}
     }
 }

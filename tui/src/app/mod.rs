@@ -20,7 +20,7 @@ use crate::event::Event;
 use crate::filter::Filter;
 use crate::keys::{self, Action, Ctx};
 use crate::model::{Id, Model};
-use crate::popup::{self, Popup, RepairDone};
+use crate::popup::{self, Popup, RepairDone, Scroll};
 pub use crate::view::View;
 
 /// The batch table's order.
@@ -425,7 +425,7 @@ impl App {
         let kind = done.plan.kind;
         let t = popup::title(kind, &done.plan.task, &done.plan.key);
         let id = (done.plan.task.clone(), done.plan.key.clone());
-        self.popup = Some(Popup::Done { kind, title: t, ok, text, scroll: 0 });
+        self.popup = Some(Popup::Done { kind, title: t, ok, text, scroll: Scroll::default() });
         let now = self.model.now();
         match self.model.reread(&id, now) {
             Ok(()) => {

@@ -2,7 +2,7 @@
 //! the body (batch table and explain pane, run records, or doctor findings),
 //! the status bar and the footer of keys; the repair popup and the help
 //! overlay on top. Reads the [`App`]; the only state it writes is where the
-//! lists are scrolled to and how much room they had.
+//! lists and the popup are scrolled to and how much room they had.
 
 mod overlay;
 mod table;
