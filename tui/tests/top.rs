@@ -92,7 +92,7 @@ fn no_colour_at_all_when_asked() {
     assert!(plain.content.iter().all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
     a.colour = true;
     let coloured = draw(&mut a, 80, 24);
-    assert!(coloured.content.iter().any(|c| c.symbol() == "✖" && c.fg == Color::LightRed));
+    assert!(coloured.content.iter().any(|c| c.symbol() == "✖" && c.fg == Color::Red));
 }
 
 // ---------------------------------------------------------------- popups and views

@@ -5,8 +5,12 @@
 //! lists and the popup are scrolled to and how much room they had.
 
 mod overlay;
+mod paint;
 mod table;
 mod views;
+
+use paint::Paint;
+pub use paint::{record_style, state_style};
 
 use overlay::{draw_help, draw_popup};
 use table::{draw_batches, window};
@@ -23,49 +27,6 @@ use ubunye::timefmt;
 use crate::app::{App, Level, View};
 use crate::keys::{self, Ctx};
 use crate::popup::Popup;
-
-/// The glyph and colour of a state: the same glyphs and meaning as
-/// `ubunye leases list` (its colours, in ratatui's names).
-pub fn glyph(s: State) -> (&'static str, Color) {
-    let colour = match s {
-        State::Unreadable => Color::LightMagenta,
-        State::Dead | State::Orphan => Color::LightRed,
-        State::Pending | State::HandedBack | State::Kept => Color::LightYellow,
-        State::Live => Color::LightGreen,
-        State::Interrupted => Color::Yellow,
-        State::Failed => Color::Red,
-        State::Finished => Color::DarkGray,
-    };
-    (s.glyph(), colour)
-}
-
-/// Styles, with no colour at all under NO_COLOR.
-#[derive(Clone, Copy)]
-struct Paint {
-    colour: bool,
-}
-
-impl Paint {
-    fn fg(self, c: Color) -> Style {
-        if self.colour { Style::default().fg(c) } else { Style::default() }
-    }
-    fn bold(self) -> Style {
-        Style::default().add_modifier(Modifier::BOLD)
-    }
-    fn dim(self) -> Style {
-        if self.colour { Style::default().fg(Color::DarkGray) } else { Style::default() }
-    }
-    fn selected(self) -> Style {
-        Style::default().add_modifier(Modifier::REVERSED)
-    }
-    fn level(self, l: Level) -> Style {
-        match l {
-            Level::Info => Style::default(),
-            Level::Warn => self.fg(Color::LightYellow),
-            Level::Error => self.fg(Color::LightRed).add_modifier(Modifier::BOLD),
-        }
-    }
-}
 
 /// Cut `s` to `w` columns, with an ellipsis when cut.
 pub fn fit(s: &str, w: usize) -> String {
@@ -238,9 +199,9 @@ fn draw_header(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     };
     let mut spans: Vec<Span> = Vec::new();
     for (s, n) in &states {
-        let (g, c) = glyph(*s);
+        let g = s.glyph();
         let text = if words { format!("{g} {n} {}  ", s.word()) } else { format!("{g}{n} ") };
-        spans.push(Span::styled(text, p.fg(c)));
+        spans.push(Span::styled(text, p.state(*s)));
     }
     if states.is_empty() {
         spans.push(Span::styled("no batches yet", p.dim()));
@@ -307,7 +268,7 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     let line = Line::from(vec![
         Span::styled(left, style),
         Span::raw(" ".repeat(gap)),
-        Span::styled(right, if app.frozen { p.fg(Color::LightCyan).add_modifier(Modifier::BOLD) } else { p.dim() }),
+        Span::styled(right, if app.frozen { p.fg(Color::Cyan).add_modifier(Modifier::BOLD) } else { p.dim() }),
     ]);
     f.render_widget(Paragraph::new(line), area);
 }

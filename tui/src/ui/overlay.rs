@@ -27,23 +27,23 @@ pub(super) fn draw_popup(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
                 plan.kind.command(),
                 &plan.key[..8.min(plan.key.len())]
             ));
-            (crate::popup::title(plan.kind, &plan.task, &plan.key), Color::LightYellow, body, Some(*yes))
+            (crate::popup::title(plan.kind, &plan.task, &plan.key), Color::Yellow, body, Some(*yes))
         }
         Popup::Refused { title, reason, .. } => (
             title.clone(),
-            Color::LightRed,
+            Color::Red,
             vec!["Nothing to do here, and nothing was done:".into(), String::new(), reason.clone()],
             None,
         ),
         Popup::Running { title, .. } => (
             title.clone(),
-            Color::LightCyan,
+            Color::Cyan,
             vec!["Repairing through the engine: it holds the batch and waits its settle time (3 s by default) before it takes anything back…".into()],
             None,
         ),
         Popup::Done { title, ok, text, .. } => (
             title.clone(),
-            if *ok { Color::LightGreen } else { Color::LightRed },
+            if *ok { Color::Green } else { Color::Red },
             text.lines().map(str::to_string).collect(),
             None,
         ),
@@ -102,7 +102,7 @@ pub(super) fn draw_help(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
             lines.push(Line::from(Span::styled(heading, p.bold())));
             for b in bindings {
                 lines.push(Line::from(vec![
-                    Span::styled(format!("  {:<10}", b.label), p.fg(Color::LightCyan)),
+                    Span::styled(format!("  {:<10}", b.label), p.fg(Color::Cyan)),
                     Span::raw(b.help.to_string()),
                 ]));
             }

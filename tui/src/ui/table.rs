@@ -55,7 +55,7 @@ fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
     let state_w =
         2 + visible.iter().filter_map(|&i| batches.get(i)).map(|b| b.state.word().len()).max().unwrap_or(5).max(5);
     let mut cols = vec![
-        Col { title: "STATE", width: state_w, cell: |b, _| format!("{} {}", glyph(b.state).0, b.state.word()) },
+        Col { title: "STATE", width: state_w, cell: |b, _| format!("{} {}", b.state.glyph(), b.state.word()) },
         Col { title: "TASK", width: longest(task, 28, 4), cell: task },
         Col { title: "VARIABLES / KEY", width: longest(vars, 30, 15), cell: vars },
         Col { title: "RUN", width: 8, cell: run },
@@ -146,11 +146,7 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
             .iter()
             .map(|c| {
                 let text = fit(&(c.cell)(b, app.model.vars(i)), c.width);
-                if c.title == "STATE" {
-                    Cell::from(Span::styled(text, p.fg(glyph(b.state).1)))
-                } else {
-                    Cell::from(text)
-                }
+                if c.title == "STATE" { Cell::from(Span::styled(text, p.state(b.state))) } else { Cell::from(text) }
             })
             .collect();
         let mut row = Row::new(cells);
@@ -172,7 +168,7 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
         f.render_widget(table, area);
         if area.height > 1 {
             let r = Rect { y: area.y + 1, height: 1, ..area };
-            f.render_widget(Paragraph::new(Span::styled(why, p.dim())), r);
+            f.render_widget(Paragraph::new(why), r);
         }
         return;
     }
