@@ -6,7 +6,8 @@
 //!   enum; [`keys`]: the one table of keys; [`ui`]: drawing; [`popup`]: the
 //!   two-phase repair; [`model`]: the data, kept up to date from file events;
 //!   [`watch`]: notify or poll; [`term`]: the terminal, restored on every exit;
-//!   [`filter`]: the `/` filter; [`demo`]: the sandbox builder and its actors.
+//!   [`filter`]: the `/` filter; [`view`]: the three views; [`demo`]: the
+//!   sandbox builder and its actors.
 
 pub mod app;
 pub mod demo;
@@ -19,6 +20,7 @@ pub mod popup;
 pub mod term;
 pub mod top;
 pub mod ui;
+pub mod view;
 pub mod watch;
 
 use ubunye::cli::{Dashboard, DemoArgs, TopArgs};

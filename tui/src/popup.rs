@@ -14,13 +14,69 @@ use crate::model::Source;
 pub enum Popup {
     /// The plan, and the question. `yes` is the highlighted answer: false
     /// until moved.
-    Confirm { plan: Box<RepairPlan>, yes: bool, scroll: u16 },
+    Confirm { plan: Box<RepairPlan>, yes: bool, scroll: Scroll },
     /// No repair applies: the one-line reason.
     Refused { kind: Kind, title: String, reason: String },
     /// The repair is under way.
     Running { kind: Kind, title: String },
     /// What the repair did, or why it refused.
-    Done { kind: Kind, title: String, ok: bool, text: String, scroll: u16 },
+    Done { kind: Kind, title: String, ok: bool, text: String, scroll: Scroll },
+}
+
+/// Where a popup's text is scrolled to, and how much of it the last drawing
+/// showed (the text is wrapped to the popup's width, known when drawn).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scroll {
+    /// The first line shown.
+    pub top: usize,
+    /// Lines shown; 0 until drawn.
+    pub page: usize,
+    /// Lines in all; 0 until drawn.
+    pub len: usize,
+}
+
+impl Scroll {
+    /// The first line shown when at the end (unknown until drawn: no limit).
+    fn end(&self) -> usize {
+        if self.len == 0 { usize::MAX } else { self.len.saturating_sub(self.page) }
+    }
+
+    /// Move by `lines` (negative: up), never past the end.
+    pub fn by(&mut self, lines: isize) {
+        self.top = self.top.saturating_add_signed(lines).min(self.end());
+    }
+
+    /// Move a page (`pages` of them; negative: up).
+    pub fn by_pages(&mut self, pages: isize) {
+        let page = self.page.max(1) as isize;
+        self.by(pages.saturating_mul(page));
+    }
+
+    pub fn to_top(&mut self) {
+        self.top = 0;
+    }
+
+    pub fn to_end(&mut self) {
+        self.top = self.end();
+    }
+
+    /// What the drawing had room for: `page` of `len` lines. The first line
+    /// shown moves up if it was past the end.
+    pub fn fit(&mut self, page: usize, len: usize) {
+        self.page = page;
+        self.len = len;
+        self.top = self.top.min(self.end());
+    }
+
+    /// There is more than is shown.
+    pub fn more(&self) -> bool {
+        self.len > self.page
+    }
+
+    /// `1-18/19`: the lines shown and how many there are.
+    pub fn counter(&self) -> String {
+        format!("{}-{}/{}", self.top + 1, (self.top + self.page).min(self.len), self.len)
+    }
 }
 
 /// The popup's title: `take over demo/sales/ingest 7d106ca7`.
@@ -41,7 +97,7 @@ pub fn plan(src: &Source, kind: Kind, task: &str, key: &str) -> Popup {
         Ok((scan, batch)) => {
             let e = explain::explain(&scan, batch, &src.uc);
             match repair::check(kind, &e) {
-                Ok(plan) => Popup::Confirm { plan: Box::new(plan), yes: false, scroll: 0 },
+                Ok(plan) => Popup::Confirm { plan: Box::new(plan), yes: false, scroll: Scroll::default() },
                 Err(reason) => Popup::Refused { kind, title: t, reason },
             }
         }

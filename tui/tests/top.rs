@@ -11,7 +11,7 @@ use common::dash::*;
 
 use std::fs;
 use std::path::PathBuf;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use ratatui::style::Color;
 use ubunye::repair::Kind;
@@ -21,16 +21,8 @@ use ubunye_tui::event::Event;
 use ubunye_tui::model::{Model, Source};
 use ubunye_tui::popup::{self, Popup};
 
-/// Snapshot a screen, with the temp folder and the fresh run ids of repairs
-/// written the same way every time (same lengths: the layout is untouched).
 fn snap(name: &str, s: &str) {
-    let mut settings = insta::Settings::clone_current();
-    settings.add_filter(r"/tmp/ubt[A-Za-z0-9]{6}", "/tmp/ubtXXXXXX");
-    settings.add_filter(r"(takeover|finish) \(run [0-9a-f]{8}\)", "$1 (run RRRRRRRR)");
-    // A takeover mark's time is its file's mtime: the real clock's.
-    settings.add_filter(r"taken over at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "taken over at YYYY-MM-DDTHH:MM:SSZ");
-    settings.set_prepend_module_to_snapshot(false);
-    settings.bind(|| insta::assert_snapshot!(name, s));
+    snap_settings().bind(|| insta::assert_snapshot!(name, s));
 }
 
 // ---------------------------------------------------------------- states
@@ -55,11 +47,7 @@ fn every_state_on_an_80x24_screen() {
 
 #[test]
 fn an_unreadable_lease() {
-    let (_d, uc, captured) = fixture("dead-killed");
-    let lease = uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
-    fs::write(&lease, b"{\"run_id\": \"a7ee7676\", \"pid\": \"\xff\"}").unwrap();
-    let (sys, _) = sys_at(captured + LATER);
-    let mut a = app(&uc, sys);
+    let (_d, mut a) = unreadable_lease();
     assert_eq!(selected_state(&a), Some(State::Unreadable));
     snap("state-unreadable", &screen(&mut a, 80, 24));
     // Doctor's look runs off the UI thread, as `ubunye doctor` reads.
@@ -73,22 +61,7 @@ fn an_unreadable_lease() {
 
 #[test]
 fn a_failed_run() {
-    let d = tempfile::Builder::new().prefix("ubt").rand_bytes(6).tempdir_in("/tmp").unwrap();
-    let uc = d.path().join("uc");
-    fs::create_dir_all(uc.join(".ubunye")).unwrap();
-    let now = UNIX_EPOCH + Duration::from_secs(1_795_948_000);
-    let (mut sys, _) = sys_at(now);
-    sys.host = "vm|pid:[4026531836]".into();
-    let task = ubunye::layout::TaskPath::parse("demo/sales/ingest").unwrap();
-    let vars = ubunye::key::cli_variables(Some("2025-01-03"), None, "DEV", &[]).unwrap();
-    let run = "0f1e2d3c-0000-4000-8000-000000000001".to_string();
-    let spec = ubunye::LeaseSpec::new(&uc, task.clone(), vars.clone(), run.clone());
-    let (lease, _) = ubunye::RunLease::acquire(spec, sys.clone()).unwrap();
-    let rs = ubunye::lineage::RecordSpec { run_id: run, task, variables: vars, backend: "exec".into(), command: None };
-    let mut rec = ubunye::lineage::RunRecord::start(&ubunye::layout::lineage_root(&uc), &rs, now).unwrap();
-    lease.end(false).unwrap();
-    rec.finish("error", Some("CommandFailed: sh exited with code 1.".into()), now + Duration::from_secs(2)).unwrap();
-    let mut a = app(&uc, sys);
+    let (_d, mut a) = failed_run();
     assert_eq!(selected_state(&a), Some(State::Failed));
     snap("state-failed", &screen(&mut a, 80, 24));
 }
@@ -119,7 +92,7 @@ fn no_colour_at_all_when_asked() {
     assert!(plain.content.iter().all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
     a.colour = true;
     let coloured = draw(&mut a, 80, 24);
-    assert!(coloured.content.iter().any(|c| c.symbol() == "✖" && c.fg == Color::LightRed));
+    assert!(coloured.content.iter().any(|c| c.symbol() == "✖" && c.fg == Color::Red));
 }
 
 // ---------------------------------------------------------------- popups and views
@@ -198,7 +171,8 @@ fn help_runs_doctor_filter_and_detail_views() {
     press(&mut a, "Esc ?");
     press(&mut a, "j j");
     snap("help-scrolled", &screen(&mut a, 80, 24));
-    press(&mut a, "1 / type:state:dead");
+    // The help closed first: keys under it do nothing else.
+    press(&mut a, "Esc 1 / type:state:dead");
     snap("filter-typing", &screen(&mut a, 80, 24));
     press(&mut a, "Enter Enter");
     snap("detail-open", &screen(&mut a, 80, 24));
@@ -396,7 +370,7 @@ fn every_key_of_the_table_is_in_the_help() {
     // Every key the footer shows is in the help overlay (one table).
     let (_d, _uc, mut a) = open("dead-killed", LATER);
     press(&mut a, "?");
-    let s = screen(&mut a, 120, 60);
+    let s = screen(&mut a, 120, 90);
     for b in ubunye_tui::keys::BINDINGS {
         assert!(s.contains(b.help), "{} missing from the help", b.help);
     }

@@ -11,7 +11,7 @@ impl App {
         // Keys act on what is on the screen: the runs and findings up to date.
         self.prepare();
         let ctx = self.ctx();
-        let action = keys::lookup(ctx, &k);
+        let action = keys::lookup(ctx, self.view, &k);
         if ctx == Ctx::Filter && action.is_none() {
             if let KeyCode::Char(c) = k.code {
                 if !k.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) {
@@ -22,7 +22,14 @@ impl App {
             }
             return Vec::new();
         }
-        let Some(action) = action else { return Vec::new() };
+        let Some(action) = action else {
+            // Bound in another view: say where, rather than nothing at all.
+            if let Some(b) = keys::elsewhere(ctx, self.view, &k) {
+                let views: Vec<&str> = b.views.iter().map(|v| v.title()).collect();
+                self.say(Level::Info, format!("{} works in {} only: {}", b.label, views.join(" and "), b.help));
+            }
+            return Vec::new();
+        };
         match ctx {
             Ctx::Help => self.help_key(action),
             Ctx::Popup => self.popup_key(action),
@@ -83,13 +90,11 @@ impl App {
                     self.say(Level::Info, "Nothing was done.");
                 }
                 Action::Toggle => *yes = !*yes,
-                Action::Up => *scroll = scroll.saturating_sub(1),
-                Action::Down => *scroll = scroll.saturating_add(1),
                 Action::Quit => {
                     self.popup = None;
                     return vec![Effect::Quit(0)];
                 }
-                _ => {}
+                other => scroll_by(scroll, other),
             },
             Popup::Running { .. } => {
                 if a == Action::Quit {
@@ -103,10 +108,8 @@ impl App {
             },
             Popup::Done { scroll, .. } => match a {
                 Action::Close | Action::Confirm | Action::No => self.popup = None,
-                Action::Up => *scroll = scroll.saturating_sub(1),
-                Action::Down => *scroll = scroll.saturating_add(1),
                 Action::Quit => return vec![Effect::Quit(0)],
-                _ => {}
+                other => scroll_by(scroll, other),
             },
         }
         Vec::new()
@@ -146,8 +149,15 @@ impl App {
             Action::Filter => self.editing = true,
             Action::Sort => {
                 self.sort = self.sort.next();
+                // Each column starts in its own order (oldest first, A first).
+                self.reversed = false;
                 self.rebuild();
-                self.say(Level::Info, format!("sorted by {}", self.sort.word()));
+                self.say(Level::Info, format!("sorted by {} {} (S reverses)", self.sort.word(), self.sort_arrow()));
+            }
+            Action::Reverse => {
+                self.reversed = !self.reversed;
+                self.rebuild();
+                self.say(Level::Info, format!("sorted by {} {}", self.sort.word(), self.sort_arrow()));
             }
             Action::Takeover => self.open_repair(Kind::Takeover),
             Action::Finish => self.open_repair(Kind::Finish),
@@ -251,11 +261,8 @@ impl App {
         self.detail.scroll = 0;
     }
 
+    /// The key table binds the repairs in the batch view only.
     fn open_repair(&mut self, kind: Kind) {
-        if self.view != View::Batches {
-            self.say(Level::Info, "repairs are made from the batch view (1)");
-            return;
-        }
         let Some(b) = self.selected_batch() else {
             self.say(Level::Info, "no batch selected");
             return;
@@ -285,5 +292,18 @@ impl App {
             self.selected_id = self.selected_batch().map(|b| (b.task.clone(), b.key.clone()));
             self.refresh_detail(false);
         }
+    }
+}
+
+/// A popup's text scrolled by a key (other keys do nothing).
+fn scroll_by(s: &mut popup::Scroll, a: Action) {
+    match a {
+        Action::Up => s.by(-1),
+        Action::Down => s.by(1),
+        Action::PageUp => s.by_pages(-1),
+        Action::PageDown => s.by_pages(1),
+        Action::First => s.to_top(),
+        Action::Last => s.to_end(),
+        _ => {}
     }
 }

@@ -20,33 +20,8 @@ use crate::event::Event;
 use crate::filter::Filter;
 use crate::keys::{self, Action, Ctx};
 use crate::model::{Id, Model};
-use crate::popup::{self, Popup, RepairDone};
-
-/// The three views.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum View {
-    Batches,
-    Runs,
-    Doctor,
-}
-
-impl View {
-    pub const ALL: [View; 3] = [View::Batches, View::Runs, View::Doctor];
-    pub fn title(self) -> &'static str {
-        match self {
-            View::Batches => "1 batches",
-            View::Runs => "2 runs",
-            View::Doctor => "3 doctor",
-        }
-    }
-    fn index(self) -> usize {
-        match self {
-            View::Batches => 0,
-            View::Runs => 1,
-            View::Doctor => 2,
-        }
-    }
-}
+use crate::popup::{self, Popup, RepairDone, Scroll};
+pub use crate::view::View;
 
 /// The batch table's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +51,20 @@ impl SortBy {
             SortBy::Task => SortBy::Claims,
             SortBy::Claims => SortBy::Severity,
         }
+    }
+    /// The column of the batch table it sorts by.
+    pub fn column(self) -> &'static str {
+        match self {
+            SortBy::Severity => "STATE",
+            SortBy::Age => "AGE",
+            SortBy::Task => "TASK",
+            SortBy::Claims => "CLAIMS",
+        }
+    }
+    /// Its order unless reversed: the most urgent state, the oldest lease
+    /// and the most claims first (descending); tasks from A (ascending).
+    fn descending(self) -> bool {
+        !matches!(self, SortBy::Task)
     }
 }
 
@@ -151,6 +140,8 @@ pub struct App {
     pub model: Model,
     pub view: View,
     pub sort: SortBy,
+    /// The sort's order is the other way round (`S`).
+    pub reversed: bool,
     pub filter: Filter,
     /// Typing a filter.
     pub editing: bool,
@@ -216,6 +207,7 @@ impl App {
             model,
             view: View::Batches,
             sort: SortBy::Severity,
+            reversed: false,
             filter: Filter::default(),
             editing: false,
             rows: Vec::new(),
@@ -270,6 +262,12 @@ impl App {
         } else {
             Ctx::Main
         }
+    }
+
+    /// The sort's direction as the header marks it: ▼ descending, ▲
+    /// ascending.
+    pub fn sort_arrow(&self) -> &'static str {
+        if self.sort.descending() != self.reversed { "▼" } else { "▲" }
     }
 
     pub fn say(&mut self, level: Level, text: impl Into<String>) {
@@ -427,7 +425,7 @@ impl App {
         let kind = done.plan.kind;
         let t = popup::title(kind, &done.plan.task, &done.plan.key);
         let id = (done.plan.task.clone(), done.plan.key.clone());
-        self.popup = Some(Popup::Done { kind, title: t, ok, text, scroll: 0 });
+        self.popup = Some(Popup::Done { kind, title: t, ok, text, scroll: Scroll::default() });
         let now = self.model.now();
         match self.model.reread(&id, now) {
             Ok(()) => {

@@ -46,6 +46,9 @@ impl App {
                 b.claim_count().cmp(&a.claim_count()).then_with(|| severity(a, b))
             }),
         }
+        if self.reversed {
+            rows.reverse();
+        }
         self.rows = rows;
         let found = self.selected_id.as_ref().filter(|_| self.moved).and_then(|id| {
             self.rows.iter().position(|&i| batches.get(i).is_some_and(|b| b.task == id.0 && b.key == id.1))

@@ -2,11 +2,15 @@
 //! the body (batch table and explain pane, run records, or doctor findings),
 //! the status bar and the footer of keys; the repair popup and the help
 //! overlay on top. Reads the [`App`]; the only state it writes is where the
-//! lists are scrolled to and how much room they had.
+//! lists and the popup are scrolled to and how much room they had.
 
 mod overlay;
+mod paint;
 mod table;
 mod views;
+
+use paint::Paint;
+pub use paint::{record_style, state_style};
 
 use overlay::{draw_help, draw_popup};
 use table::{draw_batches, window};
@@ -23,49 +27,6 @@ use ubunye::timefmt;
 use crate::app::{App, Level, View};
 use crate::keys::{self, Ctx};
 use crate::popup::Popup;
-
-/// The glyph and colour of a state: the same glyphs and meaning as
-/// `ubunye leases list` (its colours, in ratatui's names).
-pub fn glyph(s: State) -> (&'static str, Color) {
-    let colour = match s {
-        State::Unreadable => Color::LightMagenta,
-        State::Dead | State::Orphan => Color::LightRed,
-        State::Pending | State::HandedBack | State::Kept => Color::LightYellow,
-        State::Live => Color::LightGreen,
-        State::Interrupted => Color::Yellow,
-        State::Failed => Color::Red,
-        State::Finished => Color::DarkGray,
-    };
-    (s.glyph(), colour)
-}
-
-/// Styles, with no colour at all under NO_COLOR.
-#[derive(Clone, Copy)]
-struct Paint {
-    colour: bool,
-}
-
-impl Paint {
-    fn fg(self, c: Color) -> Style {
-        if self.colour { Style::default().fg(c) } else { Style::default() }
-    }
-    fn bold(self) -> Style {
-        Style::default().add_modifier(Modifier::BOLD)
-    }
-    fn dim(self) -> Style {
-        if self.colour { Style::default().fg(Color::DarkGray) } else { Style::default() }
-    }
-    fn selected(self) -> Style {
-        Style::default().add_modifier(Modifier::REVERSED)
-    }
-    fn level(self, l: Level) -> Style {
-        match l {
-            Level::Info => Style::default(),
-            Level::Warn => self.fg(Color::LightYellow),
-            Level::Error => self.fg(Color::LightRed).add_modifier(Modifier::BOLD),
-        }
-    }
-}
 
 /// Cut `s` to `w` columns, with an ellipsis when cut.
 pub fn fit(s: &str, w: usize) -> String {
@@ -238,9 +199,9 @@ fn draw_header(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     };
     let mut spans: Vec<Span> = Vec::new();
     for (s, n) in &states {
-        let (g, c) = glyph(*s);
+        let g = s.glyph();
         let text = if words { format!("{g} {n} {}  ", s.word()) } else { format!("{g}{n} ") };
-        spans.push(Span::styled(text, p.fg(c)));
+        spans.push(Span::styled(text, p.state(*s)));
     }
     if states.is_empty() {
         spans.push(Span::styled("no batches yet", p.dim()));
@@ -277,10 +238,10 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect, p: Paint) {
         None if app.scanning => right.push("scanning…".into()),
         None => {}
     }
-    if app.view == View::Batches && app.sort != crate::app::SortBy::Severity {
-        right.push(format!("sort {}", app.sort.word()));
+    if app.view == View::Batches && (app.sort != crate::app::SortBy::Severity || app.reversed) {
+        right.push(format!("sort {} {}", app.sort.word(), app.sort_arrow()));
     }
-    if !app.filter.is_empty() && !app.editing {
+    if !app.filter.is_empty() && !app.editing && app.view != View::Doctor {
         right.push(format!("filter \"{}\"", fit(&app.filter.text, 20)));
     }
     let (pos, len) = match app.view {
@@ -307,7 +268,7 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     let line = Line::from(vec![
         Span::styled(left, style),
         Span::raw(" ".repeat(gap)),
-        Span::styled(right, if app.frozen { p.fg(Color::LightCyan).add_modifier(Modifier::BOLD) } else { p.dim() }),
+        Span::styled(right, if app.frozen { p.fg(Color::Cyan).add_modifier(Modifier::BOLD) } else { p.dim() }),
     ]);
     f.render_widget(Paragraph::new(line), area);
 }
@@ -315,27 +276,27 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect, p: Paint) {
 fn draw_footer(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     let w = area.width as usize;
     let ctx = app.ctx();
-    let keys: Vec<(&str, &str)> = match &app.popup {
-        Some(Popup::Refused { .. } | Popup::Done { .. }) if ctx == Ctx::Popup => vec![("Enter/Esc", "close")],
+    let keys: Vec<(String, &str)> = match &app.popup {
+        Some(Popup::Refused { .. } | Popup::Done { .. }) if ctx == Ctx::Popup => vec![("Enter/Esc".into(), "close")],
         Some(Popup::Running { .. }) if ctx == Ctx::Popup => vec![],
-        _ => keys::footer(ctx),
+        _ => keys::footer(ctx, app.view),
     };
     // Help and quit always show: the rest as room allows, in table order.
-    let always = |k: &(&str, &str)| matches!(k.1, "help" | "quit");
-    let width = |k: &(&str, &str)| k.0.chars().count() + k.1.chars().count() + 3;
+    let always = |k: &(String, &str)| matches!(k.1, "help" | "quit");
+    let width = |k: &(String, &str)| k.0.chars().count() + k.1.chars().count() + 3;
     let mut room = w.saturating_sub(keys.iter().filter(|k| always(k)).map(width).sum());
     let mut shown = Vec::new();
     for k in &keys {
         if always(k) {
-            shown.push(*k);
+            shown.push(k);
         } else if width(k) <= room {
             room -= width(k);
-            shown.push(*k);
+            shown.push(k);
         }
     }
     let mut spans = Vec::new();
     for (label, word) in shown {
-        spans.push(Span::styled(label.to_string(), p.bold().add_modifier(Modifier::REVERSED)));
+        spans.push(Span::styled(label.clone(), p.bold().add_modifier(Modifier::REVERSED)));
         spans.push(Span::raw(format!(" {word}  ")));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);

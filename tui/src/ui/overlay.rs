@@ -9,12 +9,14 @@ pub(super) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
 }
 
-pub(super) fn draw_popup(f: &mut Frame, app: &App, area: Rect, p: Paint) {
-    let Some(popup) = &app.popup else { return };
+/// The repair popup: its text scrolls (a counter says which lines show)
+/// between the title and the question, which stays in view.
+pub(super) fn draw_popup(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
+    let Some(popup) = &mut app.popup else { return };
     let width = area.width.saturating_sub(4).min(100);
     let inner_w = width.saturating_sub(4) as usize;
-    let (title, colour, mut body, scroll, buttons): (String, Color, Vec<String>, u16, Option<bool>) = match popup {
-        Popup::Confirm { plan, yes, scroll } => {
+    let (title, colour, body, buttons) = match &*popup {
+        Popup::Confirm { plan, yes, .. } => {
             let mut body = vec![
                 format!("{} {} ({}):", plan.task, &plan.key[..8.min(plan.key.len())], plan.state.word()),
             ];
@@ -25,28 +27,29 @@ pub(super) fn draw_popup(f: &mut Frame, app: &App, area: Rect, p: Paint) {
                 plan.kind.command(),
                 &plan.key[..8.min(plan.key.len())]
             ));
-            (crate::popup::title(plan.kind, &plan.task, &plan.key), Color::LightYellow, body, *scroll, Some(*yes))
+            (crate::popup::title(plan.kind, &plan.task, &plan.key), Color::Yellow, body, Some(*yes))
         }
-        Popup::Refused { title, reason, .. } => {
-            (title.clone(), Color::LightRed, vec!["Nothing to do here, and nothing was done:".into(), String::new(), reason.clone()], 0, None)
-        }
-        Popup::Running { title, .. } => (
+        Popup::Refused { title, reason, .. } => (
             title.clone(),
-            Color::LightCyan,
-            vec!["Repairing through the engine: it holds the batch and waits its settle time (3 s by default) before it takes anything back…".into()],
-            0,
+            Color::Red,
+            vec!["Nothing to do here, and nothing was done:".into(), String::new(), reason.clone()],
             None,
         ),
-        Popup::Done { title, ok, text, scroll, .. } => (
+        Popup::Running { title, .. } => (
             title.clone(),
-            if *ok { Color::LightGreen } else { Color::LightRed },
+            Color::Cyan,
+            vec!["Repairing through the engine: it holds the batch and waits its settle time (3 s by default) before it takes anything back…".into()],
+            None,
+        ),
+        Popup::Done { title, ok, text, .. } => (
+            title.clone(),
+            if *ok { Color::Green } else { Color::Red },
             text.lines().map(str::to_string).collect(),
-            *scroll,
             None,
         ),
     };
-    body = wrap(&body, inner_w);
-    let footer: Line = match (popup, buttons) {
+    let body = wrap(&body, inner_w);
+    let footer: Line = match (&*popup, buttons) {
         (_, Some(yes)) => {
             let (no_s, yes_s) = if yes {
                 (Style::default(), p.selected().add_modifier(Modifier::BOLD))
@@ -66,16 +69,26 @@ pub(super) fn draw_popup(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     };
     let max_body = area.height.saturating_sub(6) as usize;
     let shown_h = body.len().min(max_body.max(1));
-    let scroll = (scroll as usize).min(body.len().saturating_sub(shown_h));
     let rect = centered(area, width, shown_h as u16 + 4);
-    let block = Block::bordered().title(Span::styled(format!(" {title} "), p.bold())).border_style(p.fg(colour));
-    let inner = block.inner(rect);
+    let mut block = Block::bordered().title(Span::styled(format!(" {title} "), p.bold())).border_style(p.fg(colour));
+    let [text_area, _, foot] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(1), Constraint::Length(1)]).areas(block.inner(rect));
+    // The lines in view, and where the text is scrolled to (the state keeps
+    // it, the drawing knows how much fits).
+    let mut top = 0;
+    if let Popup::Confirm { scroll, .. } | Popup::Done { scroll, .. } = popup {
+        scroll.fit(text_area.height as usize, body.len());
+        top = scroll.top;
+        if scroll.more() {
+            block = block
+                .title_top(Line::from(Span::styled(format!(" {} ", scroll.counter()), p.bold())).right_aligned())
+                .title_bottom(Line::from(Span::styled(" ↑↓ PgUp PgDn: more ", p.dim())).right_aligned());
+        }
+    }
     f.render_widget(Clear, rect);
     f.render_widget(block, rect);
-    let [text_area, _, foot] =
-        Layout::vertical([Constraint::Min(1), Constraint::Length(1), Constraint::Length(1)]).areas(inner);
     let lines: Vec<Line> =
-        body.iter().skip(scroll).take(text_area.height as usize).map(|l| Line::from(l.clone())).collect();
+        body.iter().skip(top).take(text_area.height as usize).map(|l| Line::from(l.clone())).collect();
     let pad = Rect { x: text_area.x + 1, width: text_area.width.saturating_sub(2), ..text_area };
     f.render_widget(Paragraph::new(lines), pad);
     let pad = Rect { x: foot.x + 1, width: foot.width.saturating_sub(2), ..foot };
@@ -84,13 +97,15 @@ pub(super) fn draw_popup(f: &mut Frame, app: &App, area: Rect, p: Paint) {
 
 pub(super) fn draw_help(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let mut lines: Vec<Line> = Vec::new();
-    for ctx in [Ctx::Main, Ctx::Detail, Ctx::Filter, Ctx::Popup, Ctx::Help] {
-        lines.push(Line::from(Span::styled(ctx.title(), p.bold())));
-        for b in keys::of(ctx) {
-            lines.push(Line::from(vec![
-                Span::styled(format!("  {:<10}", b.label), p.fg(Color::LightCyan)),
-                Span::raw(b.help.to_string()),
-            ]));
+    for ctx in Ctx::ALL {
+        for (heading, bindings) in keys::help(ctx) {
+            lines.push(Line::from(Span::styled(heading, p.bold())));
+            for b in bindings {
+                lines.push(Line::from(vec![
+                    Span::styled(format!("  {:<10}", b.label), p.fg(Color::Cyan)),
+                    Span::raw(b.help.to_string()),
+                ]));
+            }
         }
     }
     let rect = centered(area, 72, lines.len() as u16 + 2);

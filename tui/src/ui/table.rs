@@ -36,7 +36,9 @@ fn claims(b: &Batch, _: Option<&str>) -> String {
 }
 
 /// The columns that fit in `w`, widest content first to go: RUN, CLAIMS,
-/// PID@HOST are dropped on narrow screens (the detail pane has them).
+/// PID@HOST are dropped on narrow screens (the detail pane has them), never
+/// the one sorted by, which is wide enough for its title and the sort's
+/// arrow.
 fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
     let (batches, model) = (app.model.batches(), &app.model);
     let longest = |f: fn(&Batch, Option<&str>) -> String, cap: usize, min: usize| {
@@ -53,7 +55,7 @@ fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
     let state_w =
         2 + visible.iter().filter_map(|&i| batches.get(i)).map(|b| b.state.word().len()).max().unwrap_or(5).max(5);
     let mut cols = vec![
-        Col { title: "STATE", width: state_w, cell: |b, _| format!("{} {}", glyph(b.state).0, b.state.word()) },
+        Col { title: "STATE", width: state_w, cell: |b, _| format!("{} {}", b.state.glyph(), b.state.word()) },
         Col { title: "TASK", width: longest(task, 28, 4), cell: task },
         Col { title: "VARIABLES / KEY", width: longest(vars, 30, 15), cell: vars },
         Col { title: "RUN", width: 8, cell: run },
@@ -62,12 +64,18 @@ fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
         Col { title: "CLAIMS", width: 6, cell: claims },
         Col { title: "NOTE", width: 0, cell: |b, _| b.note.clone() },
     ];
+    let sorted = app.sort.column();
+    if let Some(c) = cols.iter_mut().find(|c| c.title == sorted) {
+        c.width = c.width.max(c.title.chars().count() + 2);
+    }
     let need = |cols: &[Col]| cols.iter().map(|c| c.width + 1).sum::<usize>() + 20;
     for drop in ["RUN", "CLAIMS", "PID@HOST"] {
         if need(&cols) <= w {
             break;
         }
-        cols.retain(|c| c.title != drop);
+        if drop != sorted {
+            cols.retain(|c| c.title != drop);
+        }
     }
     // Still too wide: narrow the task and the variables, never below 12.
     while need(&cols) > w {
@@ -126,7 +134,11 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let visible: Vec<usize> = app.rows[range.clone()].to_vec();
     let cols = columns(app, &visible, area.width as usize);
     let batches = app.model.batches();
-    let header = Row::new(cols.iter().map(|c| Cell::from(c.title))).style(p.bold());
+    let sorted = app.sort.column();
+    let header = Row::new(cols.iter().map(|c| {
+        if c.title == sorted { Cell::from(format!("{} {}", c.title, app.sort_arrow())) } else { Cell::from(c.title) }
+    }))
+    .style(p.bold());
     let mut rows = Vec::with_capacity(visible.len());
     for (n, &i) in visible.iter().enumerate() {
         let Some(b) = batches.get(i) else { continue };
@@ -134,11 +146,7 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
             .iter()
             .map(|c| {
                 let text = fit(&(c.cell)(b, app.model.vars(i)), c.width);
-                if c.title == "STATE" {
-                    Cell::from(Span::styled(text, p.fg(glyph(b.state).1)))
-                } else {
-                    Cell::from(text)
-                }
+                if c.title == "STATE" { Cell::from(Span::styled(text, p.state(b.state))) } else { Cell::from(text) }
             })
             .collect();
         let mut row = Row::new(cells);
@@ -160,7 +168,7 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
         f.render_widget(table, area);
         if area.height > 1 {
             let r = Rect { y: area.y + 1, height: 1, ..area };
-            f.render_widget(Paragraph::new(Span::styled(why, p.dim())), r);
+            f.render_widget(Paragraph::new(why), r);
         }
         return;
     }

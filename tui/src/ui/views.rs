@@ -84,12 +84,7 @@ pub(super) fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
         let Some(b) = batches.get(bi) else { continue };
         let Some(r) = b.records.get(ri) else { continue };
         let status = r.status.clone().unwrap_or_else(|| "(none)".into());
-        let colour = match status.as_str() {
-            "success" => Color::LightGreen,
-            "running" => Color::LightCyan,
-            "interrupted" => Color::LightYellow,
-            _ => Color::LightRed,
-        };
+        let style = p.record(r.status.as_deref());
         let secs =
             match (r.started_at.as_deref().and_then(timefmt::parse), r.ended_at.as_deref().and_then(timefmt::parse)) {
                 (Some(s), Some(e)) => {
@@ -102,7 +97,7 @@ pub(super) fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
         let started = if wide { started } else { started.get(5..).unwrap_or(&started).to_string() };
         let mut row = Row::new(vec![
             Cell::from(started),
-            Cell::from(Span::styled(fit(&status, 11), p.fg(colour))),
+            Cell::from(Span::styled(fit(&status, 11), style)),
             Cell::from(fit(&b.task, task_w)),
             Cell::from(ubunye::doc::short(&r.run_id)),
             Cell::from(fit(&vars, vars_w)),
@@ -126,7 +121,7 @@ pub(super) fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), area);
     if app.runs.is_empty() && area.height > 1 {
         let r = Rect { y: area.y + 1, height: 1, ..area };
-        f.render_widget(Paragraph::new(Span::styled("No run records.", p.dim())), r);
+        f.render_widget(Paragraph::new("No run records."), r);
     }
 }
 
@@ -139,7 +134,7 @@ pub(super) fn draw_doctor(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     }
     if app.findings.is_empty() {
         let text = format!("Clean: nothing to look at ({} batch(es) looked at).", app.looked_at);
-        f.render_widget(Paragraph::new(Span::styled(text, p.dim())), area);
+        f.render_widget(Paragraph::new(text), area);
         return;
     }
     // Two lines a finding: what and where; then the detail.
@@ -159,9 +154,9 @@ pub(super) fn draw_doctor(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
         };
         let sel = range.start + n == app.selected[2];
         let first = fit(&format!("{:<18} {path}{at}", fnd.kind), w);
-        let style = if sel { p.selected() } else { p.fg(Color::LightYellow) };
+        let style = if sel { p.selected() } else { p.fg(Color::Yellow) };
         lines.push(Line::from(Span::styled(first, style)));
-        lines.push(Line::from(Span::styled(fit(&format!("{:<18} {}", "", fnd.detail), w), p.dim())));
+        lines.push(Line::from(fit(&format!("{:<18} {}", "", fnd.detail), w)));
     }
     f.render_widget(Paragraph::new(lines), area);
 }

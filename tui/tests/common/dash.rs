@@ -54,6 +54,37 @@ pub fn app(uc: &Path, sys: Sys) -> App {
     App::new(Model::new(src, scan), false, "notify")
 }
 
+/// A use case whose one batch failed: its run (of `ubunye exec`) ended in an
+/// error, its lease given back; the dashboard on it.
+pub fn failed_run() -> (tempfile::TempDir, App) {
+    let d = tempfile::Builder::new().prefix("ubt").rand_bytes(6).tempdir_in("/tmp").unwrap();
+    let uc = d.path().join("uc");
+    fs::create_dir_all(uc.join(".ubunye")).unwrap();
+    let now = UNIX_EPOCH + Duration::from_secs(1_795_948_000);
+    let (mut sys, _) = sys_at(now);
+    sys.host = "vm|pid:[4026531836]".into();
+    let task = ubunye::layout::TaskPath::parse("demo/sales/ingest").unwrap();
+    let vars = ubunye::key::cli_variables(Some("2025-01-03"), None, "DEV", &[]).unwrap();
+    let run = "0f1e2d3c-0000-4000-8000-000000000001".to_string();
+    let spec = ubunye::LeaseSpec::new(&uc, task.clone(), vars.clone(), run.clone());
+    let (lease, _) = ubunye::RunLease::acquire(spec, sys.clone()).unwrap();
+    let rs = ubunye::lineage::RecordSpec { run_id: run, task, variables: vars, backend: "exec".into(), command: None };
+    let mut rec = ubunye::lineage::RunRecord::start(&ubunye::layout::lineage_root(&uc), &rs, now).unwrap();
+    lease.end(false).unwrap();
+    rec.finish("error", Some("CommandFailed: sh exited with code 1.".into()), now + Duration::from_secs(2)).unwrap();
+    (d, app(&uc, sys))
+}
+
+/// `dead-killed` with its dead run's lease not UTF-8 (unreadable), the
+/// dashboard on it 20 minutes after.
+pub fn unreadable_lease() -> (tempfile::TempDir, App) {
+    let (d, uc, captured) = fixture("dead-killed");
+    let lease = uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
+    fs::write(&lease, b"{\"run_id\": \"a7ee7676\", \"pid\": \"\xff\"}").unwrap();
+    let (sys, _) = sys_at(captured + LATER);
+    (d, app(&uc, sys))
+}
+
 /// The fixture's dashboard `after` its capture.
 pub fn open(name: &str, after: Duration) -> (tempfile::TempDir, PathBuf, App) {
     let (d, uc, captured) = fixture(name);
@@ -63,6 +94,20 @@ pub fn open(name: &str, after: Duration) -> (tempfile::TempDir, PathBuf, App) {
 }
 
 pub const LATER: Duration = Duration::from_secs(20 * 60);
+
+/// How screens are snapshotted: the temp folder and the fresh run ids of
+/// repairs written the same way every time (same lengths: the layout is
+/// untouched). Each test file binds them around its `assert_snapshot!` (whose
+/// file decides where snapshots live).
+pub fn snap_settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"/tmp/ubt[A-Za-z0-9]{6}", "/tmp/ubtXXXXXX");
+    settings.add_filter(r"(takeover|finish) \(run [0-9a-f]{8}\)", "$1 (run RRRRRRRR)");
+    // A takeover mark's time is its file's mtime: the real clock's.
+    settings.add_filter(r"taken over at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "taken over at YYYY-MM-DDTHH:MM:SSZ");
+    settings.set_prepend_module_to_snapshot(false);
+    settings
+}
 
 pub fn text(buf: &Buffer) -> String {
     let w = buf.area.width as usize;
@@ -108,6 +153,9 @@ pub fn press(app: &mut App, keys: &str) -> Vec<Effect> {
             "Tab" => KeyCode::Tab,
             "Backspace" => KeyCode::Backspace,
             "PgDn" => KeyCode::PageDown,
+            "PgUp" => KeyCode::PageUp,
+            "Home" => KeyCode::Home,
+            "End" => KeyCode::End,
             one if one.chars().count() == 1 => KeyCode::Char(one.chars().next().unwrap()),
             other => panic!("no key {other}"),
         };
