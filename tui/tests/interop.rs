@@ -325,3 +325,70 @@ fn finished_batches_across_engines() {
         );
     }
 }
+
+/// The state `leases list --all --json` gives the batch, and its note.
+fn listed(uc: &Path) -> (String, String, serde_json::Value) {
+    let o = Command::new(env!("CARGO_BIN_EXE_ubunye"))
+        .current_dir(uc.parent().unwrap())
+        .args(["leases", "list", "-d", "uc", "--all", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let b = v["batches"].as_array().unwrap().iter().find(|b| b["key"] == "39bc42311894ddba").cloned().unwrap();
+    (b["state"].as_str().unwrap().to_string(), b["note"].as_str().unwrap().to_string(), b["history"].clone())
+}
+
+/// Issue 11, with the real peer: a finished batch, then a `--rerun` that fails
+/// after its append landed (the peer takes its files back, its record says
+/// error). The batch is finished (the peer's plain run is refused with
+/// BatchFinished), and the failed rerun is in its history and its note.
+#[test]
+fn a_failed_peer_rerun_leaves_a_finished_batch_as_the_peer_treats_it() {
+    let Some(peer) = peer() else { return };
+    let (_d, uc) = use_case();
+    let o = peer_run(&peer, &uc, "2025-01-01", &[], &[]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let o = peer_run(&peer, &uc, "2025-01-01", &["--rerun"], &[("UB_FAIL_AFTER_WRITE", "1")]).output().unwrap();
+    assert!(!o.status.success(), "the rerun fails: {}", text(&o));
+    assert_eq!(data_files(&uc).len(), 1, "its file was taken back");
+    let (state, note, history) = listed(&uc);
+    assert_eq!(state, "finished", "{note}");
+    assert!(note.contains("a later run") && note.contains("failed"), "{note}");
+    assert!(history.as_array().unwrap().iter().any(|h| h["status"] == "error"), "{history}");
+    let e = Command::new(env!("CARGO_BIN_EXE_ubunye"))
+        .current_dir(uc.parent().unwrap())
+        .args(["leases", "explain", "39bc4231", "-d", "uc", "--json"])
+        .output()
+        .unwrap();
+    let e: serde_json::Value = serde_json::from_slice(&e.stdout).unwrap();
+    assert_eq!((e["batch"]["state"].as_str(), &e["history"]), (Some("finished"), &history));
+    // The peer agrees that it is finished: its plain run is refused.
+    let o = peer_run(&peer, &uc, "2025-01-01", &[], &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("finished"), "{}", text(&o));
+}
+
+/// Issue 11, with the real peer: an empty lease taken over by `ubunye leases
+/// takeover` leaves only `<key>.taken-`; the batch is not finished, and the
+/// peer's next run goes ahead, as this engine's list says.
+#[test]
+fn an_empty_lease_taken_over_lets_the_peers_run_go_ahead() {
+    let Some(peer) = peer() else { return };
+    let (_d, uc) = use_case();
+    fs::create_dir_all(lease(&uc).parent().unwrap()).unwrap();
+    fs::write(lease(&uc), b"").unwrap();
+    let old = std::time::SystemTime::now() - Duration::from_secs(20 * 60);
+    fs::File::options().write(true).open(lease(&uc)).unwrap().set_modified(old).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_ubunye"))
+        .current_dir(uc.parent().unwrap())
+        .env("UBUNYE_TEST_SETTLE", "100ms")
+        .args(["leases", "takeover", "39bc4231", "-d", "uc", "--yes"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let (state, note, _) = listed(&uc);
+    assert_eq!(state, "interrupted", "{note}");
+    let o = peer_run(&peer, &uc, "2025-01-01", &[], &[]).output().unwrap();
+    assert!(o.status.success(), "the peer's run goes ahead: {}", text(&o));
+    assert_eq!(listed(&uc).0, "finished");
+}
