@@ -2,7 +2,6 @@
 //! engine's. The dashboard (`top`) lives in the tui crate and is handed in.
 
 use std::ffi::OsString;
-use std::io::Write;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -11,9 +10,12 @@ mod exec;
 mod key;
 mod leases;
 mod list;
+pub mod print;
 mod repair;
 mod runs;
 mod table;
+
+pub(crate) use print::{out, outln, print_json, say_err};
 
 /// The exit codes.
 pub mod exit {
@@ -128,34 +130,6 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
         out.push(fixed.unwrap_or(a));
     }
     out
-}
-
-/// Print one line to stderr, prefixed with the program name.
-pub(crate) fn say_err(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "ubunye: {msg}");
-}
-
-/// Write to stdout, ignoring a closed pipe (`ubunye ... | head`): `print!`
-/// panics on EPIPE. Every command prints through this or [`outln`].
-pub(crate) fn out(text: &str) {
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(text.as_bytes()).and_then(|()| o.flush());
-}
-
-/// [`out`] with a newline.
-pub(crate) fn outln(text: &str) {
-    out(&format!("{text}\n"));
-}
-
-/// Print a JSON document on stdout, written as it is serialized (a list of
-/// 100,000 batches is never built twice in memory). A closed pipe (`| head`)
-/// is not an error.
-pub(crate) fn print_json<T: serde::Serialize>(value: &T) {
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    if serde_json::to_writer_pretty(&mut out, value).is_ok() {
-        let _ = writeln!(out);
-    }
-    let _ = out.flush();
 }
 
 /// Run the CLI with these arguments (the first is the program name). Returns the

@@ -8,6 +8,9 @@
 //!   [`watch`]: notify or poll; [`term`]: the terminal, restored on every exit;
 //!   [`filter`]: the `/` filter; [`demo`]: the sandbox builder and its actors.
 
+// Every line printed goes through `cli::print` (a closed pipe must not panic).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod app;
 pub mod demo;
 pub mod event;

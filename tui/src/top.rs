@@ -110,6 +110,6 @@ pub fn read_tasks(src: &Source, tasks: Vec<String>, tx: mpsc::Sender<Event>) -> 
 }
 
 fn fail(msg: &str) -> i32 {
-    eprintln!("ubunye: {msg}");
+    ubunye::cli::print::say_err(msg);
     ubunye::cli::exit::REFUSED
 }
