@@ -8,9 +8,12 @@ use super::{DirArg, exit, say_err};
 use crate::state::ScanOptions;
 use crate::sys::Sys;
 
-/// Look for what the engine leaves for people: stray staging folders, temp
-/// files, old takeover marks, done marks without a lease, running records
-/// without a lease, paths outside the use case, unreadable files, stalled runs.
+/// What the engine leaves for people.
+///
+/// Looks for stray staging folders, temp files, old takeover marks, done marks
+/// without a lease, running records without a lease, paths outside the use
+/// case, unreadable files and stalled runs, and says what each one is and what
+/// to do about it.
 #[derive(Args, Debug)]
 #[command(after_help = "Exit codes: 0 clean, 1 findings (or the folder cannot be read). Nothing is ever changed.")]
 pub struct DoctorArgs {

@@ -32,10 +32,14 @@ use crate::sys::Sys;
 /// The command also gets UBUNYE_RUN_ID, UBUNYE_BATCH_KEY, UBUNYE_TASK,
 /// UBUNYE_USECASE_DIR and each variable as UBUNYE_VAR_<NAME>.
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  \
-ubunye exec -d uc -u demo -p sales -t ingest -dt 2025-01-01 --append events=out/events -- ./ingest.sh\n  \
-ubunye exec -d uc --task demo/sales/summary -dt 2025-01-01 --overwrite totals=out/summary -- duckdb -c \"COPY ...\"\n\n\
-Exit codes: 0 done (or skipped with --resume); 1 refused (held, finished, lease lost); the command's own code when it fails; 2 usage.")]
+#[command(after_help = "Examples:
+  ubunye exec -d uc -u demo -p sales -t ingest -dt 2025-01-01 \\
+    --append events=out/events -- ./ingest.sh
+  ubunye exec -d uc --task demo/sales/summary -dt 2025-01-01 \\
+    --overwrite totals=out/summary -- duckdb -c \"COPY ...\"
+
+Exit codes: 0 done (or skipped with --resume); 1 refused (held, finished, lease lost);
+the command's own code when it fails; 2 usage.")]
 pub struct ExecArgs {
     #[command(flatten)]
     pub dir: DirArg,

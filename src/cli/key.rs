@@ -37,7 +37,7 @@ impl VarArgs {
 /// exactly as ubunye-engine 0.8.0 computes it.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  ubunye key --task demo/sales/ingest -dt 2025-01-01\n  ubunye key --task demo/sales/ingest --vars-json '{\"dt\": \"2025-01-01\", \"n\": 3}' --json"
+    after_help = "Examples:\n  ubunye key --task demo/sales/ingest -dt 2025-01-01\n  ubunye key --task demo/sales/ingest --json \\\n    --vars-json '{\"dt\": \"2025-01-01\", \"n\": 3}'"
 )]
 pub struct KeyArgs {
     /// The task, as <usecase>/<package>/<task>.

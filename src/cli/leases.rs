@@ -42,7 +42,7 @@ pub struct LineageArg {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  ubunye leases explain 7d106ca7 -d uc\n  ubunye leases explain uc/.ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json"
+    after_help = "Examples:\n  ubunye leases explain 7d106ca7 -d uc\n  ubunye leases explain \\\n    uc/.ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json"
 )]
 pub struct ExplainArgs {
     /// A batch key, a unique prefix of one, or the path of a lease-folder file.

@@ -60,21 +60,24 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Each variant's one line is its `about` (what `ubunye --help` lists), given
+// as an attribute, not a doc comment: a doc comment here would also set the
+// subcommand's `long_about` and hide the long text of its Args struct.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Print the batch key of a task and its variables, as the peer computes it.
+    #[command(about = "Print the batch key of a task and its variables, as the peer computes it")]
     Key(key::KeyArgs),
-    /// Run any program as a batch under a lease (claimed appends, swapped overwrites).
+    #[command(about = "Run any program as a batch under a lease (claimed appends, swapped overwrites)")]
     Exec(exec::ExecArgs),
-    /// See and repair the leases of a use case: list, explain, takeover, finish.
+    #[command(about = "See and repair the leases of a use case: list, explain, takeover, finish")]
     Leases(leases::LeasesArgs),
-    /// The run records of a use case, newest first.
+    #[command(about = "The run records of a use case, newest first")]
     Runs(runs::RunsArgs),
-    /// What the engine leaves for people: stray staging, temp files, old marks...
+    #[command(about = "What the engine leaves for people: stray staging, temp files, old marks...")]
     Doctor(doctor::DoctorArgs),
-    /// Watch the leases and run records of a use case live (the dashboard).
+    #[command(about = "Watch the leases and run records of a use case live (the dashboard)")]
     Top(TopArgs),
-    /// Build a sandbox use case with every kind of state, and open `top` on it.
+    #[command(about = "Build a sandbox use case with every kind of state, and open `top` on it")]
     Demo(DemoArgs),
     /// (Internal) the keeper of an `ubunye exec` command's process group.
     #[command(name = "__group-keeper", hide = true)]
@@ -89,7 +92,14 @@ pub struct DirArg {
     pub dir: std::path::PathBuf,
 }
 
-/// `ubunye top` options.
+/// Watch the leases and run records of a use case live (`ubunye top`).
+///
+/// The table `leases list --all` prints once, kept up to date: file-system
+/// events where they arrive, polling where they do not (NFS; --watch poll),
+/// and a new judgement every second, since "dead" depends on time passing.
+/// Enter shows a batch's whole report (`leases explain`); t takes a dead batch
+/// over and f finishes a pending one, each after showing exactly what it will
+/// do (default No); ? lists every key; q quits. Looking changes nothing.
 #[derive(Args, Debug, Clone)]
 pub struct TopArgs {
     #[command(flatten)]
@@ -102,6 +112,13 @@ pub struct TopArgs {
     /// How often to rescan in poll mode (e.g. 2s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     pub interval: std::time::Duration,
+}
+
+/// The whole command line as clap builds it: the help, the completions and
+/// the man page all come from this one definition.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command()
 }
 
 /// The peer spells some options with one dash and several letters (`-dt`,
