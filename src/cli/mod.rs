@@ -7,10 +7,12 @@ use clap::{Args, Parser, Subcommand};
 
 mod doctor;
 mod exec;
+mod generate;
 mod key;
 mod leases;
 mod list;
 pub mod print;
+mod python;
 mod repair;
 mod runs;
 mod table;
@@ -79,9 +81,10 @@ pub enum Command {
     Top(TopArgs),
     #[command(about = "Build a sandbox use case with every kind of state, and open `top` on it")]
     Demo(DemoArgs),
-    /// (Internal) the keeper of an `ubunye exec` command's process group.
-    #[command(name = "__group-keeper", hide = true)]
-    GroupKeeper { parent: String },
+    #[command(about = "Print a shell's completion script (bash, zsh, fish)")]
+    Completions(generate::CompletionsArgs),
+    #[command(about = "Print the man page (roff)")]
+    Man(generate::ManArgs),
 }
 
 /// The use-case folder.
@@ -118,7 +121,12 @@ pub struct TopArgs {
 /// the man page all come from this one definition.
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
-    Cli::command()
+    // `--version` names this implementation, whatever the subcommand: the
+    // Python engine's command is `ubunye` too.
+    fn named(c: clap::Command) -> clap::Command {
+        c.display_name("ubunye-rs").mut_subcommands(named)
+    }
+    named(Cli::command())
 }
 
 /// The peer spells some options with one dash and several letters (`-dt`,
@@ -152,7 +160,18 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
 /// Run the CLI with these arguments (the first is the program name). Returns the
 /// exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) -> i32 {
-    let cli = match Cli::try_parse_from(normalize_args(args)) {
+    use clap::FromArgMatches;
+    let args = normalize_args(args);
+    // Two words that are not part of the definitions (so no help, completion
+    // or man page offers them): the Python engine's `run`, answered in one
+    // line, and the keeper `ubunye exec` starts.
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("run") => return python::run(),
+        Some(crate::exec::sentinel::SUBCOMMAND) => return group_keeper(&args[2..]),
+        _ => {}
+    }
+    let parsed = command().try_get_matches_from(args).and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
@@ -168,14 +187,21 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
         Command::Doctor(a) => doctor::run(a),
         Command::Top(a) => dashboard.top(a),
         Command::Demo(a) => dashboard.demo(a),
-        Command::GroupKeeper { parent } => {
-            if !crate::exec::sentinel::may_keep() {
-                say_err("__group-keeper is started by `ubunye exec` only; it does nothing here.");
-                return exit::USAGE;
-            }
-            crate::exec::sentinel::keep(parent)
-        }
+        Command::Completions(a) => generate::completions(a),
+        Command::Man(a) => generate::man(a),
     }
+}
+
+/// `ubunye __group-keeper <pid>`, as `ubunye exec` starts it (`exec/sentinel.rs`).
+fn group_keeper(rest: &[OsString]) -> i32 {
+    let parent = match rest {
+        [p] if crate::exec::sentinel::may_keep() => p.to_string_lossy(),
+        _ => {
+            say_err("__group-keeper is started by `ubunye exec` only; it does nothing here.");
+            return exit::USAGE;
+        }
+    };
+    crate::exec::sentinel::keep(&parent)
 }
 
 #[cfg(test)]
