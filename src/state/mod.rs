@@ -375,7 +375,7 @@ pub enum ScanError {
     #[error("{0} does not exist or cannot be read ({1})")]
     NoFolder(PathBuf, String),
     #[error(
-        "{0} has no .ubunye/ folder, so it is not a use-case folder Ubunye has run in. Point -d at the folder you pass to `ubunye run -d` (or `ubunye exec -d`)."
+        "{0} has no .ubunye/ folder, so it is not a use-case folder Ubunye has run in. Point -d at the folder you pass to the Python engine's `ubunye run -d` (or to `ubunye exec -d`)."
     )]
     NotAUseCase(PathBuf),
 }
