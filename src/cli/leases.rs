@@ -87,14 +87,51 @@ pub fn glyph_colour(s: State) -> (&'static str, &'static str) {
     (s.glyph(), colour)
 }
 
-/// Find and read one batch for `explain` (and the repairs).
+/// What a query must be: any key prefix to look, 4 hex digits or more to repair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    Look,
+    Repair,
+}
+
+/// Shortest key prefix a repair takes, as git asks for its short hashes.
+pub const REPAIR_PREFIX: usize = 4;
+
+/// A query that cannot name a batch, before anything is read.
+fn check_query(query: &str, purpose: Purpose) -> Result<(), String> {
+    if query.contains('/') {
+        return Ok(());
+    }
+    if query.is_empty() {
+        return Err("an empty batch key names no batch: give a key (or its first hex digits) or the path of a lease-folder file; `ubunye leases list` shows the keys".into());
+    }
+    if !query.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "'{}' is neither a batch key (hex digits 0-9, a-f) nor a path (a path holds a `/`: for a file in this folder, write ./{})",
+            state::shorten(query),
+            state::shorten(query)
+        ));
+    }
+    if purpose == Purpose::Repair && query.len() < REPAIR_PREFIX {
+        return Err(format!(
+            "'{query}' is {} hex digit(s): a repair needs at least {REPAIR_PREFIX} that name one batch, as git asks for short hashes (`ubunye leases explain {query}` shows which batch it names)",
+            query.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Find and read one batch for `explain` (and the repairs). Every error is
+/// the query's or the folder's: a usage error (exit 2).
 pub fn locate(
     dir: &DirArg,
     lineage: &LineageArg,
     query: &str,
     task: Option<&str>,
+    purpose: Purpose,
     sys: &Sys,
 ) -> Result<(state::Scan, Batch), String> {
+    check_query(query, purpose)?;
     let opts = ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: None };
     let found = state::find(&dir.dir, query, task).map_err(|e| e.to_string())?;
     let id = match found {
@@ -159,19 +196,20 @@ pub fn explained(
     lineage: &LineageArg,
     query: &str,
     task: Option<&str>,
+    purpose: Purpose,
     sys: &Sys,
 ) -> Result<(state::Scan, explain::Explanation), String> {
-    let (scan, batch) = locate(dir, lineage, query, task, sys)?;
+    let (scan, batch) = locate(dir, lineage, query, task, purpose, sys)?;
     let e = explain::explain(&scan, batch, &dir.dir);
     Ok((scan, e))
 }
 
 fn explain_cmd(a: &ExplainArgs) -> i32 {
-    let e = match explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), &Sys::real()) {
+    let e = match explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), Purpose::Look, &Sys::real()) {
         Ok((_, e)) => e,
         Err(e) => {
             say_err(&e);
-            return exit::REFUSED;
+            return exit::USAGE;
         }
     };
     if a.json {

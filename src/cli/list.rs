@@ -138,7 +138,7 @@ pub fn run(a: &ListArgs) -> i32 {
         Ok(h) => h,
         Err(e) => {
             say_err(&e.to_string());
-            return exit::REFUSED;
+            return exit::USAGE;
         }
     };
     rows.sort_by(|x, y| x.state.cmp(&y.state).then_with(|| x.task.cmp(&y.task)).then_with(|| x.key.cmp(&y.key)));

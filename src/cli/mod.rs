@@ -16,16 +16,20 @@ mod python;
 mod repair;
 mod runs;
 mod table;
+pub mod usecase;
 
 pub(crate) use print::{out, outln, print_json, say_err};
 
-/// The exit codes.
+/// The exit codes: one table, in `ubunye --help` and docs/json.md.
 pub mod exit {
-    /// Success (or a resumed skip, or a clean doctor).
+    /// Done (or a resumed skip, or a doctor that found nothing).
     pub const OK: i32 = 0;
-    /// Refused (held, finished, lost, unreadable), or doctor findings.
+    /// Refused (a live holder, a repair that does not apply, a finished
+    /// batch, declined at the prompt, a lost lease, an unreadable file), or
+    /// doctor's findings.
     pub const REFUSED: i32 = 1;
-    /// Usage error.
+    /// Usage: bad flags, a `-d` that is not a use case, a key prefix that
+    /// names no batch or several, a repair's prefix shorter than 4 digits.
     pub const USAGE: i32 = 2;
 }
 
@@ -55,8 +59,19 @@ pub struct DemoArgs {
 /// ubunye-engine 0.8.0, and the tools to see and repair run state.
 #[derive(Parser, Debug)]
 #[command(name = "ubunye", version, about, long_about = None, propagate_version = true)]
-#[command(after_help = "Every command that reads a use case takes -d DIR (default: the current folder).\n\
-Exit codes: 0 ok, 1 refused or findings, 2 usage error.")]
+#[command(after_help = "Every command that reads a use case takes -d DIR (default: the current
+folder) and --json for scripts (docs/json.md).
+
+Exit codes:
+  0    done; doctor: nothing found
+  1    refused: a live holder, a repair that does not apply, a finished
+       batch, declined at the prompt, a lost lease, an unreadable file;
+       doctor: findings
+  2    usage: bad flags; a -d that does not exist, is a file or is not a
+       use case; a key prefix that is empty, names no batch or several;
+       a repair's prefix shorter than 4 hex digits
+  exec also ends with 126 (the command cannot be executed), 127 (it is
+  not found) or the command's own code: see `ubunye exec --help`.")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -87,10 +102,29 @@ pub enum Command {
     Man(generate::ManArgs),
 }
 
+impl Command {
+    /// The use-case folder a command reads (exec makes its own, and checks
+    /// it itself).
+    fn use_case_dir(&self) -> Option<&std::path::Path> {
+        let d = match self {
+            Command::Leases(l) => match &l.command {
+                leases::LeasesCommand::List(a) => &a.dir,
+                leases::LeasesCommand::Explain(a) => &a.dir,
+                leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => &a.dir,
+            },
+            Command::Runs(a) => &a.dir,
+            Command::Doctor(a) => &a.dir,
+            Command::Top(a) => &a.dir,
+            _ => return None,
+        };
+        Some(&d.dir)
+    }
+}
+
 /// The use-case folder.
 #[derive(Args, Debug, Clone)]
 pub struct DirArg {
-    /// The use-case folder (the peer's `ubunye run -d`).
+    /// The use-case folder (the Python engine's `ubunye run -d`).
     #[arg(short = 'd', long = "usecase-dir", visible_alias = "dir", value_name = "DIR", default_value = ".")]
     pub dir: std::path::PathBuf,
 }
@@ -179,6 +213,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
             return code;
         }
     };
+    if let Some(dir) = cli.command.use_case_dir() {
+        if let Err(why) = usecase::check(dir) {
+            say_err(&why);
+            return exit::USAGE;
+        }
+    }
     match &cli.command {
         Command::Key(a) => key::run(a),
         Command::Exec(a) => exec::run(a),

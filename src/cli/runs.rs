@@ -44,15 +44,11 @@ struct Row<'a> {
 }
 
 pub fn run(a: &RunsArgs) -> i32 {
-    let root = match std::fs::canonicalize(&a.dir.dir) {
-        Ok(r) if r.join(".ubunye").is_dir() => r,
-        Ok(r) => {
-            say_err(&state::ScanError::NotAUseCase(r).to_string());
-            return exit::REFUSED;
-        }
-        Err(e) => {
-            say_err(&state::ScanError::NoFolder(a.dir.dir.clone(), e.to_string()).to_string());
-            return exit::REFUSED;
+    let root = match super::usecase::check(&a.dir.dir) {
+        Ok(r) => r,
+        Err(why) => {
+            say_err(&why);
+            return exit::USAGE;
         }
     };
     let lineage = match &a.lineage.lineage_dir {

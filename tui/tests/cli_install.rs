@@ -66,7 +66,7 @@ fn completions_are_generated_from_the_binary_s_own_definitions() {
     let bash = stdout(&["completions", "bash"]);
     let checked = std::process::Command::new("bash").args(["-n", "-c", &bash]).output().unwrap();
     assert!(checked.status.success(), "bash -n: {}", String::from_utf8_lossy(&checked.stderr));
-    for word in ["leases", "explain", "takeover", "--usecase-dir", "completions"] {
+    for word in ["leases", "explain", "takeover", "--usecase-dir", "--refused-exit", "completions"] {
         assert!(bash.contains(word), "bash completion lacks {word}");
     }
     assert!(!bash.contains("__group-keeper"), "hidden commands do not complete");

@@ -57,7 +57,7 @@ fn the_demo_piped_into_head_ends_quietly() {
 fn every_command_with_nobody_reading_exits_as_documented() {
     let (_d, uc) = fixture("dead-killed");
     let cases: [(&[&str], i32); 11] = [
-        (&["top", "-d", "nowhere"], 1),
+        (&["top", "-d", "nowhere"], 2),
         (&["leases", "list", "--all", "-d", "uc"], 0),
         (&["leases", "list", "--all", "--json", "-d", "uc"], 0),
         (&["leases", "explain", "7d10", "-d", "uc"], 0),

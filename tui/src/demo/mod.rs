@@ -40,6 +40,11 @@ pub const STATES: [State; 8] = [
 pub fn run(opts: &DemoArgs) -> i32 {
     let uc = match sandbox(opts.dir.as_deref()) {
         Ok(d) => d,
+        // A --dir that cannot hold a sandbox is bad input.
+        Err(e) if opts.dir.is_some() => {
+            errln(&format!("ubunye demo: {e}"));
+            return ubunye::cli::exit::USAGE;
+        }
         Err(e) => return fail(&e),
     };
     let interactive = !opts.no_top && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();

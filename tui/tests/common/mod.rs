@@ -70,7 +70,7 @@ pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
 /// The binary, run from beside `uc`, judging from another host (every fixture
 /// lease is then judged by its age), with a short settle and no colour.
 pub fn ubunye(uc: &Path) -> Command {
-    let mut c = Command::cargo_bin("ubunye").unwrap();
+    let mut c = Command::new(bin());
     c.current_dir(uc.parent().unwrap())
         .env("UBUNYE_TEST_HOST", "elsewhere|pid:[1]")
         .env("UBUNYE_TEST_SETTLE", "20ms")
