@@ -114,7 +114,7 @@ impl Row {
                 if self.has_lease { self.claims.to_string() } else { String::new() },
                 self.note.clone(),
             ],
-            colour: colour.then_some(code),
+            colour: colour.then_some((0, code)),
         }
     }
 }

@@ -1,11 +1,12 @@
 //! `ubunye runs`: the run records of a use case, newest first.
 
+use std::io::Write;
+
 use clap::Args;
-use comfy_table::{Cell, ContentArrangement, Table, presets};
 use serde::Serialize;
 
 use super::leases::LineageArg;
-use super::{DirArg, exit, say_err};
+use super::{DirArg, exit, say_err, table};
 use crate::state::{self, RecordInfo, UnreadableFile};
 
 /// The run records (lineage) of a use case, newest first.
@@ -97,31 +98,17 @@ pub fn run(a: &RunsArgs) -> i32 {
         super::outln(&format!("No run records in {}.", lineage.display()));
         return exit::OK;
     }
-    let mut t = Table::new();
-    t.load_style(presets::NOTHING).set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_header(["STARTED", "STATUS", "TASK", "RUN", "VARIABLES", "SECONDS", "ERROR"]);
     let colour = super::leases::colour();
-    for (task, r) in &records {
-        let vars = r
-            .variables
-            .as_ref()
-            .map(|v| {
-                v.iter()
-                    .map(|(k, v)| format!("{k}={}", v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .unwrap_or_default();
+    let line = |i: usize| {
+        let (task, r) = &records[i];
+        let vars = r.variables.as_ref().map(state::variables_text).unwrap_or_default();
         let status = r.status.clone().unwrap_or_else(|| "(none)".into());
-        let mut cell = Cell::new(&status);
-        if colour {
-            cell = cell.fg(match status.as_str() {
-                "success" => comfy_table::Color::Green,
-                "running" => comfy_table::Color::Cyan,
-                "interrupted" => comfy_table::Color::Yellow,
-                _ => comfy_table::Color::Red,
-            });
-        }
+        let code = match status.as_str() {
+            "success" => "32",
+            "running" => "36",
+            "interrupted" => "33",
+            _ => "31",
+        };
         let secs = match (
             r.started_at.as_deref().and_then(crate::timefmt::parse),
             r.ended_at.as_deref().and_then(crate::timefmt::parse),
@@ -129,16 +116,22 @@ pub fn run(a: &RunsArgs) -> i32 {
             (Some(s), Some(e)) => e.duration_since(s).map(|d| format!("{:.1}", d.as_secs_f64())).unwrap_or_default(),
             _ => String::new(),
         };
-        t.add_row(vec![
-            Cell::new(r.started_at.clone().unwrap_or_default()),
-            cell,
-            Cell::new(task),
-            Cell::new(crate::doc::short(&r.run_id)),
-            Cell::new(vars),
-            Cell::new(secs),
-            Cell::new(r.error.clone().unwrap_or_default()),
-        ]);
-    }
-    super::outln(&t.to_string());
+        table::Line {
+            cells: vec![
+                r.started_at.clone().unwrap_or_default(),
+                status,
+                task.clone(),
+                crate::doc::short(&r.run_id).to_string(),
+                vars,
+                secs,
+                r.error.clone().unwrap_or_default(),
+            ],
+            colour: colour.then_some((1, code)),
+        }
+    };
+    let header = ["STARTED", "STATUS", "TASK", "RUN", "VARIABLES", "SECONDS", "ERROR"];
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let _ = table::print(&mut out, &header, records.len(), line, table::terminal_width());
+    let _ = out.flush();
     exit::OK
 }

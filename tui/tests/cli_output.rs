@@ -102,3 +102,62 @@ fn c_clone(c: &Command) -> Command {
     }
     n
 }
+
+/// The output of `cmd` on a terminal `cols` wide (util-linux `script` gives
+/// it one), lines without their `\r`. None, with a SKIPPED line, without it.
+fn on_a_terminal(uc: &Path, args: &str, cols: u16) -> Option<String> {
+    let line = format!("stty cols {cols}; exec '{}' {args}", bin().display());
+    let o = match Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(uc.parent().unwrap())
+        .env("NO_COLOR", "1")
+        .env("UBUNYE_TEST_HOST", "elsewhere|pid:[1]")
+        .stdin(Stdio::null())
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("SKIPPED: no `script` (util-linux) to give ubunye a terminal: {e}");
+            return None;
+        }
+    };
+    assert!(o.status.success(), "{args}: {}", String::from_utf8_lossy(&o.stderr));
+    Some(String::from_utf8_lossy(&o.stdout).replace('\r', ""))
+}
+
+/// `ubunye runs` cut words in the middle ("2026-12-01T08:3" / "6:45.41…",
+/// comfy-table's dynamic wrapping) and padded piped lines with trailing
+/// spaces. Now every table has one renderer: cells whole, only the last
+/// column cut (with `…`) and only on a terminal, no line ending in a space.
+#[test]
+fn tables_keep_cells_whole_and_pad_no_line() {
+    let (_d, uc) = fixture("taken-over-done");
+    let o = Command::new(bin()).args(["runs", "--json", "-d"]).arg(&uc).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let records = v["records"].as_array().unwrap();
+    let started: Vec<&str> = records.iter().map(|r| r["started_at"].as_str().unwrap()).collect();
+    let error = records.iter().find_map(|r| r["error"].as_str()).unwrap();
+    assert_eq!(started.len(), 3);
+    for args in [&["runs"][..], &["leases", "list", "--all"]] {
+        let o = Command::new(bin()).args(args).arg("-d").arg(&uc).env("NO_COLOR", "1").output().unwrap();
+        let text = String::from_utf8(o.stdout).unwrap();
+        for l in text.lines() {
+            assert!(!l.ends_with(' '), "{args:?}: a piped line ends in spaces: {l:?}");
+        }
+        if args[0] == "runs" {
+            for s in &started {
+                assert!(text.lines().any(|l| l.contains(&format!(" {s} "))), "{s} whole:\n{text}");
+            }
+            assert!(text.contains(error), "piped, the last column is whole too:\n{text}");
+        }
+    }
+    let Some(text) = on_a_terminal(&uc, "runs -d uc", 120) else { return };
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "a header and a line per record, none wrapped:\n{text}");
+    for s in &started {
+        assert!(lines.iter().any(|l| l.contains(&format!(" {s} "))), "{s} whole on a terminal:\n{text}");
+    }
+    let cut: Vec<&&str> = lines.iter().filter(|l| l.ends_with('…')).collect();
+    assert_eq!(cut.len(), 1, "only the long error is cut:\n{text}");
+    assert!(cut[0].contains(" interrupted ") && cut[0].chars().count() <= 120, "{text}");
+}
