@@ -1,6 +1,5 @@
 //! `ubunye leases list|explain|takeover|finish`.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
@@ -59,18 +58,13 @@ pub struct ExplainArgs {
     pub json: bool,
 }
 
-pub fn run(a: &LeasesArgs) -> i32 {
+pub fn run(a: &LeasesArgs, colour: bool) -> i32 {
     match &a.command {
-        LeasesCommand::List(l) => super::list::run(l),
+        LeasesCommand::List(l) => super::list::run(l, colour),
         LeasesCommand::Explain(e) => explain_cmd(e),
         LeasesCommand::Takeover(r) => super::repair::run(r, super::repair::Kind::Takeover),
         LeasesCommand::Finish(r) => super::repair::run(r, super::repair::Kind::Finish),
     }
-}
-
-/// Whether to colour output.
-pub(crate) fn colour() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// The glyph and colour (an SGR code) of a state.

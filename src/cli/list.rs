@@ -126,7 +126,7 @@ fn short_host(h: &str) -> &str {
     h.split('|').next().unwrap_or(h)
 }
 
-pub fn run(a: &ListArgs) -> i32 {
+pub fn run(a: &ListArgs, colour: bool) -> i32 {
     let sys = Sys::real();
     let states: Vec<State> = a.states.iter().filter_map(|w| State::parse(w)).collect();
     let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: a.task.clone() };
@@ -176,7 +176,6 @@ pub fn run(a: &ListArgs) -> i32 {
         let _ = out.flush();
         return exit::OK;
     }
-    let colour = super::leases::colour();
     let header = ["STATE", "TASK", "VARIABLES / KEY", "RUN", "PID@HOST", "AGE", "CLAIMS", "NOTE"];
     let _ = table::print(&mut out, &header, rows.len(), |i| rows[i].line(colour), table::terminal_width());
     let _ = out.flush();

@@ -5,6 +5,7 @@ use std::ffi::OsString;
 
 use clap::{Args, Parser, Subcommand};
 
+pub mod colour;
 mod doctor;
 mod exec;
 mod generate;
@@ -53,6 +54,9 @@ pub struct DemoArgs {
     /// Build the sandbox and print `leases list --all` instead of opening `top`.
     #[arg(long)]
     pub no_top: bool,
+    /// Whether to colour (`--color`, decided by [`colour::decide`]).
+    #[arg(skip)]
+    pub colour: bool,
 }
 
 /// `ubunye`: safe batch reruns (leases, claims, finished notes) compatible with
@@ -75,6 +79,10 @@ Exit codes:
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Colour: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE
+    /// forces it), always or never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub color: colour::ColorChoice,
 }
 
 // Each variant's one line is its `about` (what `ubunye --help` lists), given
@@ -149,6 +157,9 @@ pub struct TopArgs {
     /// How often to rescan in poll mode (e.g. 2s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     pub interval: std::time::Duration,
+    /// Whether to colour (`--color`, decided by [`colour::decide`]).
+    #[arg(skip)]
+    pub colour: bool,
 }
 
 /// The whole command line as clap builds it: the help, the completions and
@@ -219,14 +230,16 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
             return exit::USAGE;
         }
     }
+    use std::io::IsTerminal;
+    let colour = colour::decide(cli.color, std::io::stdout().is_terminal());
     match &cli.command {
         Command::Key(a) => key::run(a),
         Command::Exec(a) => exec::run(a),
-        Command::Leases(a) => leases::run(a),
-        Command::Runs(a) => runs::run(a),
+        Command::Leases(a) => leases::run(a, colour),
+        Command::Runs(a) => runs::run(a, colour),
         Command::Doctor(a) => doctor::run(a),
-        Command::Top(a) => dashboard.top(a),
-        Command::Demo(a) => dashboard.demo(a),
+        Command::Top(a) => dashboard.top(&TopArgs { colour, ..a.clone() }),
+        Command::Demo(a) => dashboard.demo(&DemoArgs { colour, ..a.clone() }),
         Command::Completions(a) => generate::completions(a),
         Command::Man(a) => generate::man(a),
     }

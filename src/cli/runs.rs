@@ -65,7 +65,7 @@ struct Row<'a> {
     variables: Option<&'a serde_json::Map<String, serde_json::Value>>,
 }
 
-pub fn run(a: &RunsArgs) -> i32 {
+pub fn run(a: &RunsArgs, colour: bool) -> i32 {
     let root = match super::usecase::check(&a.dir.dir) {
         Ok(r) => r,
         Err(why) => {
@@ -139,7 +139,6 @@ pub fn run(a: &RunsArgs) -> i32 {
         super::outln(&why);
         return exit::OK;
     }
-    let colour = super::leases::colour();
     let line = |i: usize| {
         let (task, r) = &records[i];
         let vars = r.variables.as_ref().map(state::variables_text).unwrap_or_default();

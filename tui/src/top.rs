@@ -32,7 +32,10 @@ pub fn run(opts: &TopArgs) -> i32 {
     // dashboard is up at once; the batches come in a task at a time.
     let lineage = ubunye::layout::lineage_root(&root);
     let watch = Watch::start(Requested::parse(&opts.watch), opts.interval, &root, &lineage, tx.clone());
-    let mut app = App::new(Model::new(src.clone(), empty(&root, &lineage, &src.sys)), term::colour(), &watch.mode);
+    // The CLI decided (`--color`, NO_COLOR, CLICOLOR_FORCE): crossterm, which
+    // reads NO_COLOR on its own, follows that decision.
+    crossterm::style::force_color_output(opts.colour);
+    let mut app = App::new(Model::new(src.clone(), empty(&root, &lineage, &src.sys)), opts.colour, &watch.mode);
     app.start_loading();
     if let Err(e) = read(&src, tx.clone()) {
         return fail(&format!("cannot start reading: {e}"));

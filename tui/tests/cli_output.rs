@@ -103,26 +103,105 @@ fn c_clone(c: &Command) -> Command {
     n
 }
 
-/// The output of `cmd` on a terminal `cols` wide (util-linux `script` gives
-/// it one), lines without their `\r`. None, with a SKIPPED line, without it.
-fn on_a_terminal(uc: &Path, args: &str, cols: u16) -> Option<String> {
-    let line = format!("stty cols {cols}; exec '{}' {args}", bin().display());
-    let o = match Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
+/// The output of `ubunye ARGS` on a terminal `cols` wide (util-linux
+/// `script` gives it one), lines without their `\r`; `env` set (a None
+/// removed); `keys` typed a second in (for `top`). None, with a SKIPPED line,
+/// without `script`.
+fn terminal(uc: &Path, args: &str, cols: u16, env: &[(&str, Option<&str>)], keys: Option<&str>) -> Option<String> {
+    let line = format!("stty cols {cols} rows 30; exec '{}' {args}", bin().display());
+    let mut c = Command::new("script");
+    c.args(["-qec", &line, "/dev/null"])
         .current_dir(uc.parent().unwrap())
-        .env("NO_COLOR", "1")
         .env("UBUNYE_TEST_HOST", "elsewhere|pid:[1]")
-        .stdin(Stdio::null())
-        .output()
-    {
-        Ok(o) => o,
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let mut child = match c.spawn() {
+        Ok(ch) => ch,
         Err(e) => {
             eprintln!("SKIPPED: no `script` (util-linux) to give ubunye a terminal: {e}");
             return None;
         }
     };
+    let mut stdin = child.stdin.take().unwrap();
+    if let Some(k) = keys {
+        std::thread::sleep(std::time::Duration::from_millis(1000));
+        use std::io::Write;
+        stdin.write_all(k.as_bytes()).unwrap();
+    }
+    // A dashboard that missed its key is ended, not waited for forever.
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    let pid = rustix::process::Pid::from_child(&child);
+    std::thread::spawn(move || {
+        if watch.recv_timeout(std::time::Duration::from_secs(20)).is_err() {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    });
+    let o = child.wait_with_output().unwrap();
+    let _ = done.send(());
     assert!(o.status.success(), "{args}: {}", String::from_utf8_lossy(&o.stderr));
     Some(String::from_utf8_lossy(&o.stdout).replace('\r', ""))
+}
+
+fn on_a_terminal(uc: &Path, args: &str, cols: u16) -> Option<String> {
+    terminal(uc, args, cols, &[("NO_COLOR", Some("1"))], None)
+}
+
+/// `--color auto|always|never` beside NO_COLOR and CLICOLOR_FORCE: one rule
+/// (`ubunye::cli::colour`), for `leases list`, `runs` and the dashboard.
+#[test]
+fn colour_follows_one_rule_on_every_surface() {
+    let (_d, uc) = fixture("taken-over-done");
+    let piped = |args: &[&str], env: &[(&str, &str)]| -> bool {
+        let mut c = Command::new(bin());
+        c.args(args).arg("-d").arg(&uc).env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE");
+        c.envs(env.iter().copied());
+        let o = c.output().unwrap();
+        assert!(o.status.success(), "{args:?} {env:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).contains("\x1b[")
+    };
+    for cmd in [&["leases", "list", "--all"][..], &["runs"]] {
+        let with = |flags: &[&'static str]| -> Vec<&'static str> { flags.iter().chain(cmd).copied().collect() };
+        assert!(!piped(&with(&[]), &[]), "{cmd:?}: piped, no colour");
+        assert!(piped(&with(&[]), &[("CLICOLOR_FORCE", "1")]), "{cmd:?}: CLICOLOR_FORCE");
+        assert!(!piped(&with(&[]), &[("CLICOLOR_FORCE", "0")]), "{cmd:?}: CLICOLOR_FORCE=0");
+        assert!(!piped(&with(&[]), &[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]), "{cmd:?}: NO_COLOR first");
+        assert!(piped(&with(&["--color", "always"]), &[("NO_COLOR", "1")]), "{cmd:?}: the flag first");
+        assert!(!piped(&with(&["--color", "never"]), &[("CLICOLOR_FORCE", "1")]), "{cmd:?}: never");
+        let mut after: Vec<&str> = cmd.to_vec();
+        after.extend(["--color", "always"]);
+        assert!(piped(&after, &[]), "{cmd:?}: --color is global, after the subcommand too");
+    }
+    let Some(list) = terminal(&uc, "leases list --all -d uc", 120, &[], None) else { return };
+    assert!(list.contains("\x1b[2m✓ finished\x1b[0m"), "a terminal is coloured:\n{list}");
+    let list = terminal(&uc, "leases list --all -d uc", 120, &[("NO_COLOR", Some("1"))], None).unwrap();
+    assert!(!list.contains("\x1b["), "NO_COLOR:\n{list}");
+    // The dashboard draws bold and reverse text in any case; colour is a
+    // foreground colour (`38;5;N`, or `3N`).
+    let colours = |text: &str| {
+        regex::Regex::new(r"\x1b\[([0-9;]*)m")
+            .unwrap()
+            .captures_iter(text)
+            .any(|c| c[1].split(';').any(|p| p == "38" || p.parse::<u8>().is_ok_and(|n| (30..=37).contains(&n))))
+    };
+    for (args, env, want) in [
+        ("top -d uc", None, true),
+        ("top --color never -d uc", None, false),
+        ("top -d uc", Some("1"), false),
+        ("--color always top -d uc", Some("1"), true),
+    ] {
+        let screen = terminal(&uc, args, 100, &[("NO_COLOR", env)], Some("q")).unwrap();
+        assert_eq!(colours(&screen), want, "{args} NO_COLOR={env:?}");
+        assert!(screen.contains("ubunye top"), "{args}: the dashboard was drawn");
+    }
 }
 
 /// `ubunye runs` cut words in the middle ("2026-12-01T08:3" / "6:45.41…",

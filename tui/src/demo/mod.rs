@@ -66,10 +66,16 @@ pub fn run(opts: &DemoArgs) -> i32 {
     errln(&format!("ubunye demo: built in {:.1} s.", started.elapsed().as_secs_f64()));
     outln(&format!("Sandbox: {}", uc.display()));
     let code = if interactive {
-        let args = TopArgs { dir: DirArg { dir: uc.clone() }, watch: "auto".into(), interval: Duration::from_secs(2) };
+        let args = TopArgs {
+            dir: DirArg { dir: uc.clone() },
+            watch: "auto".into(),
+            interval: Duration::from_secs(2),
+            colour: opts.colour,
+        };
         crate::top::run(&args)
     } else {
-        let argv = ["ubunye", "leases", "list", "--all", "-d"].map(std::ffi::OsString::from);
+        let colour = if opts.colour { "always" } else { "never" };
+        let argv = ["ubunye", "--color", colour, "leases", "list", "--all", "-d"].map(std::ffi::OsString::from);
         let argv = argv.into_iter().chain([uc.clone().into_os_string()]);
         ubunye::cli::run(argv, &crate::Top)
     };
