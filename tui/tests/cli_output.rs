@@ -103,52 +103,13 @@ fn c_clone(c: &Command) -> Command {
     n
 }
 
-/// The output of `ubunye ARGS` on a terminal `cols` wide (util-linux
-/// `script` gives it one), lines without their `\r`; `env` set (a None
-/// removed); `keys` typed a second in (for `top`). None, with a SKIPPED line,
-/// without `script`.
+/// `ubunye ARGS` on a terminal, judging from another host, as the fixtures want.
 fn terminal(uc: &Path, args: &str, cols: u16, env: &[(&str, Option<&str>)], keys: Option<&str>) -> Option<String> {
-    let line = format!("stty cols {cols} rows 30; exec '{}' {args}", bin().display());
-    let mut c = Command::new("script");
-    c.args(["-qec", &line, "/dev/null"])
-        .current_dir(uc.parent().unwrap())
-        .env("UBUNYE_TEST_HOST", "elsewhere|pid:[1]")
-        .env_remove("NO_COLOR")
-        .env_remove("CLICOLOR_FORCE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
-    let mut child = match c.spawn() {
-        Ok(ch) => ch,
-        Err(e) => {
-            eprintln!("SKIPPED: no `script` (util-linux) to give ubunye a terminal: {e}");
-            return None;
-        }
-    };
-    let mut stdin = child.stdin.take().unwrap();
-    if let Some(k) = keys {
-        std::thread::sleep(std::time::Duration::from_millis(1000));
-        use std::io::Write;
-        stdin.write_all(k.as_bytes()).unwrap();
-    }
-    // A dashboard that missed its key is ended, not waited for forever.
-    let (done, watch) = std::sync::mpsc::channel::<()>();
-    let pid = rustix::process::Pid::from_child(&child);
-    std::thread::spawn(move || {
-        if watch.recv_timeout(std::time::Duration::from_secs(20)).is_err() {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
-    });
-    let o = child.wait_with_output().unwrap();
-    let _ = done.send(());
-    assert!(o.status.success(), "{args}: {}", String::from_utf8_lossy(&o.stderr));
-    Some(String::from_utf8_lossy(&o.stdout).replace('\r', ""))
+    let mut env = env.to_vec();
+    env.push(("UBUNYE_TEST_HOST", Some("elsewhere|pid:[1]")));
+    let (code, text) = common::on_a_terminal(uc.parent().unwrap(), args, cols, &env, keys)?;
+    assert_eq!(code, 0, "{args}:\n{text}");
+    Some(text)
 }
 
 fn on_a_terminal(uc: &Path, args: &str, cols: u16) -> Option<String> {
