@@ -7,15 +7,13 @@
 
 use std::ffi::OsStr;
 
-/// `--color`.
+/// `--color`: `auto` (the rule above), `always`, `never`. (The variants have
+/// no doc comments: clap would list each one in every command's `--help`.)
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ColorChoice {
-    /// Colour on a terminal, unless NO_COLOR (or CLICOLOR_FORCE) says otherwise.
     #[default]
     Auto,
-    /// Always colour.
     Always,
-    /// Never colour.
     Never,
 }
 

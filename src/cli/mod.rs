@@ -79,7 +79,7 @@ Exit codes:
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
-    /// Colour: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE
+    /// When to colour: auto (on a terminal, unless NO_COLOR; CLICOLOR_FORCE
     /// forces it), always or never.
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
     pub color: colour::ColorChoice,
