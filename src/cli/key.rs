@@ -9,7 +9,7 @@ use crate::layout::TaskPath;
 /// The variables of a batch as the peer's CLI takes them.
 #[derive(Args, Debug, Clone, Default)]
 pub struct VarArgs {
-    /// The data timestamp (`-dt` works too, as in the peer).
+    /// The data timestamp (`-dt` works too, as in the Python engine).
     #[arg(long = "dt", visible_alias = "data-timestamp", value_name = "X")]
     pub dt: Option<String>,
     /// The data timestamp format (`-dtf` works too). It is part of the batch.

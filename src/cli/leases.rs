@@ -34,7 +34,7 @@ pub enum LeasesCommand {
 /// Where the run records are.
 #[derive(Args, Debug, Clone, Default)]
 pub struct LineageArg {
-    /// Where run records are, if not <DIR>/.ubunye/lineage (the peer's --lineage-dir).
+    /// Where run records are, if not <DIR>/.ubunye/lineage (the Python engine's --lineage-dir).
     #[arg(long, value_name = "DIR")]
     pub lineage_dir: Option<PathBuf>,
 }

@@ -90,7 +90,7 @@ pub struct Cli {
 // subcommand's `long_about` and hide the long text of its Args struct.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    #[command(about = "Print the batch key of a task and its variables, as the peer computes it")]
+    #[command(about = "Print the batch key of a task and its variables, as the Python engine computes it")]
     Key(key::KeyArgs),
     #[command(about = "Run any program as a batch under a lease (claimed appends, swapped overwrites)")]
     Exec(exec::ExecArgs),

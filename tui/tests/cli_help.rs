@@ -29,7 +29,7 @@ fn long_help_shows_the_long_text_and_the_list_the_one_liners() {
     for line in [
         "Run any program as a batch under a lease (claimed appends, swapped overwrites)",
         "What the engine leaves for people: stray staging, temp files, old marks...",
-        "Print the batch key of a task and its variables, as the peer computes it",
+        "Print the batch key of a task and its variables, as the Python engine computes it",
     ] {
         assert!(list.lines().any(|l| l.trim_end().ends_with(line)), "{line}:\n{list}");
     }
