@@ -99,6 +99,10 @@ pub enum Error {
     /// The caller asked for something that does not make sense.
     #[error("{0}")]
     Usage(String),
+    /// `ubunye exec`'s command cannot be started: no such program (127), or
+    /// one that cannot be executed (126). The message names it.
+    #[error("{message}")]
+    NotStarted { why: crate::exec::child::Unstartable, message: String },
 }
 
 impl Error {

@@ -46,6 +46,19 @@ pub fn ubunye_dir(uc: &Path) -> PathBuf {
     uc.join(".ubunye")
 }
 
+/// When `path` is a `.ubunye` folder or inside one (a `-d` given one level
+/// too deep): the folder that holds that `.ubunye`, the use case meant.
+pub fn use_case_above(path: &Path) -> Option<PathBuf> {
+    let mut above = PathBuf::new();
+    for c in path.components() {
+        if c.as_os_str() == ".ubunye" {
+            return Some(above);
+        }
+        above.push(c);
+    }
+    None
+}
+
 /// `<uc>/.ubunye/leases`
 pub fn leases_root(uc: &Path) -> PathBuf {
     uc.join(".ubunye").join("leases")

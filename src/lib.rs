@@ -4,6 +4,9 @@
 //! The engine never prints: every operation returns a typed outcome or an
 //! [`error::Error`], and the CLI and the dashboard render them.
 
+// Every line printed goes through `cli::print` (a closed pipe must not panic).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod append;
 pub mod beneath;
 pub mod claims;

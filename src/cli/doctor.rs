@@ -8,11 +8,16 @@ use super::{DirArg, exit, say_err};
 use crate::state::ScanOptions;
 use crate::sys::Sys;
 
-/// Look for what the engine leaves for people: stray staging folders, temp
-/// files, old takeover marks, done marks without a lease, running records
-/// without a lease, paths outside the use case, unreadable files, stalled runs.
+/// What the engine leaves for people.
+///
+/// Looks for stray staging folders, temp files, old takeover marks, done marks
+/// without a lease, running records without a lease, paths outside the use
+/// case, unreadable files and stalled runs, and says what each one is and what
+/// to do about it.
 #[derive(Args, Debug)]
-#[command(after_help = "Exit codes: 0 clean, 1 findings (or the folder cannot be read). Nothing is ever changed.")]
+#[command(
+    after_help = "Exit codes: 0 nothing found, 1 findings, 2 a -d that is not a use case.\nNothing is ever changed."
+)]
 pub struct DoctorArgs {
     #[command(flatten)]
     pub dir: DirArg,
@@ -30,7 +35,7 @@ pub fn run(a: &DoctorArgs) -> i32 {
         Ok(l) => l,
         Err(e) => {
             say_err(&e.to_string());
-            return exit::REFUSED;
+            return exit::USAGE;
         }
     };
     let (root, findings, looked_at) = (look.root, look.findings, look.looked_at);

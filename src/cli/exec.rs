@@ -32,10 +32,25 @@ use crate::sys::Sys;
 /// The command also gets UBUNYE_RUN_ID, UBUNYE_BATCH_KEY, UBUNYE_TASK,
 /// UBUNYE_USECASE_DIR and each variable as UBUNYE_VAR_<NAME>.
 #[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  \
-ubunye exec -d uc -u demo -p sales -t ingest -dt 2025-01-01 --append events=out/events -- ./ingest.sh\n  \
-ubunye exec -d uc --task demo/sales/summary -dt 2025-01-01 --overwrite totals=out/summary -- duckdb -c \"COPY ...\"\n\n\
-Exit codes: 0 done (or skipped with --resume); 1 refused (held, finished, lease lost); the command's own code when it fails; 2 usage.")]
+#[command(after_help = "Examples:
+  ubunye exec -d uc -u demo -p sales -t ingest -dt 2025-01-01 \\
+    --append events=out/events -- ./ingest.sh
+  ubunye exec -d uc --task demo/sales/summary -dt 2025-01-01 \\
+    --overwrite totals=out/summary -- duckdb -c \"COPY ...\"
+
+Exit codes:
+  0      done, or skipped with --resume
+  1      refused: another run holds the batch, a run finished it, the lease
+         was lost (or --refused-exit N); also exec's own failure (a file it
+         could not write)
+  2      usage: bad flags, an output or a folder that cannot work
+  126    the command is there but cannot be executed
+  127    the command is not found
+  other  the command's own exit code; 128+N when signal N killed it
+With 2, 126 and 127 nothing was written. A command can exit 1, 2, 126 or
+127 itself: a scheduler that must tell a refusal from that gives
+--refused-exit 75 (EX_TEMPFAIL: try again later). Each code but 0 comes with
+one line on stderr saying why.")]
 pub struct ExecArgs {
     #[command(flatten)]
     pub dir: DirArg,
@@ -75,6 +90,11 @@ pub struct ExecArgs {
     /// Say nothing but refusals and errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// The exit code of a refusal (the batch held, finished, or its lease
+    /// lost), instead of 1: e.g. 75, EX_TEMPFAIL, so that a scheduler tells
+    /// a refusal from the command's own exit 1.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(i32).range(1..=255))]
+    pub refused_exit: i32,
     /// The command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -175,8 +195,8 @@ pub fn run(a: &ExecArgs) -> i32 {
     ) {
         Ok(s) => s,
         Err(e) => {
-            say_err(&e);
-            return exit::USAGE;
+            say_err(&e.to_string());
+            return code_of(&e, a.refused_exit);
         }
     };
     let quiet = a.quiet;
@@ -247,10 +267,17 @@ pub fn run(a: &ExecArgs) -> i32 {
         }
         Err(e) => {
             say_err(&e.to_string());
-            match e {
-                crate::Error::Usage(_) => exit::USAGE,
-                _ => exit::REFUSED,
-            }
+            code_of(&e, a.refused_exit)
         }
+    }
+}
+
+/// The exit code of an error (see the table in `exec --help`).
+fn code_of(e: &crate::Error, refused: i32) -> i32 {
+    match e {
+        crate::Error::Usage(_) => exit::USAGE,
+        crate::Error::NotStarted { why, .. } => why.exit_code(),
+        crate::Error::Refused(_) => refused,
+        crate::Error::Io { .. } => exit::REFUSED,
     }
 }

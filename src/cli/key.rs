@@ -9,7 +9,7 @@ use crate::layout::TaskPath;
 /// The variables of a batch as the peer's CLI takes them.
 #[derive(Args, Debug, Clone, Default)]
 pub struct VarArgs {
-    /// The data timestamp (`-dt` works too, as in the peer).
+    /// The data timestamp (`-dt` works too, as in the Python engine).
     #[arg(long = "dt", visible_alias = "data-timestamp", value_name = "X")]
     pub dt: Option<String>,
     /// The data timestamp format (`-dtf` works too). It is part of the batch.
@@ -37,7 +37,7 @@ impl VarArgs {
 /// exactly as ubunye-engine 0.8.0 computes it.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  ubunye key --task demo/sales/ingest -dt 2025-01-01\n  ubunye key --task demo/sales/ingest --vars-json '{\"dt\": \"2025-01-01\", \"n\": 3}' --json"
+    after_help = "Examples:\n  ubunye key --task demo/sales/ingest -dt 2025-01-01\n  ubunye key --task demo/sales/ingest --json \\\n    --vars-json '{\"dt\": \"2025-01-01\", \"n\": 3}'"
 )]
 pub struct KeyArgs {
     /// The task, as <usecase>/<package>/<task>.

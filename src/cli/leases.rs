@@ -1,6 +1,5 @@
 //! `ubunye leases list|explain|takeover|finish`.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
@@ -35,14 +34,14 @@ pub enum LeasesCommand {
 /// Where the run records are.
 #[derive(Args, Debug, Clone, Default)]
 pub struct LineageArg {
-    /// Where run records are, if not <DIR>/.ubunye/lineage (the peer's --lineage-dir).
+    /// Where run records are, if not <DIR>/.ubunye/lineage (the Python engine's --lineage-dir).
     #[arg(long, value_name = "DIR")]
     pub lineage_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  ubunye leases explain 7d106ca7 -d uc\n  ubunye leases explain uc/.ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json"
+    after_help = "Examples:\n  ubunye leases explain 7d106ca7 -d uc\n  ubunye leases explain \\\n    uc/.ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json"
 )]
 pub struct ExplainArgs {
     /// A batch key, a unique prefix of one, or the path of a lease-folder file.
@@ -59,18 +58,13 @@ pub struct ExplainArgs {
     pub json: bool,
 }
 
-pub fn run(a: &LeasesArgs) -> i32 {
+pub fn run(a: &LeasesArgs, colour: bool) -> i32 {
     match &a.command {
-        LeasesCommand::List(l) => super::list::run(l),
+        LeasesCommand::List(l) => super::list::run(l, colour),
         LeasesCommand::Explain(e) => explain_cmd(e),
         LeasesCommand::Takeover(r) => super::repair::run(r, super::repair::Kind::Takeover),
         LeasesCommand::Finish(r) => super::repair::run(r, super::repair::Kind::Finish),
     }
-}
-
-/// Whether to colour output.
-pub(crate) fn colour() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// The glyph and colour (an SGR code) of a state.
@@ -87,14 +81,51 @@ pub fn glyph_colour(s: State) -> (&'static str, &'static str) {
     (s.glyph(), colour)
 }
 
-/// Find and read one batch for `explain` (and the repairs).
+/// What a query must be: any key prefix to look, 4 hex digits or more to repair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    Look,
+    Repair,
+}
+
+/// Shortest key prefix a repair takes, as git asks for its short hashes.
+pub const REPAIR_PREFIX: usize = 4;
+
+/// A query that cannot name a batch, before anything is read.
+fn check_query(query: &str, purpose: Purpose) -> Result<(), String> {
+    if query.contains('/') {
+        return Ok(());
+    }
+    if query.is_empty() {
+        return Err("an empty batch key names no batch: give a key (or its first hex digits) or the path of a lease-folder file; `ubunye leases list` shows the keys".into());
+    }
+    if !query.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!(
+            "'{}' is neither a batch key (hex digits 0-9, a-f) nor a path (a path holds a `/`: for a file in this folder, write ./{})",
+            state::shorten(query),
+            state::shorten(query)
+        ));
+    }
+    if purpose == Purpose::Repair && query.len() < REPAIR_PREFIX {
+        return Err(format!(
+            "'{query}' is {} hex digit(s): a repair needs at least {REPAIR_PREFIX} that name one batch, as git asks for short hashes (`ubunye leases explain {query}` shows which batch it names)",
+            query.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Find and read one batch for `explain` (and the repairs). Every error is
+/// the query's or the folder's: a usage error (exit 2).
 pub fn locate(
     dir: &DirArg,
     lineage: &LineageArg,
     query: &str,
     task: Option<&str>,
+    purpose: Purpose,
     sys: &Sys,
 ) -> Result<(state::Scan, Batch), String> {
+    check_query(query, purpose)?;
     let opts = ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: None };
     let found = state::find(&dir.dir, query, task).map_err(|e| e.to_string())?;
     let id = match found {
@@ -164,19 +195,20 @@ pub fn explained(
     lineage: &LineageArg,
     query: &str,
     task: Option<&str>,
+    purpose: Purpose,
     sys: &Sys,
 ) -> Result<(state::Scan, explain::Explanation), String> {
-    let (scan, batch) = locate(dir, lineage, query, task, sys)?;
+    let (scan, batch) = locate(dir, lineage, query, task, purpose, sys)?;
     let e = explain::explain(&scan, batch, &dir.dir);
     Ok((scan, e))
 }
 
 fn explain_cmd(a: &ExplainArgs) -> i32 {
-    let e = match explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), &Sys::real()) {
+    let e = match explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), Purpose::Look, &Sys::real()) {
         Ok((_, e)) => e,
         Err(e) => {
             say_err(&e);
-            return exit::REFUSED;
+            return exit::USAGE;
         }
     };
     if a.json {

@@ -24,8 +24,10 @@ pub struct ListArgs {
     /// Only batches in this state (repeatable).
     #[arg(long = "state", value_name = "S", value_parser = state_words())]
     pub states: Vec<String>,
-    /// Only tasks matching this pattern (`*` matches anything).
-    #[arg(long, value_name = "GLOB")]
+    /// Only tasks that start with this (`demo`, `demo/sales/`) or match it
+    /// as a pattern (`*/ingest`; `*` matches anything), as the dashboard's
+    /// `/task:` filter.
+    #[arg(long, value_name = "PREFIX|GLOB")]
     pub task: Option<String>,
     /// Finished batches too.
     #[arg(long)]
@@ -118,7 +120,7 @@ impl Row {
                 if self.has_lease { self.claims.to_string() } else { String::new() },
                 self.note.clone(),
             ],
-            colour: colour.then_some(code),
+            colour: colour.then_some((0, code)),
         }
     }
 }
@@ -128,24 +130,25 @@ fn short_host(h: &str) -> &str {
     h.split('|').next().unwrap_or(h)
 }
 
-pub fn run(a: &ListArgs) -> i32 {
+pub fn run(a: &ListArgs, colour: bool) -> i32 {
     let sys = Sys::real();
     let states: Vec<State> = a.states.iter().filter_map(|w| State::parse(w)).collect();
     let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: a.task.clone() };
     let mut rows: Vec<Row> = Vec::new();
-    let mut total = 0usize;
+    let mut count = Count::default();
     let head = state::scan_tasks(&a.dir.dir, &opts, &sys, |_, batches| {
-        total += batches.len();
+        count.add(&batches);
         rows.extend(batches.into_iter().filter(|b| shown(b, &states, a.all)).map(Row::from_batch));
     });
     let head = match head {
         Ok(h) => h,
         Err(e) => {
             say_err(&e.to_string());
-            return exit::REFUSED;
+            return exit::USAGE;
         }
     };
     rows.sort_by(|x, y| x.state.cmp(&y.state).then_with(|| x.task.cmp(&y.task)).then_with(|| x.key.cmp(&y.key)));
+    let empty = rows.is_empty().then(|| nothing_shown(a, &states, &head.root, count, &sys));
     if a.json {
         #[derive(Serialize)]
         struct Out<'a> {
@@ -162,24 +165,74 @@ pub fn run(a: &ListArgs) -> i32 {
             batches: &rows,
             problems: &head.problems,
         });
+        // A filter that left nothing says so, beside the document.
+        if let Some(why) = empty.filter(|_| a.task.is_some() || !states.is_empty()) {
+            say_err(&why);
+        }
         return exit::OK;
     }
     for p in &head.problems {
         say_err(&format!("{}: {}", p.path.display(), p.why));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    if rows.is_empty() {
-        let _ = writeln!(
-            out,
-            "No batch needs attention in {} ({total} batch(es){}).",
-            head.root.display(),
-            if total > 0 && !a.all { ", all finished: --all shows them" } else { "" }
-        );
+    if let Some(why) = empty {
+        let _ = writeln!(out, "{why}");
+        let _ = out.flush();
         return exit::OK;
     }
-    let colour = super::leases::colour();
     let header = ["STATE", "TASK", "VARIABLES / KEY", "RUN", "PID@HOST", "AGE", "CLAIMS", "NOTE"];
     let _ = table::print(&mut out, &header, rows.len(), |i| rows[i].line(colour), table::terminal_width());
     let _ = out.flush();
     exit::OK
+}
+
+/// How many batches a scan held, and how many of them need attention.
+#[derive(Clone, Copy, Default)]
+struct Count {
+    all: usize,
+    attention: usize,
+}
+
+impl Count {
+    fn add(&mut self, batches: &[Batch]) {
+        self.all += batches.len();
+        self.attention += batches.iter().filter(|b| b.state != State::Finished).count();
+    }
+}
+
+/// Why the list is empty, in one line: the filters that left nothing, and
+/// what the use case holds without them. `count` is of the scan made; with
+/// `--task` it is read again without it (only now that nothing matched: a
+/// filtered list of a big use case reads its own tasks alone).
+fn nothing_shown(a: &ListArgs, states: &[State], root: &std::path::Path, count: Count, sys: &Sys) -> String {
+    let mut filters: Vec<String> = a.task.iter().map(|t| format!("--task '{t}'")).collect();
+    filters.extend(states.iter().map(|s| format!("--state {}", s.word())));
+    if filters.is_empty() {
+        return format!(
+            "No batch needs attention in {} ({} batch(es){}).",
+            root.display(),
+            count.all,
+            if count.all > 0 && !a.all { ", all finished: --all shows them" } else { "" }
+        );
+    }
+    let mut without = count;
+    if a.task.is_some() {
+        without = Count::default();
+        let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None };
+        let _ = state::scan_tasks(root, &opts, sys, |_, batches| without.add(&batches));
+    }
+    format!(
+        "No batch matches {} in {}; without {}: {} of its {} batch(es) need attention{}.",
+        filters.join(" "),
+        root.display(),
+        if filters.len() == 1 { "it" } else { "them" },
+        without.attention,
+        without.all,
+        // No task matched at all: say what --task takes.
+        if a.task.is_some() && count.all == 0 {
+            " (--task takes the start of a task's name, or a pattern with *)"
+        } else {
+            ""
+        }
+    )
 }

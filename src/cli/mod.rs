@@ -2,26 +2,35 @@
 //! engine's. The dashboard (`top`) lives in the tui crate and is handed in.
 
 use std::ffi::OsString;
-use std::io::Write;
 
 use clap::{Args, Parser, Subcommand};
 
+pub mod colour;
 mod doctor;
 mod exec;
+mod generate;
 mod key;
 mod leases;
 mod list;
+pub mod print;
+mod python;
 mod repair;
 mod runs;
 mod table;
+pub mod usecase;
 
-/// The exit codes.
+pub(crate) use print::{out, outln, print_json, say_err};
+
+/// The exit codes: one table, in `ubunye --help` and docs/json.md.
 pub mod exit {
-    /// Success (or a resumed skip, or a clean doctor).
+    /// Done (or a resumed skip, or a doctor that found nothing).
     pub const OK: i32 = 0;
-    /// Refused (held, finished, lost, unreadable), or doctor findings.
+    /// Refused (a live holder, a repair that does not apply, a finished
+    /// batch, declined at the prompt, a lost lease, an unreadable file), or
+    /// doctor's findings.
     pub const REFUSED: i32 = 1;
-    /// Usage error.
+    /// Usage: bad flags, a `-d` that is not a use case, a key prefix that
+    /// names no batch or several, a repair's prefix shorter than 4 digits.
     pub const USAGE: i32 = 2;
 }
 
@@ -45,49 +54,97 @@ pub struct DemoArgs {
     /// Build the sandbox and print `leases list --all` instead of opening `top`.
     #[arg(long)]
     pub no_top: bool,
+    /// Whether to colour (`--color`, decided by [`colour::decide`]).
+    #[arg(skip)]
+    pub colour: bool,
 }
 
 /// `ubunye`: safe batch reruns (leases, claims, finished notes) compatible with
 /// ubunye-engine 0.8.0, and the tools to see and repair run state.
 #[derive(Parser, Debug)]
 #[command(name = "ubunye", version, about, long_about = None, propagate_version = true)]
-#[command(after_help = "Every command that reads a use case takes -d DIR (default: the current folder).\n\
-Exit codes: 0 ok, 1 refused or findings, 2 usage error.")]
+#[command(after_help = "Every command that reads a use case takes -d DIR (default: the current
+folder) and --json for scripts (docs/json.md).
+
+Exit codes:
+  0    done; doctor: nothing found
+  1    refused: a live holder, a repair that does not apply, a finished
+       batch, declined at the prompt, a lost lease, an unreadable file;
+       doctor: findings
+  2    usage: bad flags; a -d that does not exist, is a file or is not a
+       use case; a key prefix that is empty, names no batch or several;
+       a repair's prefix shorter than 4 hex digits
+  exec also ends with 126 (the command cannot be executed), 127 (it is
+  not found) or the command's own code: see `ubunye exec --help`.")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// When to colour: auto (on a terminal, unless NO_COLOR; CLICOLOR_FORCE
+    /// forces it), always or never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub color: colour::ColorChoice,
 }
 
+// Each variant's one line is its `about` (what `ubunye --help` lists), given
+// as an attribute, not a doc comment: a doc comment here would also set the
+// subcommand's `long_about` and hide the long text of its Args struct.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Print the batch key of a task and its variables, as the peer computes it.
+    #[command(about = "Print the batch key of a task and its variables, as the Python engine computes it")]
     Key(key::KeyArgs),
-    /// Run any program as a batch under a lease (claimed appends, swapped overwrites).
+    #[command(about = "Run any program as a batch under a lease (claimed appends, swapped overwrites)")]
     Exec(exec::ExecArgs),
-    /// See and repair the leases of a use case: list, explain, takeover, finish.
+    #[command(about = "See and repair the leases of a use case: list, explain, takeover, finish")]
     Leases(leases::LeasesArgs),
-    /// The run records of a use case, newest first.
+    #[command(about = "The run records of a use case, newest first")]
     Runs(runs::RunsArgs),
-    /// What the engine leaves for people: stray staging, temp files, old marks...
+    #[command(about = "What the engine leaves for people: stray staging, temp files, old marks...")]
     Doctor(doctor::DoctorArgs),
-    /// Watch the leases and run records of a use case live (the dashboard).
+    #[command(about = "Watch the leases and run records of a use case live (the dashboard)")]
     Top(TopArgs),
-    /// Build a sandbox use case with every kind of state, and open `top` on it.
+    #[command(about = "Build a sandbox use case with every kind of state, and open `top` on it")]
     Demo(DemoArgs),
-    /// (Internal) the keeper of an `ubunye exec` command's process group.
-    #[command(name = "__group-keeper", hide = true)]
-    GroupKeeper { parent: String },
+    #[command(about = "Print a shell's completion script (bash, zsh, fish)")]
+    Completions(generate::CompletionsArgs),
+    #[command(about = "Print the man page (roff)")]
+    Man(generate::ManArgs),
+}
+
+impl Command {
+    /// The use-case folder a command reads (exec makes its own, and checks
+    /// it itself).
+    fn use_case_dir(&self) -> Option<&std::path::Path> {
+        let d = match self {
+            Command::Leases(l) => match &l.command {
+                leases::LeasesCommand::List(a) => &a.dir,
+                leases::LeasesCommand::Explain(a) => &a.dir,
+                leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => &a.dir,
+            },
+            Command::Runs(a) => &a.dir,
+            Command::Doctor(a) => &a.dir,
+            Command::Top(a) => &a.dir,
+            _ => return None,
+        };
+        Some(&d.dir)
+    }
 }
 
 /// The use-case folder.
 #[derive(Args, Debug, Clone)]
 pub struct DirArg {
-    /// The use-case folder (the peer's `ubunye run -d`).
+    /// The use-case folder (the Python engine's `ubunye run -d`).
     #[arg(short = 'd', long = "usecase-dir", visible_alias = "dir", value_name = "DIR", default_value = ".")]
     pub dir: std::path::PathBuf,
 }
 
-/// `ubunye top` options.
+/// Watch the leases and run records of a use case live (`ubunye top`).
+///
+/// The table `leases list --all` prints once, kept up to date: file-system
+/// events where they arrive, polling where they do not (NFS; --watch poll),
+/// and a new judgement every second, since "dead" depends on time passing.
+/// Enter shows a batch's whole report (`leases explain`); t takes a dead batch
+/// over and f finishes a pending one, each after showing exactly what it will
+/// do (default No); ? lists every key; q quits. Looking changes nothing.
 #[derive(Args, Debug, Clone)]
 pub struct TopArgs {
     #[command(flatten)]
@@ -100,6 +157,21 @@ pub struct TopArgs {
     /// How often to rescan in poll mode (e.g. 2s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     pub interval: std::time::Duration,
+    /// Whether to colour (`--color`, decided by [`colour::decide`]).
+    #[arg(skip)]
+    pub colour: bool,
+}
+
+/// The whole command line as clap builds it: the help, the completions and
+/// the man page all come from this one definition.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    // `--version` names this implementation, whatever the subcommand: the
+    // Python engine's command is `ubunye` too.
+    fn named(c: clap::Command) -> clap::Command {
+        c.display_name("ubunye-rs").mut_subcommands(named)
+    }
+    named(Cli::command())
 }
 
 /// The peer spells some options with one dash and several letters (`-dt`,
@@ -130,38 +202,21 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
     out
 }
 
-/// Print one line to stderr, prefixed with the program name.
-pub(crate) fn say_err(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "ubunye: {msg}");
-}
-
-/// Write to stdout, ignoring a closed pipe (`ubunye ... | head`): `print!`
-/// panics on EPIPE. Every command prints through this or [`outln`].
-pub(crate) fn out(text: &str) {
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(text.as_bytes()).and_then(|()| o.flush());
-}
-
-/// [`out`] with a newline.
-pub(crate) fn outln(text: &str) {
-    out(&format!("{text}\n"));
-}
-
-/// Print a JSON document on stdout, written as it is serialized (a list of
-/// 100,000 batches is never built twice in memory). A closed pipe (`| head`)
-/// is not an error.
-pub(crate) fn print_json<T: serde::Serialize>(value: &T) {
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    if serde_json::to_writer_pretty(&mut out, value).is_ok() {
-        let _ = writeln!(out);
-    }
-    let _ = out.flush();
-}
-
 /// Run the CLI with these arguments (the first is the program name). Returns the
 /// exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) -> i32 {
-    let cli = match Cli::try_parse_from(normalize_args(args)) {
+    use clap::FromArgMatches;
+    let args = normalize_args(args);
+    // Two words that are not part of the definitions (so no help, completion
+    // or man page offers them): the Python engine's `run`, answered in one
+    // line, and the keeper `ubunye exec` starts.
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("run") => return python::run(),
+        Some(crate::exec::sentinel::SUBCOMMAND) => return group_keeper(&args[2..]),
+        _ => {}
+    }
+    let parsed = command().try_get_matches_from(args).and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
@@ -169,22 +224,37 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
             return code;
         }
     };
+    if let Some(dir) = cli.command.use_case_dir() {
+        if let Err(why) = usecase::check(dir) {
+            say_err(&why);
+            return exit::USAGE;
+        }
+    }
+    use std::io::IsTerminal;
+    let colour = colour::decide(cli.color, std::io::stdout().is_terminal());
     match &cli.command {
         Command::Key(a) => key::run(a),
         Command::Exec(a) => exec::run(a),
-        Command::Leases(a) => leases::run(a),
-        Command::Runs(a) => runs::run(a),
+        Command::Leases(a) => leases::run(a, colour),
+        Command::Runs(a) => runs::run(a, colour),
         Command::Doctor(a) => doctor::run(a),
-        Command::Top(a) => dashboard.top(a),
-        Command::Demo(a) => dashboard.demo(a),
-        Command::GroupKeeper { parent } => {
-            if !crate::exec::sentinel::may_keep() {
-                say_err("__group-keeper is started by `ubunye exec` only; it does nothing here.");
-                return exit::USAGE;
-            }
-            crate::exec::sentinel::keep(parent)
-        }
+        Command::Top(a) => dashboard.top(&TopArgs { colour, ..a.clone() }),
+        Command::Demo(a) => dashboard.demo(&DemoArgs { colour, ..a.clone() }),
+        Command::Completions(a) => generate::completions(a),
+        Command::Man(a) => generate::man(a),
     }
+}
+
+/// `ubunye __group-keeper <pid>`, as `ubunye exec` starts it (`exec/sentinel.rs`).
+fn group_keeper(rest: &[OsString]) -> i32 {
+    let parent = match rest {
+        [p] if crate::exec::sentinel::may_keep() => p.to_string_lossy(),
+        _ => {
+            say_err("__group-keeper is started by `ubunye exec` only; it does nothing here.");
+            return exit::USAGE;
+        }
+    };
+    crate::exec::sentinel::keep(&parent)
 }
 
 #[cfg(test)]

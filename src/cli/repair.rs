@@ -5,7 +5,7 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use clap::Args;
 
-use super::leases::{LineageArg, locate};
+use super::leases::{LineageArg, Purpose, locate};
 use super::{DirArg, exit, say_err};
 pub use crate::repair::Kind;
 use crate::repair::{self, RepairPlan};
@@ -58,11 +58,13 @@ fn ask(question: &str) -> bool {
 
 pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
     let sys = Sys::real();
-    let (scan, e) = match super::leases::explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), &sys) {
+    // A dry run only looks: any prefix that names one batch will do.
+    let purpose = if a.dry_run { Purpose::Look } else { Purpose::Repair };
+    let (scan, e) = match super::leases::explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), purpose, &sys) {
         Ok(x) => x,
         Err(e) => {
             say_err(&e);
-            return exit::REFUSED;
+            return exit::USAGE;
         }
     };
     let plan = match repair::check(kind, &e) {
@@ -96,12 +98,12 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
     }
     // The state may have changed while the plan was read: look again, then let
     // the engine re-check everything as it acts.
-    let outcome = locate(&a.dir, &a.lineage, &plan.key, Some(&plan.task), &sys).map_err(|e| e.to_string()).and_then(
-        |(_, current)| {
+    let outcome = locate(&a.dir, &a.lineage, &plan.key, Some(&plan.task), Purpose::Repair, &sys)
+        .map_err(|e| e.to_string())
+        .and_then(|(_, current)| {
             repair::execute(&a.dir.dir, &plan, &current, a.lineage.lineage_dir.clone(), sys.clone())
                 .map_err(|e| e.to_string())
-        },
-    );
+        });
     if let Err(e) = repair::audit(&scan.root, &plan, &outcome, &sys) {
         say_err(&format!(
             "could not write the audit line to {}: {e}",

@@ -1,15 +1,18 @@
-//! Plain aligned tables, printed as they are laid out: two passes over the rows
-//! (widths, then lines), so a listing of 100,000 rows holds no table in memory.
+//! Plain aligned tables, the one renderer of every table the CLI prints
+//! (`leases list`, `runs`), printed as they are laid out: two passes over the
+//! rows (widths, then lines), so a listing of 100,000 rows holds no table in
+//! memory. Cells are never wrapped or cut but the last, and that one only on
+//! a terminal; a line never ends in spaces.
 
 use std::io::Write;
 
 use unicode_width::UnicodeWidthStr;
 
-/// A column's cells for one row, and an optional ANSI colour code for the first.
+/// A column's cells for one row, and an optional ANSI colour for one cell.
 pub struct Line {
     pub cells: Vec<String>,
-    /// `31` red, `32` green, ... (SGR code), applied to the first cell.
-    pub colour: Option<&'static str>,
+    /// Which cell, and its SGR code (`31` red, `32` green, ...).
+    pub colour: Option<(usize, &'static str)>,
 }
 
 /// Print `header` and the lines `rows` gives (called twice: it must give the
@@ -25,13 +28,22 @@ pub fn print<F>(
 where
     F: Fn(usize) -> Line,
 {
+    // A cell is one line: a newline or a tab in it (an error message) would
+    // break the table.
+    let line = |i: usize| {
+        let mut l = line(i);
+        for c in l.cells.iter_mut().filter(|c| c.contains(char::is_control)) {
+            *c = c.chars().map(|ch| if ch.is_control() { ' ' } else { ch }).collect();
+        }
+        l
+    };
     let mut widths: Vec<usize> = header.iter().map(|h| h.width()).collect();
     for i in 0..rows {
         for (w, c) in widths.iter_mut().zip(&line(i).cells) {
             *w = (*w).max(c.width());
         }
     }
-    let write_line = |out: &mut dyn Write, cells: &[&str], colour: Option<&str>| -> std::io::Result<()> {
+    let write_line = |out: &mut dyn Write, cells: &[&str], colour: Option<(usize, &str)>| -> std::io::Result<()> {
         let mut text = String::from(" ");
         let mut used = 1;
         for (n, (c, w)) in cells.iter().zip(&widths).enumerate() {
@@ -40,8 +52,8 @@ where
                 (true, Some(max)) if used + c.width() > max => cut(c, max.saturating_sub(used)),
                 _ => c.to_string(),
             };
-            match (n, colour) {
-                (0, Some(code)) => text.push_str(&format!("\x1b[{code}m{shown}\x1b[0m")),
+            match colour {
+                Some((at, code)) if at == n => text.push_str(&format!("\x1b[{code}m{shown}\x1b[0m")),
                 _ => text.push_str(&shown),
             }
             if !last {
@@ -105,5 +117,13 @@ mod tests {
         let rows = [["✖ dead", "x", "a long note"], ["● live", "日本", "n"]];
         assert_eq!(render(&rows, None), " A       BB    NOTE\n ✖ dead  x     a long note\n ● live  日本  n\n");
         assert_eq!(render(&rows, Some(20)), " A       BB    NOTE\n ✖ dead  x     a lo…\n ● live  日本  n\n");
+    }
+
+    #[test]
+    fn one_cell_is_coloured_and_an_empty_last_cell_leaves_no_spaces() {
+        let mut out = Vec::new();
+        let line = |_: usize| Line { cells: vec!["a".into(), "ok".into(), String::new()], colour: Some((1, "32")) };
+        print(&mut out, &["A", "STATUS", "E"], 1, line, None).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), " A  STATUS  E\n a  \x1b[32mok\x1b[0m\n");
     }
 }

@@ -46,17 +46,80 @@ pub fn signal_name(sig: i32) -> String {
     }
 }
 
-/// Where a command is found: a path with a `/` as given, else the first
-/// executable of that name on `PATH`. None when it cannot be started.
-pub fn resolve_command(cmd: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let runnable = |p: &std::path::Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-    let as_path = std::path::Path::new(cmd);
-    if as_path.as_os_str().as_encoded_bytes().contains(&b'/') {
-        return runnable(as_path).then(|| as_path.to_path_buf());
+/// Why a command cannot be started, told apart as `env` and `timeout` tell
+/// it: exit 127 when there is no such program, 126 when there is one that
+/// cannot be executed (not executable, a folder, a script whose `#!`
+/// interpreter is missing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unstartable {
+    NotFound,
+    NotExecutable,
+}
+
+impl Unstartable {
+    /// The exit code `ubunye exec` ends with.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Unstartable::NotFound => 127,
+            Unstartable::NotExecutable => 126,
+        }
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(cmd)).find(|p| runnable(p))
+
+    /// What a failed start (execve's errno) says about the program; None for
+    /// an error that is not about it (no memory, too many processes).
+    pub fn of_spawn_error(e: &std::io::Error) -> Option<Unstartable> {
+        match e.raw_os_error()? {
+            libc::ENOENT | libc::ENOTDIR => Some(Unstartable::NotFound),
+            libc::EACCES | libc::ENOEXEC | libc::EPERM | libc::EISDIR | libc::ETXTBSY => {
+                Some(Unstartable::NotExecutable)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Where a command is found, as `execvp` looks: a path with a `/` as given,
+/// else the first executable of that name on `PATH`. When there is none:
+/// `NotExecutable` if something of that name is there but cannot be run,
+/// else `NotFound`.
+pub fn find_command(cmd: &std::ffi::OsStr) -> Result<std::path::PathBuf, Unstartable> {
+    use std::os::unix::fs::PermissionsExt;
+    let look = |p: &std::path::Path| match p.metadata() {
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => Ok(()),
+        Ok(_) => Err(Unstartable::NotExecutable),
+        Err(_) => Err(Unstartable::NotFound),
+    };
+    let as_path = std::path::Path::new(cmd);
+    if cmd.is_empty() {
+        return Err(Unstartable::NotFound);
+    }
+    if as_path.as_os_str().as_encoded_bytes().contains(&b'/') {
+        return look(as_path).map(|()| as_path.to_path_buf());
+    }
+    let path = std::env::var_os("PATH").ok_or(Unstartable::NotFound)?;
+    let mut why = Unstartable::NotFound;
+    for p in std::env::split_paths(&path).map(|d| d.join(cmd)) {
+        match look(&p) {
+            Ok(()) => return Ok(p),
+            Err(Unstartable::NotExecutable) => why = Unstartable::NotExecutable,
+            Err(Unstartable::NotFound) => {}
+        }
+    }
+    Err(why)
+}
+
+/// [`find_command`], when only "can it be started" matters.
+pub fn resolve_command(cmd: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
+    find_command(cmd).ok()
+}
+
+/// How a run of the command went: it ran and ended, or it never started.
+#[derive(Debug)]
+pub enum Ran {
+    Ended(ChildEnd),
+    /// It could not be started: why, and the error that said so.
+    NotStarted(Unstartable, std::io::Error),
 }
 
 /// Whether `sig` is ignored in this process (as it was inherited).
@@ -97,12 +160,10 @@ fn wait_reaping(pid: i32, keeper: &mut Option<Child>) -> std::io::Result<std::pr
     }
 }
 
-/// Run `argv` with `env` added, passing on signals, until it exits.
-pub fn run(
-    argv: &[OsString],
-    env: &[(String, OsString)],
-    keeper: Option<&std::path::Path>,
-) -> std::io::Result<ChildEnd> {
+/// Run `argv` with `env` added, passing on signals, until it exits. A start
+/// that fails because of the program (no such file, not executable) is
+/// [`Ran::NotStarted`]; any other failure is an error.
+pub fn run(argv: &[OsString], env: &[(String, OsString)], keeper: Option<&std::path::Path>) -> std::io::Result<Ran> {
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
     for (k, v) in env {
@@ -190,6 +251,7 @@ pub fn run(
             }
         })
     };
+    let not_started = spawned.as_ref().err().and_then(Unstartable::of_spawn_error);
     let result = spawned.and_then(|c: Child| wait_reaping(c.id() as i32, &mut keeper));
     reaped.store(true, std::sync::atomic::Ordering::SeqCst);
     // The keeper stays while what the command left is stopped: a SIGKILL of
@@ -212,9 +274,39 @@ pub fn run(
     }
     handle.close();
     let _ = forwarder.join();
-    let status = result?;
+    let status = match (result, not_started) {
+        (Err(e), Some(why)) => return Ok(Ran::NotStarted(why, e)),
+        (result, _) => result?,
+    };
     let signal = status.signal();
     let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
     let interrupted_by = *interrupted.lock().unwrap_or_else(|e| e.into_inner());
-    Ok(ChildEnd { code, signal, interrupted_by, left_behind: stopped.found, unstopped: stopped.left })
+    Ok(Ran::Ended(ChildEnd { code, signal, interrupted_by, left_behind: stopped.found, unstopped: stopped.left }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The errno of a real failed start, not its text, says 127 or 126.
+    #[test]
+    fn a_failed_start_is_told_by_its_errno() {
+        let d = tempfile::tempdir().unwrap();
+        let plain = d.path().join("plain.sh");
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        let start = |p: &std::path::Path| Command::new(p).spawn().map(|_| ()).unwrap_err();
+        let missing = start(&d.path().join("missing"));
+        assert_eq!(Unstartable::of_spawn_error(&missing), Some(Unstartable::NotFound), "{missing}");
+        for p in [plain.as_path(), d.path()] {
+            let e = start(p);
+            assert_eq!(Unstartable::of_spawn_error(&e), Some(Unstartable::NotExecutable), "{}: {e}", p.display());
+        }
+        assert_eq!(Unstartable::of_spawn_error(&std::io::Error::other("parent gone")), None);
+        assert_eq!(Unstartable::NotFound.exit_code(), 127);
+        assert_eq!(Unstartable::NotExecutable.exit_code(), 126);
+        // As execvp looks: on PATH, a name that is there but not executable is 126.
+        assert_eq!(find_command(plain.as_os_str()), Err(Unstartable::NotExecutable));
+        assert_eq!(find_command(std::ffi::OsStr::new("/no/such/thing")), Err(Unstartable::NotFound));
+        assert!(find_command(std::ffi::OsStr::new("sh")).is_ok());
+    }
 }

@@ -285,7 +285,13 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
     };
     events(Event::Started { run_id: spec.run_id.clone(), key: key.clone() });
     let end = match child::run(&spec.command, &child_env(spec, &key, &prepared), spec.keeper.as_deref()) {
-        Ok(end) => end,
+        Ok(child::Ran::Ended(end)) => end,
+        Ok(child::Ran::NotStarted(why, e)) => {
+            let ended = lease.end(false);
+            finish_record("error", Some(format!("CommandFailed: {}", not_started_text(spec, &e))));
+            ended?;
+            return Err(Error::NotStarted { why, message: not_started_text(spec, &e) });
+        }
         Err(e) => {
             let ended = lease.end(false);
             finish_record(
@@ -342,6 +348,11 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
             Err(e)
         }
     }
+}
+
+/// The command could not be started (it was there when the run was planned).
+pub(crate) fn not_started_text(spec: &ExecSpec, e: &std::io::Error) -> String {
+    format!("cannot start '{}': {e}; nothing landed", spec.command[0].to_string_lossy())
 }
 
 fn lost_text(spec: &ExecSpec) -> String {

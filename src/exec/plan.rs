@@ -5,8 +5,10 @@
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
+use super::child::Unstartable;
 use super::{ExecSpec, Lineage, Output, child};
 use crate::beneath::{is_staging_name, normpath, realpath_lenient};
+use crate::error::Error;
 use crate::key::{PyValue, Variables};
 use crate::layout::TaskPath;
 
@@ -87,7 +89,7 @@ fn check_interpreter(cmd: &Path) -> Result<(), String> {
     // The kernel takes the interpreter as a path (relative to the current
     // folder when it has no `/`), never from PATH.
     let path = if interp.contains('/') { PathBuf::from(interp) } else { Path::new(".").join(interp) };
-    if child::resolve_command(path.as_os_str()).is_none() {
+    if child::find_command(path.as_os_str()).is_err() {
         return Err(format!(
             "cannot start '{}': its first line names the interpreter {interp}, which is not a program that exists (a #! line needs the interpreter's full path)",
             cmd.display()
@@ -121,11 +123,53 @@ fn nested(a: &Path, b: &Path) -> bool {
     a.starts_with(b) || b.starts_with(a)
 }
 
-/// Check an invocation: every problem here is a usage error (exit 2), found
-/// before anything is written. `lineage`: as given (relative to the use-case
-/// folder, or absolute); the spec holds it absolute.
+/// Check an invocation, before anything is written: a problem with it is
+/// [`Error::Usage`] (exit 2); a command that cannot be started is
+/// [`Error::NotStarted`] (127 no such program, 126 one that cannot be
+/// executed), told only once the invocation is otherwise right. `lineage`: as
+/// given (relative to the use-case folder, or absolute); the spec holds it
+/// absolute.
 #[allow(clippy::too_many_arguments)]
 pub fn plan(
+    usecase_dir: &Path,
+    task: TaskPath,
+    variables: Variables,
+    appends: &[String],
+    overwrites: &[String],
+    rerun: bool,
+    resume: bool,
+    lineage: Lineage,
+    command: Vec<OsString>,
+) -> Result<ExecSpec, Error> {
+    let spec = plan_usage(usecase_dir, task, variables, appends, overwrites, rerun, resume, lineage, command)
+        .map_err(Error::Usage)?;
+    let cmd = spec.command[0].to_string_lossy().into_owned();
+    let not_started = |why: Unstartable, message: String| Error::NotStarted { why, message };
+    match child::find_command(&spec.command[0]) {
+        Ok(program) => check_interpreter(&program).map_err(|m| not_started(Unstartable::NotExecutable, m))?,
+        Err(why @ Unstartable::NotFound) => {
+            return Err(not_started(
+                why,
+                format!(
+                    "cannot start '{cmd}': no such program (give a path, or a program on PATH); nothing was written"
+                ),
+            ));
+        }
+        Err(why @ Unstartable::NotExecutable) => {
+            return Err(not_started(
+                why,
+                format!(
+                    "cannot start '{cmd}': it is there but cannot be executed (a folder, or a file without execute permission: chmod +x it, or name its interpreter, as in `sh {cmd}`); nothing was written"
+                ),
+            ));
+        }
+    }
+    Ok(spec)
+}
+
+/// The checks of [`plan`] that are about the invocation itself.
+#[allow(clippy::too_many_arguments)]
+fn plan_usage(
     usecase_dir: &Path,
     task: TaskPath,
     variables: Variables,
@@ -139,19 +183,26 @@ pub fn plan(
     if command.is_empty() {
         return Err("give the command after --, for example: ubunye exec --task demo/sales/ingest -dt 2025-01-01 -- ./ingest.sh".into());
     }
-    let Some(program) = child::resolve_command(&command[0]) else {
-        return Err(format!(
-            "cannot start '{}': no such executable (give a path, or a program on PATH)",
-            command[0].to_string_lossy()
-        ));
-    };
-    check_interpreter(&program)?;
-    if !usecase_dir.is_dir() {
-        return Err(format!("the use-case folder {} does not exist (point -d at it)", usecase_dir.display()));
+    match std::fs::metadata(usecase_dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(format!(
+                "the use-case folder {} is a file, not a folder (point -d at a folder)",
+                usecase_dir.display()
+            ));
+        }
+        Err(_) => return Err(format!("the use-case folder {} does not exist (point -d at it)", usecase_dir.display())),
     }
     let cwd = std::env::current_dir().map_err(|e| format!("the current folder cannot be read: {e}"))?;
     let uc = normpath(&cwd.join(usecase_dir));
     let uc_real = std::fs::canonicalize(&uc).map_err(|e| format!("{}: {e}", uc.display()))?;
+    if let Some(above) = crate::layout::use_case_above(&uc_real).filter(|_| !uc_real.join(".ubunye").is_dir()) {
+        return Err(format!(
+            "the use-case folder {} is Ubunye's own .ubunye/ folder (or inside it): point -d at the folder that holds it, -d {}",
+            usecase_dir.display(),
+            above.display()
+        ));
+    }
     check_variable_names(&variables)?;
     // The lease folder and the run record: the task's parts name folders.
     let run_id = uuid::Uuid::new_v4().to_string();

@@ -40,7 +40,15 @@ pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(E
     };
     events(Event::Started { run_id: spec.run_id.clone(), key: key.to_string() });
     let end = match child::run(&spec.command, &child_env(spec, key, &prepared), spec.keeper.as_deref()) {
-        Ok(end) => end,
+        Ok(child::Ran::Ended(end)) => end,
+        Ok(child::Ran::NotStarted(why, e)) => {
+            cleanup(&prepared);
+            let message = super::not_started_text(spec, &e);
+            if let Some(r) = record.as_mut() {
+                let _ = r.finish("error", Some(format!("CommandFailed: {message}")), sys.clock.now());
+            }
+            return Err(Error::NotStarted { why, message });
+        }
         Err(e) => {
             cleanup(&prepared);
             return Err(Error::io("start", PathBuf::from(&spec.command[0]), e));

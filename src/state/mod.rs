@@ -430,7 +430,7 @@ impl Batch {
 pub struct ScanOptions {
     /// Where run records are (default `<uc>/.ubunye/lineage`).
     pub lineage_dir: Option<PathBuf>,
-    /// Only these tasks (`usecase/package/task`, `*` as a wildcard).
+    /// Only these tasks: a prefix, or a pattern with `*` ([`task_matches`]).
     pub task_glob: Option<String>,
 }
 
@@ -452,9 +452,16 @@ pub enum ScanError {
     #[error("{0} does not exist or cannot be read ({1})")]
     NoFolder(PathBuf, String),
     #[error(
-        "{0} has no .ubunye/ folder, so it is not a use-case folder Ubunye has run in. Point -d at the folder you pass to `ubunye run -d` (or `ubunye exec -d`)."
+        "{0} has no .ubunye/ folder, so it is not a use-case folder Ubunye has run in. Point -d at the folder you pass to the Python engine's `ubunye run -d` (or to `ubunye exec -d`)."
     )]
     NotAUseCase(PathBuf),
+}
+
+/// Whether a task passes a `--task` filter (and the dashboard's `/task:`):
+/// the filter is a prefix of the task (`demo`, `demo/sales/`) or a pattern
+/// that matches it whole (`*/ingest`). The one rule for every surface.
+pub fn task_matches(filter: &str, task: &str) -> bool {
+    glob_match(filter, task) || task.starts_with(filter)
 }
 
 /// `*` matches any run of characters (`/` included).
@@ -494,6 +501,16 @@ mod tests {
         assert!(glob_match("d*o/*/in*t", "demo/sales/ingest"));
         assert!(!glob_match("demo/sales", "demo/sales/ingest"));
         assert!(!glob_match("x*", "demo"));
+    }
+
+    #[test]
+    fn a_task_filter_is_a_prefix_or_a_pattern() {
+        assert!(task_matches("demo", "demo/sales/ingest"));
+        assert!(task_matches("demo/sales/", "demo/sales/ingest"));
+        assert!(task_matches("*/ingest", "demo/sales/ingest"));
+        assert!(task_matches("demo/sales/ingest", "demo/sales/ingest"));
+        assert!(!task_matches("sales", "demo/sales/ingest"));
+        assert!(!task_matches("*/summary", "demo/sales/ingest"));
     }
 
     #[test]

@@ -95,7 +95,7 @@ pub fn scan_tasks(
         tasks.entry(task).or_default().1 = Some(dir);
     }
     for (task, (leases, records)) in tasks {
-        if opts.task_glob.as_deref().is_some_and(|g| !glob_match(g, &task)) {
+        if opts.task_glob.as_deref().is_some_and(|g| !task_matches(g, &task)) {
             continue;
         }
         let mut batches = scan_task(&task, leases.as_deref(), records.as_deref(), &beneath, sys, now, &mut problems);
@@ -378,7 +378,7 @@ pub fn find(uc: &Path, query: &str, task: Option<&str>) -> Result<Found, ScanErr
     let mut problems = Vec::new();
     let dirs: Vec<(String, PathBuf)> = task_dirs(&leases_root, &mut problems)
         .into_iter()
-        .filter(|(t, _)| task.is_none_or(|want| glob_match(want, t)))
+        .filter(|(t, _)| task.is_none_or(|want| task_matches(want, t)))
         .collect();
     // A whole key: its lease or note is enough to find it, without listing
     // folders of 10,000 files (an orphan alone is found by the listing below).

@@ -1,9 +1,10 @@
 //! The `/` filter: words that must all match. `state:dead` (or
-//! `state:dead,orphan`) keeps those states, `task:demo/*` those tasks (`*` as a
-//! wildcard); any other word must appear (any case) in the task, key,
+//! `state:dead,orphan`) keeps those states, `task:demo` or `task:*/ingest`
+//! those tasks (a prefix or a pattern, `ubunye::state::task_matches`, as
+//! `leases list --task`); any other word must appear (any case) in the task, key,
 //! variables, run, holder or note.
 
-use ubunye::state::{Batch, State, glob_match};
+use ubunye::state::{Batch, State, task_matches};
 
 /// A parsed filter.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -49,7 +50,7 @@ impl Filter {
         if !self.states.is_empty() && !self.states.contains(&b.state) {
             return false;
         }
-        if !self.tasks.is_empty() && !self.tasks.iter().any(|t| glob_match(t, &b.task) || b.task.starts_with(t)) {
+        if !self.tasks.is_empty() && !self.tasks.iter().any(|t| task_matches(t, &b.task)) {
             return false;
         }
         if self.words.is_empty() {

@@ -9,6 +9,9 @@
 //!   [`filter`]: the `/` filter; [`view`]: the three views; [`demo`]: the
 //!   sandbox builder and its actors.
 
+// Every line printed goes through `cli::print` (a closed pipe must not panic).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod app;
 pub mod demo;
 pub mod event;

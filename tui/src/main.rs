@@ -1,4 +1,5 @@
 //! The `ubunye` binary: the library's CLI with the dashboard plugged in.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 fn main() {
     // `ubunye demo` re-executes this binary to drive the engine into the states

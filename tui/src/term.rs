@@ -14,9 +14,11 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use crate::event::Event;
 
-/// Whether colours are wanted: NO_COLOR unset or empty (https://no-color.org).
+/// Whether colours are wanted on this terminal with no `--color` given: the
+/// CLI's one rule (`ubunye::cli::colour`); `ubunye top` gets the decision
+/// from `--color` in its `TopArgs`.
 pub fn colour() -> bool {
-    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    ubunye::cli::colour::decide(ubunye::cli::colour::ColorChoice::Auto, true)
 }
 
 /// Put the terminal back as it was: no raw mode, the main screen, the cursor

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use ubunye::cli::TopArgs;
-use ubunye::state::{Scan, ScanError, ScanOptions};
+use ubunye::state::{Scan, ScanOptions};
 use ubunye::sys::{ClockSource, Now, Sys};
 
 use crate::app::App;
@@ -19,13 +19,12 @@ use crate::watch::{Requested, Watch};
 pub fn run(opts: &TopArgs) -> i32 {
     let uc = &opts.dir.dir;
     // Bad input is told in one line, before the terminal is touched.
-    let root = match std::fs::canonicalize(uc) {
-        Ok(r) if r.join(".ubunye").is_dir() => r,
-        Ok(r) => return fail(&ScanError::NotAUseCase(r).to_string()),
-        Err(e) => return fail(&ScanError::NoFolder(uc.clone(), e.to_string()).to_string()),
+    let root = match ubunye::cli::usecase::check(uc) {
+        Ok(r) => r,
+        Err(why) => return usage(&why),
     };
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        return fail("top needs a terminal; `ubunye leases list` prints the same table once");
+        return usage("top needs a terminal; `ubunye leases list` prints the same table once");
     }
     let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys: Sys::real() };
     let (tx, rx) = mpsc::channel();
@@ -33,7 +32,10 @@ pub fn run(opts: &TopArgs) -> i32 {
     // dashboard is up at once; the batches come in a task at a time.
     let lineage = ubunye::layout::lineage_root(&root);
     let watch = Watch::start(Requested::parse(&opts.watch), opts.interval, &root, &lineage, tx.clone());
-    let mut app = App::new(Model::new(src.clone(), empty(&root, &lineage, &src.sys)), term::colour(), &watch.mode);
+    // The CLI decided (`--color`, NO_COLOR, CLICOLOR_FORCE): crossterm, which
+    // reads NO_COLOR on its own, follows that decision.
+    crossterm::style::force_color_output(opts.colour);
+    let mut app = App::new(Model::new(src.clone(), empty(&root, &lineage, &src.sys)), opts.colour, &watch.mode);
     app.start_loading();
     if let Err(e) = read(&src, tx.clone()) {
         return fail(&format!("cannot start reading: {e}"));
@@ -109,7 +111,13 @@ pub fn read_tasks(src: &Source, tasks: Vec<String>, tx: mpsc::Sender<Event>) -> 
     Ok(())
 }
 
+/// Bad input (exit 2), told before the terminal is touched.
+fn usage(msg: &str) -> i32 {
+    ubunye::cli::print::say_err(msg);
+    ubunye::cli::exit::USAGE
+}
+
 fn fail(msg: &str) -> i32 {
-    eprintln!("ubunye: {msg}");
+    ubunye::cli::print::say_err(msg);
     ubunye::cli::exit::REFUSED
 }

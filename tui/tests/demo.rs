@@ -95,7 +95,7 @@ fn the_demo_refuses_a_folder_that_is_not_empty() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("precious.txt"), "x").unwrap();
     let out = Command::new(BIN).args(["demo", "--no-top", "--dir"]).arg(d.path()).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a --dir that cannot be used is a usage error");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("not empty"), "{err}");
@@ -106,7 +106,7 @@ fn top_refuses_a_folder_that_is_not_a_use_case_in_one_line() {
     let d = tempfile::tempdir().unwrap();
     for (dir, says) in [(d.path().to_path_buf(), "no .ubunye/ folder"), (d.path().join("nope"), "does not exist")] {
         let out = Command::new(BIN).args(["top", "-d"]).arg(&dir).output().unwrap();
-        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(out.status.code(), Some(2));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(says), "{err}");

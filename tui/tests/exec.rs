@@ -444,7 +444,7 @@ fn bad_input_is_refused_and_leaves_nothing() {
         (&["--task", "demo/sales/ingest", "--append", "events=out/events"], 2, "after --"),
         (
             &["--task", "demo/sales/ingest", "--append", "events=out/events", "--", "no-such-program-xyz"],
-            2,
+            127,
             "cannot start",
         ),
         (

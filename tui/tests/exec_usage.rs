@@ -78,10 +78,17 @@ fn what_cannot_work_is_refused_before_anything_is_written() {
         (args(&["--append", "e=../outside/x", "--", "true"]), "outside the use-case folder"),
         (args(&["--append", &abs, "--", "true"]), "outside the use-case folder"),
         (args(&["--append", "e=lnk/x", "--", "true"]), "outside the use-case folder"),
-        (args(&["--", &script]), "/nonexistent/interp"),
     ];
     let cases: Vec<(&[&str], &str)> = cases.iter().map(|(a, s)| (a.as_slice(), *s)).collect();
     refused(d.path(), &uc, &cases);
+    // A script whose interpreter is missing is there but cannot be executed:
+    // 126, as `env` tells it, and still before anything is written.
+    let before = entries(d.path());
+    let o = exec(&uc).args(args(&["--", &script])).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(126), "{err}");
+    assert!(err.contains("/nonexistent/interp") && err.trim_end().lines().count() == 1, "{err}");
+    assert_eq!(entries(d.path()), before, "nothing written");
     // The batch is not wedged: the corrected run runs.
     exec(&uc)
         .args(args(&["--append", "events=out/events", "--", "sh", "-c", "echo x > \"$UBUNYE_OUT_EVENTS/p\""]))

@@ -110,7 +110,7 @@ fn explain_finds_by_prefix_path_and_says_when_it_cannot() {
     let o = ubunye(&uc).args(["leases", "explain", "7", "-d", "uc"]).output().unwrap();
     assert!(o.status.success(), "one batch starts with 7");
     let o = ubunye(&uc).args(["leases", "explain", "39bd", "-d", "uc"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "a prefix that names nothing is a usage error");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("no batch with a key starting '39bd'; the nearest: 39bc42311894ddba demo/sales/ingest"),
@@ -123,7 +123,7 @@ fn explain_finds_by_prefix_path_and_says_when_it_cannot() {
     )
     .unwrap();
     let o = ubunye(&uc).args(["leases", "explain", "7d10", "-d", "uc"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "a prefix that names several batches is a usage error");
     assert!(String::from_utf8_lossy(&o.stderr).contains("names 2 batches"), "{}", String::from_utf8_lossy(&o.stderr));
     // A path outside the lease folders, a missing one, a symlink to a lease, a
     // very long query: one line each, the query cut short.
@@ -131,16 +131,16 @@ fn explain_finds_by_prefix_path_and_says_when_it_cannot() {
     std::os::unix::fs::symlink(uc.parent().unwrap().join(lease), uc.parent().unwrap().join("link.json")).unwrap();
     let long = "a".repeat(5000);
     for (query, code, want) in [
-        ("/etc/passwd", 1, "is not in a task's lease folder of this use case"),
-        ("uc/.ubunye/leases/demo/sales/ingest/nothere.json", 1, "No such file"),
+        ("/etc/passwd", 2, "is not in a task's lease folder of this use case"),
+        ("uc/.ubunye/leases/demo/sales/ingest/nothere.json", 2, "No such file"),
         ("./link.json", 0, "key 7d106ca76674f2a1"),
-        (long.as_str(), 1, "no batch with a key starting 'aaaa"),
+        (long.as_str(), 2, "no batch with a key starting 'aaaa"),
     ] {
         let o = ubunye(&uc).args(["leases", "explain", query, "-d", "uc"]).output().unwrap();
         let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(code), "{}: {text}", &query[..query.len().min(40)]);
         assert!(text.contains(want), "{text}");
-        if code == 1 {
+        if code == 2 {
             assert!(o.stderr.len() < 300 && text.trim_end().lines().count() == 1, "{text}");
         }
     }
@@ -151,7 +151,7 @@ fn a_folder_that_is_not_a_use_case_is_one_line() {
     let d = tempfile::tempdir().unwrap();
     for args in [&["leases", "list"][..], &["leases", "explain", "7d10"], &["runs"], &["doctor"]] {
         let o = Command::cargo_bin("ubunye").unwrap().args(args).arg("-d").arg(d.path()).output().unwrap();
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("has no .ubunye/ folder") && err.trim_end().lines().count() == 1, "{args:?}: {err}");
     }

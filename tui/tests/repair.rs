@@ -132,16 +132,17 @@ fn dry_run_changes_nothing_and_nothing_repairable_is_one_line() {
     let o = ubunye(&uc).args(["leases", "takeover", "7d10", "-d", "uc"]).write_stdin("").output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(tree(&uc), before);
-    for (args, says) in [
-        (&["leases", "takeover", "39bc", "-d", "uc", "--yes"][..], "is finished: no lease holds it"),
+    for (args, code, says) in [
+        (&["leases", "takeover", "39bc", "-d", "uc", "--yes"][..], 1, "is finished: no lease holds it"),
         (
             &["leases", "finish", "7d10", "-d", "uc", "--yes"],
+            1,
             "is dead: its run did not commit, so there is nothing to finish",
         ),
-        (&["leases", "takeover", "ffff", "-d", "uc", "--yes"], "no batch with a key starting 'ffff'"),
+        (&["leases", "takeover", "ffff", "-d", "uc", "--yes"], 2, "no batch with a key starting 'ffff'"),
     ] {
         let o = ubunye(&uc).args(args).output().unwrap();
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert_eq!(o.status.code(), Some(code), "{args:?}");
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(says) && err.trim_end().lines().count() == 1, "{args:?}: {err}");
         assert_eq!(tree(&uc), before, "{args:?}");

@@ -12,6 +12,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use ubunye::cli::print::{errln, outln};
 use ubunye::cli::{DemoArgs, DirArg, TopArgs};
 use ubunye::key::{batch_key, cli_variables};
 use ubunye::state::{self, ScanOptions, State};
@@ -39,10 +40,15 @@ pub const STATES: [State; 8] = [
 pub fn run(opts: &DemoArgs) -> i32 {
     let uc = match sandbox(opts.dir.as_deref()) {
         Ok(d) => d,
+        // A --dir that cannot hold a sandbox is bad input.
+        Err(e) if opts.dir.is_some() => {
+            errln(&format!("ubunye demo: {e}"));
+            return ubunye::cli::exit::USAGE;
+        }
         Err(e) => return fail(&e),
     };
     let interactive = !opts.no_top && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
-    eprintln!("ubunye demo: building a sandbox use case in {} ...", uc.display());
+    errln(&format!("ubunye demo: building a sandbox use case in {} ...", uc.display()));
     let started = Instant::now();
     let mut live = Live::default();
     if let Err(e) = build(&uc, &mut live) {
@@ -51,36 +57,42 @@ pub fn run(opts: &DemoArgs) -> i32 {
     }
     let missing = missing_states(&uc);
     if !missing.is_empty() {
-        eprintln!(
+        errln(&format!(
             "ubunye demo: the sandbox lacks {} (see `ubunye leases list --all -d {}`)",
             missing.join(", "),
             uc.display()
-        );
+        ));
     }
-    eprintln!("ubunye demo: built in {:.1} s.", started.elapsed().as_secs_f64());
-    println!("Sandbox: {}", uc.display());
+    errln(&format!("ubunye demo: built in {:.1} s.", started.elapsed().as_secs_f64()));
+    outln(&format!("Sandbox: {}", uc.display()));
     let code = if interactive {
-        let args = TopArgs { dir: DirArg { dir: uc.clone() }, watch: "auto".into(), interval: Duration::from_secs(2) };
+        let args = TopArgs {
+            dir: DirArg { dir: uc.clone() },
+            watch: "auto".into(),
+            interval: Duration::from_secs(2),
+            colour: opts.colour,
+        };
         crate::top::run(&args)
     } else {
-        let argv = ["ubunye", "leases", "list", "--all", "-d"].map(std::ffi::OsString::from);
+        let colour = if opts.colour { "always" } else { "never" };
+        let argv = ["ubunye", "--color", colour, "leases", "list", "--all", "-d"].map(std::ffi::OsString::from);
         let argv = argv.into_iter().chain([uc.clone().into_os_string()]);
         ubunye::cli::run(argv, &crate::Top)
     };
     let n = live.len();
     live.stop();
-    println!(
+    outln(&format!(
         "The sandbox stays in {}; its {n} live run(s) were stopped with SIGTERM as the demo ended. Try:\n  ubunye leases list -d {}\n  ubunye leases explain <key> -d {}\n  ubunye top -d {}",
         uc.display(),
         uc.display(),
         uc.display(),
         uc.display()
-    );
+    ));
     code
 }
 
 fn fail(msg: &str) -> i32 {
-    eprintln!("ubunye demo: {msg}");
+    errln(&format!("ubunye demo: {msg}"));
     ubunye::cli::exit::REFUSED
 }
 

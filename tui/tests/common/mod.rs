@@ -182,3 +182,58 @@ pub fn record_ids(uc: &Path) -> Vec<String> {
         .map(|f| Path::new(f).file_stem().unwrap().to_string_lossy().into_owned())
         .collect()
 }
+
+/// `ubunye ARGS` (a shell line of arguments) on a terminal `cols` wide, run
+/// from `cwd` (util-linux `script` gives it the terminal); NO_COLOR and
+/// CLICOLOR_FORCE unset, then `env` (a None removes); `keys` typed a second
+/// in (`q` for top, `y\n` at a prompt). Its exit code and output, lines
+/// without their `\r`; None, with a SKIPPED line, without `script`. Ended
+/// after 20 s if it is still running.
+pub fn on_a_terminal(
+    cwd: &Path,
+    args: &str,
+    cols: u16,
+    env: &[(&str, Option<&str>)],
+    keys: Option<&str>,
+) -> Option<(i32, String)> {
+    use std::process::Stdio;
+    let line = format!("stty cols {cols} rows 30; exec '{}' {args}", bin().display());
+    let mut c = std::process::Command::new("script");
+    c.args(["-qec", &line, "/dev/null"])
+        .current_dir(cwd)
+        .env_remove("NO_COLOR")
+        .env_remove("CLICOLOR_FORCE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let mut child = match c.spawn() {
+        Ok(ch) => ch,
+        Err(e) => {
+            eprintln!("SKIPPED: no `script` (util-linux) to give ubunye a terminal: {e}");
+            return None;
+        }
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    if let Some(k) = keys {
+        std::thread::sleep(Duration::from_millis(1000));
+        use std::io::Write;
+        stdin.write_all(k.as_bytes()).unwrap();
+    }
+    // A program that missed its key is ended, not waited for forever.
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    let pid = rustix::process::Pid::from_child(&child);
+    std::thread::spawn(move || {
+        if watch.recv_timeout(Duration::from_secs(20)).is_err() {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    });
+    let o = child.wait_with_output().unwrap();
+    let _ = done.send(());
+    Some((o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).replace('\r', "")))
+}
