@@ -60,7 +60,31 @@ pub(crate) enum RecoverError {
         note: bool,
         refused: Vec<PathRefusal>,
         staging: Vec<(String, String)>,
+        /// Why each claim that is there could not be removed: (file, why).
+        failures: Vec<(PathBuf, String)>,
     },
+}
+
+/// Why a claimed file could not be removed, in words a person can act on.
+pub(crate) fn failure_text(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EISDIR) => "a folder where a claimed file should be: the engine removes only the files a run claimed, never a folder; move it out of the way by hand".into(),
+        Some(libc::EACCES) | Some(libc::EPERM) => format!("{e}: give this user write access to its folder (or remove the immutable flag)"),
+        Some(libc::EBUSY) | Some(libc::ETXTBSY) => format!("{e}: in use; close whatever has it open"),
+        _ => format!("{e}"),
+    }
+}
+
+/// `out/events/a (why); out/events/b (why)`: claims with why each is left.
+pub(crate) fn left_text(left: &[(String, Vec<String>)], failures: &[(PathBuf, String)]) -> String {
+    left.iter()
+        .flat_map(|(_, c)| c.iter())
+        .map(|c| match failures.iter().find(|(p, _)| p.ends_with(c)) {
+            Some((_, why)) => format!("{c} ({why})"),
+            None => c.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The result of removing what some outputs claimed.
@@ -180,7 +204,7 @@ impl RunLease {
                         }
                     }
                     Removal::Failed(p, e) => {
-                        out.failures.push((p, e.to_string()));
+                        out.failures.push((p, failure_text(&e)));
                         push_left(&mut out.left, name, claim);
                     }
                     Removal::Refused(r) => {
@@ -225,6 +249,7 @@ impl RunLease {
                         note: true,
                         refused: Vec::new(),
                         staging: Vec::new(),
+                        failures: Vec::new(),
                     });
                 }
                 note_written = s.named;
@@ -232,15 +257,29 @@ impl RunLease {
             let mut outputs = claims_map(&replaced);
             let tb = self.take_back(&mut outputs, None);
             if !tb.left.is_empty() {
-                let (left, refused) = (tb.left, tb.refused);
-                return Err(RecoverError::InUse { left, replaces: true, note: false, refused, staging: Vec::new() });
+                let (left, refused, failures) = (tb.left, tb.refused, tb.failures);
+                return Err(RecoverError::InUse {
+                    left,
+                    replaces: true,
+                    note: false,
+                    refused,
+                    staging: Vec::new(),
+                    failures,
+                });
             }
             // Its staging folders go, its overwrites' old copies with them.
             let dead_outputs = dead.0.get("outputs").and_then(Value::as_object).cloned().unwrap_or_default();
             let (settled, staging) = self.settle_staging(&dead_outputs);
             if !staging.is_empty() {
                 let refused = Vec::new();
-                return Err(RecoverError::InUse { left: Vec::new(), replaces: true, note: false, refused, staging });
+                return Err(RecoverError::InUse {
+                    left: Vec::new(),
+                    replaces: true,
+                    note: false,
+                    refused,
+                    staging,
+                    failures: Vec::new(),
+                });
             }
             if let Some(d) = done {
                 let _ = fsx::remove_if_present(&d);
@@ -265,8 +304,8 @@ impl RunLease {
             dead.set("outputs", Value::Object(outputs));
         }
         if !tb.left.is_empty() || !tb.refused.is_empty() {
-            let (left, refused, staging) = (tb.left, tb.refused, tb.staging_left);
-            return Err(RecoverError::InUse { left, replaces: false, note: false, refused, staging });
+            let (left, refused, staging, failures) = (tb.left, tb.refused, tb.staging_left, tb.failures);
+            return Err(RecoverError::InUse { left, replaces: false, note: false, refused, staging, failures });
         }
         let unrepaired = doc::unrepaired(&dead.notes().unwrap_or_default());
         let record_marked = self.mark_interrupted(&dead_id, &unrepaired);

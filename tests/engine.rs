@@ -193,7 +193,8 @@ fn a_claim_that_cannot_be_removed_hands_the_lease_back() {
     assert_eq!(err.kind(), Some(RefusalKind::InUse));
     assert_eq!(
         err.refusal().unwrap().message,
-        "Run a7ee7676 of demo/sales/ingest died, and its appended files cannot be removed yet (in use): out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet"
+        // A claim that is a folder is said to be one, not "in use" (issue 11).
+        "Run a7ee7676 of demo/sales/ingest died, and its appended files cannot be removed yet: out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet (a folder where a claimed file should be: the engine removes only the files a run claimed, never a folder; move it out of the way by hand)"
     );
     // Handed back: the dead run's lease, same content, and the tombstone stays.
     assert_eq!(fs::read_to_string(&lease_path).unwrap(), dead_text);

@@ -134,6 +134,9 @@ fn describe(e: &Event, run_id: &str) -> Option<String> {
                 if r.processes_stopped > 0 {
                     s.push_str(&format!(" Stopped {} process(es) of it still running.", r.processes_stopped));
                 }
+                if let Some((path, why)) = &r.record_left {
+                    s.push_str(&format!(" Its run record {} was left as it is: {why}.", path.display()));
+                }
                 s
             }
         }

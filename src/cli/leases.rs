@@ -68,17 +68,24 @@ pub fn run(a: &LeasesArgs, colour: bool) -> i32 {
 }
 
 /// The glyph and colour (an SGR code) of a state.
-pub fn glyph_colour(s: State) -> (&'static str, &'static str) {
-    let colour = match s {
-        State::Unreadable => "35",
-        State::Dead | State::Orphan => "31",
-        State::Pending | State::HandedBack | State::Kept => "33",
-        State::Live => "32",
-        State::Interrupted => "2;33",
-        State::Failed => "2;31",
-        State::Finished => "2",
-    };
-    (s.glyph(), colour)
+pub fn glyph_colour(s: State) -> (&'static str, Option<&'static str>) {
+    (s.glyph(), sgr(s.tone()))
+}
+
+/// The SGR code of a tone: the terminal's named colours only (never faint
+/// text or colour 8, unreadable on many dark themes), as the dashboard;
+/// None for the terminal's own colour.
+pub fn sgr(t: crate::state::Tone) -> Option<&'static str> {
+    use crate::state::Tone;
+    Some(match t {
+        Tone::Repair => "1;31",
+        Tone::Look => "1;33",
+        Tone::Attend => "33",
+        Tone::Running => "32",
+        Tone::Redo => "36",
+        Tone::Failed => "35",
+        Tone::Done => return None,
+    })
 }
 
 /// What a query must be: any key prefix to look, 4 hex digits or more to repair.
@@ -217,4 +224,25 @@ fn explain_cmd(a: &ExplainArgs) -> i32 {
         super::out(&explain::render(&e));
     }
     exit::OK
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Readable on light and dark themes, as the dashboard: the terminal's
+    /// named colours only, never faint text (`2`), colour 8 or the bright
+    /// colours; dead and failed told apart.
+    #[test]
+    fn state_colours_are_named_colours_only() {
+        for s in State::ALL {
+            if let (_, Some(code)) = glyph_colour(s) {
+                for part in code.split(';') {
+                    assert!(matches!(part, "1" | "31" | "32" | "33" | "35" | "36"), "{s:?}: {code}");
+                }
+            }
+        }
+        assert_ne!(glyph_colour(State::Dead).1, glyph_colour(State::Failed).1);
+        assert_eq!(glyph_colour(State::Finished).1, None);
+    }
 }

@@ -120,7 +120,7 @@ impl Row {
                 if self.has_lease { self.claims.to_string() } else { String::new() },
                 self.note.clone(),
             ],
-            colour: colour.then_some((0, code)),
+            colour: code.filter(|_| colour).map(|c| (0, c)),
         }
     }
 }

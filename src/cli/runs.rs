@@ -148,12 +148,7 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
             (Some(s), None) => s.clone(),
             (None, None) => "(none)".into(),
         };
-        let code = match status.as_str() {
-            "success" => "32",
-            "running" => "36",
-            "interrupted" => "33",
-            _ => "31",
-        };
+        let code = super::leases::sgr(state::Tone::of_record(r.status.as_deref().filter(|_| r.damaged.is_none())));
         let secs = match (
             r.started_at.as_deref().and_then(crate::timefmt::parse),
             r.ended_at.as_deref().and_then(crate::timefmt::parse),
@@ -174,7 +169,7 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
                     None => r.error.clone().unwrap_or_default(),
                 },
             ],
-            colour: colour.then_some((1, code)),
+            colour: code.filter(|_| colour).map(|c| (1, c)),
         }
     };
     let header = ["STARTED", "STATUS", "TASK", "RUN", "VARIABLES", "SECONDS", "ERROR"];

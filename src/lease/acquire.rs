@@ -256,7 +256,7 @@ impl RunLease {
                 self.hand_back(&taken, stale);
                 unreadable(&s.task, &path, why)
             }
-            RecoverError::InUse { left, replaces, note, refused, staging } => {
+            RecoverError::InUse { left, replaces, note, refused, staging, failures } => {
                 // Hand the lease back to the dead run with what is left, and refuse:
                 // a forgotten claim would let its batch land twice.
                 if replaces {
@@ -295,12 +295,11 @@ impl RunLease {
                 } else if let Some((folder, why)) = staging.first() {
                     format!("its staging folder {folder} cannot be removed yet: {why}")
                 } else {
-                    let files: Vec<&str> = left.iter().flat_map(|(_, c)| c.iter().map(String::as_str)).collect();
-                    format!("its appended files cannot be removed yet (in use): {}", files.join(", "))
+                    format!("its appended files cannot be removed yet: {}", crate::recover::left_text(&left, &failures))
                 };
                 Refusal::new(RefusalKind::InUse, format!("Run {} of {} died, and {what}", taken.run_short(), s.task))
                     .with("Lease", s.lease_path().display())
-                    .hint("Close whatever has those files open and run again.")
+                    .hint("Deal with what is said of each (close what has it open, fix a permission, move a folder away), then run again.")
                     .into()
             }
         }
@@ -318,7 +317,7 @@ impl RunLease {
                 Err(match e {
                     AdoptError::Refused(e) => e,
                     AdoptError::Recover(RecoverError::Unreadable { path, why }) => unreadable(&s.task, &path, why),
-                    AdoptError::Recover(RecoverError::InUse { left, refused, staging, .. }) => {
+                    AdoptError::Recover(RecoverError::InUse { left, refused, staging, failures, .. }) => {
                         if let Some(r) = refused.first() {
                             return Err(outside_refusal(&s.task, &s.lease_path(), r));
                         }
@@ -334,17 +333,16 @@ impl RunLease {
                             .hint("Deal with what is inside it (unmount, close), then run again.")
                             .into());
                         }
-                        let files: Vec<&str> = left.iter().flat_map(|(_, c)| c.iter().map(String::as_str)).collect();
                         Refusal::new(
                             RefusalKind::InUse,
                             format!(
-                                "A dead run of {} left appended files that cannot be removed yet (in use): {}",
+                                "A dead run of {} left appended files that cannot be removed yet: {}",
                                 s.task,
-                                files.join(", ")
+                                crate::recover::left_text(&left, &failures)
                             ),
                         )
                         .with("Lease", s.lease_path().display())
-                        .hint("Close whatever has those files open and run again.")
+                        .hint("Deal with what is said of each (close what has it open, fix a permission, move a folder away), then run again.")
                         .into()
                     }
                 })

@@ -103,6 +103,55 @@ impl State {
     pub fn parse(s: &str) -> Option<State> {
         State::ALL.into_iter().find(|st| st.word() == s)
     }
+
+    /// What the state asks of the person looking: the one table both the CLI
+    /// and the dashboard colour by.
+    pub const fn tone(self) -> Tone {
+        match self {
+            State::Dead | State::Orphan => Tone::Repair,
+            State::Unreadable => Tone::Look,
+            State::Pending | State::HandedBack | State::Kept => Tone::Attend,
+            State::Live => Tone::Running,
+            State::Interrupted => Tone::Redo,
+            State::Failed => Tone::Failed,
+            State::Finished => Tone::Done,
+        }
+    }
+}
+
+impl Tone {
+    /// The tone of a run record's status: that of the state it leaves the
+    /// batch in (a status the engine does not write, or none, asks a look).
+    pub fn of_record(status: Option<&str>) -> Tone {
+        match status {
+            Some("success") => State::Finished.tone(),
+            Some("running") => State::Live.tone(),
+            Some("interrupted") => State::Interrupted.tone(),
+            Some("error") => State::Failed.tone(),
+            _ => State::Unreadable.tone(),
+        }
+    }
+}
+
+/// What a state asks of the person looking, for front ends to colour by
+/// (each its own way: the terminal's named colours, readable on light and
+/// dark themes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tone {
+    /// A takeover is needed (dead, orphan): red, bold.
+    Repair,
+    /// It cannot be told: look at the file (unreadable): yellow, bold.
+    Look,
+    /// A finish or a look is needed (pending, handed back, kept): yellow.
+    Attend,
+    /// Running (live): green.
+    Running,
+    /// Its next run redoes it (interrupted): cyan.
+    Redo,
+    /// Its run failed and was taken back: magenta, not the red of dead.
+    Failed,
+    /// Nothing to do (finished): the terminal's own colour.
+    Done,
 }
 
 /// Facts about a batch beside its state.

@@ -64,7 +64,8 @@ fn every_command_with_nobody_reading_exits_as_documented() {
         (&["leases", "takeover", "7d10", "--dry-run", "-d", "uc"], 0),
         (&["runs", "-d", "uc"], 0),
         (&["runs", "--json", "-d", "uc"], 0),
-        (&["doctor", "-d", "uc"], 0),
+        // A dead batch needs a repair: a finding.
+        (&["doctor", "-d", "uc"], 1),
         (&["key", "--task", "demo/sales/ingest", "-dt", "2025-01-01"], 0),
         (&["--help"], 0),
         (&["leases", "list", "--bogus"], 2),
@@ -120,7 +121,9 @@ fn on_a_terminal(uc: &Path, args: &str, cols: u16) -> Option<String> {
 /// (`ubunye::cli::colour`), for `leases list`, `runs` and the dashboard.
 #[test]
 fn colour_follows_one_rule_on_every_surface() {
-    let (_d, uc) = fixture("taken-over-done");
+    // A dead batch (red) and a running record (green): finished rows and
+    // successful records are in the terminal's own colour.
+    let (_d, uc) = fixture("dead-killed");
     let piped = |args: &[&str], env: &[(&str, &str)]| -> bool {
         let mut c = Command::new(bin());
         c.args(args).arg("-d").arg(&uc).env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE");
@@ -142,7 +145,8 @@ fn colour_follows_one_rule_on_every_surface() {
         assert!(piped(&after, &[]), "{cmd:?}: --color is global, after the subcommand too");
     }
     let Some(list) = terminal(&uc, "leases list --all -d uc", 120, &[], None) else { return };
-    assert!(list.contains("\x1b[2m✓ finished\x1b[0m"), "a terminal is coloured:\n{list}");
+    assert!(list.contains("\x1b[1;31m✖ dead\x1b[0m"), "a terminal is coloured:\n{list}");
+    assert!(list.contains(" ✓ finished"), "a finished row in the terminal's own colour:\n{list}");
     let list = terminal(&uc, "leases list --all -d uc", 120, &[("NO_COLOR", Some("1"))], None).unwrap();
     assert!(!list.contains("\x1b["), "NO_COLOR:\n{list}");
     // The dashboard draws bold and reverse text in any case; colour is a

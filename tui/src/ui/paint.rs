@@ -8,7 +8,7 @@
 //! always do.
 
 use ratatui::style::{Color, Modifier, Style};
-use ubunye::state::State;
+use ubunye::state::{State, Tone};
 
 use crate::app::Level;
 
@@ -17,37 +17,28 @@ const fn strong(c: Color) -> Style {
     Style::new().fg(c).add_modifier(Modifier::BOLD)
 }
 
-/// The style of a state, by what it asks of the user. The one table: the
-/// header's counts, the table's STATE cells and the run records' statuses
-/// take their colours from it.
+/// The style of a state, by what it asks of the user (the library's one
+/// table, [`State::tone`]). The header's counts, the table's STATE cells and
+/// the run records' statuses take their colours from it.
 pub const fn state_style(s: State) -> Style {
-    match s {
-        // A takeover is needed.
-        State::Dead | State::Orphan => strong(Color::Red),
-        // It cannot be told: look at the file.
-        State::Unreadable => strong(Color::Yellow),
-        // A finish, or a look, is needed.
-        State::Pending | State::HandedBack | State::Kept => Style::new().fg(Color::Yellow),
-        State::Live => Style::new().fg(Color::Green),
-        // Its next run redoes it.
-        State::Interrupted => Style::new().fg(Color::Cyan),
-        // Its run ended in an error and was taken back: not the red of dead.
-        State::Failed => Style::new().fg(Color::Magenta),
-        // Nothing to do: the terminal's own colour.
-        State::Finished => Style::new(),
+    tone_style(s.tone())
+}
+
+const fn tone_style(t: Tone) -> Style {
+    match t {
+        Tone::Repair => strong(Color::Red),
+        Tone::Look => strong(Color::Yellow),
+        Tone::Attend => Style::new().fg(Color::Yellow),
+        Tone::Running => Style::new().fg(Color::Green),
+        Tone::Redo => Style::new().fg(Color::Cyan),
+        Tone::Failed => Style::new().fg(Color::Magenta),
+        Tone::Done => Style::new(),
     }
 }
 
 /// The style of a run record's status: that of the state it leaves.
 pub fn record_style(status: Option<&str>) -> Style {
-    match status {
-        Some("success") => state_style(State::Finished),
-        Some("running") => state_style(State::Live),
-        Some("interrupted") => state_style(State::Interrupted),
-        Some("error") => state_style(State::Failed),
-        // None, or a status the engine does not write.
-        _ => state_style(State::Unreadable),
-    }
+    tone_style(Tone::of_record(status))
 }
 
 /// Styles, with no colour at all under NO_COLOR.
