@@ -111,7 +111,7 @@ pub struct Examiner {
     /// Outputs of unfinished runs that claimed nothing and name no staging
     /// folder: (task, output name) -> the batches. A stray staging folder in
     /// or beside such an output may be theirs.
-    unclaimed: BTreeMap<(String, String), Vec<String>>,
+    unclaimed: BTreeMap<(String, String), Vec<(String, bool)>>,
     problems: Vec<Finding>,
     out: Vec<Finding>,
 }
@@ -139,15 +139,26 @@ impl Examiner {
         if matches!(b.state, State::Dead | State::Orphan | State::Pending | State::HandedBack | State::Kept) {
             let (task, key) = id();
             let path = b.lease.as_ref().map(|l| l.path.clone()).or_else(|| b.orphans.first().map(|o| o.path.clone()));
+            let short = &b.key[..8.min(b.key.len())];
+            let how = if b.flags.contains(&Flag::HolderAlive) {
+                // Review 11, finding 7: no run and no takeover repairs it while
+                // its process lives.
+                let pid = b.lease.as_ref().and_then(|l| l.holder.pid).unwrap_or(0);
+                format!(
+                    "Its process {pid} still runs, so nothing takes it over: end that process, then `ubunye leases takeover {short}`"
+                )
+            } else if b.state == State::Pending {
+                format!("The next run of the batch finishes it, or `ubunye leases finish {short}` now")
+            } else {
+                format!("The next run of the batch repairs it, or `ubunye leases takeover {short}` now")
+            };
             self.out.push(Finding {
                 kind: "needs-repair",
                 path: path.unwrap_or_default(),
                 detail: format!(
-                    "{}: {}. The next run of the batch repairs it, or `ubunye leases takeover {}` now (`ubunye leases explain {}` shows the plan; `ubunye leases list` lists every batch needing one)",
+                    "{}: {}. {how} (`ubunye leases explain {short}` shows the plan; `ubunye leases list` lists every batch needing one)",
                     b.state.word(),
                     b.note,
-                    &b.key[..8.min(b.key.len())],
-                    &b.key[..8.min(b.key.len())]
                 ),
                 task,
                 key,
@@ -265,7 +276,10 @@ impl Examiner {
                     self.note_folder(&b.task, &o.name, &c.claim);
                 }
                 if o.exact && o.claims.is_empty() && o.staging.is_none() {
-                    self.unclaimed.entry((b.task.clone(), o.name.clone())).or_default().push(b.key.clone());
+                    // A live run's write in progress looks the same (review 11,
+                    // finding 3): it is told apart.
+                    let live = b.state == State::Live;
+                    self.unclaimed.entry((b.task.clone(), o.name.clone())).or_default().push((b.key.clone(), live));
                 }
                 if let Some(st) = &o.staging {
                     if let Ok(i) = self.beneath.resolve(st) {
@@ -327,17 +341,15 @@ impl Examiner {
         }
     }
 
-    /// The one batch whose unfinished run may have left a staging folder in
-    /// or beside `output`: the only one whose lease names that output without
-    /// a claim or a staging folder. None when none or several do.
-    fn owner_of(&self, output: &Path) -> Option<(String, String)> {
-        let mut owners = self
-            .unclaimed
+    /// The batches whose runs may have written a staging folder in or beside
+    /// `output`: those whose lease names that output without a claim or a
+    /// staging folder, (key, live), with their task.
+    fn writers_of(&self, output: &Path) -> Vec<(String, String, bool)> {
+        self.unclaimed
             .iter()
             .filter(|((task, name), _)| self.folders.get(&(task.clone(), name.clone())).is_some_and(|f| f == output))
-            .flat_map(|((task, _), keys)| keys.iter().map(move |k| (task.clone(), k.clone())));
-        let first = owners.next()?;
-        owners.next().is_none().then_some(first)
+            .flat_map(|((task, _), keys)| keys.iter().map(move |(k, live)| (task.clone(), k.clone(), *live)))
+            .collect()
     }
 
     /// The findings: the folders that could not be read first, then each
@@ -397,27 +409,38 @@ impl Examiner {
                     };
                     self.out.push(Finding { kind: "moved-aside", path: c, detail, task: None, key: None });
                 } else {
-                    let owner = self.owner_of(o);
+                    let writers = self.writers_of(o);
+                    let live: Vec<&(String, String, bool)> = writers.iter().filter(|w| w.2).collect();
+                    let owner = match (live.as_slice(), writers.as_slice()) {
+                        ([one], _) => Some((one.0.clone(), one.1.clone(), true)),
+                        ([], [one]) => Some(one.clone()),
+                        _ => None,
+                    };
                     let detail = match measure(&c) {
                         Some(z) if z.files == 0 && z.complete => {
-                            "an empty staging folder no lease names: nothing in it to check; it can be removed by hand"
-                                .to_string()
+                            "an empty staging folder no lease names: nothing in it to check; it can be removed by hand once no run of the task is live".to_string()
                         }
                         size => {
                             let held = size.map(|z| z.text()).unwrap_or_else(|| "not a folder".into());
-                            let whose = match &owner {
-                                Some((_, key)) => format!(
-                                    "probably the unfinished write of batch {} (its lease names this output and claimed nothing), which never reached the output",
+                            match (&owner, live.len()) {
+                                (Some((_, key, true)), _) => format!(
+                                    "a staging folder no lease names ({held}), beside an output that the live run of batch {} is writing: it may be that run's write in progress. Leave it while that run lives",
                                     &key[..8.min(key.len())]
                                 ),
-                                None => "its run was interrupted in a way no lease could record".into(),
-                            };
-                            format!(
-                                "a staging folder no lease names ({held}): {whose}; readers skip it; check it, then remove it by hand"
-                            )
+                                (_, n) if n > 1 => format!(
+                                    "a staging folder no lease names ({held}), beside an output that {n} live runs are writing: it may be one's write in progress. Leave it while they live"
+                                ),
+                                (Some((_, key, false)), _) => format!(
+                                    "a staging folder no lease names ({held}): probably the unfinished write of batch {}, whose dead run's lease names this output and claimed nothing (it never reached the output); readers skip it; check it, then remove it by hand once no run of the task is live",
+                                    &key[..8.min(key.len())]
+                                ),
+                                _ => format!(
+                                    "a staging folder no lease names ({held}): its run was interrupted in a way no lease could record; readers skip it; check it, then remove it by hand once no run of the task is live"
+                                ),
+                            }
                         }
                     };
-                    let (task, key) = owner.map_or((None, None), |(t, k)| (Some(t), Some(k)));
+                    let (task, key) = owner.map_or((None, None), |(t, k, _)| (Some(t), Some(k)));
                     self.out.push(Finding { kind: "stray-staging", path: c, detail, task, key });
                 }
             }

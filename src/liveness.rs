@@ -113,6 +113,10 @@ pub enum Why {
     Fresh { because: AgeBecause },
     /// The lease could not be stat'ed: never dead.
     NoStat { because: AgeBecause },
+    /// Its age cannot be measured: the disk's clock could not be read (a file
+    /// server's, looked at without writing). Never dead: a run or a takeover
+    /// reads the disk's clock with a probe and judges it then.
+    NoDiskClock { because: AgeBecause },
 }
 
 /// Whether the holder of a lease is dead, and why.
@@ -213,6 +217,18 @@ pub fn judge(
     let Some(age) = age_now(times, now) else {
         return Ok(Judgement { dead: false, same_host, why: Why::NoStat { because }, age: None, stalled: false });
     };
+    if age.clock == ClockSource::Local {
+        // This machine's clock against times a file server stamped: a guess,
+        // and a lease whose age cannot be judged is never called dead
+        // (review 11, finding 1).
+        return Ok(Judgement {
+            dead: false,
+            same_host,
+            why: Why::NoDiskClock { because },
+            age: Some(age),
+            stalled: false,
+        });
+    }
     let dead = age.age > sys.timing.heartbeat_timeout;
     let why = if dead { Why::Stale { because } } else { Why::Fresh { because } };
     let stalled = !dead && age.age > sys.timing.stalled_after;

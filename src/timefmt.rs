@@ -5,13 +5,29 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// `YYYY-MM-DDTHH:MM:SSZ`, UTC: the lease's `started_at`, notes, tombstones.
 pub fn utc_z(t: SystemTime) -> String {
-    DateTime::<Utc>::from(t).format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    match calendar(t) {
+        Some(dt) => dt.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        None => format!("@{}", epoch_secs(t)),
+    }
+}
+
+/// The time as a calendar date, when one can hold it.
+fn calendar(t: SystemTime) -> Option<DateTime<Utc>> {
+    let (secs, nanos) = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => (i64::try_from(d.as_secs()).ok()?, d.subsec_nanos()),
+        Err(e) => {
+            let d = e.duration();
+            let s = -i64::try_from(d.as_secs()).ok()?;
+            if d.subsec_nanos() == 0 { (s, 0) } else { (s - 1, 1_000_000_000 - d.subsec_nanos()) }
+        }
+    };
+    DateTime::<Utc>::from_timestamp(secs, nanos)
 }
 
 /// Python's `datetime.now(timezone.utc).isoformat()`: microseconds when there are
 /// any, and `+00:00` (a run record's `started_at`, `ended_at`).
 pub fn iso_micros(t: SystemTime) -> String {
-    let dt = DateTime::<Utc>::from(t);
+    let Some(dt) = calendar(t) else { return format!("@{}", epoch_secs(t)) };
     let micros = dt.timestamp_subsec_micros();
     let base = dt.format("%Y-%m-%dT%H:%M:%S").to_string();
     if micros == 0 { format!("{base}+00:00") } else { format!("{base}.{micros:06}+00:00") }
@@ -42,9 +58,14 @@ pub fn parse(text: &str) -> Option<SystemTime> {
     DateTime::parse_from_rfc3339(text).ok().map(SystemTime::from)
 }
 
-/// RFC 3339 with seconds, for `--json` output.
+/// RFC 3339 with seconds, for `--json` output. A time no calendar date can
+/// hold (an mtime set past the year 262,143) is written as epoch seconds
+/// instead of panicking, as chrono's conversion would.
 pub fn rfc3339(t: SystemTime) -> String {
-    DateTime::<Utc>::from(t).to_rfc3339_opts(SecondsFormat::Secs, true)
+    match calendar(t) {
+        Some(dt) => dt.to_rfc3339_opts(SecondsFormat::Secs, true),
+        None => format!("@{}", epoch_secs(t)),
+    }
 }
 
 /// A short human age: `42s`, `21m`, `3h 5m`, `2d 4h`.
@@ -73,5 +94,17 @@ mod tests {
         assert!((epoch_secs(t) - 1_795_948_390.366712).abs() < 1e-6);
         assert_eq!(age(Duration::from_secs(21 * 60 + 5)), "21m");
         assert_eq!(age(Duration::from_secs(3 * 3600 + 5 * 60)), "3h 5m");
+    }
+
+    /// Review 11, finding 5: an mtime past what a calendar date holds (set by
+    /// hand) made `leases list` panic.
+    #[test]
+    fn times_no_calendar_holds_do_not_panic() {
+        let far = UNIX_EPOCH + Duration::from_secs(9_000_000_000_000);
+        assert!(rfc3339(far).starts_with('@'), "{}", rfc3339(far));
+        assert!(utc_z(far).starts_with('@'));
+        assert!(iso_micros(far).starts_with('@'));
+        let before = UNIX_EPOCH - Duration::from_millis(1500);
+        assert_eq!(rfc3339(before), "1969-12-31T23:59:58Z");
     }
 }

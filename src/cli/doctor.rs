@@ -30,7 +30,7 @@ pub struct DoctorArgs {
 
 pub fn run(a: &DoctorArgs) -> i32 {
     let sys = Sys::real();
-    let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None };
+    let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None, ..ScanOptions::default() };
     let look = match crate::doctor::look(&a.dir.dir, &opts, &sys) {
         Ok(l) => l,
         Err(e) => {

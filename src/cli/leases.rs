@@ -133,7 +133,10 @@ pub fn locate(
     sys: &Sys,
 ) -> Result<(state::Scan, Batch), String> {
     check_query(query, purpose)?;
-    let opts = ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: None };
+    // A repair about to act may write: it reads the disk's clock with a probe,
+    // as the run it stands for does (a file server's clock).
+    let clock = if purpose == Purpose::Repair { state::ClockRead::Probe } else { state::ClockRead::Looking };
+    let opts = ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: None, clock };
     let found = state::find(&dir.dir, query, task).map_err(|e| e.to_string())?;
     let id = match found {
         Found::One(id) => id,
@@ -148,7 +151,8 @@ pub fn locate(
         Found::NotALeaseFile(why) => return Err(why),
         Found::None(near) => {
             // A batch known only by its run records (interrupted, failed): look there.
-            let opts = ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: task.map(str::to_string) };
+            let opts =
+                ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: task.map(str::to_string), clock };
             let q = query.to_ascii_lowercase();
             let mut hits: Vec<Batch> = Vec::new();
             let head = state::scan_tasks(&dir.dir, &opts, sys, |_, batches| {

@@ -133,7 +133,8 @@ fn short_host(h: &str) -> &str {
 pub fn run(a: &ListArgs, colour: bool) -> i32 {
     let sys = Sys::real();
     let states: Vec<State> = a.states.iter().filter_map(|w| State::parse(w)).collect();
-    let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: a.task.clone() };
+    let opts =
+        ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: a.task.clone(), ..ScanOptions::default() };
     let mut rows: Vec<Row> = Vec::new();
     let mut count = Count::default();
     let head = state::scan_tasks(&a.dir.dir, &opts, &sys, |_, batches| {
@@ -218,7 +219,8 @@ fn nothing_shown(a: &ListArgs, states: &[State], root: &std::path::Path, count: 
     let mut without = count;
     if a.task.is_some() {
         without = Count::default();
-        let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None };
+        let opts =
+            ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None, ..ScanOptions::default() };
         let _ = state::scan_tasks(root, &opts, sys, |_, batches| without.add(&batches));
     }
     format!(

@@ -109,6 +109,10 @@ pub fn verdict(l: &LeaseInfo, key_prefix: &str) -> String {
             because_txt(*because, &host)
         ),
         Why::NoStat { .. } => "cannot be judged: the lease cannot be stat'ed, so it is never judged dead".into(),
+        Why::NoDiskClock { because } => format!(
+            "cannot be judged from here: {} and the disk's clock cannot be read without writing on this file system, so its age cannot be measured (by this machine's clock, which the file server's may differ from, it was written {age_txt} ago); it is never judged dead so. `ubunye leases takeover {key_prefix}` reads the disk's clock with a probe, as a run does, and takes it over only if it is dead by that clock",
+            because_txt(*because, &host).trim_end_matches(';')
+        ),
     };
     if let Some(a) = j.age {
         if let Some(behind) = a.clock_behind {
@@ -386,6 +390,30 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
         },
         State::Finished => Next { action: "nothing", steps: vec![finished_next(&batch)], command: None },
     };
+    // What the repair leaves, said in its plan: files it does not know, and
+    // files that cannot be read but that it does not need.
+    let mut next = next;
+    if matches!(next.action, "takeover" | "finish" | "end-the-process") {
+        for m in &batch.unknown_files {
+            next.steps.push(format!(
+                "  leave {} as it is: not a file this engine knows (a newer engine's?)",
+                m.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+            ));
+        }
+        for u in &batch.unreadable {
+            let then = if u.kind == crate::state::FileKind::Note {
+                "; a run of the batch that appends is refused until it can be read"
+            } else {
+                ""
+            };
+            next.steps.push(format!(
+                "  leave its {} {} as it is: it cannot be read ({}), and the takeover does not need it{then}",
+                u.kind.word(),
+                u.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                u.why
+            ));
+        }
+    }
     let repairs = repairs_of(&scan.root, &batch.task, &batch.key);
     let history = batch.history();
     Explanation { use_case: scan.root.clone(), batch, verdict, plans, next, repairs, history, staging: staging_seen }

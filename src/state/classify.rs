@@ -36,16 +36,72 @@ pub fn classify(b: &mut Batch, now: Now) {
     if !b.unknown_files.is_empty() {
         b.flags.push(Flag::UnknownFiles);
     }
-    if !b.unreadable.is_empty() {
+    // By path: the same note however the folder happened to list them.
+    b.unreadable.sort_by(|x, y| x.path.cmp(&y.path));
+    if let Some(u) = b.unreadable.iter().find(|u| blocks(b, u)) {
         b.state = State::Unreadable;
-        // By path: the same note however the folder happened to list them.
-        b.unreadable.sort_by(|x, y| x.path.cmp(&y.path));
-        let u = &b.unreadable[0];
-        b.note =
-            format!("{}: {}", u.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), u.why);
+        b.note = format!("{}: {}", file_name(&u.path), u.why);
         b.run_id = b.lease.as_ref().map(|l| l.holder.run_id.clone());
         return;
     }
+    if !b.unreadable.is_empty() {
+        b.flags.push(Flag::UnreadableFiles);
+    }
+    judge_readable(b);
+    // What cannot be read but decides nothing now is said beside the state.
+    let said: Vec<String> = b
+        .unreadable
+        .iter()
+        .map(|u| format!("its {} {} cannot be read: {}", u.kind.word(), file_name(&u.path), u.why))
+        .collect();
+    for s in said {
+        b.note.push_str("; ");
+        b.note.push_str(&s);
+    }
+}
+
+/// Whether a file that cannot be read decides what the next run (or a
+/// takeover) does, so that nothing can be judged while it cannot be read: a
+/// lease, a dead run's lease beside it, a finished note with no lease (a run
+/// of the batch that appends is refused until it is fixed), and the record of
+/// a dead run whose plan must read it (not committed, no done mark) (review
+/// 11, finding 4). A note beside a lease waits for that lease's run; a record
+/// of a run already taken over, or of a live run, decides nothing.
+fn blocks(b: &Batch, u: &UnreadableFile) -> bool {
+    match u.kind {
+        FileKind::Note => b.lease.is_none(),
+        // A record that is all the batch has: nothing else can be said of it.
+        FileKind::Record if nothing_else(b) => true,
+        FileKind::Record => {
+            let run = u.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let dead_lease = b
+                .lease
+                .as_deref()
+                .filter(|l| l.holder.judgement.as_ref().is_some_and(|j| j.dead))
+                .into_iter()
+                .chain(&b.orphans);
+            dead_lease
+                .filter(|l| !l.committed && l.holder.run_id == run)
+                .any(|_| !b.done_marks.iter().any(|d| d.run_id == run))
+        }
+        _ => true,
+    }
+}
+
+/// No lease-folder file and no record that can be read: only unreadable files.
+fn nothing_else(b: &Batch) -> bool {
+    b.lease.is_none()
+        && b.orphans.is_empty()
+        && b.finished.is_none()
+        && b.records.is_empty()
+        && b.done_marks.is_empty()
+        && b.tombstones.is_empty()
+        && b.temp_files.is_empty()
+        && b.unknown_files.is_empty()
+}
+
+/// The state of a batch none of whose unreadable files (if any) decides it.
+fn judge_readable(b: &mut Batch) {
     if let Some(l) = &b.lease {
         b.run_id = Some(l.holder.run_id.clone()).filter(|r| !r.is_empty());
         let j = l.holder.judgement.as_ref();
@@ -89,8 +145,18 @@ pub fn classify(b: &mut Batch, now: Now) {
             }
             let what = if l.committed { "file(s) of the run it replaced" } else { "claimed file(s)" };
             (State::Kept, format!("run ended and kept its lease: {} {what} it could not remove", present.max(replaced)))
-        } else if l.tombstoned {
+        } else if l.tombstoned && dead {
             (State::HandedBack, format!("takeover refused: {present} claimed file(s) could not be removed"))
+        } else if l.tombstoned {
+            // Written back by a refused takeover (review 11, finding 6): alive
+            // by its judgement until it is old again, as every engine holds it.
+            let age = j.and_then(|j| j.age).map(|a| crate::timefmt::age(a.age)).unwrap_or_default();
+            (
+                State::Live,
+                format!(
+                    "handed back by a refused takeover ({present} claimed file(s) could not be removed), written {age} ago: held as a live run's until it is judged dead again"
+                ),
+            )
         } else if l.committed {
             (State::Live, "committing".into())
         } else if dead && l.doc.0.is_empty() {
@@ -112,6 +178,13 @@ pub fn classify(b: &mut Batch, now: Now) {
                     format!(
                         "{} is empty or not JSON, written {age} ago: held until 15 min old, as the peer judges",
                         file_name(&l.path)
+                    ),
+                )
+            } else if j.is_some_and(|j| matches!(j.why, crate::liveness::Why::NoDiskClock { .. })) {
+                (
+                    State::Live,
+                    format!(
+                        "not judged: the disk's clock cannot be read without writing here (written {age} ago by this machine's clock); a takeover reads it and decides"
                     ),
                 )
             } else if j.is_some_and(|j| j.stalled) {

@@ -185,6 +185,10 @@ pub enum Flag {
     DamagedRecord,
     /// Files named after the batch's key that this engine does not know.
     UnknownFiles,
+    /// Files of the batch that cannot be read but decide nothing now (a
+    /// finished note beside a lease, the record of a run already taken
+    /// over): named in the note and in `unreadable`.
+    UnreadableFiles,
 }
 
 /// Who holds a lease.
@@ -474,9 +478,22 @@ impl Batch {
     }
 }
 
+/// How a scan reads the disk's clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClockRead {
+    /// Without writing anything (inspection: docs/clock.md).
+    #[default]
+    Looking,
+    /// With a probe file, as a run does: for a repair about to act, which may
+    /// write (a file server's clock cannot always be read otherwise).
+    Probe,
+}
+
 /// Options of a scan.
 #[derive(Clone, Debug, Default)]
 pub struct ScanOptions {
+    /// How the disk's clock is read.
+    pub clock: ClockRead,
     /// Where run records are (default `<uc>/.ubunye/lineage`).
     pub lineage_dir: Option<PathBuf>,
     /// Only these tasks: a prefix, or a pattern with `*` ([`task_matches`]).

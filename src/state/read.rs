@@ -354,6 +354,8 @@ pub(super) fn fill(b: &mut Batch, f: Folder, beneath: &crate::beneath::Beneath, 
     b.unknown_files =
         f.unknown.into_iter().map(|path| Mark { time: mtime(&path), run_id: String::new(), path }).collect();
     if let Some(l) = b.lease.as_mut() {
-        l.tombstoned = b.tombstones.iter().any(|t| t.run_id == l.holder.run_id);
+        // An empty lease names no run: a `<key>.taken-` mark beside it is an
+        // earlier takeover's, not its own (review 11, finding 6).
+        l.tombstoned = !l.holder.run_id.is_empty() && b.tombstones.iter().any(|t| t.run_id == l.holder.run_id);
     }
 }

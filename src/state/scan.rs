@@ -49,9 +49,26 @@ fn open(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Opened, ScanError> {
         Some(d) => uc.join(d),
         None => layout::lineage_root(&root),
     };
-    // Looking never writes: the disk's clock is read without a probe file.
-    let now = sys.clock.disk_now_looking(if leases_root.is_dir() { &leases_root } else { &root });
+    let now = read_clock(opts, sys, if leases_root.is_dir() { &leases_root } else { &root });
     Ok(Opened { root, beneath, leases_root, lineage_dir, now })
+}
+
+/// The disk's time by the folder `dir` is on. Looking never writes: without
+/// [`ClockRead::Probe`] no probe file is made (docs/clock.md).
+fn read_clock(opts: &ScanOptions, sys: &Sys, dir: &Path) -> Now {
+    match opts.clock {
+        ClockRead::Looking => sys.clock.disk_now_looking(dir),
+        ClockRead::Probe => sys.clock.disk_now(dir),
+    }
+}
+
+/// The time by a task's lease folder, which may be on another disk than the
+/// use case's (a symlink onto a file server: review 11, finding 1).
+fn task_clock(opts: &ScanOptions, sys: &Sys, leases: Option<&Path>, default: Now) -> Now {
+    match leases {
+        Some(dir) => read_clock(opts, sys, dir),
+        None => default,
+    }
 }
 
 /// Open a use-case folder as a scan would (its root, lineage folder and the
@@ -98,6 +115,7 @@ pub fn scan_tasks(
         if opts.task_glob.as_deref().is_some_and(|g| !task_matches(g, &task)) {
             continue;
         }
+        let now = task_clock(opts, sys, leases.as_deref(), now);
         let mut batches = scan_task(&task, leases.as_deref(), records.as_deref(), &beneath, sys, now, &mut problems);
         batches.sort_by(|a, b| a.key.cmp(&b.key));
         each(&task, batches);
@@ -127,6 +145,7 @@ pub fn scan_named_tasks(
         let (leases, records) = (leases_root.join(task), lineage_dir.join(task));
         let leases = leases.is_dir().then_some(leases.as_path());
         let records = records.is_dir().then_some(records.as_path());
+        let now = task_clock(opts, sys, leases, now);
         let mut batches = scan_task(task, leases, records, &beneath, sys, now, &mut problems);
         batches.sort_by(|a, b| a.key.cmp(&b.key));
         each(task, batches);
@@ -245,6 +264,7 @@ pub fn scan_batch(uc: &Path, task: &str, key: &str, opts: &ScanOptions, sys: &Sy
             }
         }
     }
+    let now = task_clock(opts, sys, dir.is_dir().then_some(dir.as_path()), now);
     fill(&mut b, folder, &beneath, sys, now);
     let mut runs: Vec<String> = b.named_runs().filter(|r| layout::run_id_is_safe(r)).map(str::to_string).collect();
     runs.sort();

@@ -110,10 +110,16 @@ pub fn around(output: &Path) -> Vec<StagingFolder> {
     found.into_iter().map(|path| StagingFolder { size: measure(&path), path }).collect()
 }
 
+/// At most this many notes, then records, are read to find an output's
+/// folder: a report must answer at once in a task of 100,000 batches, where
+/// the output may never have been claimed (review 11, finding 2).
+pub const FOLDER_LOOKS: usize = 64;
+
 /// Where the output named `output` of a task is, as the task's own files say:
 /// the folder of a file a finished note claimed for it, else a run record's
-/// location for it that is inside the use case. Reads the task's notes (and
-/// records, if no note helps) until one answers. None when nothing says.
+/// location for it that is inside the use case. Reads up to
+/// [`FOLDER_LOOKS`] of the task's notes (and records, if no note helps)
+/// until one answers. None when none of them says.
 pub fn output_folder(root: &Path, leases_dir: &Path, records_dir: &Path, output: &str) -> Option<PathBuf> {
     let files = |dir: &Path, keep: &dyn Fn(&str) -> bool| -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = fs::read_dir(dir)
@@ -127,7 +133,7 @@ pub fn output_folder(root: &Path, leases_dir: &Path, records_dir: &Path, output:
         v.sort();
         v
     };
-    for note in files(leases_dir, &|n| n.ends_with(".finished.json")) {
+    for note in files(leases_dir, &|n| n.ends_with(".finished.json")).into_iter().take(FOLDER_LOOKS) {
         let Ok(bytes) = crate::fsx::read_regular(&note) else { continue };
         let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
         let claims = v["outputs"][output]["claimed"].as_array().cloned().unwrap_or_default();
@@ -137,7 +143,7 @@ pub fn output_folder(root: &Path, leases_dir: &Path, records_dir: &Path, output:
             }
         }
     }
-    for rec in files(records_dir, &|n| n.ends_with(".json")) {
+    for rec in files(records_dir, &|n| n.ends_with(".json")).into_iter().take(FOLDER_LOOKS) {
         let Ok(bytes) = crate::fsx::read_regular(&rec) else { continue };
         let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
         let outs = v["outputs"].as_array().cloned().unwrap_or_default();

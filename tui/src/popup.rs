@@ -88,14 +88,15 @@ pub fn title(kind: Kind, task: &str, key: &str) -> String {
     format!("{verb} {task} {}", &key[..key.len().min(8)])
 }
 
-/// Phase one: read the batch again, explain it, and ask the library whether
-/// the repair applies.
-pub fn plan(src: &Source, kind: Kind, task: &str, key: &str) -> Popup {
+/// Phase one: read the batch again (as the model files it: the same batch a
+/// full scan and `leases explain` give), explain it, and ask the library
+/// whether the repair applies.
+pub fn plan(model: &mut crate::model::Model, kind: Kind, task: &str, key: &str) -> Popup {
     let t = title(kind, task, key);
-    match state::scan_batch(&src.uc, task, key, &src.opts, &src.sys) {
-        Err(e) => Popup::Refused { kind, title: t, reason: e.to_string() },
-        Ok((scan, batch)) => {
-            let e = explain::explain(&scan, batch, &src.uc);
+    match model.fresh(&(task.to_string(), key.to_string())) {
+        Err(reason) => Popup::Refused { kind, title: t, reason },
+        Ok(batch) => {
+            let e = explain::explain(&model.scan, batch, &model.src.uc);
             match repair::check(kind, &e) {
                 Ok(plan) => Popup::Confirm { plan: Box::new(plan), yes: false, scroll: Scroll::default() },
                 Err(reason) => Popup::Refused { kind, title: t, reason },
@@ -117,9 +118,13 @@ pub struct RepairDone {
 /// act (its own acquire and release), and leave the audit line. Blocks for the
 /// takeover's settle wait: run it off the UI thread.
 pub fn carry_out(src: &Source, plan: RepairPlan) -> RepairDone {
-    let outcome = state::scan_batch(&src.uc, &plan.task, &plan.key, &src.opts, &src.sys)
+    // The batch as `leases takeover` reads it before acting: its task read,
+    // the disk's clock read with a probe (a repair may write).
+    let opts = state::ScanOptions { clock: state::ClockRead::Probe, ..src.opts.clone() };
+    let outcome = state::scan_one(&src.uc, &plan.task, &plan.key, &opts, &src.sys)
         .map_err(|e| e.to_string())
-        .and_then(|(_, current)| {
+        .and_then(|(_, current)| current.ok_or_else(|| format!("{} {}: its files went", plan.task, plan.key)))
+        .and_then(|current| {
             repair::execute(&src.uc, &plan, &current, src.opts.lineage_dir.clone(), src.sys.clone())
                 .map_err(|e| e.to_string())
         });

@@ -126,6 +126,9 @@ fn every_surface_gives_one_verdict_over_random_trees() {
         if case % 25 == 0 {
             agree_in_the_binary(&uc, &what);
         }
+        if n > 1000 && (case + 1) % 5000 == 0 {
+            eprintln!("agreement: {} trees so far, {batches} batches", case + 1);
+        }
     }
     eprintln!("agreement: {n} trees, {batches} batches, states seen: {seen:?}");
     // The trees reach every state a use case can be in, so the property is

@@ -271,7 +271,7 @@ impl App {
         // The selection stays on this batch whatever it becomes.
         self.moved = true;
         self.selected_id = Some((task.clone(), key.clone()));
-        self.popup = Some(popup::plan(&self.model.src, kind, &task, &key));
+        self.popup = Some(popup::plan(&mut self.model, kind, &task, &key));
     }
 
     fn move_by(&mut self, delta: isize) {

@@ -7,16 +7,18 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
 use ubunye::layout::{self, Entry};
 use ubunye::state::{self, Batch, Scan, ScanOptions};
-use ubunye::sys::{ClockSource, Now, Sys};
+use ubunye::sys::{Now, Sys};
 
 use crate::index::Index;
 
+mod clock;
 mod light;
 mod records;
+use clock::Clocks;
 pub use light::{Kept, keep};
 use light::{Side, give_back_memory, prepare};
 use records::file_record;
@@ -46,10 +48,6 @@ pub const BURST: usize = 2_000;
 /// At most this many batches of a burst are read again at once, on the UI
 /// thread; a bigger burst waits for the read of their tasks.
 const AT_ONCE: usize = 16;
-
-/// How often the disk's clock is read again (a probe file in the lease folder);
-/// between probes its distance from this machine's clock is assumed to hold.
-const CLOCK_PROBE_EVERY: Duration = Duration::from_secs(15);
 
 /// What one changed path means.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,10 +86,8 @@ pub struct Model {
     pub scan: Scan,
     index: Index,
     leases_root: PathBuf,
-    /// Disk clock minus this machine's clock, in nanoseconds, and its source.
-    clock_offset: i128,
-    clock_source: ClockSource,
-    clock_read: Option<Instant>,
+    /// The disks' clocks.
+    clocks: Clocks,
     /// Bumped on every change of what is shown.
     pub generation: u64,
     ticks: u64,
@@ -113,9 +109,7 @@ impl Model {
             src,
             index: Index::default(),
             leases_root,
-            clock_offset: 0,
-            clock_source: scan.now.source,
-            clock_read: None,
+            clocks: Clocks::default(),
             generation: 0,
             ticks: 0,
             last_change: None,
@@ -224,6 +218,15 @@ impl Model {
         self.read_again(id, now).map(Some)
     }
 
+    /// A batch read again from disk as [`Model::reread`] reads it (its
+    /// lease-folder files, the records they name and the records the model
+    /// files under it), without putting it in place: what a repair's plan is
+    /// made from, as fresh as the disk and filed as a full scan files it.
+    pub fn fresh(&mut self, id: &Id) -> Result<Batch, String> {
+        let now = self.now_for(&id.0);
+        self.read_again(id, now)
+    }
+
     fn changed(&mut self) {
         self.generation += 1;
         self.last_change = Some(self.src.sys.clock.now());
@@ -246,18 +249,18 @@ impl Model {
         self.side.get(i).and_then(|s| s.vars.as_deref())
     }
 
-    /// The disk's "now", probed at most every 15 s.
+    /// The disk's "now" by the use case's lease folder (read without writing,
+    /// at most every 15 s).
     pub fn now(&mut self) -> Now {
-        let local = self.src.sys.clock.now();
-        if self.clock_read.is_none_or(|t| t.elapsed() >= CLOCK_PROBE_EVERY) {
-            let dir = if self.leases_root.is_dir() { self.leases_root.clone() } else { self.scan.root.clone() };
-            let disk = self.src.sys.clock.disk_now_looking(&dir);
-            self.clock_offset = nanos_between(local, disk.time);
-            self.clock_source = disk.source;
-            self.clock_read = Some(Instant::now());
-            return disk;
-        }
-        Now { time: shift(local, self.clock_offset), source: self.clock_source }
+        let dir = if self.leases_root.is_dir() { self.leases_root.clone() } else { self.scan.root.clone() };
+        self.clocks.now(&self.src.sys, &dir)
+    }
+
+    /// The disk's "now" by a task's lease folder, which may be on another
+    /// disk (review 11, finding 1).
+    pub fn now_for(&mut self, task: &str) -> Now {
+        let dir = self.leases_root.join(task);
+        if dir.is_dir() { self.clocks.now(&self.src.sys, &dir) } else { self.now() }
     }
 
     /// What a changed path means.
@@ -334,8 +337,8 @@ impl Model {
         if batches.is_empty() || batches.len() > AT_ONCE {
             return out;
         }
-        let now = self.now();
         for id in &batches {
+            let now = self.now_for(&id.0);
             match self.reread(id, now) {
                 Ok(()) => out.changed = true,
                 Err(e) => out.errors.push(e),
@@ -424,12 +427,17 @@ impl Model {
         }
         self.ticks = self.ticks.wrapping_add(1);
         let all = self.ticks % 10 == 0;
-        let now = self.now();
         let sys = self.src.sys.clone();
         let mut changed = false;
         let due =
             |b: &Batch| b.lease.as_ref().is_some_and(|l| all || !l.holder.judgement.as_ref().is_some_and(|j| j.dead));
-        for b in self.scan.batches.iter_mut().filter(|b| due(b)) {
+        for i in 0..self.scan.batches.len() {
+            if !due(&self.scan.batches[i]) {
+                continue;
+            }
+            let task = self.scan.batches[i].task.clone();
+            let now = self.now_for(&task);
+            let b = &mut self.scan.batches[i];
             let before = (b.state, b.flags.clone());
             state::rejudge(b, &sys, now);
             if before != (b.state, b.flags.clone()) {
@@ -440,30 +448,5 @@ impl Model {
             self.changed();
         }
         changed
-    }
-}
-
-fn nanos_between(from: SystemTime, to: SystemTime) -> i128 {
-    match to.duration_since(from) {
-        Ok(d) => d.as_nanos() as i128,
-        Err(e) => -(e.duration().as_nanos() as i128),
-    }
-}
-
-fn shift(t: SystemTime, nanos: i128) -> SystemTime {
-    let d = Duration::from_nanos(nanos.unsigned_abs().min(u64::MAX as u128) as u64);
-    if nanos >= 0 { t.checked_add(d).unwrap_or(t) } else { t.checked_sub(d).unwrap_or(t) }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn offsets_round_trip() {
-        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
-        let later = t + Duration::from_millis(1500);
-        assert_eq!(shift(t, nanos_between(t, later)), later);
-        assert_eq!(shift(later, nanos_between(later, t)), t);
     }
 }
