@@ -71,9 +71,11 @@ struct Row {
 }
 
 impl Row {
-    fn from_batch(mut b: Batch) -> Row {
+    /// `history`: only JSON shows it (a table has no room for it, and 100,000
+    /// rows keep it in memory).
+    fn from_batch(mut b: Batch, history: bool) -> Row {
         let claims = b.claim_count();
-        let history = b.history();
+        let history = if history { b.history() } else { Vec::new() };
         let has_lease = b.lease.is_some() || !b.orphans.is_empty();
         let holder = b.lease.take().map(|l| l.holder);
         let age = holder.as_ref().and_then(|h| h.judgement.as_ref()).and_then(|j| j.age).map(|a| a.age);
@@ -139,7 +141,7 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
     let mut count = Count::default();
     let head = state::scan_tasks(&a.dir.dir, &opts, &sys, |_, batches| {
         count.add(&batches);
-        rows.extend(batches.into_iter().filter(|b| shown(b, &states, a.all)).map(Row::from_batch));
+        rows.extend(batches.into_iter().filter(|b| shown(b, &states, a.all)).map(|b| Row::from_batch(b, a.json)));
     });
     let head = match head {
         Ok(h) => h,
