@@ -259,7 +259,7 @@ impl StagedAppend {
                 format!(
                     "{} already exists in the output; run {} will not claim a name that is not its own. Nothing was claimed or moved.",
                     self.out_dir.join(rel).display(),
-                    crate::doc::short(lease.run_id())
+                    crate::documents::short(lease.run_id())
                 ),
             )
             .hint("Write uniquely named files (for example with the run id, $UBUNYE_RUN_ID, in the name).")

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::beneath::{FileId, FolderId, PathRefusal, is_staging_name};
-use crate::doc::{self, Map};
+use crate::documents::{self, Map};
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::lease::RunLease;
 
@@ -53,7 +53,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn claim_refusal(lease: &RunLease, r: &PathRefusal) -> Error {
     Refusal::new(
         RefusalKind::Outside,
-        format!("Run {} of {} will not claim {r}. Nothing was moved.", doc::short(lease.run_id()), lease.task()),
+        format!("Run {} of {} will not claim {r}. Nothing was moved.", documents::short(lease.run_id()), lease.task()),
     )
     .hint("Write appended files beneath the use-case folder (-d): only those can be taken back safely.")
     .into()
@@ -64,7 +64,7 @@ impl RunLease {
     pub fn writing(&self, output: &str, appends: bool, exact: bool) -> Result<()> {
         let s = &*self.s;
         let mut st = lock(&s.state);
-        st.doc.outputs_mut().insert(output.to_string(), doc::writing_note(appends, exact));
+        st.doc.outputs_mut().insert(output.to_string(), documents::writing_note(appends, exact));
         if !s.save(&mut st)? {
             return Err(s.lost());
         }
@@ -254,14 +254,14 @@ impl RunLease {
             (st.doc.0.get("outputs").and_then(Value::as_object).cloned().unwrap_or_default(), st.own.clone())
         };
         let tb = self.take_back(&mut outputs, Some(&own));
-        let notes: Vec<doc::Note> = doc::LeaseDoc({
+        let notes: Vec<documents::Note> = documents::LeaseDoc({
             let mut m = Map::new();
             m.insert("outputs".into(), Value::Object(outputs.clone()));
             m
         })
         .notes()
         .unwrap_or_default();
-        let unrepaired = doc::unrepaired(&notes);
+        let unrepaired = documents::unrepaired(&notes);
         let mut kept = Map::new();
         for (n, claims) in &tb.left {
             let mut o = outputs.get(n).and_then(Value::as_object).cloned().unwrap_or_default();
@@ -296,7 +296,7 @@ fn not_checked(staging: &str, output: &str, why: &str) -> Error {
     .into()
 }
 
-fn truncate_claims(doc: &mut doc::LeaseDoc, output: &str, added: usize) {
+fn truncate_claims(doc: &mut documents::LeaseDoc, output: &str, added: usize) {
     if let Some(Value::Object(note)) = doc.outputs_mut().get_mut(output) {
         if let Some(Value::Array(a)) = note.get_mut("claimed") {
             let keep = a.len().saturating_sub(added);

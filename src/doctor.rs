@@ -224,7 +224,7 @@ impl Examiner {
                     path: d.path.clone(),
                     detail: format!(
                         "run {} was killed between removing its lease and this mark; harmless, and nothing removes it",
-                        crate::doc::short(&d.run_id)
+                        crate::documents::short(&d.run_id)
                     ),
                     task,
                     key,

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::claims::Rollback;
-use crate::doc::{self, Finished, Map, Parsed};
+use crate::documents::{self, Finished, Map, Parsed};
 use crate::error::{Refusal, RefusalKind, Result};
 use crate::fsx;
 use crate::lease::{RunLease, outside_refusal, unreadable};
@@ -76,7 +76,7 @@ impl RunLease {
             Ok(None) => return Ok(FinishedCheck::default()),
             Ok(Some(b)) => b,
         };
-        let last = match doc::parse_doc(&bytes) {
+        let last = match documents::parse_doc(&bytes) {
             Ok(Parsed::Doc(m)) if !m.is_empty() => Finished { doc: m },
             Ok(_) => return Err(unreadable(&s.task, &path, "not valid JSON")),
             Err(d) => return Err(unreadable(&s.task, &path, d)),
@@ -155,8 +155,11 @@ impl RunLease {
             if !saved && (s.owner() == Some(false) || s.tombstoned()) {
                 return Ok(Commit { lost: true, ..Commit::default() });
             }
-            let note =
-                if s.named { doc::finished_note(&st.doc, s.task.as_str(), &s.now_z()).unwrap_or(None) } else { None };
+            let note = if s.named {
+                documents::finished_note(&st.doc, s.task.as_str(), &s.now_z()).unwrap_or(None)
+            } else {
+                None
+            };
             (note, st.doc.replaces().unwrap_or_default())
         };
         s.sys.hook.at(Step::CommittedSaved);

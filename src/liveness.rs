@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::doc::{Damage, LeaseDoc};
+use crate::documents::{Damage, LeaseDoc};
 use crate::sys::{ClockSource, Now, PidProbe, Sys};
 
 /// A lease file's times.
@@ -204,7 +204,7 @@ pub fn judge(
         let recorded = doc.pid_started();
         match (recorded, &current) {
             (Some(rec), Some(cur)) if rec != &Value::String(cur.clone()) => {
-                let recorded = crate::doc::py_str(Some(rec), "None");
+                let recorded = crate::documents::py_str(Some(rec), "None");
                 return done(true, Why::PidReused { pid, recorded, current: cur.clone() }, maybe_age(now));
             }
             (Some(rec), None) if crate::pyjson::truthy(rec) => AgeBecause::TokenUnreadable,
@@ -238,7 +238,7 @@ pub fn judge(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doc::{LeaseDoc, parse_doc};
+    use crate::documents::{LeaseDoc, parse_doc};
     use crate::sys::{FakeClock, FakeProc, FakeProcs, Timing};
     use std::sync::Arc;
     use std::time::UNIX_EPOCH;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::beneath::Beneath;
-use crate::doc::{self, LeaseDoc};
+use crate::documents::{self, LeaseDoc};
 use crate::fsx;
 use crate::layout::{LeasePaths, TaskPath};
 
@@ -210,7 +210,7 @@ pub fn plan_recovery(files: &BatchFiles<'_>, dead: &LeaseDoc, named: Option<bool
         unrepaired: Vec::new(),
         refused: Vec::new(),
     };
-    let damaged = |d: doc::Damage| Unreadable { path: files.paths.lease(), why: d.to_string() };
+    let damaged = |d: documents::Damage| Unreadable { path: files.paths.lease(), why: d.to_string() };
     if finished.is_some() {
         let has_outputs = dead.0.get("outputs").is_some_and(crate::pyjson::truthy);
         if has_outputs && named != Some(false) {
@@ -252,7 +252,7 @@ pub fn plan_recovery(files: &BatchFiles<'_>, dead: &LeaseDoc, named: Option<bool
             plan.remove.push(f);
         }
     }
-    plan.unrepaired = doc::unrepaired(&notes);
+    plan.unrepaired = documents::unrepaired(&notes);
     if status.as_deref() == Some("running") {
         plan.mark_record = Some(files.record_path(&plan.run_id));
     }
@@ -280,7 +280,7 @@ mod tests {
                 busy: Duration::ZERO,
             };
             let text = std::fs::read(paths.lease()).unwrap();
-            let dead = LeaseDoc::from_parsed(doc::parse_doc(&text).unwrap());
+            let dead = LeaseDoc::from_parsed(documents::parse_doc(&text).unwrap());
             plan_recovery(&files, &dead, Some(true)).unwrap()
         };
         let p = case("dead-killed", "7d106ca76674f2a1");

@@ -270,7 +270,6 @@ mod tests {
     fn nesting_deeper_than_we_check_is_never_garbage() {
         let deep = format!("{{\"a\": {}1{}}}", "[".repeat(950), "]".repeat(950));
         assert_eq!(python_accepts(&deep), Some(true));
-        assert!(matches!(crate::doc::parse_doc(deep.as_bytes()), Err(crate::doc::Damage::Unrepresentable(_))));
     }
 
     #[test]

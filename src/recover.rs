@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::beneath::{PathRefusal, Removal};
-use crate::doc::{self, LeaseDoc, Map};
+use crate::documents::{self, LeaseDoc, Map};
 use crate::fsx;
 use crate::lease::RunLease;
 use crate::pyjson;
@@ -307,7 +307,7 @@ impl RunLease {
             let (left, refused, staging, failures) = (tb.left, tb.refused, tb.staging_left, tb.failures);
             return Err(RecoverError::InUse { left, replaces: false, note: false, refused, staging, failures });
         }
-        let unrepaired = doc::unrepaired(&dead.notes().unwrap_or_default());
+        let unrepaired = documents::unrepaired(&dead.notes().unwrap_or_default());
         let record_marked = self.mark_interrupted(&dead_id, &unrepaired);
         if record_marked {
             s.sys.hook.at(crate::sys::Step::RecordMarked);
@@ -387,8 +387,8 @@ impl RunLease {
             return false;
         }
         let who = match &s.actor {
-            Some(a) => format!("{a} (run {})", doc::short(&s.run_id)),
-            None => format!("run {}", doc::short(&s.run_id)),
+            Some(a) => format!("{a} (run {})", documents::short(&s.run_id)),
+            None => format!("run {}", documents::short(&s.run_id)),
         };
         let mut note = format!(
             "The run did not finish; {who} took over its lease at {} and removed the files it had appended.",
@@ -413,7 +413,7 @@ impl RunLease {
         if !s.named {
             return true;
         }
-        match doc::finished_note(d, s.task.as_str(), &s.now_z()) {
+        match documents::finished_note(d, s.task.as_str(), &s.now_z()) {
             Ok(None) => true,
             Ok(Some(text)) => {
                 matches!(fsx::write_atomic(&s.paths.finished(), text.as_bytes(), s.sys.timing.busy_for), Ok(true))

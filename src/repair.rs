@@ -65,7 +65,7 @@ impl RepairOutcome {
     pub fn describe(&self) -> String {
         let mut out = String::new();
         for r in &self.recovered {
-            let run = if r.run_id.is_empty() { "(no run id)".into() } else { crate::doc::short(&r.run_id) };
+            let run = if r.run_id.is_empty() { "(no run id)".into() } else { crate::documents::short(&r.run_id) };
             if r.processes_stopped > 0 {
                 out.push_str(&format!("run {run}: stopped {} process(es) of it still running\n", r.processes_stopped));
             }
@@ -176,7 +176,7 @@ pub fn execute(
                 plan.task,
                 plan.key,
                 current.state.word(),
-                now_holder.map(|h| format!(", held by run {}", crate::doc::short(&h))).unwrap_or_default(),
+                now_holder.map(|h| format!(", held by run {}", crate::documents::short(&h))).unwrap_or_default(),
                 &plan.key[..8]
             ),
         )

@@ -11,7 +11,7 @@ use std::fs;
 use std::time::Duration;
 
 use common::*;
-use ubunye::doc::{LeaseDoc, parse_doc};
+use ubunye::documents::{LeaseDoc, parse_doc};
 use ubunye::layout::{Entry, classify};
 use ubunye::liveness::{FileTimes, judge};
 

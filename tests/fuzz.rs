@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use proptest::prelude::*;
-use ubunye::doc::{LeaseDoc, Parsed, parse_doc};
+use ubunye::documents::{LeaseDoc, Parsed, parse_doc};
 use ubunye::key::PyValue;
 
 /// Print how many cases a target ran, and check it ran them all.
@@ -104,8 +104,8 @@ fn lease_note_and_record_parsers_never_panic() {
             Ok(Parsed::Doc(m)) => {
                 let d = LeaseDoc(m);
                 let _ = (d.pid(), d.notes(), d.replaces(), d.paths(), d.run_id(), d.run_short(), d.to_json(), d.kept(), d.committed());
-                let _ = ubunye::doc::finished_note(&d, "a/b/c", "t");
-                let f = ubunye::doc::Finished { doc: d.0.clone() };
+                let _ = ubunye::documents::finished_note(&d, "a/b/c", "t");
+                let f = ubunye::documents::Finished { doc: d.0.clone() };
                 let _ = (f.outputs(), f.has_outputs(), f.finished_at());
             }
             Ok(Parsed::NotADoc) => {

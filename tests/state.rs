@@ -217,7 +217,7 @@ fn a_folder_without_ubunye_is_not_a_use_case() {
 #[test]
 fn the_explain_plan_is_what_the_peer_did_next() {
     use ubunye::beneath::Beneath;
-    use ubunye::doc::{LeaseDoc, parse_doc};
+    use ubunye::documents::{LeaseDoc, parse_doc};
     use ubunye::layout::{LeasePaths, TaskPath};
     use ubunye::plan::{BatchFiles, plan_recovery};
     let pairs = [

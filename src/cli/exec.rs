@@ -116,13 +116,13 @@ fn describe(e: &Event, run_id: &str) -> Option<String> {
             if r.finished {
                 format!(
                     "run {} had finished ({what} was left behind); its commit was completed: {} replaced file(s) removed.",
-                    crate::doc::short(&r.run_id),
+                    crate::documents::short(&r.run_id),
                     r.removed.len()
                 )
             } else {
                 let mut s = format!(
                     "run {} died before it finished; took over {what} and removed {} file(s) it had appended.",
-                    if r.run_id.is_empty() { "?".to_string() } else { crate::doc::short(&r.run_id) },
+                    if r.run_id.is_empty() { "?".to_string() } else { crate::documents::short(&r.run_id) },
                     r.removed.len()
                 );
                 if !r.unrepaired.is_empty() {
@@ -219,7 +219,7 @@ pub fn run(a: &ExecArgs) -> i32 {
     match exec::run(&spec, Sys::real(), &mut on_event) {
         Ok(ExecEnd::Done { run_id, key, commit, kept }) => {
             if !quiet {
-                let mut line = format!("{} {} done (run {})", spec.task, key, crate::doc::short(&run_id));
+                let mut line = format!("{} {} done (run {})", spec.task, key, crate::documents::short(&run_id));
                 if !landed.is_empty() {
                     line.push_str(&format!(": {}", landed.join(", ")));
                 }

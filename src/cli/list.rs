@@ -116,7 +116,7 @@ impl Row {
                 format!("{g} {}", self.state.word()),
                 self.task.clone(),
                 self.variables.as_ref().map(state::variables_text).unwrap_or_else(|| self.key.clone()),
-                self.run_id.as_deref().map(crate::doc::short).unwrap_or_default().to_string(),
+                self.run_id.as_deref().map(crate::documents::short).unwrap_or_default().to_string(),
                 who,
                 format!("{age}{stalled}"),
                 if self.has_lease { self.claims.to_string() } else { String::new() },

@@ -161,7 +161,7 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
                 r.started_at.clone().unwrap_or_default(),
                 status,
                 task.clone(),
-                crate::doc::short(&r.run_id).to_string(),
+                crate::documents::short(&r.run_id).to_string(),
                 vars,
                 secs,
                 match &r.damaged {

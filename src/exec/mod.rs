@@ -358,7 +358,7 @@ pub(crate) fn not_started_text(spec: &ExecSpec, e: &std::io::Error) -> String {
 fn lost_text(spec: &ExecSpec) -> String {
     format!(
         "Run {} lost its lease on {} to another run (it was judged dead). That run takes back what this one appended and writes the batch itself: check its record before running the batch again.",
-        crate::doc::short(&spec.run_id),
+        crate::documents::short(&spec.run_id),
         spec.task
     )
 }

@@ -51,7 +51,7 @@ fn lost(lease: &RunLease, output: &str) -> Error {
         RefusalKind::Lost,
         format!(
             "Run {} no longer holds the lease on {}; its overwrite of {output} is not published.",
-            crate::doc::short(lease.run_id()),
+            crate::documents::short(lease.run_id()),
             lease.task(),
         ),
     )

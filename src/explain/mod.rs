@@ -175,7 +175,7 @@ impl Seen<'_> {
 
 fn plan_steps(p: &RecoveryPlan, paths: &LeasePaths, settle: bool, seen: &Seen<'_>) -> Vec<String> {
     let mut steps = Vec::new();
-    let run = if p.run_id.is_empty() { "(no run id)".to_string() } else { crate::doc::short(&p.run_id) };
+    let run = if p.run_id.is_empty() { "(no run id)".to_string() } else { crate::documents::short(&p.run_id) };
     if settle {
         steps.push(format!("rename its lease aside, hold the batch, and wait 3 s for run {run} to show it is alive (a live run that writes its lease again is left alone)"));
         steps.push(format!(
@@ -421,7 +421,7 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
 
 /// `run 1a2b3c4d`, or what stands for a run that named no id.
 pub(crate) fn run_text(run_id: &str) -> String {
-    if run_id.is_empty() { "(no run id: an empty lease)".into() } else { crate::doc::short(run_id) }
+    if run_id.is_empty() { "(no run id: an empty lease)".into() } else { crate::documents::short(run_id) }
 }
 
 /// What a new run of a finished batch does.

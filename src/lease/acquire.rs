@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::write::in_place_ok;
 use super::{Acquired, LeaseSpec, RunLease, Shared, State, lock, outside_refusal, unreadable};
 use crate::beneath::Beneath;
-use crate::doc::{self, LeaseDoc};
+use crate::documents::{self, LeaseDoc};
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::fsx;
 use crate::key;
@@ -127,7 +127,7 @@ impl RunLease {
             let held = match fsx::read_patient(&path, s.busy()) {
                 Err(e) => return Err(unreadable(&s.task, &path, e)),
                 Ok(None) => continue,
-                Ok(Some(b)) => match doc::parse_doc(&b) {
+                Ok(Some(b)) => match documents::parse_doc(&b) {
                     Ok(p) => LeaseDoc::from_parsed(p),
                     Err(d) => return Err(unreadable(&s.task, &path, d)),
                 },
@@ -155,7 +155,7 @@ impl RunLease {
                     return Err(unreadable(&s.task, &stale, e));
                 }
             };
-            let mut taken = match doc::parse_doc(&text) {
+            let mut taken = match documents::parse_doc(&text) {
                 Ok(p) => LeaseDoc::from_parsed(p),
                 Err(d) => {
                     self.put_back(&stale);
@@ -195,7 +195,7 @@ impl RunLease {
                     format!(
                         "The lease on {} changed hands while run {} was taking it over. Nothing was taken back.",
                         s.task,
-                        doc::short(&s.run_id)
+                        documents::short(&s.run_id)
                     ),
                 )
                 .with("Lease", path.display())
@@ -260,14 +260,14 @@ impl RunLease {
                 // Hand the lease back to the dead run with what is left, and refuse:
                 // a forgotten claim would let its batch land twice.
                 if replaces {
-                    let mut m = doc::Map::new();
+                    let mut m = documents::Map::new();
                     for (n, files) in &left {
                         m.insert(n.clone(), files.iter().cloned().map(serde_json::Value::String).collect());
                     }
                     taken.set("replaces", serde_json::Value::Object(m));
                 } else {
                     let old = taken.0.get("outputs").and_then(|v| v.as_object()).cloned().unwrap_or_default();
-                    let mut m = doc::Map::new();
+                    let mut m = documents::Map::new();
                     for (n, files) in &left {
                         let mut o = old.get(n).and_then(|v| v.as_object()).cloned().unwrap_or_default();
                         o.insert("claimed".into(), files.iter().cloned().map(serde_json::Value::String).collect());
@@ -382,7 +382,7 @@ impl RunLease {
                 Ok(None) => continue,
                 Ok(Some(b)) => b,
             };
-            let mut dead = match doc::parse_doc(&bytes) {
+            let mut dead = match documents::parse_doc(&bytes) {
                 Ok(p) => LeaseDoc::from_parsed(p),
                 Err(d) => {
                     return Err(AdoptError::Recover(RecoverError::Unreadable { path: orphan, why: d.to_string() }));

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::beneath::Beneath;
-use crate::doc::{self, LeaseDoc, Parsed};
+use crate::documents::{self, LeaseDoc, Parsed};
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::fsx;
 use crate::key::Variables;
@@ -191,7 +191,7 @@ impl Shared {
     pub(crate) fn read_current(&self) -> Option<LeaseDoc> {
         match fsx::read_patient(&self.lease_path(), self.busy()) {
             Ok(None) => None,
-            Ok(Some(b)) => Some(doc::parse_doc(&b).map(LeaseDoc::from_parsed).unwrap_or_default()),
+            Ok(Some(b)) => Some(documents::parse_doc(&b).map(LeaseDoc::from_parsed).unwrap_or_default()),
             Err(_) => Some(LeaseDoc::default()),
         }
     }
@@ -246,7 +246,7 @@ impl Shared {
             RefusalKind::Lost,
             format!(
                 "Run {} no longer holds the lease on {} (or could not record in it); it stops before writing more.",
-                doc::short(&self.run_id),
+                documents::short(&self.run_id),
                 self.task
             ),
         )
@@ -330,7 +330,7 @@ pub(crate) fn owner_of(bytes: &[u8], run_id: &str) -> Option<bool> {
             }
         }
     }
-    match doc::parse_doc(bytes) {
+    match documents::parse_doc(bytes) {
         Ok(Parsed::Doc(m)) if !m.is_empty() => Some(LeaseDoc(m).is_run(run_id)),
         _ => None,
     }
@@ -391,7 +391,7 @@ impl RunLease {
         }
         Some(format!(
             "Run {} lost its lease on {} to another run (it was judged dead). That run takes back what this one appended and writes the batch itself: check its record before running the batch again.",
-            doc::short(&self.s.run_id),
+            documents::short(&self.s.run_id),
             self.s.task
         ))
     }

@@ -249,7 +249,7 @@ fn classify_ended(b: &mut Batch, latest: Option<usize>) {
             };
             b.note.push_str(&format!(
                 "; a later run {} {how}{} (the finished batch stands)",
-                crate::doc::short(&r.run_id),
+                crate::documents::short(&r.run_id),
                 r.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
             ));
         }
@@ -305,7 +305,7 @@ fn ended_without_a_status(b: &mut Batch) {
         b.run_id = Some(d.run_id.clone()).filter(|r| !r.is_empty());
         b.note = format!(
             "its run {} committed (its done mark is there) and left no note: the batch is not named, or predates notes",
-            crate::doc::short(&d.run_id)
+            crate::documents::short(&d.run_id)
         );
         return;
     }
@@ -319,7 +319,7 @@ fn ended_without_a_status(b: &mut Batch) {
         if t.run_id.is_empty() {
             format!("an empty lease (no run named) was taken over and {since}")
         } else {
-            format!("run {} was taken over and {since}", crate::doc::short(&t.run_id))
+            format!("run {} was taken over and {since}", crate::documents::short(&t.run_id))
         }
     } else if let Some(r) = b.records.first() {
         format!(

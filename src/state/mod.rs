@@ -17,7 +17,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::doc::LeaseDoc;
+use crate::documents::LeaseDoc;
 use crate::liveness::{FileTimes, Judgement};
 use crate::sys::Now;
 

@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use super::*;
-use crate::doc::{self, LeaseDoc, Parsed};
+use crate::documents::{self, LeaseDoc, Parsed};
 use crate::layout::{self, Entry};
 use crate::liveness;
 use crate::sys::{Now, Sys};
@@ -148,7 +148,7 @@ fn read_lease(
 ) -> Result<LeaseInfo, UnreadableFile> {
     let unreadable = |why: String| UnreadableFile::new(path, why);
     let bytes = crate::fsx::read_regular(path).map_err(|e| unreadable(e.to_string()))?;
-    let parsed = doc::parse_doc(&bytes).map_err(|d| unreadable(d.to_string()))?;
+    let parsed = documents::parse_doc(&bytes).map_err(|d| unreadable(d.to_string()))?;
     let doc = LeaseDoc::from_parsed(parsed);
     let notes = doc.notes().map_err(|d| unreadable(d.to_string()))?;
     let replaces = doc.replaces().map_err(|d| unreadable(d.to_string()))?;
@@ -211,7 +211,7 @@ fn read_lease(
 fn read_note(path: &Path) -> Result<FinishedInfo, UnreadableFile> {
     let unreadable = |why: String| UnreadableFile::new(path, why);
     let bytes = crate::fsx::read_regular(path).map_err(|e| unreadable(e.to_string()))?;
-    let m = match doc::parse_doc(&bytes).map_err(|d| unreadable(d.to_string()))? {
+    let m = match documents::parse_doc(&bytes).map_err(|d| unreadable(d.to_string()))? {
         Parsed::Doc(m) if !m.is_empty() => m,
         _ => {
             return Err(unreadable(
@@ -219,7 +219,7 @@ fn read_note(path: &Path) -> Result<FinishedInfo, UnreadableFile> {
             ));
         }
     };
-    let f = doc::Finished { doc: m };
+    let f = documents::Finished { doc: m };
     let outputs = f.outputs().map_err(|d| unreadable(d.to_string()))?;
     Ok(FinishedInfo {
         path: path.to_path_buf(),

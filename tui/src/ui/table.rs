@@ -50,7 +50,7 @@ fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
             .clamp(min, cap)
     };
     let vars = |b: &Batch, v: Option<&str>| v.map(str::to_string).unwrap_or_else(|| b.key.clone());
-    let run = |b: &Batch, _: Option<&str>| b.run_id.as_deref().map(ubunye::doc::short).unwrap_or_default();
+    let run = |b: &Batch, _: Option<&str>| b.run_id.as_deref().map(ubunye::documents::short).unwrap_or_default();
     let task = |b: &Batch, _: Option<&str>| b.task.clone();
     let state_w =
         2 + visible.iter().filter_map(|&i| batches.get(i)).map(|b| b.state.word().len()).max().unwrap_or(5).max(5);

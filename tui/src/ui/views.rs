@@ -99,7 +99,7 @@ pub(super) fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
             Cell::from(started),
             Cell::from(Span::styled(fit(&status, 11), style)),
             Cell::from(fit(&b.task, task_w)),
-            Cell::from(ubunye::doc::short(&r.run_id)),
+            Cell::from(ubunye::documents::short(&r.run_id)),
             Cell::from(fit(&vars, vars_w)),
             Cell::from(secs),
             Cell::from(fit(r.error.as_deref().unwrap_or(""), err_w)),

@@ -444,6 +444,13 @@ mod tests {
     }
 
     #[test]
+    fn nesting_deeper_than_we_check_is_damage_not_garbage() {
+        // Python accepts it (see pyparse's test); serde_json cannot hold it.
+        let deep = format!("{{\"a\": {}1{}}}", "[".repeat(950), "]".repeat(950));
+        assert!(matches!(parse_doc(deep.as_bytes()), Err(Damage::Unrepresentable(_))));
+    }
+
+    #[test]
     fn new_lease_is_the_peer_layout() {
         let d = LeaseDoc::new(
             "r1",
