@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ubunye::key::cli_variables;
 use ubunye::layout::TaskPath;
+use ubunye::vars::cli_variables;
 use ubunye::{LeaseSpec, RunLease, Sys};
 
 /// Trees of finished runs, removed after all runs: removing thousands of files

@@ -1,5 +1,5 @@
-//! The batch key of ubunye-engine 0.8.0 (the variables the CLI builds are in
-//! `vars.rs`, re-exported here).
+//! The batch key of ubunye-engine 0.8.0, from a task and its variables
+//! ([`crate::vars`]).
 //!
 //! Python reference (`ubunye.core.runs.batch_key`):
 //! `sha256(utf8(json.dumps({"task": task_path, "variables": {k: v for k, v in
@@ -8,107 +8,10 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::pyjson::{float_repr, float_value, int_parts, is_int_literal, write_str};
-pub use crate::vars::{VarError, cli_variables, variables_from_json};
-
-/// A value as the Python API can hold it (the key canonicaliser's input).
-#[derive(Clone, Debug, PartialEq)]
-pub enum PyValue {
-    /// `None`.
-    None,
-    /// `True` / `False`.
-    Bool(bool),
-    /// An `int`, as exact decimal text with an optional leading `-`.
-    Int(String),
-    /// A `float` (NaN and infinities included).
-    Float(f64),
-    /// A `str`, or anything `json.dumps(default=str)` turns into one.
-    Str(String),
-    /// A `list` or `tuple`.
-    List(Vec<PyValue>),
-    /// A `dict`, in insertion order. Keys may be non-strings (Python API only).
-    Dict(Vec<(PyValue, PyValue)>),
-}
-
-impl PyValue {
-    /// The value `json.loads` gives for a JSON value: numbers without `.`, `e` or
-    /// `E` are ints, other numbers floats.
-    pub fn from_json(v: &Value) -> PyValue {
-        match v {
-            Value::Null => PyValue::None,
-            Value::Bool(b) => PyValue::Bool(*b),
-            Value::Number(n) => number_from_literal(n.as_str()),
-            Value::String(s) => PyValue::Str(s.clone()),
-            Value::Array(items) => PyValue::List(items.iter().map(PyValue::from_json).collect()),
-            Value::Object(map) => {
-                PyValue::Dict(map.iter().map(|(k, v)| (PyValue::Str(k.clone()), PyValue::from_json(v))).collect())
-            }
-        }
-    }
-
-    /// The value as JSON, or `None` if JSON cannot hold it (NaN or infinite
-    /// floats, non-string dict keys, malformed int text).
-    pub fn to_json(&self) -> Option<Value> {
-        Some(match self {
-            PyValue::None => Value::Null,
-            PyValue::Bool(b) => Value::Bool(*b),
-            PyValue::Int(text) => {
-                let (neg, digits) = int_parts(text)?;
-                let text = if neg { format!("-{digits}") } else { digits.to_owned() };
-                Value::Number(serde_json::from_str(&text).ok()?)
-            }
-            PyValue::Float(x) => {
-                if !x.is_finite() {
-                    return None;
-                }
-                float_value(*x)
-            }
-            PyValue::Str(s) => Value::String(s.clone()),
-            PyValue::List(items) => Value::Array(items.iter().map(PyValue::to_json).collect::<Option<_>>()?),
-            PyValue::Dict(entries) => {
-                let mut map = serde_json::Map::new();
-                for (k, v) in entries {
-                    let PyValue::Str(k) = k else { return None };
-                    map.insert(k.clone(), v.to_json()?);
-                }
-                Value::Object(map)
-            }
-        })
-    }
-
-    /// Python's `type(v).__name__`.
-    fn type_name(&self) -> &'static str {
-        match self {
-            PyValue::None => "NoneType",
-            PyValue::Bool(_) => "bool",
-            PyValue::Int(_) => "int",
-            PyValue::Float(_) => "float",
-            PyValue::Str(_) => "str",
-            PyValue::List(_) => "list",
-            PyValue::Dict(_) => "dict",
-        }
-    }
-}
-
-fn number_from_literal(raw: &str) -> PyValue {
-    if is_int_literal(raw) {
-        match int_parts(raw) {
-            Some((neg, digits)) => PyValue::Int(if neg { format!("-{digits}") } else { digits.to_owned() }),
-            None => PyValue::Str(raw.to_owned()),
-        }
-    } else {
-        match raw.parse::<f64>() {
-            Ok(x) => PyValue::Float(x),
-            Err(_) => PyValue::Str(raw.to_owned()),
-        }
-    }
-}
-
-/// The variables of a run, in insertion order (the order does not change the key).
-pub type Variables = Vec<(String, PyValue)>;
+use crate::pyjson::{float_repr, int_parts, write_str};
+use crate::vars::{PyValue, Variables};
 
 /// Why a batch key cannot be computed (Python's `batch_key` raises).
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -411,6 +314,7 @@ fn sorted_entries(entries: &[(PyValue, PyValue)]) -> Result<Vec<(&PyValue, &PyVa
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vars::cli_variables;
 
     fn s(v: &str) -> PyValue {
         PyValue::Str(v.to_owned())
@@ -420,99 +324,19 @@ mod tests {
         PyValue::Int(v.to_owned())
     }
 
-    fn items(list: &[&str]) -> Vec<String> {
-        list.iter().map(|v| (*v).to_owned()).collect()
-    }
-
-    fn cli(dt: Option<&str>, dtf: Option<&str>, vars: &[&str]) -> Result<Variables, VarError> {
-        cli_variables(dt, dtf, "DEV", &items(vars))
-    }
-
-    #[test]
-    fn var_errors() {
-        let cases: &[(&[&str], VarError)] = &[
-            (&["region"], VarError::NotKeyValue { item: "region".into() }),
-            (&["ok=1", ""], VarError::NotKeyValue { item: "".into() }),
-            (&["=x"], VarError::EmptyName { item: "=x".into() }),
-            (&["  =x"], VarError::EmptyName { item: "  =x".into() }),
-            (&["\u{1f}=x"], VarError::EmptyName { item: "\u{1f}=x".into() }),
-            (&["1x=a"], VarError::NotIdentifier { item: "1x=a".into(), name: "1x".into() }),
-            (&["a-b=c"], VarError::NotIdentifier { item: "a-b=c".into(), name: "a-b".into() }),
-            (&["a\u{200d}b=c"], VarError::NotIdentifier { item: "a\u{200d}b=c".into(), name: "a\u{200d}b".into() }),
-            (&["a b=c"], VarError::NotIdentifier { item: "a b=c".into(), name: "a b".into() }),
-            (&["env=prod"], VarError::Reserved { item: "env=prod".into(), name: "env".into() }),
-            (&["task_dir=/x"], VarError::Reserved { item: "task_dir=/x".into(), name: "task_dir".into() }),
-            (&[" env =prod"], VarError::Reserved { item: " env =prod".into(), name: "env".into() }),
-            (&["mode=PROD"], VarError::Mode { item: "mode=PROD".into() }),
-        ];
-        for (vars, want) in cases {
-            assert_eq!(cli(None, None, vars).as_ref(), Err(want), "--var {vars:?}");
-        }
-    }
-
-    #[test]
-    fn var_error_messages() {
-        let err = cli(None, None, &["region"]).expect_err("no '='");
-        assert_eq!(err.to_string(), "--var expects key=value, got 'region'. Example: --var region=gauteng");
-        let err = cli(None, None, &["mode=PROD"]).expect_err("mode");
-        assert!(err.to_string().contains("set mode with -m/--mode, not --var"));
-        let err = cli(Some("a"), None, &["dt=b"]).expect_err("dt twice");
-        assert_eq!(err.to_string(), "'dt' is given twice with different values ('a' and 'b'); pass one");
-    }
-
-    #[test]
-    fn dt_and_dtf_given_twice() {
-        assert_eq!(
-            cli(Some("a"), None, &["dt=b"]),
-            Err(VarError::GivenTwice { name: "dt".into(), flag: "a".into(), var: "b".into() })
-        );
-        assert_eq!(
-            cli(None, Some("%Y"), &["dtf=%d"]),
-            Err(VarError::GivenTwice { name: "dtf".into(), flag: "%Y".into(), var: "%d".into() })
-        );
-        assert_eq!(
-            cli(Some(""), None, &["dt=x"]),
-            Err(VarError::GivenTwice { name: "dt".into(), flag: "".into(), var: "x".into() })
-        );
-        // The same value twice is fine, and so is a later --var that settles it.
-        let want =
-            vec![("dt".to_owned(), s("2025-01-01")), ("dtf".to_owned(), PyValue::None), ("mode".to_owned(), s("DEV"))];
-        assert_eq!(cli(Some("2025-01-01"), None, &["dt=2025-01-01"]), Ok(want.clone()));
-        assert_eq!(cli(Some("2025-01-01"), None, &["dt=x", "dt=2025-01-01"]), Ok(want.clone()));
-        assert_eq!(cli(None, None, &["dt=2025-01-01"]), Ok(want));
-    }
-
-    #[test]
-    fn var_values() {
-        let got =
-            cli(None, None, &[" region =Gauteng ", "note=a=b c", "empty=", "région=x", "_u=1"]).expect("valid vars");
-        assert_eq!(
-            got,
-            vec![
-                ("dt".to_owned(), PyValue::None),
-                ("dtf".to_owned(), PyValue::None),
-                ("mode".to_owned(), s("DEV")),
-                ("region".to_owned(), s("Gauteng ")),
-                ("note".to_owned(), s("a=b c")),
-                ("empty".to_owned(), s("")),
-                ("région".to_owned(), s("x")),
-                ("_u".to_owned(), s("1")),
-            ]
-        );
-        // A repeated name keeps its first place and its last value.
-        let got = cli(None, None, &["a=1", "b=2", "a=3"]).expect("valid vars");
-        assert_eq!(&got[3..], &[("a".to_owned(), s("3")), ("b".to_owned(), s("2"))]);
+    fn cli(dt: Option<&str>, dtf: Option<&str>) -> Variables {
+        cli_variables(dt, dtf, "DEV", &[]).expect("valid")
     }
 
     #[test]
     fn cli_keys() {
-        let vars = cli(Some("2025-01-01"), None, &[]).expect("valid");
+        let vars = cli(Some("2025-01-01"), None);
         assert_eq!(
             canonical_text("demo/sales/ingest", &vars),
             Ok(r#"{"task": "demo/sales/ingest", "variables": {"dt": "2025-01-01", "mode": "DEV"}}"#.to_owned())
         );
         assert_eq!(batch_key("demo/sales/ingest", &vars), Ok("39bc42311894ddba".to_owned()));
-        let vars = cli(None, None, &[]).expect("valid");
+        let vars = cli(None, None);
         assert_eq!(batch_key("demo/sales/ingest", &vars), Ok("e28288cfb0ec7f09".to_owned()));
         assert!(!names_a_batch(&vars));
     }
@@ -583,51 +407,5 @@ mod tests {
             let shown = format!("{entries:?}");
             assert_eq!(text(entries), want.map(str::to_owned), "{shown}");
         }
-    }
-
-    #[test]
-    fn json_round_trip() {
-        let v: Value =
-            serde_json::from_str(r#"{"a": [1, 1.50, -0, 1e400, null, true, "x"], "b": {}}"#).expect("test JSON parses");
-        let py = PyValue::from_json(&v);
-        assert_eq!(
-            py,
-            PyValue::Dict(vec![
-                (
-                    s("a"),
-                    PyValue::List(vec![
-                        int("1"),
-                        PyValue::Float(1.5),
-                        int("0"),
-                        PyValue::Float(f64::INFINITY),
-                        PyValue::None,
-                        PyValue::Bool(true),
-                        s("x"),
-                    ])
-                ),
-                (s("b"), PyValue::Dict(vec![])),
-            ])
-        );
-        assert_eq!(py.to_json(), None, "infinity is not JSON");
-        let ok = PyValue::List(vec![
-            int("18446744073709551617"),
-            PyValue::Float(1.0),
-            PyValue::Dict(vec![(s("k"), PyValue::None)]),
-        ]);
-        let json = ok.to_json().expect("JSON-expressible");
-        assert_eq!(
-            crate::pyjson::dumps(&json, crate::pyjson::Style::COMPACT),
-            r#"[18446744073709551617, 1.0, {"k": null}]"#
-        );
-        assert_eq!(PyValue::Dict(vec![(int("1"), int("2"))]).to_json(), None);
-        assert_eq!(PyValue::Float(f64::NAN).to_json(), None);
-    }
-
-    #[test]
-    fn variables_from_json_needs_an_object() {
-        let v: Value = serde_json::from_str(r#"{"dt": "2025-01-01", "n": 13}"#).expect("parses");
-        assert_eq!(variables_from_json(&v), Ok(vec![("dt".to_owned(), s("2025-01-01")), ("n".to_owned(), int("13"))]));
-        assert_eq!(variables_from_json(&Value::Null), Err(VarError::NotAnObject { found: "null" }));
-        assert_eq!(variables_from_json(&serde_json::json!([1])), Err(VarError::NotAnObject { found: "a list" }));
     }
 }

@@ -64,8 +64,8 @@ use std::time::SystemTime;
 
 use serde_json::{Map, Value};
 
-use crate::key::Variables;
 use crate::layout::TaskPath;
+use crate::vars::Variables;
 use crate::{fsx, pyjson, secrets, timefmt};
 
 /// The variables as a record holds them: `None`s dropped, secret-looking names
@@ -73,10 +73,10 @@ use crate::{fsx, pyjson, secrets, timefmt};
 pub fn redact_variables(vars: &Variables) -> Map<String, Value> {
     let mut out = Map::new();
     for (k, v) in vars {
-        if matches!(v, crate::key::PyValue::None) {
+        if matches!(v, crate::vars::PyValue::None) {
             continue;
         }
-        let empty = matches!(v, crate::key::PyValue::Str(s) if s.is_empty());
+        let empty = matches!(v, crate::vars::PyValue::Str(s) if s.is_empty());
         let value = if secrets::looks_secret(k) && !empty {
             Value::String(secrets::REDACTED.into())
         } else {

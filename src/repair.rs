@@ -186,7 +186,7 @@ pub fn execute(
     let named = current
         .variables
         .as_ref()
-        .and_then(|v| crate::key::variables_from_json(&serde_json::Value::Object(v.clone())).ok())
+        .and_then(|v| crate::vars::variables_from_json(&serde_json::Value::Object(v.clone())).ok())
         .map(|v| crate::key::names_a_batch(&v));
     let spec = LeaseSpec {
         usecase_dir: uc.to_path_buf(),

@@ -257,7 +257,7 @@ fn an_unnamed_batch_is_never_refused_and_leaves_no_note() {
         LeaseSpec::new(
             d.path(),
             task(),
-            ubunye::key::cli_variables(None, None, "DEV", &[]).unwrap(),
+            ubunye::vars::cli_variables(None, None, "DEV", &[]).unwrap(),
             uuid::Uuid::new_v4().to_string(),
         )
     };

@@ -10,9 +10,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use ubunye::exec::{self, Lineage};
-use ubunye::key::cli_variables;
 use ubunye::layout::TaskPath;
 use ubunye::sys::{Hook, Step};
+use ubunye::vars::cli_variables;
 
 /// Not a test: the driver, when this binary re-executes itself.
 /// args: <uc> <script> [<step>] ; exits 0 done, 1 refused, 3 failed.

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use proptest::prelude::*;
 use ubunye::documents::{LeaseDoc, Parsed, parse_doc};
-use ubunye::key::PyValue;
+use ubunye::vars::PyValue;
 
 /// Print how many cases a target ran, and check it ran them all.
 fn report(target: &str, ran: &AtomicU64, wanted: u32) {
@@ -129,7 +129,7 @@ fn the_key_canonicaliser_never_panics() {
     let ran = AtomicU64::new(0);
     proptest!(config(cases()), |(vars in prop::collection::vec((".{0,8}", py_value()), 0..6))| {
         ran.fetch_add(1, Ordering::Relaxed);
-        let vars: ubunye::key::Variables = vars;
+        let vars: ubunye::vars::Variables = vars;
         // Refusing a value (Err) is fine; a key made must look like one.
         if let Ok(text) = ubunye::key::canonical_text("demo/sales/ingest", &vars) {
             let prefix = "{\"task\": \"demo/sales/ingest\", \"variables\": {";

@@ -2,7 +2,8 @@
 //! (`fixtures/peer/batch_key_vectors.json`).
 
 use serde_json::Value;
-use ubunye::key::{PyValue, Variables, batch_key, canonical_text, cli_variables, names_a_batch};
+use ubunye::key::{batch_key, canonical_text, names_a_batch};
+use ubunye::vars::{PyValue, Variables, cli_variables};
 
 fn load() -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/peer/batch_key_vectors.json");

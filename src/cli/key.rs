@@ -25,8 +25,9 @@ pub struct VarArgs {
 
 impl VarArgs {
     /// The variables, as the peer's `build_variables`.
-    pub fn variables(&self) -> Result<key::Variables, String> {
-        key::cli_variables(self.dt.as_deref(), self.dtf.as_deref(), &self.mode, &self.vars).map_err(|e| e.to_string())
+    pub fn variables(&self) -> Result<crate::vars::Variables, String> {
+        crate::vars::cli_variables(self.dt.as_deref(), self.dtf.as_deref(), &self.mode, &self.vars)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -64,7 +65,7 @@ pub fn run(a: &KeyArgs) -> i32 {
     };
     let vars = match &a.vars_json {
         Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
-            Ok(v) => key::variables_from_json(&v).map_err(|e| e.to_string()),
+            Ok(v) => crate::vars::variables_from_json(&v).map_err(|e| e.to_string()),
             Err(e) => Err(format!("--vars-json is not JSON: {e}")),
         },
         None => a.vars.variables(),

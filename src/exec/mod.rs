@@ -25,12 +25,13 @@ use serde::Serialize;
 
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::finished::{Commit, Ended};
-use crate::key::{self, PyValue, Variables};
+use crate::key;
 use crate::layout::TaskPath;
 use crate::lease::{self, LeaseSpec, RunLease};
 use crate::lineage::{RecordSpec, RunRecord};
 use crate::recover::Recovery;
 use crate::sys::Sys;
+use crate::vars::{PyValue, Variables};
 use child::ChildEnd;
 use outputs::Swap;
 use publish::Prepared;

@@ -9,8 +9,8 @@ use super::child::Unstartable;
 use super::{ExecSpec, Lineage, Output, child};
 use crate::beneath::{is_staging_name, normpath, realpath_lenient};
 use crate::error::Error;
-use crate::key::{PyValue, Variables};
 use crate::layout::TaskPath;
+use crate::vars::{PyValue, Variables};
 
 /// The environment name for an output or a variable: upper case, anything not
 /// alphanumeric as `_`.

@@ -281,7 +281,7 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
     let dflag = format!(" -d {}", uc_arg.display());
     let task = TaskPath::parse(&batch.task).ok();
     let named = batch.variables.as_ref().map(|v| {
-        crate::key::variables_from_json(&serde_json::Value::Object(v.clone()))
+        crate::vars::variables_from_json(&serde_json::Value::Object(v.clone()))
             .map(|v| crate::key::names_a_batch(&v))
             .unwrap_or(true)
     });

@@ -17,11 +17,11 @@ use crate::beneath::Beneath;
 use crate::documents::{self, LeaseDoc, Parsed};
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::fsx;
-use crate::key::Variables;
 use crate::layout::{LeasePaths, TaskPath};
 use crate::recover::Recovery;
 use crate::sys::{Step, Sys};
 use crate::timefmt;
+use crate::vars::Variables;
 
 mod acquire;
 mod write;

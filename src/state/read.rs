@@ -328,7 +328,7 @@ pub(super) fn record_key(task: &str, vars: &serde_json::Map<String, Value>) -> O
     if vars.values().any(|v| v == crate::secrets::REDACTED) {
         return None;
     }
-    let v = crate::key::variables_from_json(&Value::Object(vars.clone())).ok()?;
+    let v = crate::vars::variables_from_json(&Value::Object(vars.clone())).ok()?;
     crate::key::batch_key(task, &v).ok()
 }
 

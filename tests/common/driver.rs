@@ -15,9 +15,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use ubunye::append::StagedAppend;
-use ubunye::key::cli_variables;
 use ubunye::layout::TaskPath;
 use ubunye::sys::{Hook, Step};
+use ubunye::vars::cli_variables;
 use ubunye::{LeaseSpec, RunLease, Sys};
 
 fn step_named(s: &str) -> Option<Step> {

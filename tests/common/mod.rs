@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ubunye::key::{Variables, cli_variables};
 use ubunye::layout::TaskPath;
 use ubunye::sys::{FakeClock, FakeProcs, Hook, Sys, Timing};
+use ubunye::vars::{Variables, cli_variables};
 
 pub const FIXTURE_HOST: &str = "vm|pid:[4026531836]";
 

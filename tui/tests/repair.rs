@@ -14,7 +14,7 @@ use common::*;
 /// library, as that next run.
 fn next_run_appends(uc: &Path, dt: &str) {
     use ubunye::layout::TaskPath;
-    let vars = ubunye::key::cli_variables(Some(dt), None, "DEV", &[]).unwrap();
+    let vars = ubunye::vars::cli_variables(Some(dt), None, "DEV", &[]).unwrap();
     let spec = ubunye::LeaseSpec::new(uc, TaskPath::parse("demo/sales/ingest").unwrap(), vars, uuid_like());
     let (lease, _) = ubunye::RunLease::acquire(spec, ubunye::Sys::real()).unwrap();
     lease.check_finished(&["events".into()], false).unwrap();

@@ -19,10 +19,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ubunye::append::StagedAppend;
-use ubunye::key::{Variables, cli_variables};
 use ubunye::layout::{TaskPath, lineage_root};
 use ubunye::lineage::{RecordSpec, RunRecord};
 use ubunye::sys::{Hook, Step};
+use ubunye::vars::{Variables, cli_variables};
 use ubunye::{LeaseSpec, RunLease, Sys};
 
 /// The environment variable that makes this binary an actor.

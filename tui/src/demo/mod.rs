@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use ubunye::cli::print::{errln, outln};
 use ubunye::cli::{DemoArgs, DirArg, TopArgs};
-use ubunye::key::{batch_key, cli_variables};
+use ubunye::key::batch_key;
 use ubunye::state::{self, ScanOptions, State};
 use ubunye::sys::Sys;
+use ubunye::vars::cli_variables;
 
 use children::Live;
 

@@ -35,6 +35,6 @@ pub(super) fn record_key(task: &str, r: &RecordInfo) -> Option<String> {
     if vars.values().any(|v| v == ubunye::secrets::REDACTED) {
         return None;
     }
-    let v = ubunye::key::variables_from_json(&serde_json::Value::Object(vars.clone())).ok()?;
+    let v = ubunye::vars::variables_from_json(&serde_json::Value::Object(vars.clone())).ok()?;
     ubunye::key::batch_key(task, &v).ok()
 }

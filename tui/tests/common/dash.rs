@@ -64,7 +64,7 @@ pub fn failed_run() -> (tempfile::TempDir, App) {
     let (mut sys, _) = sys_at(now);
     sys.host = "vm|pid:[4026531836]".into();
     let task = ubunye::layout::TaskPath::parse("demo/sales/ingest").unwrap();
-    let vars = ubunye::key::cli_variables(Some("2025-01-03"), None, "DEV", &[]).unwrap();
+    let vars = ubunye::vars::cli_variables(Some("2025-01-03"), None, "DEV", &[]).unwrap();
     let run = "0f1e2d3c-0000-4000-8000-000000000001".to_string();
     let spec = ubunye::LeaseSpec::new(&uc, task.clone(), vars.clone(), run.clone());
     let (lease, _) = ubunye::RunLease::acquire(spec, sys.clone()).unwrap();

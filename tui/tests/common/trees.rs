@@ -16,7 +16,7 @@ pub const TASK: &str = "demo/sales/ingest";
 
 /// The batch key of the fixtures' task for `dt`, as both engines make it.
 pub fn key_of(dt: &str) -> String {
-    let v = ubunye::key::cli_variables(Some(dt), None, "DEV", &[]).unwrap();
+    let v = ubunye::vars::cli_variables(Some(dt), None, "DEV", &[]).unwrap();
     ubunye::key::batch_key(TASK, &v).unwrap()
 }
 
