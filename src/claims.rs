@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::beneath::{FileId, FolderId, PathRefusal, is_staging_name};
+use crate::beneath::{FileId, PathRefusal, is_staging_name};
 use crate::documents::{self, Map};
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::lease::RunLease;
@@ -314,43 +314,6 @@ fn restore(note: &mut Map, key: &str, was: Option<Value>) {
             note.shift_remove(key);
         }
     }
-}
-
-/// What a note records of an overwrite published by swapping folders: the
-/// identity of the run's new folder (saved before the swap, so that a run killed
-/// around it can be told apart: swapped or not), and where no exchange exists,
-/// the old output's place aside (`<staging>.old`, saved before it is moved).
-/// As JSON: `"swap": {"dev": D, "ino": I, "born": [S, NS], "old": "..."}`; `born`
-/// only where the file system keeps birth times (the peer ignores `swap`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct SwapNote {
-    pub id: FolderId,
-    pub old: Option<String>,
-}
-
-/// The `swap` record of an output note: None when there is none; Err when there
-/// is one that cannot be read (then whether the swap happened cannot be told).
-pub(crate) fn swap_note(note: &Map) -> Option<std::result::Result<SwapNote, ()>> {
-    let v = note.get("swap")?;
-    let Value::Object(m) = v else { return Some(Err(())) };
-    let num = |k: &str| m.get(k).and_then(Value::as_u64);
-    let old = match m.get("old") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
-        Some(_) => return Some(Err(())),
-    };
-    let born = match m.get("born") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(a)) => match (a.first().and_then(Value::as_i64), a.get(1).and_then(Value::as_u64)) {
-            (Some(sec), Some(ns)) if a.len() == 2 && ns < 1_000_000_000 => Some((sec, ns as u32)),
-            _ => return Some(Err(())),
-        },
-        Some(_) => return Some(Err(())),
-    };
-    Some(match (num("dev"), num("ino")) {
-        (Some(dev), Some(ino)) => Ok(SwapNote { id: FolderId { dev, ino, born }, old }),
-        _ => Err(()),
-    })
 }
 
 impl RunLease {

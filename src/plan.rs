@@ -235,7 +235,7 @@ pub fn plan_recovery(files: &BatchFiles<'_>, dead: &LeaseDoc, named: Option<bool
     let raw = dead.0.get("outputs").and_then(serde_json::Value::as_object).cloned().unwrap_or_default();
     let mut notes = dead.notes().map_err(damaged)?;
     for n in &mut notes {
-        match raw.get(&n.name).and_then(serde_json::Value::as_object).and_then(crate::claims::swap_note) {
+        match raw.get(&n.name).and_then(serde_json::Value::as_object).and_then(crate::documents::swap_note) {
             Some(Ok(_)) => plan.restore.push(n.name.clone()),
             Some(Err(())) => plan.refused.push(format!("the swap record of output {} cannot be read", n.name)),
             None => {}

@@ -151,7 +151,7 @@ impl RunLease {
                     // An overwrite published by a swap is put back first: until
                     // then its staging name may hold the old output.
                     let made = own.is_none_or(|o| o.swapped.contains(name.as_str()));
-                    let undone = match crate::claims::swap_note(note) {
+                    let undone = match crate::documents::swap_note(note) {
                         None => Ok(None),
                         // Never made by this run (its exchange failed, or it never got
                         // there): nothing to put back, and no old copy of its own.
@@ -341,7 +341,7 @@ impl RunLease {
             if staging.is_empty() {
                 continue;
             }
-            let done = match crate::claims::swap_note(note) {
+            let done = match crate::documents::swap_note(note) {
                 Some(sw) => b.settle_swap(staging, sw.ok().and_then(|sw| sw.old).as_deref()),
                 None => b.remove_staging(staging),
             };

@@ -286,8 +286,8 @@ impl Shared {
         }
         // An overwrite's old copy moved aside (`ubunye exec` without an exchange).
         for note in d.0.get("outputs").and_then(serde_json::Value::as_object).into_iter().flat_map(|m| m.values()) {
-            let Some(Ok(crate::claims::SwapNote { old: Some(old), .. })) =
-                note.as_object().and_then(crate::claims::swap_note)
+            let Some(Ok(crate::documents::SwapNote { old: Some(old), .. })) =
+                note.as_object().and_then(crate::documents::swap_note)
             else {
                 continue;
             };

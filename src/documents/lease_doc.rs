@@ -1,101 +1,10 @@
-//! The documents: the lease, its output notes, the finished note and what the
-//! engine reads of a lineage run record.
-//!
-//! Each document is kept as the ordered JSON object it was read as, so fields this
-//! engine does not know survive a rewrite in their place, exactly as the peer's
-//! `dict` round trip keeps them. Typed accessors read it the way the peer's Python
-//! does (truthiness, `int(x or 0)`), and refuse shapes the peer would crash on.
+//! The lease document and its output notes.
 
 use serde_json::Value;
 
+use super::{Damage, Map, Parsed, bad, py_int, py_str, short, string_list};
+use crate::beneath::FolderId;
 use crate::pyjson;
-
-/// A JSON object with its key order kept.
-pub type Map = serde_json::Map<String, Value>;
-
-/// What a lease-like file holds, as the peer's `_parse` sees it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Parsed {
-    /// A JSON object.
-    Doc(Map),
-    /// Empty, not JSON, or JSON that is not an object: the peer's `{}`. A lease
-    /// like this is judged by its age alone and claims nothing.
-    NotADoc,
-}
-
-/// Why a file's text cannot be taken at face value.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum Damage {
-    #[error("it is not UTF-8 text")]
-    NotUtf8,
-    #[error("it holds JSON this engine cannot represent faithfully ({0})")]
-    Unrepresentable(String),
-    #[error("field '{field}' is {what}")]
-    BadField { field: String, what: String },
-}
-
-/// Parse a lease, orphan or note. `Err` when the text is not UTF-8, or is JSON the
-/// peer accepts but serde_json cannot hold (NaN, a lone surrogate): never guess
-/// what such a file says.
-pub fn parse_doc(bytes: &[u8]) -> Result<Parsed, Damage> {
-    let text = std::str::from_utf8(bytes).map_err(|_| Damage::NotUtf8)?;
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(m)) => Ok(Parsed::Doc(m)),
-        Ok(_) => Ok(Parsed::NotADoc),
-        Err(e) => match crate::pyparse::python_accepts(text) {
-            Some(true) => Err(Damage::Unrepresentable(e.to_string())),
-            _ => Ok(Parsed::NotADoc),
-        },
-    }
-}
-
-/// `str(value)` as Python prints a JSON value in a message: None, True, 42, text.
-pub fn py_str(v: Option<&Value>, missing: &str) -> String {
-    match v {
-        None => missing.to_string(),
-        Some(Value::Null) => "None".into(),
-        Some(Value::Bool(true)) => "True".into(),
-        Some(Value::Bool(false)) => "False".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => pyjson::number_text(&n.to_string()),
-        Some(other) => pyjson::dumps(other, pyjson::Style::COMPACT),
-    }
-}
-
-/// The first 8 characters of a run id as the peer prints it (`'?'` when missing).
-pub fn short(run_id: &str) -> String {
-    run_id.chars().take(8).collect()
-}
-
-/// Python's `int(x or 0)` for a JSON value.
-pub fn py_int(v: Option<&Value>) -> Result<i64, String> {
-    let Some(v) = v else { return Ok(0) };
-    if !pyjson::truthy(v) {
-        return Ok(0);
-    }
-    match v {
-        Value::Bool(true) => Ok(1),
-        Value::Number(n) => {
-            let text = n.to_string();
-            if let Ok(i) = text.parse::<i64>() {
-                return Ok(i);
-            }
-            match text.parse::<f64>() {
-                Ok(f)
-                    if f.is_finite() && f.abs() < 9.2e18 && !text.bytes().all(|b| b.is_ascii_digit() || b == b'-') =>
-                {
-                    Ok(f.trunc() as i64)
-                }
-                _ => Err(format!("the number {text}, too large for a pid")),
-            }
-        }
-        Value::String(s) => {
-            let t: String = s.trim().chars().filter(|c| *c != '_').collect();
-            t.parse::<i64>().map_err(|_| format!("the text {s:?}, not a number"))
-        }
-        other => Err(format!("{}, not a number", pyjson::dumps(other, pyjson::Style::COMPACT))),
-    }
-}
 
 /// One output note of a lease, read the way the peer reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -283,23 +192,6 @@ impl LeaseDoc {
     }
 }
 
-fn bad(field: &str, what: &str) -> Damage {
-    Damage::BadField { field: field.into(), what: what.into() }
-}
-
-fn string_list(v: &Value, field: &str) -> Result<Vec<String>, Damage> {
-    if !pyjson::truthy(v) {
-        return Ok(Vec::new());
-    }
-    let Value::Array(items) = v else {
-        return Err(bad(field, "not a list"));
-    };
-    items
-        .iter()
-        .map(|i| i.as_str().map(str::to_string).ok_or_else(|| bad(field, "a list holding something other than text")))
-        .collect()
-}
-
 fn note_from(name: &str, v: &Value) -> Result<Note, Damage> {
     let empty = Map::new();
     let m = match v {
@@ -355,100 +247,47 @@ pub fn writing_note(appends: bool, exact: bool) -> Value {
     Value::Object(m)
 }
 
-/// The finished note the peer writes for a run's lease document (`_note_finished`):
-/// None when there is nothing to note (no outputs).
-pub fn finished_note(doc: &LeaseDoc, task: &str, finished_at: &str) -> Result<Option<String>, Damage> {
-    let notes = doc.notes()?;
-    if notes.is_empty() {
-        return Ok(None);
-    }
-    let mut outputs = Map::new();
-    for n in notes {
-        let mut o = Map::new();
-        let claimed = if n.exact { n.claimed.iter().cloned().map(Value::String).collect() } else { Vec::new() };
-        o.insert("claimed".into(), Value::Array(claimed));
-        if n.exact && n.staging.is_some() {
-            o.insert("staged".into(), Value::Bool(true));
-        }
-        outputs.insert(n.name, Value::Object(o));
-    }
-    let mut note = Map::new();
-    note.insert("run_id".into(), doc.0.get("run_id").cloned().unwrap_or(Value::Null));
-    note.insert("task".into(), Value::String(task.into()));
-    note.insert("finished_at".into(), Value::String(finished_at.into()));
-    note.insert("outputs".into(), Value::Object(outputs));
-    Ok(Some(pyjson::dumps(&Value::Object(note), pyjson::Style::NOTE)))
-}
-
-/// A finished note as read back.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Finished {
-    pub doc: Map,
-}
-
-/// One output of a finished note.
+/// What a note records of an overwrite published by swapping folders: the
+/// identity of the run's new folder (saved before the swap, so that a run killed
+/// around it can be told apart: swapped or not), and where no exchange exists,
+/// the old output's place aside (`<staging>.old`, saved before it is moved).
+/// As JSON: `"swap": {"dev": D, "ino": I, "born": [S, NS], "old": "..."}`; `born`
+/// only where the file system keeps birth times (the peer ignores `swap`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FinishedOutput {
-    pub name: String,
-    pub claimed: Vec<String>,
-    pub staged: bool,
+pub(crate) struct SwapNote {
+    pub id: FolderId,
+    pub old: Option<String>,
 }
 
-impl Finished {
-    pub fn run_short(&self) -> String {
-        short(&py_str(self.doc.get("run_id"), "?"))
-    }
-    pub fn run_id(&self) -> Option<&str> {
-        self.doc.get("run_id").and_then(Value::as_str)
-    }
-    pub fn finished_at(&self) -> String {
-        py_str(self.doc.get("finished_at"), "?")
-    }
-    /// Whether the note lists any output (the peer's `if not last.get("outputs")`).
-    pub fn has_outputs(&self) -> bool {
-        self.doc.get("outputs").is_some_and(pyjson::truthy)
-    }
-    pub fn outputs(&self) -> Result<Vec<FinishedOutput>, Damage> {
-        let m = match self.doc.get("outputs") {
-            Some(Value::Object(m)) => m,
-            Some(v) if pyjson::truthy(v) => return Err(bad("outputs", "not an object")),
-            _ => return Ok(Vec::new()),
-        };
-        m.iter()
-            .map(|(name, v)| {
-                let o = v.as_object();
-                let claimed = match o.and_then(|o| o.get("claimed")) {
-                    Some(c) => string_list(c, &format!("outputs.{name}.claimed"))?,
-                    None => Vec::new(),
-                };
-                let staged = o.and_then(|o| o.get("staged")).is_some_and(pyjson::truthy);
-                Ok(FinishedOutput { name: name.clone(), claimed, staged })
-            })
-            .collect()
-    }
+/// The `swap` record of an output note: None when there is none; Err when there
+/// is one that cannot be read (then whether the swap happened cannot be told).
+pub(crate) fn swap_note(note: &Map) -> Option<std::result::Result<SwapNote, ()>> {
+    let v = note.get("swap")?;
+    let Value::Object(m) = v else { return Some(Err(())) };
+    let num = |k: &str| m.get(k).and_then(Value::as_u64);
+    let old = match m.get("old") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(_) => return Some(Err(())),
+    };
+    let born = match m.get("born") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(a)) => match (a.first().and_then(Value::as_i64), a.get(1).and_then(Value::as_u64)) {
+            (Some(sec), Some(ns)) if a.len() == 2 && ns < 1_000_000_000 => Some((sec, ns as u32)),
+            _ => return Some(Err(())),
+        },
+        Some(_) => return Some(Err(())),
+    };
+    Some(match (num("dev"), num("ino")) {
+        (Some(dev), Some(ino)) => Ok(SwapNote { id: FolderId { dev, ino, born }, old }),
+        _ => Err(()),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parse_tells_damage_from_garbage() {
-        assert!(matches!(parse_doc(b"{\"a\": 1}"), Ok(Parsed::Doc(_))));
-        for garbage in [&b""[..], b"   ", b"{\"run_id\": \"x\"", b"[1, 2]", b"\"x\"", b"nul"] {
-            assert_eq!(parse_doc(garbage), Ok(Parsed::NotADoc), "{:?}", String::from_utf8_lossy(garbage));
-        }
-        assert_eq!(parse_doc(b"{\"a\": \xff}"), Err(Damage::NotUtf8));
-        assert!(matches!(parse_doc(b"{\"heartbeat\": NaN}"), Err(Damage::Unrepresentable(_))));
-        assert!(matches!(parse_doc(b"{\"claimed\": [\"\\udcff\"]}"), Err(Damage::Unrepresentable(_))));
-    }
-
-    #[test]
-    fn nesting_deeper_than_we_check_is_damage_not_garbage() {
-        // Python accepts it (see pyparse's test); serde_json cannot hold it.
-        let deep = format!("{{\"a\": {}1{}}}", "[".repeat(950), "]".repeat(950));
-        assert!(matches!(parse_doc(deep.as_bytes()), Err(Damage::Unrepresentable(_))));
-    }
+    use crate::documents::parse_doc;
 
     #[test]
     fn new_lease_is_the_peer_layout() {
@@ -517,19 +356,6 @@ mod tests {
         assert!(bad.notes().is_err());
         let bad = LeaseDoc::from_parsed(parse_doc(br#"{"outputs": [1]}"#).unwrap());
         assert!(bad.notes().is_err());
-    }
-
-    #[test]
-    fn finished_note_matches_the_peer_fixture() {
-        let lease = r#"{"run_id": "b3e1fa02-bd26-47f1-890a-8704893f379c", "task": "demo/sales/ingest", "outputs": {"events": {"appends": true, "exact": true, "state": "done", "claimed": ["out/events/part-00000-ff869a38-8d2f-43ac-b8d6-303681ac89db-c000.snappy.parquet"]}}}"#;
-        let d = LeaseDoc::from_parsed(parse_doc(lease.as_bytes()).unwrap());
-        let note = finished_note(&d, "demo/sales/ingest", "2026-11-29T10:33:09Z").unwrap().unwrap();
-        let fixture = std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/fixtures/peer/dead-killed/uc/.ubunye/leases/demo/sales/ingest/39bc42311894ddba.finished.json"
-        ))
-        .unwrap();
-        assert_eq!(note, fixture);
     }
 
     #[test]
