@@ -102,7 +102,40 @@ pub enum Error {
     /// `ubunye exec`'s command cannot be started: no such program (127), or
     /// one that cannot be executed (126). The message names it.
     #[error("{message}")]
-    NotStarted { why: crate::exec::child::Unstartable, message: String },
+    NotStarted { why: Unstartable, message: String },
+}
+
+/// Why a command cannot be started, told apart as `env` and `timeout` tell
+/// it: exit 127 when there is no such program, 126 when there is one that
+/// cannot be executed (not executable, a folder, a script whose `#!`
+/// interpreter is missing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unstartable {
+    NotFound,
+    NotExecutable,
+}
+
+impl Unstartable {
+    /// The exit code `ubunye exec` ends with.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Unstartable::NotFound => 127,
+            Unstartable::NotExecutable => 126,
+        }
+    }
+
+    /// What a failed start (execve's errno) says about the program; None for
+    /// an error that is not about it (no memory, too many processes).
+    pub fn of_spawn_error(e: &std::io::Error) -> Option<Unstartable> {
+        match e.raw_os_error()? {
+            libc::ENOENT | libc::ENOTDIR => Some(Unstartable::NotFound),
+            libc::EACCES | libc::ENOEXEC | libc::EPERM | libc::EISDIR | libc::ETXTBSY => {
+                Some(Unstartable::NotExecutable)
+            }
+            _ => None,
+        }
+    }
 }
 
 impl Error {

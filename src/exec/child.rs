@@ -13,6 +13,8 @@ use signal_hook::iterator::SignalsInfo;
 use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::low_level::siginfo::Cause;
 
+use crate::error::Unstartable;
+
 /// How the child ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ChildEnd {
@@ -43,39 +45,6 @@ pub fn signal_name(sig: i32) -> String {
         SIGHUP => "SIGHUP".into(),
         9 => "SIGKILL".into(),
         other => format!("signal {other}"),
-    }
-}
-
-/// Why a command cannot be started, told apart as `env` and `timeout` tell
-/// it: exit 127 when there is no such program, 126 when there is one that
-/// cannot be executed (not executable, a folder, a script whose `#!`
-/// interpreter is missing).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Unstartable {
-    NotFound,
-    NotExecutable,
-}
-
-impl Unstartable {
-    /// The exit code `ubunye exec` ends with.
-    pub fn exit_code(self) -> i32 {
-        match self {
-            Unstartable::NotFound => 127,
-            Unstartable::NotExecutable => 126,
-        }
-    }
-
-    /// What a failed start (execve's errno) says about the program; None for
-    /// an error that is not about it (no memory, too many processes).
-    pub fn of_spawn_error(e: &std::io::Error) -> Option<Unstartable> {
-        match e.raw_os_error()? {
-            libc::ENOENT | libc::ENOTDIR => Some(Unstartable::NotFound),
-            libc::EACCES | libc::ENOEXEC | libc::EPERM | libc::EISDIR | libc::ETXTBSY => {
-                Some(Unstartable::NotExecutable)
-            }
-            _ => None,
-        }
     }
 }
 

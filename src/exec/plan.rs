@@ -5,10 +5,10 @@
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use super::child::Unstartable;
 use super::{ExecSpec, Lineage, Output, child};
 use crate::beneath::{is_staging_name, normpath, realpath_lenient};
 use crate::error::Error;
+use crate::error::Unstartable;
 use crate::layout::TaskPath;
 use crate::vars::{PyValue, Variables};
 
