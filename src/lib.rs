@@ -27,6 +27,7 @@ pub mod liveness;
 pub mod plan;
 pub mod pyjson;
 pub mod pyparse;
+pub mod reap;
 pub mod recover;
 pub mod repair;
 pub mod secrets;

@@ -224,7 +224,7 @@ impl RunLease {
         // No writer outlives its run: a dead `ubunye exec`'s command's background
         // processes, on this host, are stopped before anything is taken back.
         let processes_stopped = if dead.0.get("host").and_then(Value::as_str) == Some(s.sys.host.as_str()) {
-            crate::exec::reap::stop_run_processes(&dead_id)
+            crate::reap::stop_run_processes(&dead_id)
         } else {
             0
         };

@@ -162,7 +162,7 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)], keeper: Option<&std::p
     }
     // Whatever the command leaves running becomes this process's child, to be
     // stopped before its files are landed.
-    super::reap::become_subreaper()?;
+    crate::reap::become_subreaper()?;
     // A signal this process was started ignoring (`nohup`, a background job
     // of a shell without job control) stays ignored, for the command too.
     let mut caught: Vec<i32> = [SIGINT, SIGTERM, SIGHUP].into_iter().filter(|&s| !ignored(s)).collect();
@@ -226,14 +226,14 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)], keeper: Option<&std::p
     // The keeper stays while what the command left is stopped: a SIGKILL of
     // exec during the grace still takes the group with it (where the kernel
     // cannot list our children, it goes first).
-    if !super::reap::can_list_children() {
+    if !crate::reap::can_list_children() {
         if let Some(k) = keeper.take() {
             super::sentinel::stop(k);
         }
     }
     let keeper_pid = keeper.as_ref().map(|k| k.id() as i32);
     let stopped = if result.is_ok() {
-        super::reap::stop_descendants(super::reap::grace(), keeper_pid)
+        crate::reap::stop_descendants(crate::reap::grace(), keeper_pid)
     } else {
         Default::default()
     };

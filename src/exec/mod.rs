@@ -12,7 +12,6 @@ pub mod child;
 pub mod outputs;
 mod plan;
 mod publish;
-pub mod reap;
 pub mod sentinel;
 mod unleased;
 

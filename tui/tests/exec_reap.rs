@@ -248,7 +248,7 @@ fn a_takeover_kills_a_dead_runs_group_only_when_the_group_is_the_runs() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let stopped = ubunye::exec::reap::stop_run_processes(&run_id);
+    let stopped = ubunye::reap::stop_run_processes(&run_id);
     let _ = group.wait();
     let mut left = marked(&mark);
     for _ in 0..50 {

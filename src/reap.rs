@@ -12,6 +12,10 @@
 //! dies with it (`PR_SET_PDEATHSIG`) and the run that takes the dead run over
 //! stops, on the same host, every process that still carries the dead run's id
 //! in its environment (`UBUNYE_RUN_ID`), before it takes anything back.
+//!
+//! Both sides use it: `exec` while its command runs, the lease's recovery
+//! ([`stop_run_processes`]) when it takes a dead run over; so it sits beside
+//! them rather than inside `exec`, which uses the lease.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
