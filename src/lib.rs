@@ -11,7 +11,6 @@ pub mod append;
 pub mod beneath;
 pub mod claims;
 pub mod cli;
-pub mod diskclock;
 pub mod doctor;
 pub mod documents;
 pub mod error;

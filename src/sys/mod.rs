@@ -1,11 +1,14 @@
 //! What the engine asks of the machine: the time, the process table and this
 //! host's name. Each is behind a small trait so that states which depend on time
-//! and pids can be tested without sleeping or spawning.
+//! and pids can be tested without sleeping or spawning. The disk's clock, read
+//! without writing for inspection, is `diskclock.rs`.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
+
+mod diskclock;
 
 /// Where a reading of "now" came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -48,7 +51,7 @@ pub trait Clock: Send + Sync {
     /// For runs and repairs only: inspection uses [`Clock::disk_now_looking`].
     fn disk_now(&self, dir: &Path) -> Now;
     /// The time by the disk that holds `dir`, read without writing anything
-    /// in it ([`crate::diskclock`]): what `leases list`, `explain`, `doctor`,
+    /// in it ([`diskclock`]): what `leases list`, `explain`, `doctor`,
     /// dry runs and `top` use, since looking never changes a use case.
     fn disk_now_looking(&self, dir: &Path) -> Now;
 }
@@ -277,7 +280,7 @@ impl Clock for SystemClock {
     }
 
     fn disk_now_looking(&self, dir: &Path) -> Now {
-        crate::diskclock::looking_now(dir)
+        diskclock::looking_now(dir)
     }
 }
 

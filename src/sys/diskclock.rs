@@ -4,7 +4,7 @@
 //!
 //! A run (and a repair, which is a run that runs nothing) reads the disk's
 //! clock as the peer does: it creates a `.clock-<8hex>` probe in the lease
-//! folder, reads its mtime and removes it ([`crate::sys::Clock::disk_now`]).
+//! folder, reads its mtime and removes it ([`super::Clock::disk_now`]).
 //! Inspection cannot: the probe changes the folder's mtime, fails on a
 //! read-only mount, and wakes every dashboard watching the folder. So:
 //!
@@ -22,7 +22,7 @@
 use std::path::Path;
 use std::time::SystemTime;
 
-use crate::sys::{ClockSource, Now};
+use super::{ClockSource, Now};
 
 /// File systems whose times the local kernel stamps (statfs `f_type`).
 const LOCAL: &[(u64, &str)] = &[
