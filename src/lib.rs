@@ -9,25 +9,21 @@
 
 pub mod append;
 pub mod beneath;
-pub mod claims;
 pub mod cli;
 pub mod doctor;
 pub mod documents;
 pub mod error;
 pub mod exec;
 pub mod explain;
-pub mod finished;
 pub mod fsx;
 pub mod key;
 pub mod layout;
 pub mod lease;
 pub mod lineage;
 pub mod liveness;
-pub mod plan;
 pub mod pyjson;
 pub mod pyparse;
 pub mod reap;
-pub mod recover;
 pub mod repair;
 pub mod secrets;
 pub mod state;

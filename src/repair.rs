@@ -13,9 +13,9 @@ use serde::Serialize;
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::explain::Explanation;
 use crate::layout::TaskPath;
+use crate::lease::Recovery;
+use crate::lease::recovery_plan::RecoveryPlan;
 use crate::lease::{LeaseSpec, RunLease};
-use crate::plan::RecoveryPlan;
-use crate::recover::Recovery;
 use crate::state::{Batch, Flag, State};
 use crate::sys::Sys;
 

@@ -8,7 +8,7 @@ use std::fs;
 use std::time::Duration;
 
 use common::*;
-use ubunye::finished::Ended;
+use ubunye::lease::Ended;
 use ubunye::sys::{FakeProc, Step};
 use ubunye::{LeaseSpec, RefusalKind, RunLease};
 

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{FIXTURE_HOST, fake_sys, files, set_mtime, task, vars};
 use ubunye::append::StagedAppend;
-use ubunye::finished::Ended;
+use ubunye::lease::Ended;
 use ubunye::{LeaseSpec, RefusalKind, RunLease};
 
 /// Finding 3: the time by which each landed file existed was taken from the

@@ -105,7 +105,7 @@ fn a_lost_run_never_removes_the_overwrite_its_taker_committed() {
     let staging_b = stage_overwrite(&lease_b, &out, "FROM-B", Some(taker_folder(&out, recorded)));
     outputs::swap_in(&staging_b, &out, |_| Ok(()), || {}).unwrap();
     lease_b.swap_made("s");
-    assert!(matches!(lease_b.end(true).unwrap(), ubunye::finished::Ended::Committed { .. }));
+    assert!(matches!(lease_b.end(true).unwrap(), ubunye::lease::Ended::Committed { .. }));
     assert_eq!(fs::read_to_string(out.join("t.csv")).unwrap(), "FROM-B");
     let reused = fs::metadata(&out).unwrap().ino() == recorded;
     // A wakes: its exchange fails (its staging folder is gone); it rolls back.

@@ -219,7 +219,7 @@ fn the_explain_plan_is_what_the_peer_did_next() {
     use ubunye::beneath::Beneath;
     use ubunye::documents::{LeaseDoc, parse_doc};
     use ubunye::layout::{LeasePaths, TaskPath};
-    use ubunye::plan::{BatchFiles, plan_recovery};
+    use ubunye::lease::recovery_plan::{BatchFiles, plan_recovery};
     let pairs = [
         ("dead-killed", "taken-over-done", "7d106ca76674f2a1", false),
         ("orphan", "orphan-adopted", "7d106ca76674f2a1", true),

@@ -23,12 +23,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::error::{Error, Refusal, RefusalKind, Result};
-use crate::finished::{Commit, Ended};
 use crate::key;
 use crate::layout::TaskPath;
-use crate::lease::{self, LeaseSpec, RunLease};
+use crate::lease::{self, Commit, Ended, LeaseSpec, Recovery, RunLease};
 use crate::lineage::{RecordSpec, RunRecord};
-use crate::recover::Recovery;
 use crate::sys::Sys;
 use crate::vars::{PyValue, Variables};
 use child::ChildEnd;

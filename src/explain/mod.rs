@@ -13,8 +13,8 @@ use serde::Serialize;
 pub use render::render;
 
 use crate::layout::{LeasePaths, TaskPath};
+use crate::lease::recovery_plan::{BatchFiles, RecoveryPlan, plan_recovery};
 use crate::liveness::{AgeBecause, Judgement, TouchedBy, Why};
-use crate::plan::{BatchFiles, RecoveryPlan, plan_recovery};
 use crate::state::staging::{self, StagingFolder};
 use crate::state::{Batch, Flag, HistoryEntry, LeaseInfo, Scan, State};
 use crate::timefmt;
@@ -185,9 +185,9 @@ fn plan_steps(p: &RecoveryPlan, paths: &LeasePaths, settle: bool, seen: &Seen<'_
     }
     if let Some(by) = p.finished {
         let why = match by {
-            crate::plan::FinishedBy::Committed => "its lease says committed",
-            crate::plan::FinishedBy::DoneMark => "its done mark is there",
-            crate::plan::FinishedBy::SuccessRecord => "its record says success",
+            crate::lease::recovery_plan::FinishedBy::Committed => "its lease says committed",
+            crate::lease::recovery_plan::FinishedBy::DoneMark => "its done mark is there",
+            crate::lease::recovery_plan::FinishedBy::SuccessRecord => "its record says success",
         };
         steps.push(format!("treat run {run} as finished ({why}): its appends are the batch and stay"));
         if let Some(n) = &p.write_note {

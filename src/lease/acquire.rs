@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use super::recover::{RecoverError, left_text};
 use super::write::in_place_ok;
 use super::{Acquired, LeaseSpec, RunLease, Shared, State, lock, outside_refusal, unreadable};
 use crate::beneath::Beneath;
@@ -17,7 +18,6 @@ use crate::key;
 use crate::layout::{self, Entry, LeasePaths};
 use crate::liveness::{self, FileTimes};
 use crate::pyjson;
-use crate::recover::RecoverError;
 use crate::sys::{Step, Sys};
 use crate::timefmt;
 
@@ -295,7 +295,7 @@ impl RunLease {
                 } else if let Some((folder, why)) = staging.first() {
                     format!("its staging folder {folder} cannot be removed yet: {why}")
                 } else {
-                    format!("its appended files cannot be removed yet: {}", crate::recover::left_text(&left, &failures))
+                    format!("its appended files cannot be removed yet: {}", left_text(&left, &failures))
                 };
                 Refusal::new(RefusalKind::InUse, format!("Run {} of {} died, and {what}", taken.run_short(), s.task))
                     .with("Lease", s.lease_path().display())
@@ -338,7 +338,7 @@ impl RunLease {
                             format!(
                                 "A dead run of {} left appended files that cannot be removed yet: {}",
                                 s.task,
-                                crate::recover::left_text(&left, &failures)
+                                left_text(&left, &failures)
                             ),
                         )
                         .with("Lease", s.lease_path().display())
@@ -435,7 +435,7 @@ impl RunLease {
     }
 
     /// Stop the heartbeat and wait for it: no beat writes after this returns.
-    pub(crate) fn stop_heartbeat(&self) {
+    pub(super) fn stop_heartbeat(&self) {
         self.s.stop();
         if let Some(h) = lock(&self.beat).take() {
             let _ = h.join();

@@ -1,9 +1,14 @@
 //! The lease one run holds on its batch: acquire, takeover, ownership, saves, the
 //! heartbeat and release, in the peer's order (FORMAT.md §5–7).
 //!
-//! Acquiring and taking over are in `acquire.rs`, saving (in place where it can
-//! be) in `write.rs`; outputs and claims in `claims.rs`, recovery of a dead run in
-//! `recover.rs`, the finished note, commit and the end of a run in `finished.rs`.
+//! [`RunLease`] is this module's, with every method it has, in one tree:
+//! acquiring and taking over in `acquire.rs`, saving (in place where it can be)
+//! in `write.rs`, outputs and claims in `claims.rs`, recovery of a dead run in
+//! `recover.rs`, the finished check, commit and the end of a run in
+//! `finished.rs`. What recovering a dead run will do is decided, without a
+//! lease, in [`recovery_plan`] (what `explain`, `--dry-run` and a takeover all
+//! go by). The lease's shared state and its one `lock` are here; the
+//! submodules reach them as their parent's, and nothing outside sees them.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -18,13 +23,20 @@ use crate::documents::{self, LeaseDoc, Parsed};
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::fsx;
 use crate::layout::{LeasePaths, TaskPath};
-use crate::recover::Recovery;
 use crate::sys::{Step, Sys};
 use crate::timefmt;
 use crate::vars::Variables;
 
 mod acquire;
+mod claims;
+mod finished;
+mod recover;
+pub mod recovery_plan;
 mod write;
+
+pub use claims::Rollback;
+pub use finished::{Commit, Ended, FinishedCheck};
+pub use recover::Recovery;
 
 /// What a run asks a lease for.
 #[derive(Clone, Debug)]
@@ -76,26 +88,26 @@ pub struct Acquired {
     pub expired_tombstones: Vec<PathBuf>,
 }
 
-pub(crate) struct State {
-    pub(crate) doc: LeaseDoc,
+struct State {
+    doc: LeaseDoc,
     /// The in-place window for per-file claims, while the lease file is the one
     /// this run last wrote (see [`Shared::append_claims`]).
-    pub(crate) tail: Option<Tail>,
+    tail: Option<Tail>,
     /// Claims (or replaced files) that could not be removed: the lease is kept.
-    pub(crate) left: Vec<(String, Vec<String>)>,
+    left: Vec<(String, Vec<String>)>,
     /// What this run itself did (files moved in, swaps made): its own rollback
     /// undoes only that.
-    pub(crate) own: crate::claims::Own,
+    own: claims::Own,
     /// Handles on the new folders of this run's overwrites, kept open until the
     /// run ends so that their inode numbers cannot be handed to other folders.
-    pub(crate) held: Vec<std::os::fd::OwnedFd>,
+    held: Vec<std::os::fd::OwnedFd>,
     /// The finished note could not be written: the lease is kept.
-    pub(crate) keep: bool,
+    keep: bool,
 }
 
 /// The lease file this run last wrote, kept open so that small changes can be
 /// written into it in place (see [`Shared::append_claims`]).
-pub(crate) struct Tail {
+struct Tail {
     file: fs::File,
     ino: u64,
     dev: u64,
@@ -106,7 +118,7 @@ pub(crate) struct Tail {
 }
 
 /// Where further claims of one output go in the lease file.
-pub(crate) struct Window {
+struct Window {
     output: String,
     /// Where the next item goes (just after the last claim, or after `[`).
     at: u64,
@@ -116,28 +128,28 @@ pub(crate) struct Window {
     empty: bool,
 }
 
-pub(crate) struct Shared {
-    pub(crate) task: TaskPath,
-    pub(crate) key: String,
-    pub(crate) named: bool,
-    pub(crate) run_id: String,
-    pub(crate) paths: LeasePaths,
-    pub(crate) lineage_dir: PathBuf,
-    pub(crate) beneath: Beneath,
-    pub(crate) sys: Sys,
-    pub(crate) actor: Option<String>,
-    pub(crate) in_place: bool,
+struct Shared {
+    task: TaskPath,
+    key: String,
+    named: bool,
+    run_id: String,
+    paths: LeasePaths,
+    lineage_dir: PathBuf,
+    beneath: Beneath,
+    sys: Sys,
+    actor: Option<String>,
+    in_place: bool,
     /// A handle on the lease folder, and this run's tombstone name in it.
     dir_fd: Option<std::os::fd::OwnedFd>,
     tomb_name: String,
-    pub(crate) state: Mutex<State>,
+    state: Mutex<State>,
     stop: Mutex<bool>,
     stop_cv: Condvar,
 }
 
 /// The lease of one run on one batch.
 pub struct RunLease {
-    pub(crate) s: Arc<Shared>,
+    s: Arc<Shared>,
     beat: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -162,7 +174,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-pub(crate) fn unreadable(task: &TaskPath, path: &Path, why: impl std::fmt::Display) -> Error {
+fn unreadable(task: &TaskPath, path: &Path, why: impl std::fmt::Display) -> Error {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     Refusal::new(
         RefusalKind::Unreadable,
@@ -174,7 +186,7 @@ pub(crate) fn unreadable(task: &TaskPath, path: &Path, why: impl std::fmt::Displ
 }
 
 impl Shared {
-    pub(crate) fn lease_path(&self) -> PathBuf {
+    fn lease_path(&self) -> PathBuf {
         self.paths.lease()
     }
 
@@ -182,13 +194,13 @@ impl Shared {
         self.sys.timing.busy_for
     }
 
-    pub(crate) fn now_z(&self) -> String {
+    fn now_z(&self) -> String {
         timefmt::utc_z(self.sys.clock.now())
     }
 
     /// The lease as the peer's `_read`: None when missing, an empty document when
     /// it cannot be read or parsed right now.
-    pub(crate) fn read_current(&self) -> Option<LeaseDoc> {
+    fn read_current(&self) -> Option<LeaseDoc> {
         match fsx::read_patient(&self.lease_path(), self.busy()) {
             Ok(None) => None,
             Ok(Some(b)) => Some(documents::parse_doc(&b).map(LeaseDoc::from_parsed).unwrap_or_default()),
@@ -196,7 +208,7 @@ impl Shared {
         }
     }
 
-    pub(crate) fn tombstoned(&self) -> bool {
+    fn tombstoned(&self) -> bool {
         // Through a handle on the lease folder when there is one: this is checked
         // once per landed file.
         match &self.dir_fd {
@@ -210,7 +222,7 @@ impl Shared {
 
     /// True: the lease is this run's. False: gone, another run's, or this run was
     /// taken over. None: cannot tell right now.
-    pub(crate) fn owner(&self) -> Option<bool> {
+    fn owner(&self) -> Option<bool> {
         if self.tombstoned() {
             return Some(false);
         }
@@ -241,7 +253,7 @@ impl Shared {
         None
     }
 
-    pub(crate) fn lost(&self) -> Error {
+    fn lost(&self) -> Error {
         Refusal::new(
             RefusalKind::Lost,
             format!(
@@ -258,14 +270,14 @@ impl Shared {
         *lock(&self.stop)
     }
 
-    pub(crate) fn stop(&self) {
+    fn stop(&self) {
         *lock(&self.stop) = true;
         self.stop_cv.notify_all();
     }
 
     /// Every path a lease names must resolve beneath the use-case folder: the
     /// engine refuses, removing nothing, rather than follow one out.
-    pub(crate) fn check_paths(&self, d: &LeaseDoc, file: &Path) -> Result<()> {
+    fn check_paths(&self, d: &LeaseDoc, file: &Path) -> Result<()> {
         let paths = d.paths().map_err(|e| unreadable(&self.task, file, e))?;
         for p in paths {
             if let Err(r) = self.beneath.resolve(&p).and_then(|_| self.beneath.check_walk(&p)) {
@@ -299,7 +311,7 @@ impl Shared {
     }
 }
 
-pub(crate) fn outside_refusal(task: &TaskPath, file: &Path, r: &crate::beneath::PathRefusal) -> Error {
+fn outside_refusal(task: &TaskPath, file: &Path, r: &crate::beneath::PathRefusal) -> Error {
     Refusal::new(
         RefusalKind::Outside,
         format!("{} for {task} names a path Ubunye will not remove: {r}. Nothing was run or taken back.", file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()),
@@ -311,7 +323,7 @@ pub(crate) fn outside_refusal(task: &TaskPath, file: &Path, r: &crate::beneath::
 
 /// Whose lease this is, from the first bytes only: `{"run_id": "<id>", ...`, as
 /// both engines write it. None when the start is anything else.
-pub(crate) fn owner_by_head(head: &[u8], run_id: &str) -> Option<bool> {
+fn owner_by_head(head: &[u8], run_id: &str) -> Option<bool> {
     let rest = head.strip_prefix(b"{\"run_id\": \"")?;
     let end = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
     (rest[end] == b'"' && rest.get(end + 1) == Some(&b',')).then(|| &rest[..end] == run_id.as_bytes())
@@ -319,7 +331,7 @@ pub(crate) fn owner_by_head(head: &[u8], run_id: &str) -> Option<bool> {
 
 /// Whose lease these bytes are, from its `run_id`: None when it is empty or not
 /// JSON (a lease being put back by a create) or cannot be read faithfully.
-pub(crate) fn owner_of(bytes: &[u8], run_id: &str) -> Option<bool> {
+fn owner_of(bytes: &[u8], run_id: &str) -> Option<bool> {
     // Fast path: both engines write `run_id` first. A lease that does not start
     // the usual way is parsed in full.
     let prefix = b"{\"run_id\": \"";

@@ -32,14 +32,14 @@ const PAGE: u64 = 4096;
 impl Shared {
     /// Write the lease, only while it is this run's. The caller holds the state
     /// lock. Ok(false): not saved (not ours, refused, or taken over meanwhile).
-    pub(crate) fn save(&self, st: &mut State) -> Result<bool> {
+    pub(super) fn save(&self, st: &mut State) -> Result<bool> {
         self.save_reserving(st, None)
     }
 
     /// [`Shared::save`]; with `reserve`, whitespace is left inside that output's
     /// `claimed` list (as much as the lease already weighs, at least 8 KiB), so
     /// that the next claims are written in place instead of rewriting the lease.
-    pub(crate) fn save_reserving(&self, st: &mut State, reserve: Option<&str>) -> Result<bool> {
+    pub(super) fn save_reserving(&self, st: &mut State, reserve: Option<&str>) -> Result<bool> {
         st.tail = None;
         if self.owner() != Some(true) {
             return Ok(false);
@@ -85,7 +85,7 @@ impl Shared {
     /// the one this run wrote (same inode, no takeover mark), checked before and
     /// after the write. None: the window does not apply (the caller saves in
     /// full); Some(false): the lease is no longer this run's.
-    pub(crate) fn append_claims(&self, st: &mut State, output: &str, items: &[String]) -> Option<Result<bool>> {
+    pub(super) fn append_claims(&self, st: &mut State, output: &str, items: &[String]) -> Option<Result<bool>> {
         let tail = st.tail.as_mut()?;
         let w = tail.window.as_ref().filter(|w| w.output == output)?;
         let mut bytes = String::new();
@@ -114,7 +114,7 @@ impl Shared {
     /// A new top-level field (the doc must not have it yet) written in place at
     /// the end of the lease file, as `json.dumps` would place it: the final `}`
     /// becomes `, "<key>": <value>}`, in one write within one page.
-    pub(crate) fn append_field(&self, st: &mut State, key: &str, value: &str) -> Option<Result<bool>> {
+    pub(super) fn append_field(&self, st: &mut State, key: &str, value: &str) -> Option<Result<bool>> {
         let tail = st.tail.as_mut()?;
         let mut bytes = String::from(", ");
         pyjson::write_str(&mut bytes, key, true);

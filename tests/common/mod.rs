@@ -151,7 +151,7 @@ pub fn tree_hash(dir: &Path) -> Vec<(String, Vec<u8>)> {
 }
 
 use ubunye::append::StagedAppend;
-use ubunye::finished::Ended;
+use ubunye::lease::Ended;
 use ubunye::{Acquired, LeaseSpec, RunLease};
 
 /// What `ubunye run` of the fixture's ingest task does, through this engine:

@@ -13,8 +13,11 @@ use serde_json::Value;
 use crate::beneath::{PathRefusal, Removal};
 use crate::documents::{self, LeaseDoc, Map};
 use crate::fsx;
-use crate::lease::RunLease;
 use crate::pyjson;
+
+use super::RunLease;
+use super::claims::Own;
+use super::recovery_plan::{BatchFiles, plan_recovery};
 
 /// What was done for a dead run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -48,7 +51,7 @@ pub struct Recovery {
 /// Why a dead run could not be recovered (the takeover then hands the lease back
 /// or refuses).
 #[derive(Debug)]
-pub(crate) enum RecoverError {
+pub(super) enum RecoverError {
     /// Its record (or its lease) cannot be read: whether it finished cannot be told.
     Unreadable { path: PathBuf, why: String },
     /// Some files could not be removed (or the note could not be written, or a
@@ -66,7 +69,7 @@ pub(crate) enum RecoverError {
 }
 
 /// Why a claimed file could not be removed, in words a person can act on.
-pub(crate) fn failure_text(e: &std::io::Error) -> String {
+fn failure_text(e: &std::io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EISDIR) => "a folder where a claimed file should be: the engine removes only the files a run claimed, never a folder; move it out of the way by hand".into(),
         Some(libc::EACCES) | Some(libc::EPERM) => format!("{e}: give this user write access to its folder (or remove the immutable flag)"),
@@ -76,7 +79,7 @@ pub(crate) fn failure_text(e: &std::io::Error) -> String {
 }
 
 /// `out/events/a (why); out/events/b (why)`: claims with why each is left.
-pub(crate) fn left_text(left: &[(String, Vec<String>)], failures: &[(PathBuf, String)]) -> String {
+pub(super) fn left_text(left: &[(String, Vec<String>)], failures: &[(PathBuf, String)]) -> String {
     left.iter()
         .flat_map(|(_, c)| c.iter())
         .map(|c| match failures.iter().find(|(p, _)| p.ends_with(c)) {
@@ -89,20 +92,20 @@ pub(crate) fn left_text(left: &[(String, Vec<String>)], failures: &[(PathBuf, St
 
 /// The result of removing what some outputs claimed.
 #[derive(Debug, Default)]
-pub(crate) struct TakeBack {
-    pub removed: Vec<PathBuf>,
-    pub staging_removed: Vec<String>,
+pub(super) struct TakeBack {
+    pub(super) removed: Vec<PathBuf>,
+    pub(super) staging_removed: Vec<String>,
     /// Staging folders (or old copies) still there, and why: they stay listed.
-    pub staging_left: Vec<(String, String)>,
+    pub(super) staging_left: Vec<(String, String)>,
     /// Claims that could not be removed (or were refused), per output.
-    pub left: Vec<(String, Vec<String>)>,
-    pub refused: Vec<PathRefusal>,
+    pub(super) left: Vec<(String, Vec<String>)>,
+    pub(super) refused: Vec<PathRefusal>,
     /// (file, error) for each claim that could not be removed.
-    pub failures: Vec<(PathBuf, String)>,
+    pub(super) failures: Vec<(PathBuf, String)>,
 }
 
 /// Why a staging folder was not removed although nothing refused it.
-pub(crate) const STAGING_LEFT: &str =
+const STAGING_LEFT: &str =
     "something in it cannot be removed (a mount point inside it, or a file in use or without permission)";
 
 /// Keep an output listed (with no claims, if it has none left).
@@ -120,7 +123,7 @@ fn push_left(left: &mut Vec<(String, Vec<String>)>, name: &str, claim: String) {
 }
 
 /// Build `{name: {"claimed": [...]}}` from `replaces`-like lists.
-pub(crate) fn claims_map(lists: &[(String, Vec<String>)]) -> Map {
+pub(super) fn claims_map(lists: &[(String, Vec<String>)]) -> Map {
     let mut m = Map::new();
     for (n, files) in lists {
         let mut o = Map::new();
@@ -141,7 +144,7 @@ impl RunLease {
     /// a staged claim it did not move in is not removed, and a file it moved in
     /// is removed only while it is still that file. A takeover (None) goes by the
     /// dead run's lease, as the peer does.
-    pub(crate) fn take_back(&self, outputs: &mut Map, own: Option<&crate::claims::Own>) -> TakeBack {
+    pub(super) fn take_back(&self, outputs: &mut Map, own: Option<&Own>) -> TakeBack {
         let b = &self.s.beneath;
         let mut out = TakeBack::default();
         for (name, note) in outputs.iter_mut() {
@@ -218,7 +221,7 @@ impl RunLease {
     }
 
     /// Recover a dead run from its lease document (see the module docs).
-    pub(crate) fn recover(&self, dead: &mut LeaseDoc, orphan: bool) -> Result<Recovery, RecoverError> {
+    pub(super) fn recover(&self, dead: &mut LeaseDoc, orphan: bool) -> Result<Recovery, RecoverError> {
         let s = &*self.s;
         let dead_id = dead.run_id();
         // No writer outlives its run: a dead `ubunye exec`'s command's background
@@ -232,7 +235,7 @@ impl RunLease {
         // The decision is the plan's: what `explain` and `--dry-run` show is what
         // this does.
         let files = self.batch_files();
-        let plan = crate::plan::plan_recovery(&files, dead, Some(s.named))
+        let plan = plan_recovery(&files, dead, Some(s.named))
             .map_err(|u| RecoverError::Unreadable { path: u.path, why: u.why })?;
         let finished = plan.finished.is_some();
         let notes_present = dead.0.get("outputs").is_some_and(pyjson::truthy);
@@ -332,7 +335,7 @@ impl RunLease {
     /// published by a swap is settled first ([`crate::beneath::Beneath::settle_swap`]):
     /// its old copy is what its staging name holds. Returns the folders removed,
     /// and those left (with why), which stay listed.
-    pub(crate) fn settle_staging(&self, outputs: &Map) -> (Vec<String>, Vec<(String, String)>) {
+    pub(super) fn settle_staging(&self, outputs: &Map) -> (Vec<String>, Vec<(String, String)>) {
         let b = &self.s.beneath;
         let (mut settled, mut left) = (Vec::new(), Vec::new());
         for note in outputs.values() {
@@ -354,13 +357,13 @@ impl RunLease {
         (settled, left)
     }
 
-    pub(crate) fn record_path(&self, run_id: &str) -> PathBuf {
+    fn record_path(&self, run_id: &str) -> PathBuf {
         self.s.lineage_dir.join(self.s.task.as_str()).join(format!("{run_id}.json"))
     }
 
-    pub(crate) fn batch_files(&self) -> crate::plan::BatchFiles<'_> {
+    fn batch_files(&self) -> BatchFiles<'_> {
         let s = &*self.s;
-        crate::plan::BatchFiles {
+        BatchFiles {
             beneath: &s.beneath,
             paths: &s.paths,
             lineage_dir: &s.lineage_dir,
@@ -408,7 +411,7 @@ impl RunLease {
 
     /// Write the finished note for a run's lease document (this run's or a dead
     /// run's): false when it could not be written.
-    pub(crate) fn note_finished(&self, d: &LeaseDoc) -> bool {
+    fn note_finished(&self, d: &LeaseDoc) -> bool {
         let s = &*self.s;
         if !s.named {
             return true;

@@ -7,20 +7,17 @@ use std::fs;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::claims::Rollback;
 use crate::documents::{self, Finished, Map, Parsed};
 use crate::error::{Refusal, RefusalKind, Result};
 use crate::fsx;
-use crate::lease::{RunLease, outside_refusal, unreadable};
-use crate::recover::claims_map;
 use crate::sys::Step;
+
+use super::claims::Rollback;
+use super::recover::claims_map;
+use super::{RunLease, lock, outside_refusal, unreadable};
 
 /// Claims per output: (output name, claims).
 type Claims = (String, Vec<String>);
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// What the finished check found.
 #[derive(Debug, Default, Serialize)]

@@ -11,7 +11,8 @@ use serde_json::Value;
 use crate::beneath::{FileId, PathRefusal, is_staging_name};
 use crate::documents::{self, Map};
 use crate::error::{Error, Refusal, RefusalKind, Result};
-use crate::lease::RunLease;
+
+use super::{RunLease, lock};
 
 /// What a rollback did.
 #[derive(Debug, Default, Serialize)]
@@ -33,21 +34,17 @@ pub struct Rollback {
 /// staging folder, published and committed under the same names, in folders
 /// that got the same inode numbers).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Own {
+pub(super) struct Own {
     /// The identity of each file this run moved in, by claim: taking its own
     /// files back never removes a same-named file someone else put there since.
-    pub moved: HashMap<String, FileId>,
+    pub(super) moved: HashMap<String, FileId>,
     /// Claims made for a staged landing ([`crate::append::Landing`]): the run's
     /// own only once moved in. One it never moved is not removed by its rollback.
-    pub staged: HashSet<String>,
+    pub(super) staged: HashSet<String>,
     /// Overwrite outputs whose swap this run made, wholly or in part (the old
     /// output moved aside). A swap it did not make (its exchange failed) is never
     /// undone by it.
-    pub swapped: HashSet<String>,
-}
-
-fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    pub(super) swapped: HashSet<String>,
 }
 
 fn claim_refusal(lease: &RunLease, r: &PathRefusal) -> Error {
