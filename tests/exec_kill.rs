@@ -36,7 +36,7 @@ fn driver_entry() {
             }
         })));
     }
-    let spec = exec::plan(
+    let spec = exec::ExecSpec::check(
         Path::new(&args[0]),
         TaskPath::parse("demo/sales/summary").unwrap(),
         cli_variables(Some("2025-01-01"), None, "DEV", &[]).unwrap(),

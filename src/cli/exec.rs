@@ -185,7 +185,7 @@ pub fn run(a: &ExecArgs) -> i32 {
         // Relative to -d, as the peer's --lineage-dir; the plan makes it absolute.
         Lineage::Dir(a.lineage_dir.clone().unwrap_or_else(|| PathBuf::from(".ubunye/lineage")))
     };
-    let spec = match exec::plan(
+    let spec = match exec::ExecSpec::check(
         &a.dir.dir,
         task,
         vars,

@@ -10,12 +10,12 @@
 
 pub mod child;
 pub mod outputs;
-mod plan;
 mod publish;
 pub mod sentinel;
+mod spec;
 mod unleased;
 
-pub use plan::{env_name, plan, recorded_command};
+pub use spec::{ExecSpec, Lineage, Output, env_name, recorded_command};
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -24,52 +24,13 @@ use serde::Serialize;
 
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::key;
-use crate::layout::TaskPath;
 use crate::lease::{self, Commit, Ended, LeaseSpec, Recovery, RunLease};
 use crate::lineage::{RecordSpec, RunRecord};
 use crate::sys::Sys;
-use crate::vars::{PyValue, Variables};
+use crate::vars::PyValue;
 use child::ChildEnd;
 use outputs::Swap;
 use publish::Prepared;
-
-/// One output of the command.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Output {
-    pub name: String,
-    /// Absolute, normalised.
-    pub path: PathBuf,
-    pub append: bool,
-    /// `UBUNYE_OUT_<NAME>`.
-    pub env: String,
-}
-
-/// Where the run record goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Lineage {
-    /// `<dir>/<task>/<run_id>.json`. Given to [`plan`] relative to the use-case
-    /// folder (or absolute); in an [`ExecSpec`], absolute.
-    Dir(PathBuf),
-    /// No record (the lease looks for dead runs' records in `<uc>/.ubunye/lineage`).
-    Off,
-}
-
-/// A checked `ubunye exec` invocation.
-#[derive(Clone, Debug)]
-pub struct ExecSpec {
-    pub usecase_dir: PathBuf,
-    pub task: TaskPath,
-    pub variables: Variables,
-    pub outputs: Vec<Output>,
-    pub rerun: bool,
-    pub resume: bool,
-    pub lineage: Lineage,
-    pub command: Vec<OsString>,
-    pub run_id: String,
-    /// This program, to start as the command's group keeper (`sentinel.rs`);
-    /// None: no keeper.
-    pub keeper: Option<PathBuf>,
-}
 
 /// What happened along the way, for the CLI to tell.
 #[derive(Debug, Serialize)]
@@ -348,7 +309,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
     }
 }
 
-/// The command could not be started (it was there when the run was planned).
+/// The command could not be started (it was there when the invocation was checked).
 pub(crate) fn not_started_text(spec: &ExecSpec, e: &std::io::Error) -> String {
     format!("cannot start '{}': {e}; nothing landed", spec.command[0].to_string_lossy())
 }

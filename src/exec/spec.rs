@@ -1,16 +1,57 @@
-//! Checking an `ubunye exec` invocation before anything is written: every
-//! problem found here is a usage error (exit 2), and nothing (no lease, no
-//! record, no folder) exists yet when it is reported.
+//! What `ubunye exec` will run ([`ExecSpec`]), and checking an invocation
+//! before anything is written: every problem found here is a usage error
+//! (exit 2), and nothing (no lease, no record, no folder) exists yet when it
+//! is reported.
 
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
-use super::{ExecSpec, Lineage, Output, child};
+use serde::Serialize;
+
+use super::child;
 use crate::beneath::{is_staging_name, normpath, realpath_lenient};
 use crate::error::Error;
 use crate::error::Unstartable;
 use crate::layout::TaskPath;
 use crate::vars::{PyValue, Variables};
+
+/// One output of the command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Output {
+    pub name: String,
+    /// Absolute, normalised.
+    pub path: PathBuf,
+    pub append: bool,
+    /// `UBUNYE_OUT_<NAME>`.
+    pub env: String,
+}
+
+/// Where the run record goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lineage {
+    /// `<dir>/<task>/<run_id>.json`. Given to [`ExecSpec::check`] relative to the use-case
+    /// folder (or absolute); in an [`ExecSpec`], absolute.
+    Dir(PathBuf),
+    /// No record (the lease looks for dead runs' records in `<uc>/.ubunye/lineage`).
+    Off,
+}
+
+/// A checked `ubunye exec` invocation.
+#[derive(Clone, Debug)]
+pub struct ExecSpec {
+    pub usecase_dir: PathBuf,
+    pub task: TaskPath,
+    pub variables: Variables,
+    pub outputs: Vec<Output>,
+    pub rerun: bool,
+    pub resume: bool,
+    pub lineage: Lineage,
+    pub command: Vec<OsString>,
+    pub run_id: String,
+    /// This program, to start as the command's group keeper (`sentinel.rs`);
+    /// None: no keeper.
+    pub keeper: Option<PathBuf>,
+}
 
 /// The environment name for an output or a variable: upper case, anything not
 /// alphanumeric as `_`.
@@ -123,53 +164,55 @@ fn nested(a: &Path, b: &Path) -> bool {
     a.starts_with(b) || b.starts_with(a)
 }
 
-/// Check an invocation, before anything is written: a problem with it is
-/// [`Error::Usage`] (exit 2); a command that cannot be started is
-/// [`Error::NotStarted`] (127 no such program, 126 one that cannot be
-/// executed), told only once the invocation is otherwise right. `lineage`: as
-/// given (relative to the use-case folder, or absolute); the spec holds it
-/// absolute.
-#[allow(clippy::too_many_arguments)]
-pub fn plan(
-    usecase_dir: &Path,
-    task: TaskPath,
-    variables: Variables,
-    appends: &[String],
-    overwrites: &[String],
-    rerun: bool,
-    resume: bool,
-    lineage: Lineage,
-    command: Vec<OsString>,
-) -> Result<ExecSpec, Error> {
-    let spec = plan_usage(usecase_dir, task, variables, appends, overwrites, rerun, resume, lineage, command)
-        .map_err(Error::Usage)?;
-    let cmd = spec.command[0].to_string_lossy().into_owned();
-    let not_started = |why: Unstartable, message: String| Error::NotStarted { why, message };
-    match child::find_command(&spec.command[0]) {
-        Ok(program) => check_interpreter(&program).map_err(|m| not_started(Unstartable::NotExecutable, m))?,
-        Err(why @ Unstartable::NotFound) => {
-            return Err(not_started(
-                why,
-                format!(
-                    "cannot start '{cmd}': no such program (give a path, or a program on PATH); nothing was written"
-                ),
-            ));
+impl ExecSpec {
+    /// Check an invocation, before anything is written: a problem with it is
+    /// [`Error::Usage`] (exit 2); a command that cannot be started is
+    /// [`Error::NotStarted`] (127 no such program, 126 one that cannot be
+    /// executed), told only once the invocation is otherwise right. `lineage`: as
+    /// given (relative to the use-case folder, or absolute); the spec holds it
+    /// absolute.
+    #[allow(clippy::too_many_arguments)]
+    pub fn check(
+        usecase_dir: &Path,
+        task: TaskPath,
+        variables: Variables,
+        appends: &[String],
+        overwrites: &[String],
+        rerun: bool,
+        resume: bool,
+        lineage: Lineage,
+        command: Vec<OsString>,
+    ) -> Result<ExecSpec, Error> {
+        let spec = check_usage(usecase_dir, task, variables, appends, overwrites, rerun, resume, lineage, command)
+            .map_err(Error::Usage)?;
+        let cmd = spec.command[0].to_string_lossy().into_owned();
+        let not_started = |why: Unstartable, message: String| Error::NotStarted { why, message };
+        match child::find_command(&spec.command[0]) {
+            Ok(program) => check_interpreter(&program).map_err(|m| not_started(Unstartable::NotExecutable, m))?,
+            Err(why @ Unstartable::NotFound) => {
+                return Err(not_started(
+                    why,
+                    format!(
+                        "cannot start '{cmd}': no such program (give a path, or a program on PATH); nothing was written"
+                    ),
+                ));
+            }
+            Err(why @ Unstartable::NotExecutable) => {
+                return Err(not_started(
+                    why,
+                    format!(
+                        "cannot start '{cmd}': it is there but cannot be executed (a folder, or a file without execute permission: chmod +x it, or name its interpreter, as in `sh {cmd}`); nothing was written"
+                    ),
+                ));
+            }
         }
-        Err(why @ Unstartable::NotExecutable) => {
-            return Err(not_started(
-                why,
-                format!(
-                    "cannot start '{cmd}': it is there but cannot be executed (a folder, or a file without execute permission: chmod +x it, or name its interpreter, as in `sh {cmd}`); nothing was written"
-                ),
-            ));
-        }
+        Ok(spec)
     }
-    Ok(spec)
 }
 
-/// The checks of [`plan`] that are about the invocation itself.
+/// The checks of [`ExecSpec::check`] that are about the invocation itself.
 #[allow(clippy::too_many_arguments)]
-fn plan_usage(
+fn check_usage(
     usecase_dir: &Path,
     task: TaskPath,
     variables: Variables,
