@@ -7,7 +7,7 @@
 //!
 //! each against the file system's floor, a bare loop of N renames plus one stat
 //! each over the same number of files in the same folder layout, and against the
-//! real peer (ubunye-engine 0.8.0, driven by bench/peer_claims.py) when
+//! real peer (ubunye-engine 0.8.0, driven by benches/python/peer_claims.py) when
 //! `UBUNYE_PEER_PYTHON` names its interpreter. Medians of `--runs` runs, runs
 //! interleaved so that both sides see the same machine state.
 //!
@@ -115,7 +115,7 @@ fn ours(base: &Path, n: usize, per_file: bool) -> Duration {
 }
 
 fn peer(python: &str, base: &Path, n: usize, runs: usize, per_file: bool) -> Option<Vec<Duration>> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/peer_claims.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/python/peer_claims.py");
     let out = Command::new(python)
         .arg(script)
         .arg(base)

@@ -4,7 +4,7 @@
 //! drops one part of every batch after another and prints what each held.
 //!
 //! ```text
-//! cargo build --release && python3 bench/state_scan.py   # builds /tmp/ubunye-bench-100k once
+//! cargo build --release && python3 benches/python/state_scan.py   # builds /tmp/ubunye-bench-100k once
 //! cargo bench --bench scan_memory -- --dir /tmp/ubunye-bench-100k/uc
 //! ```
 //!

@@ -16,7 +16,7 @@
 //! into the target folder; UBUNYE_BENCH_BATCHES, UBUNYE_BENCH_IDLE_SECS and
 //! UBUNYE_BENCH_SAMPLES change the sizes; UBUNYE_BENCH_MEMORY_DIR measures
 //! the memory of one dashboard on another use case, such as
-//! `bench/state_scan.py`'s with the peer's real run records). Without
+//! `benches/python/state_scan.py`'s with the peer's real run records). Without
 //! `--bench` (as `cargo test` runs it) it does a small smoke run.
 
 use std::fs;

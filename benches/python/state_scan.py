@@ -15,7 +15,7 @@ and prints list/floor as a ratio, list's peak memory (GNU time's max RSS) and
 explain's time. Usage:
 
   cargo build --release
-  python3 bench/state_scan.py [--dir /tmp/ubunye-bench-100k] [--batches 100000] [--repeat 5]
+  python3 benches/python/state_scan.py [--dir /tmp/ubunye-bench-100k] [--batches 100000] [--repeat 5]
 """
 
 import argparse
@@ -30,7 +30,7 @@ import time
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))  # benches/python/ -> the repository
 RECORD = os.path.join(ROOT, "fixtures/peer/finished/uc/.ubunye/lineage/demo/sales/ingest")
 HOST = "ubunye-bench|pid:[1]"  # this host, as the benchmark runs tell ubunye (UBUNYE_TEST_HOST)
 OTHER = "elsewhere|pid:[2]"
