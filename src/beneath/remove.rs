@@ -138,7 +138,7 @@ impl Beneath {
 /// with the folders above it); errors leave what could not be removed. Names
 /// are taken as bytes: a name that is not UTF-8 is removed like any other.
 /// Returns whether `name` is gone.
-pub(crate) fn remove_tree_at(parent: &OwnedFd, name: &OsStr, mount: &Mount) -> bool {
+fn remove_tree_at(parent: &OwnedFd, name: &OsStr, mount: &Mount) -> bool {
     let Ok(dir) = rustix::fs::openat(
         parent,
         name,

@@ -310,7 +310,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
 }
 
 /// The command could not be started (it was there when the invocation was checked).
-pub(crate) fn not_started_text(spec: &ExecSpec, e: &std::io::Error) -> String {
+fn not_started_text(spec: &ExecSpec, e: &std::io::Error) -> String {
     format!("cannot start '{}': {e}; nothing landed", spec.command[0].to_string_lossy())
 }
 
