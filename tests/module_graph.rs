@@ -1,0 +1,460 @@
+//! No import circle between the library's top-level modules (issue 12).
+//!
+//! Every file under `src/` belongs to one top-level module (`src/<m>.rs` or
+//! `src/<m>/**`). Each use of another top-level module is an edge: a
+//! `crate::<m>` path (also grouped, `crate::{a, b::c}`), a name the crate root
+//! re-exports (`crate::RunLease` is `lease`), and a `super::` path that climbs
+//! to the crate root. Comments and string literals are skipped; test modules
+//! count (a test that imports a sibling is still an arrow). The graph must be
+//! acyclic; it is printed (`cargo test --test module_graph -- --nocapture`) in
+//! layers, each module after everything it uses, as docs/design.md shows it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    Ident(String),
+    PathSep,
+    Open,
+    Close,
+    Comma,
+    Semi,
+    Other,
+}
+
+/// Rust source as identifiers, `::`, braces, commas and semicolons (with their
+/// line numbers); comments, strings and char literals dropped.
+fn lex(src: &str) -> Vec<(Tok, usize)> {
+    let c: Vec<char> = src.chars().collect();
+    let mut out = Vec::new();
+    let (mut i, mut line) = (0, 1);
+    let at = |i: usize| c.get(i).copied().unwrap_or('\0');
+    while i < c.len() {
+        let ch = c[i];
+        if ch == '\n' {
+            line += 1;
+            i += 1;
+        } else if ch.is_whitespace() {
+            i += 1;
+        } else if ch == '/' && at(i + 1) == '/' {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if ch == '/' && at(i + 1) == '*' {
+            let mut depth = 0;
+            while i < c.len() {
+                if c[i] == '/' && at(i + 1) == '*' {
+                    depth += 1;
+                    i += 2;
+                } else if c[i] == '*' && at(i + 1) == '/' {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    line += usize::from(c[i] == '\n');
+                    i += 1;
+                }
+            }
+        } else if ch == '"' {
+            i += 1;
+            while i < c.len() && c[i] != '"' {
+                line += usize::from(c[i] == '\n');
+                i += if c[i] == '\\' { 2 } else { 1 };
+            }
+            i += 1;
+        } else if ch == '\'' {
+            // A char literal ('x', '\n', '\u{1c}'), or a lifetime ('a).
+            if at(i + 1) == '\\' {
+                i += 3;
+                while i < c.len() && c[i] != '\'' {
+                    i += 1;
+                }
+                i += 1;
+            } else if at(i + 2) == '\'' {
+                i += 3;
+            } else {
+                i += 1;
+            }
+        } else if ch == '_' || ch.is_alphabetic() {
+            let start = i;
+            while i < c.len() && (c[i] == '_' || c[i].is_alphanumeric()) {
+                i += 1;
+            }
+            let word: String = c[start..i].iter().collect();
+            let raw_prefix = matches!(word.as_str(), "r" | "br" | "cr");
+            if raw_prefix && (at(i) == '"' || (at(i) == '#' && matches!(at(i + 1), '"' | '#'))) {
+                // A raw string: r"..", r#".."#.
+                let mut hashes = 0;
+                while at(i) == '#' {
+                    hashes += 1;
+                    i += 1;
+                }
+                i += 1;
+                loop {
+                    if i >= c.len() {
+                        break;
+                    }
+                    if c[i] == '"' && (1..=hashes).all(|k| at(i + k) == '#') {
+                        i += 1 + hashes;
+                        break;
+                    }
+                    line += usize::from(c[i] == '\n');
+                    i += 1;
+                }
+            } else if matches!(word.as_str(), "b" | "c") && matches!(at(i), '"' | '\'') {
+                // b"..", b'x': lexed as the literal that follows.
+            } else if word == "r" && at(i) == '#' {
+                // A raw identifier, r#name.
+                i += 1;
+            } else {
+                out.push((Tok::Ident(word), line));
+            }
+        } else if ch.is_ascii_digit() {
+            while i < c.len() && (c[i] == '_' || c[i].is_alphanumeric()) {
+                i += 1;
+            }
+            out.push((Tok::Other, line));
+        } else {
+            let tok = match ch {
+                ':' if at(i + 1) == ':' => {
+                    i += 1;
+                    Tok::PathSep
+                }
+                '{' => Tok::Open,
+                '}' => Tok::Close,
+                ',' => Tok::Comma,
+                ';' => Tok::Semi,
+                _ => Tok::Other,
+            };
+            out.push((tok, line));
+            i += 1;
+        }
+    }
+    out
+}
+
+fn ident(t: Option<&(Tok, usize)>) -> Option<&str> {
+    match t {
+        Some((Tok::Ident(s), _)) => Some(s),
+        _ => None,
+    }
+}
+
+/// The names a path reaching the crate root at `toks[j]` starts with: `a` for
+/// `a::..`, `a` and `b` for `{a::x, b}`.
+fn root_names(toks: &[(Tok, usize)], j: usize) -> Vec<String> {
+    match toks.get(j) {
+        Some((Tok::Ident(s), _)) => vec![s.clone()],
+        Some((Tok::Open, _)) => {
+            let (mut names, mut depth, mut k, mut item_start) = (Vec::new(), 0, j, true);
+            while let Some((t, _)) = toks.get(k) {
+                match t {
+                    Tok::Open => {
+                        depth += 1;
+                        item_start = depth == 1;
+                    }
+                    Tok::Close => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    Tok::Comma => item_start = depth == 1,
+                    Tok::Ident(s) if item_start => {
+                        names.push(s.clone());
+                        item_start = false;
+                    }
+                    _ => item_start = false,
+                }
+                k += 1;
+            }
+            names
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Every name one file's code reaches at the crate root, with its line:
+/// `crate::<name>`, and `super::` chains that climb out of `module` (the file's
+/// module path, `["lease", "acquire"]`) and the inline modules around them.
+fn root_uses(module: &[String], src: &str) -> Vec<(String, usize)> {
+    let toks = lex(src);
+    let mut uses = Vec::new();
+    // Inline `mod name { .. }`: (brace depth outside it).
+    let (mut inline, mut depth) = (Vec::<usize>::new(), 0usize);
+    let mut i = 0;
+    while i < toks.len() {
+        let after_sep = i > 0 && toks[i - 1].0 == Tok::PathSep;
+        match &toks[i].0 {
+            Tok::Open => depth += 1,
+            Tok::Close => {
+                depth = depth.saturating_sub(1);
+                if inline.last() == Some(&depth) {
+                    inline.pop();
+                }
+            }
+            Tok::Ident(w)
+                if w == "mod"
+                    && ident(toks.get(i + 1)).is_some()
+                    && toks.get(i + 2).map(|t| &t.0) == Some(&Tok::Open) =>
+            {
+                inline.push(depth);
+            }
+            Tok::Ident(w) if w == "crate" && !after_sep && toks.get(i + 1).map(|t| &t.0) == Some(&Tok::PathSep) => {
+                for n in root_names(&toks, i + 2) {
+                    uses.push((n, toks[i].1));
+                }
+            }
+            Tok::Ident(w) if w == "super" && !after_sep => {
+                let (mut k, mut climbs) = (i, 0);
+                while ident(toks.get(k)) == Some("super") && toks.get(k + 1).map(|t| &t.0) == Some(&Tok::PathSep) {
+                    climbs += 1;
+                    k += 2;
+                }
+                if climbs == module.len() + inline.len() {
+                    for n in root_names(&toks, k) {
+                        uses.push((n, toks[i].1));
+                    }
+                }
+                assert!(climbs <= module.len() + inline.len(), "super:: climbs above the crate root");
+                i = k.max(i + 1); // `pub(super)` climbs nothing
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    uses
+}
+
+/// Names the crate root re-exports (`pub use lease::{RunLease, ..};`), by the
+/// module they come from.
+fn reexports(lib: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let toks = lex(lib);
+    let mut out = BTreeMap::new();
+    for (i, (t, _)) in toks.iter().enumerate() {
+        if *t != Tok::Ident("use".into()) {
+            continue;
+        }
+        let Some(m) = ident(toks.get(i + 1)).filter(|m| modules.contains(*m)) else { continue };
+        for (t, _) in toks[i + 2..].iter().take_while(|(t, _)| *t != Tok::Semi) {
+            if let Tok::Ident(name) = t {
+                if name != "self" && name != "as" {
+                    out.insert(name.clone(), m.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The module path of a file under `src/` (`lease/acquire.rs` is
+/// `["lease", "acquire"]`, `lease/mod.rs` is `["lease"]`).
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    let last = parts.pop().unwrap();
+    let stem = last.trim_end_matches(".rs");
+    if stem != "mod" {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+/// Edges between top-level modules: (from, to) -> the first `file:line` that makes it.
+type Graph = BTreeMap<(String, String), String>;
+
+fn graph(src: &Path) -> (BTreeSet<String>, Graph) {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let rels: Vec<PathBuf> = files.iter().map(|f| f.strip_prefix(src).unwrap().to_path_buf()).collect();
+    let modules: BTreeSet<String> =
+        rels.iter().filter(|r| r != &Path::new("lib.rs")).map(|r| module_of(r)[0].clone()).collect();
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let names = reexports(&lib, &modules);
+    let mut edges = Graph::new();
+    for (file, rel) in files.iter().zip(&rels) {
+        let module = module_of(rel);
+        if module.is_empty() {
+            continue; // lib.rs: the root declares every module
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for (name, line) in root_uses(&module, &text) {
+            let to = if modules.contains(&name) { Some(name) } else { names.get(&name).cloned() };
+            if let Some(to) = to.filter(|t| *t != module[0]) {
+                edges.entry((module[0].clone(), to)).or_insert_with(|| format!("src/{}:{line}", rel.display()));
+            }
+        }
+    }
+    (modules, edges)
+}
+
+/// The strongly connected components with more than one module (each one an
+/// import circle), by Tarjan's algorithm.
+fn circles(modules: &BTreeSet<String>, edges: &Graph) -> Vec<Vec<String>> {
+    struct T<'a> {
+        adj: BTreeMap<&'a str, Vec<&'a str>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(t: &mut T<'a>, v: &'a str) {
+        let n = t.index.len();
+        t.index.insert(v, n);
+        t.low.insert(v, n);
+        t.stack.push(v);
+        for w in t.adj.get(v).cloned().unwrap_or_default() {
+            if !t.index.contains_key(w) {
+                visit(t, w);
+                let lw = t.low[w];
+                let lv = t.low.get_mut(v).unwrap();
+                *lv = (*lv).min(lw);
+            } else if t.stack.contains(&w) {
+                let iw = t.index[w];
+                let lv = t.low.get_mut(v).unwrap();
+                *lv = (*lv).min(iw);
+            }
+        }
+        if t.low[v] == t.index[v] {
+            let mut comp = Vec::new();
+            while let Some(w) = t.stack.pop() {
+                comp.push(w.to_string());
+                if w == v {
+                    break;
+                }
+            }
+            if comp.len() > 1 {
+                comp.sort();
+                t.out.push(comp);
+            }
+        }
+    }
+    let mut t =
+        T { adj: BTreeMap::new(), index: BTreeMap::new(), low: BTreeMap::new(), stack: Vec::new(), out: Vec::new() };
+    for (a, b) in edges.keys() {
+        t.adj.entry(a.as_str()).or_default().push(b.as_str());
+    }
+    for m in modules {
+        if !t.index.contains_key(m.as_str()) {
+            visit(&mut t, m);
+        }
+    }
+    t.out
+}
+
+/// Each module's layer: 0 uses no other module, n uses some module of layer n - 1
+/// and none above (only for an acyclic graph).
+fn layers(modules: &BTreeSet<String>, edges: &Graph) -> BTreeMap<usize, Vec<String>> {
+    fn layer(m: &str, edges: &Graph, memo: &mut BTreeMap<String, usize>) -> usize {
+        if let Some(l) = memo.get(m) {
+            return *l;
+        }
+        let l = edges.keys().filter(|(a, _)| a == m).map(|(_, b)| layer(b, edges, memo) + 1).max().unwrap_or(0);
+        memo.insert(m.to_string(), l);
+        l
+    }
+    let mut memo = BTreeMap::new();
+    let mut out: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for m in modules {
+        out.entry(layer(m, edges, &mut memo)).or_default().push(m.clone());
+    }
+    out
+}
+
+fn uses_of<'a>(m: &str, edges: &'a Graph) -> Vec<&'a str> {
+    edges.keys().filter(|(a, _)| a == m).map(|(_, b)| b.as_str()).collect()
+}
+
+#[test]
+fn the_top_level_modules_import_each_other_without_a_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (modules, edges) = graph(&src);
+    let found = circles(&modules, &edges);
+    if !found.is_empty() {
+        let mut why = String::new();
+        for comp in &found {
+            why.push_str(&format!("circle among {}:\n", comp.join(", ")));
+            for ((a, b), at) in &edges {
+                if comp.contains(a) && comp.contains(b) {
+                    why.push_str(&format!("  {a} -> {b}  ({at})\n"));
+                }
+            }
+        }
+        panic!("the library's top-level modules import each other in a circle:\n{why}");
+    }
+    println!("The library's top-level modules, each after what it uses:");
+    for (n, ms) in layers(&modules, &edges) {
+        for m in ms {
+            let uses = uses_of(&m, &edges);
+            let uses = if uses.is_empty() { "-".to_string() } else { uses.join(", ") };
+            println!("  {n:>2} {m:<11} -> {uses}");
+        }
+    }
+}
+
+// The reader itself: each of these would let a circle through unseen.
+
+fn uses(module: &[&str], src: &str) -> Vec<String> {
+    let module: Vec<String> = module.iter().map(|s| s.to_string()).collect();
+    root_uses(&module, src).into_iter().map(|(n, _)| n).collect()
+}
+
+#[test]
+fn crate_paths_count_grouped_and_inside_expressions() {
+    let src = "use crate::{fsx, doc::{self, Map}};\nfn f() { crate::exec::reap::stop(); }";
+    assert_eq!(uses(&["lease"], src), ["fsx", "doc", "exec"]);
+}
+
+#[test]
+fn super_counts_only_when_it_climbs_to_the_root() {
+    let src =
+        "use super::write::x;\nuse super::super::key;\nmod tests { use super::*; use super::super::super::plan::y; }";
+    assert_eq!(uses(&["lease", "acquire"], src), ["key", "plan"]);
+    assert_eq!(uses(&["claims"], "use super::lease::RunLease;"), ["lease"]);
+    assert!(uses(&["lease", "acquire"], "pub(super) fn f() {}").is_empty());
+}
+
+#[test]
+fn comments_and_strings_are_not_code() {
+    let src = r####"
+        // crate::a
+        /* crate::b /* nested */ crate::c */
+        /// [`crate::d`]
+        const S: &str = "crate::e \" crate::f";
+        const R: &str = r#"crate::g " crate::h"#;
+        const C: char = '"'; const Q: char = '\''; fn l<'a>(x: &'a str) {}
+        use crate::i;
+    "####;
+    assert_eq!(uses(&["m"], src), ["i"]);
+}
+
+#[test]
+fn a_circle_is_found_and_a_chain_is_not() {
+    let m: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+    let e = |pairs: &[(&str, &str)]| -> Graph {
+        pairs.iter().map(|(a, b)| ((a.to_string(), b.to_string()), String::new())).collect()
+    };
+    assert!(circles(&m, &e(&[("a", "b"), ("b", "c")])).is_empty());
+    assert_eq!(circles(&m, &e(&[("a", "b"), ("b", "c"), ("c", "a")])), [["a", "b", "c"]]);
+    let r = reexports(
+        "pub use error::{Error, Result};\npub use lease::RunLease;",
+        &m.iter().cloned().chain(["error".into(), "lease".into()]).collect(),
+    );
+    assert_eq!(r.get("RunLease").map(String::as_str), Some("lease"));
+    assert_eq!(r.get("Result").map(String::as_str), Some("error"));
+}
