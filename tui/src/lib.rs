@@ -1,6 +1,7 @@
-//! `ubunye top`: the dashboard, and `ubunye demo`, the sandbox to try it on.
-//! It renders the library's state model and calls its repair functions; it
-//! holds no lease logic.
+//! The `ubunye` binary's front end: the command line ([`cli`]), `ubunye
+//! top`, the dashboard, and `ubunye demo`, the sandbox to try it on. It
+//! renders the library's state model and calls its repair functions; it holds
+//! no lease logic.
 //!
 //! * [`app`]: the state and its update; [`event`]: the loop and its one event
 //!   enum; [`keys`]: the one table of keys; [`ui`]: drawing; [`popup`]: the
@@ -13,6 +14,7 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod app;
+pub mod cli;
 pub mod demo;
 pub mod event;
 pub mod filter;
@@ -20,22 +22,9 @@ pub mod index;
 pub mod keys;
 pub mod model;
 pub mod popup;
+pub mod report;
 pub mod term;
 pub mod top;
 pub mod ui;
 pub mod view;
 pub mod watch;
-
-use ubunye::cli::{Dashboard, DemoArgs, TopArgs};
-
-/// The ratatui dashboard, handed to the library's CLI.
-pub struct Top;
-
-impl Dashboard for Top {
-    fn top(&self, opts: &TopArgs) -> i32 {
-        top::run(opts)
-    }
-    fn demo(&self, opts: &DemoArgs) -> i32 {
-        demo::run(opts)
-    }
-}

@@ -140,7 +140,7 @@ pub fn outcome_text(done: &RepairDone) -> (bool, String) {
     let mut out = String::new();
     let ok = match &done.outcome {
         Ok(o) => {
-            out.push_str(&o.describe());
+            out.push_str(&crate::report::repair_outcome(o));
             true
         }
         Err(e) => {

@@ -15,10 +15,10 @@ use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use crate::event::Event;
 
 /// Whether colours are wanted on this terminal with no `--color` given: the
-/// CLI's one rule (`ubunye::cli::colour`); `ubunye top` gets the decision
+/// CLI's one rule (`crate::cli::colour`); `ubunye top` gets the decision
 /// from `--color` in its `TopArgs`.
 pub fn colour() -> bool {
-    ubunye::cli::colour::decide(ubunye::cli::colour::ColorChoice::Auto, true)
+    crate::cli::colour::decide(crate::cli::colour::ColorChoice::Auto, true)
 }
 
 /// Put the terminal back as it was: no raw mode, the main screen, the cursor

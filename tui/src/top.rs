@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::mpsc;
 
-use ubunye::cli::TopArgs;
+use crate::cli::TopArgs;
 use ubunye::state::{Scan, ScanOptions};
 use ubunye::sys::{ClockSource, Now, Sys};
 
@@ -19,7 +19,7 @@ use crate::watch::{Requested, Watch};
 pub fn run(opts: &TopArgs) -> i32 {
     let uc = &opts.dir.dir;
     // Bad input is told in one line, before the terminal is touched.
-    let root = match ubunye::cli::usecase::check(uc) {
+    let root = match crate::cli::usecase::check(uc) {
         Ok(r) => r,
         Err(why) => return usage(&why),
     };
@@ -113,11 +113,11 @@ pub fn read_tasks(src: &Source, tasks: Vec<String>, tx: mpsc::Sender<Event>) -> 
 
 /// Bad input (exit 2), told before the terminal is touched.
 fn usage(msg: &str) -> i32 {
-    ubunye::cli::print::say_err(msg);
-    ubunye::cli::exit::USAGE
+    crate::cli::print::say_err(msg);
+    crate::cli::exit::USAGE
 }
 
 fn fail(msg: &str) -> i32 {
-    ubunye::cli::print::say_err(msg);
-    ubunye::cli::exit::REFUSED
+    crate::cli::print::say_err(msg);
+    crate::cli::exit::REFUSED
 }

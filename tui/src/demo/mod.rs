@@ -12,8 +12,8 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ubunye::cli::print::{errln, outln};
-use ubunye::cli::{DemoArgs, DirArg, TopArgs};
+use crate::cli::print::{errln, outln};
+use crate::cli::{DemoArgs, DirArg, TopArgs};
 use ubunye::key::{batch_key, cli_variables};
 use ubunye::state::{self, ScanOptions, State};
 use ubunye::sys::Sys;
@@ -43,7 +43,7 @@ pub fn run(opts: &DemoArgs) -> i32 {
         // A --dir that cannot hold a sandbox is bad input.
         Err(e) if opts.dir.is_some() => {
             errln(&format!("ubunye demo: {e}"));
-            return ubunye::cli::exit::USAGE;
+            return crate::cli::exit::USAGE;
         }
         Err(e) => return fail(&e),
     };
@@ -77,7 +77,7 @@ pub fn run(opts: &DemoArgs) -> i32 {
         let colour = if opts.colour { "always" } else { "never" };
         let argv = ["ubunye", "--color", colour, "leases", "list", "--all", "-d"].map(std::ffi::OsString::from);
         let argv = argv.into_iter().chain([uc.clone().into_os_string()]);
-        ubunye::cli::run(argv, &crate::Top)
+        crate::cli::run(argv)
     };
     let n = live.len();
     live.stop();
@@ -93,7 +93,7 @@ pub fn run(opts: &DemoArgs) -> i32 {
 
 fn fail(msg: &str) -> i32 {
     errln(&format!("ubunye demo: {msg}"));
-    ubunye::cli::exit::REFUSED
+    crate::cli::exit::REFUSED
 }
 
 /// The sandbox folder: `--dir` (new or empty) or a new one in the temp folder.

@@ -5,8 +5,8 @@ use clap::Args;
 
 use super::leases::LineageArg;
 use super::{DirArg, exit, say_err};
-use crate::state::ScanOptions;
-use crate::sys::Sys;
+use ubunye::state::ScanOptions;
+use ubunye::sys::Sys;
 
 /// What the engine leaves for people.
 ///
@@ -31,7 +31,7 @@ pub struct DoctorArgs {
 pub fn run(a: &DoctorArgs) -> i32 {
     let sys = Sys::real();
     let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None, ..ScanOptions::default() };
-    let look = match crate::doctor::look(&a.dir.dir, &opts, &sys) {
+    let look = match ubunye::doctor::look(&a.dir.dir, &opts, &sys) {
         Ok(l) => l,
         Err(e) => {
             say_err(&e.to_string());

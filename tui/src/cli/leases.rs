@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use super::{DirArg, exit, say_err};
-use crate::explain;
-use crate::state::{self, Batch, Found, ScanOptions, State};
-use crate::sys::Sys;
+use ubunye::explain;
+use ubunye::state::{self, Batch, Located, ScanOptions, State};
+use ubunye::sys::Sys;
 
 /// See and repair the leases of a use case.
 #[derive(Args, Debug)]
@@ -75,8 +75,8 @@ pub fn glyph_colour(s: State) -> (&'static str, Option<&'static str>) {
 /// The SGR code of a tone: the terminal's named colours only (never faint
 /// text or colour 8, unreadable on many dark themes), as the dashboard;
 /// None for the terminal's own colour.
-pub fn sgr(t: crate::state::Tone) -> Option<&'static str> {
-    use crate::state::Tone;
+pub fn sgr(t: ubunye::state::Tone) -> Option<&'static str> {
+    use ubunye::state::Tone;
     Some(match t {
         Tone::Repair => "1;31",
         Tone::Look => "1;33",
@@ -137,66 +137,22 @@ pub fn locate(
     // as the run it stands for does (a file server's clock).
     let clock = if purpose == Purpose::Repair { state::ClockRead::Probe } else { state::ClockRead::Looking };
     let opts = ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: None, clock };
-    let found = state::find(&dir.dir, query, task).map_err(|e| e.to_string())?;
-    let id = match found {
-        Found::One(id) => id,
-        Found::Ambiguous(c) => {
+    let q = state::shorten(query);
+    match state::locate(&dir.dir, query, task, &opts, sys).map_err(|e| e.to_string())? {
+        Located::Located(scan, b) => Ok((*scan, *b)),
+        Located::Ambiguous(c) => {
             let list: Vec<String> = c.iter().map(|b| format!("{} {}", b.key, b.task)).collect();
-            return Err(format!(
-                "'{query}' names {} batches: {}. Give more of the key, or --task.",
-                c.len(),
-                list.join("; ")
-            ));
+            Err(format!("'{q}' names {} batches: {}. Give more of the key, or --task.", c.len(), list.join("; ")))
         }
-        Found::NotALeaseFile(why) => return Err(why),
-        Found::None(near) => {
-            // A batch known only by its run records (interrupted, failed): look there.
-            let opts =
-                ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: task.map(str::to_string), clock };
-            let q = query.to_ascii_lowercase();
-            let mut hits: Vec<Batch> = Vec::new();
-            let head = state::scan_tasks(&dir.dir, &opts, sys, |_, batches| {
-                hits.extend(batches.into_iter().filter(|b| b.key.starts_with(&q)));
-            })
-            .map_err(|e| e.to_string())?;
-            let s = state::Scan {
-                root: head.root,
-                lineage_dir: head.lineage_dir,
-                now: head.now,
-                batches: Vec::new(),
-                problems: head.problems,
-            };
-            match hits.len() {
-                1 => {
-                    let b = hits.remove(0);
-                    return Ok((s, b));
-                }
-                0 => {
-                    let near: Vec<String> = near.iter().map(|b| format!("{} {}", &b.key, b.task)).collect();
-                    return Err(if near.is_empty() {
-                        format!("no batch with a key starting '{}' in {}", state::shorten(query), s.root.display())
-                    } else {
-                        format!(
-                            "no batch with a key starting '{}'; the nearest: {}",
-                            state::shorten(query),
-                            near.join("; ")
-                        )
-                    });
-                }
-                n => {
-                    return Err(format!(
-                        "'{}' names {n} batches; give more of the key, or --task",
-                        state::shorten(query)
-                    ));
-                }
-            }
+        Located::NotALeaseFile(why) => Err(why),
+        Located::NotFound { root, near } if near.is_empty() => {
+            Err(format!("no batch with a key starting '{q}' in {}", root.display()))
         }
-    };
-    // The batch as a whole scan reads it (its task read), so that explain and
-    // the repairs say what `leases list` says.
-    match state::scan_one(&dir.dir, &id.task, &id.key, &opts, sys).map_err(|e| e.to_string())? {
-        (scan, Some(b)) => Ok((scan, b)),
-        (_, None) => Err(format!("{} {}: its files went while it was being read; look again", id.task, id.key)),
+        Located::NotFound { near, .. } => {
+            let near: Vec<String> = near.iter().map(|b| format!("{} {}", &b.key, b.task)).collect();
+            Err(format!("no batch with a key starting '{q}'; the nearest: {}", near.join("; ")))
+        }
+        Located::Gone(id) => Err(format!("{} {}: its files went while it was being read; look again", id.task, id.key)),
     }
 }
 
@@ -225,7 +181,7 @@ fn explain_cmd(a: &ExplainArgs) -> i32 {
     if a.json {
         super::print_json(&e);
     } else {
-        super::out(&explain::render(&e));
+        super::out(&crate::report::explanation(&e));
     }
     exit::OK
 }

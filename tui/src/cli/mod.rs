@@ -1,5 +1,5 @@
 //! The `ubunye` command line. Parsing and rendering only: every decision is the
-//! engine's. The dashboard (`top`) lives in the tui crate and is handed in.
+//! engine's (the `ubunye` library); `top` and `demo` are this crate's.
 
 use std::ffi::OsString;
 
@@ -32,14 +32,6 @@ pub mod exit {
     /// Usage: bad flags, a `-d` that is not a use case, a key prefix that
     /// names no batch or several, a repair's prefix shorter than 4 digits.
     pub const USAGE: i32 = 2;
-}
-
-/// What the binary provides that the library cannot: the dashboard.
-pub trait Dashboard {
-    /// Run `ubunye top` on a use-case folder. Returns the exit code.
-    fn top(&self, opts: &TopArgs) -> i32;
-    /// Run `ubunye demo`: build a sandbox use case with real state, then `top`.
-    fn demo(&self, opts: &DemoArgs) -> i32;
 }
 
 /// `ubunye demo` options.
@@ -204,7 +196,7 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
 
 /// Run the CLI with these arguments (the first is the program name). Returns the
 /// exit code.
-pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) -> i32 {
+pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     use clap::FromArgMatches;
     let args = normalize_args(args);
     // Two words that are not part of the definitions (so no help, completion
@@ -212,7 +204,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
     // line, and the keeper `ubunye exec` starts.
     match args.get(1).and_then(|a| a.to_str()) {
         Some("run") => return python::run(),
-        Some(crate::exec::sentinel::SUBCOMMAND) => return group_keeper(&args[2..]),
+        Some(ubunye::exec::sentinel::SUBCOMMAND) => return group_keeper(&args[2..]),
         _ => {}
     }
     let parsed = command().try_get_matches_from(args).and_then(|m| Cli::from_arg_matches(&m));
@@ -238,8 +230,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
         Command::Leases(a) => leases::run(a, colour),
         Command::Runs(a) => runs::run(a, colour),
         Command::Doctor(a) => doctor::run(a),
-        Command::Top(a) => dashboard.top(&TopArgs { colour, ..a.clone() }),
-        Command::Demo(a) => dashboard.demo(&DemoArgs { colour, ..a.clone() }),
+        Command::Top(a) => crate::top::run(&TopArgs { colour, ..a.clone() }),
+        Command::Demo(a) => crate::demo::run(&DemoArgs { colour, ..a.clone() }),
         Command::Completions(a) => generate::completions(a),
         Command::Man(a) => generate::man(a),
     }
@@ -248,13 +240,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>, dashboard: &dyn Dashboard) 
 /// `ubunye __group-keeper <pid>`, as `ubunye exec` starts it (`exec/sentinel.rs`).
 fn group_keeper(rest: &[OsString]) -> i32 {
     let parent = match rest {
-        [p] if crate::exec::sentinel::may_keep() => p.to_string_lossy(),
+        [p] if ubunye::exec::sentinel::may_keep() => p.to_string_lossy(),
         _ => {
             say_err("__group-keeper is started by `ubunye exec` only; it does nothing here.");
             return exit::USAGE;
         }
     };
-    crate::exec::sentinel::keep(&parent)
+    ubunye::exec::sentinel::keep(&parent)
 }
 
 #[cfg(test)]

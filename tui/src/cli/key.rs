@@ -3,8 +3,8 @@
 use clap::Args;
 
 use super::{exit, say_err};
-use crate::key;
-use crate::layout::TaskPath;
+use ubunye::key;
+use ubunye::layout::TaskPath;
 
 /// The variables of a batch as the peer's CLI takes them.
 #[derive(Args, Debug, Clone, Default)]

@@ -7,9 +7,9 @@ use clap::Args;
 
 use super::key::VarArgs;
 use super::{DirArg, exit, say_err};
-use crate::exec::{self, Event, ExecEnd, Lineage};
-use crate::layout::TaskPath;
-use crate::sys::Sys;
+use ubunye::exec::{self, Event, ExecEnd, Lineage};
+use ubunye::layout::TaskPath;
+use ubunye::sys::Sys;
 
 /// Run any program as a batch under a lease.
 ///
@@ -116,13 +116,13 @@ fn describe(e: &Event, run_id: &str) -> Option<String> {
             if r.finished {
                 format!(
                     "run {} had finished ({what} was left behind); its commit was completed: {} replaced file(s) removed.",
-                    crate::doc::short(&r.run_id),
+                    ubunye::doc::short(&r.run_id),
                     r.removed.len()
                 )
             } else {
                 let mut s = format!(
                     "run {} died before it finished; took over {what} and removed {} file(s) it had appended.",
-                    if r.run_id.is_empty() { "?".to_string() } else { crate::doc::short(&r.run_id) },
+                    if r.run_id.is_empty() { "?".to_string() } else { ubunye::doc::short(&r.run_id) },
                     r.removed.len()
                 );
                 if !r.unrepaired.is_empty() {
@@ -219,7 +219,7 @@ pub fn run(a: &ExecArgs) -> i32 {
     match exec::run(&spec, Sys::real(), &mut on_event) {
         Ok(ExecEnd::Done { run_id, key, commit, kept }) => {
             if !quiet {
-                let mut line = format!("{} {} done (run {})", spec.task, key, crate::doc::short(&run_id));
+                let mut line = format!("{} {} done (run {})", spec.task, key, ubunye::doc::short(&run_id));
                 if !landed.is_empty() {
                     line.push_str(&format!(": {}", landed.join(", ")));
                 }
@@ -276,11 +276,11 @@ pub fn run(a: &ExecArgs) -> i32 {
 }
 
 /// The exit code of an error (see the table in `exec --help`).
-fn code_of(e: &crate::Error, refused: i32) -> i32 {
+fn code_of(e: &ubunye::Error, refused: i32) -> i32 {
     match e {
-        crate::Error::Usage(_) => exit::USAGE,
-        crate::Error::NotStarted { why, .. } => why.exit_code(),
-        crate::Error::Refused(_) => refused,
-        crate::Error::Io { .. } => exit::REFUSED,
+        ubunye::Error::Usage(_) => exit::USAGE,
+        ubunye::Error::NotStarted { why, .. } => why.exit_code(),
+        ubunye::Error::Refused(_) => refused,
+        ubunye::Error::Io { .. } => exit::REFUSED,
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::state::ScanError;
+use ubunye::state::ScanError;
 
 /// The use-case folder, canonical; or the line that says why `dir` is not one.
 pub fn check(dir: &Path) -> Result<PathBuf, String> {
@@ -20,7 +20,7 @@ pub fn check(dir: &Path) -> Result<PathBuf, String> {
     if root.join(".ubunye").is_dir() {
         return Ok(root);
     }
-    if let Some(above) = crate::layout::use_case_above(&root) {
+    if let Some(above) = ubunye::layout::use_case_above(&root) {
         return Err(format!(
             "{} is Ubunye's own .ubunye/ folder (or inside it), not a use case: point -d at the folder that holds it, -d {}",
             dir.display(),

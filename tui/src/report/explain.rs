@@ -1,12 +1,12 @@
-//! The triage report as text: what `ubunye leases explain` prints and the
-//! dashboard's detail pane shows.
+//! The triage report (`ubunye::explain::Explanation`) as text: what `ubunye
+//! leases explain` prints and the dashboard's detail pane shows.
 
 use std::fmt::Write as _;
 
-use super::{Explanation, run_text, size};
-use crate::state::{Batch, Happened, HistoryEntry, LeaseInfo};
-use crate::sys::ClockSource;
-use crate::timefmt;
+use ubunye::explain::{Explanation, run_text, size};
+use ubunye::state::{Batch, Happened, HistoryEntry, LeaseInfo};
+use ubunye::sys::ClockSource;
+use ubunye::timefmt;
 
 /// History lines shown in text; `--json` has them all.
 const HISTORY_SHOWN: usize = 20;

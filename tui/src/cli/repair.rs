@@ -7,9 +7,9 @@ use clap::Args;
 
 use super::leases::{LineageArg, Purpose, locate};
 use super::{DirArg, exit, say_err};
-pub use crate::repair::Kind;
-use crate::repair::{self, RepairPlan};
-use crate::sys::Sys;
+pub use ubunye::repair::Kind;
+use ubunye::repair::{self, RepairPlan};
+use ubunye::sys::Sys;
 
 /// Repair one batch through the engine.
 #[derive(Args, Debug)]
@@ -115,7 +115,7 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
             if a.json {
                 super::outln(&serde_json::to_string_pretty(&o).unwrap_or_default());
             } else {
-                super::out(&o.describe());
+                super::out(&crate::report::repair_outcome(&o));
             }
             exit::OK
         }

@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use super::leases::{LineageArg, glyph_colour};
 use super::{DirArg, exit, say_err, table};
-use crate::state::{self, Batch, Flag, ScanOptions, State};
-use crate::sys::Sys;
+use ubunye::state::{self, Batch, Flag, ScanOptions, State};
+use ubunye::sys::Sys;
 
 #[derive(Args, Debug)]
 #[command(
@@ -109,14 +109,14 @@ impl Row {
         } else {
             String::new()
         };
-        let age = self.age.map(crate::timefmt::age).unwrap_or_default();
+        let age = self.age.map(ubunye::timefmt::age).unwrap_or_default();
         let stalled = if self.flags.contains(&Flag::Stalled) { " stalled" } else { "" };
         table::Line {
             cells: vec![
                 format!("{g} {}", self.state.word()),
                 self.task.clone(),
                 self.variables.as_ref().map(state::variables_text).unwrap_or_else(|| self.key.clone()),
-                self.run_id.as_deref().map(crate::doc::short).unwrap_or_default().to_string(),
+                self.run_id.as_deref().map(ubunye::doc::short).unwrap_or_default().to_string(),
                 who,
                 format!("{age}{stalled}"),
                 if self.has_lease { self.claims.to_string() } else { String::new() },
@@ -156,7 +156,7 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
         #[derive(Serialize)]
         struct Out<'a> {
             use_case: &'a std::path::Path,
-            clock: crate::sys::ClockSource,
+            clock: ubunye::sys::ClockSource,
             now: String,
             batches: &'a [Row],
             problems: &'a [state::UnreadableFile],
@@ -164,7 +164,7 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
         super::print_json(&Out {
             use_case: &head.root,
             clock: head.now.source,
-            now: crate::timefmt::rfc3339(head.now.time),
+            now: ubunye::timefmt::rfc3339(head.now.time),
             batches: &rows,
             problems: &head.problems,
         });

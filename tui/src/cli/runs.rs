@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::leases::LineageArg;
 use super::{DirArg, exit, say_err, table};
-use crate::state::{self, RecordInfo, UnreadableFile};
+use ubunye::state::{self, RecordInfo, UnreadableFile};
 
 /// The run records (lineage) of a use case, newest first.
 #[derive(Args, Debug)]
@@ -76,7 +76,7 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
     let lineage = match &a.lineage.lineage_dir {
         Some(d) if d.is_absolute() => d.clone(),
         Some(d) => a.dir.dir.join(d),
-        None => crate::layout::lineage_root(&root),
+        None => ubunye::layout::lineage_root(&root),
     };
     let mut problems: Vec<UnreadableFile> = Vec::new();
     let mut records: Vec<(String, RecordInfo)> = Vec::new();
@@ -103,7 +103,7 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
     let cutoff = a.since.and_then(|d| std::time::SystemTime::now().checked_sub(d));
     records.retain(|(_, r)| {
         a.status.is_none_or(|s| r.status.as_deref() == Some(s.word()))
-            && cutoff.is_none_or(|c| r.started_at.as_deref().and_then(crate::timefmt::parse).is_some_and(|t| t >= c))
+            && cutoff.is_none_or(|c| r.started_at.as_deref().and_then(ubunye::timefmt::parse).is_some_and(|t| t >= c))
     });
     records.sort_by(|x, y| y.1.started_at.cmp(&x.1.started_at));
     let left_out = records.len().saturating_sub(a.limit);
@@ -150,8 +150,8 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
         };
         let code = super::leases::sgr(state::Tone::of_record(r.status.as_deref().filter(|_| r.damaged.is_none())));
         let secs = match (
-            r.started_at.as_deref().and_then(crate::timefmt::parse),
-            r.ended_at.as_deref().and_then(crate::timefmt::parse),
+            r.started_at.as_deref().and_then(ubunye::timefmt::parse),
+            r.ended_at.as_deref().and_then(ubunye::timefmt::parse),
         ) {
             (Some(s), Some(e)) => e.duration_since(s).map(|d| format!("{:.1}", d.as_secs_f64())).unwrap_or_default(),
             _ => String::new(),
@@ -161,7 +161,7 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
                 r.started_at.clone().unwrap_or_default(),
                 status,
                 task.clone(),
-                crate::doc::short(&r.run_id).to_string(),
+                ubunye::doc::short(&r.run_id).to_string(),
                 vars,
                 secs,
                 match &r.damaged {

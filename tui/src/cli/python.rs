@@ -13,7 +13,7 @@ fn other_ubunye() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join("ubunye"))
-        .filter(|p| crate::exec::child::resolve_command(p.as_os_str()).is_some())
+        .filter(|p| ubunye::exec::child::resolve_command(p.as_os_str()).is_some())
         .find(|p| std::fs::canonicalize(p).ok() != me)
 }
 
