@@ -10,9 +10,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use ubunye::state::{Batch, Scan, ScanOptions, State};
-use ubunye_tui::app::{App, Effect};
-use ubunye_tui::event::Event;
-use ubunye_tui::model::{Model, Source};
+use ubunye_tui::top::app::{App, Effect};
+use ubunye_tui::top::event::Event;
+use ubunye_tui::top::model::{Model, Source};
 
 /// A rescan (poll mode, `r`, a burst of events) reads the use case a task at a
 /// time into the model, as the first read does, never a second copy of it all
@@ -31,7 +31,7 @@ fn a_rescan_streams_in_and_drops_the_batches_that_went() {
     let effects = press(&mut a, "r");
     assert!(matches!(effects.as_slice(), [Effect::FullScan]));
     let (tx, rx) = std::sync::mpsc::channel();
-    ubunye_tui::top::read(&a.model.src, tx).unwrap();
+    ubunye_tui::top::workers::read(&a.model.src, tx).unwrap();
     a.handle_all(rx.iter().collect());
     assert!(!a.scanning);
     assert_eq!(a.model.batches().len(), 2, "the batch that went is dropped, not hidden");

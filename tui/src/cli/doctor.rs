@@ -3,7 +3,7 @@
 
 use clap::Args;
 
-use super::leases::LineageArg;
+use super::LineageArg;
 use super::{DirArg, exit, say_err};
 use ubunye::state::ScanOptions;
 use ubunye::sys::Sys;

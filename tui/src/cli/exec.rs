@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::key::VarArgs;
+use super::VarArgs;
 use super::{DirArg, exit, say_err};
 use ubunye::exec::{self, Event, ExecEnd, Lineage};
 use ubunye::layout::TaskPath;

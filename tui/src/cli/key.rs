@@ -2,33 +2,9 @@
 
 use clap::Args;
 
-use super::{exit, say_err};
+use super::{VarArgs, exit, say_err};
 use ubunye::key;
 use ubunye::layout::TaskPath;
-
-/// The variables of a batch as the peer's CLI takes them.
-#[derive(Args, Debug, Clone, Default)]
-pub struct VarArgs {
-    /// The data timestamp (`-dt` works too, as in the Python engine).
-    #[arg(long = "dt", visible_alias = "data-timestamp", value_name = "X")]
-    pub dt: Option<String>,
-    /// The data timestamp format (`-dtf` works too). It is part of the batch.
-    #[arg(long = "dtf", visible_alias = "data-timestamp-format", value_name = "F")]
-    pub dtf: Option<String>,
-    /// The run mode. Case matters: DEV, dev and PROD are three batches.
-    #[arg(short = 'm', long = "mode", value_name = "MODE", default_value = "DEV")]
-    pub mode: String,
-    /// A variable, `name=value` (repeatable). The value is kept exactly.
-    #[arg(long = "var", value_name = "K=V")]
-    pub vars: Vec<String>,
-}
-
-impl VarArgs {
-    /// The variables, as the peer's `build_variables`.
-    pub fn variables(&self) -> Result<key::Variables, String> {
-        key::cli_variables(self.dt.as_deref(), self.dtf.as_deref(), &self.mode, &self.vars).map_err(|e| e.to_string())
-    }
-}
 
 /// Print the batch key of a task and its variables.
 ///

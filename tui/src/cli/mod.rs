@@ -5,34 +5,19 @@ use std::ffi::OsString;
 
 use clap::{Args, Parser, Subcommand};
 
-pub mod colour;
+mod args;
 mod doctor;
 mod exec;
 mod generate;
 mod key;
 mod leases;
-mod list;
-pub mod print;
 mod python;
-mod repair;
 mod runs;
 mod table;
-pub mod usecase;
 
-pub(crate) use print::{out, outln, print_json, say_err};
-
-/// The exit codes: one table, in `ubunye --help` and docs/json.md.
-pub mod exit {
-    /// Done (or a resumed skip, or a doctor that found nothing).
-    pub const OK: i32 = 0;
-    /// Refused (a live holder, a repair that does not apply, a finished
-    /// batch, declined at the prompt, a lost lease, an unreadable file), or
-    /// doctor's findings.
-    pub const REFUSED: i32 = 1;
-    /// Usage: bad flags, a `-d` that is not a use case, a key prefix that
-    /// names no batch or several, a repair's prefix shorter than 4 digits.
-    pub const USAGE: i32 = 2;
-}
+pub(crate) use crate::console::print::{out, outln, print_json, say_err};
+pub use crate::console::{colour, exit, print, usecase};
+pub use args::{DirArg, LineageArg, VarArgs};
 
 /// `ubunye demo` options.
 #[derive(Args, Debug, Clone)]
@@ -46,9 +31,6 @@ pub struct DemoArgs {
     /// Build the sandbox and print `leases list --all` instead of opening `top`.
     #[arg(long)]
     pub no_top: bool,
-    /// Whether to colour (`--color`, decided by [`colour::decide`]).
-    #[arg(skip)]
-    pub colour: bool,
 }
 
 /// `ubunye`: safe batch reruns (leases, claims, finished notes) compatible with
@@ -121,14 +103,6 @@ impl Command {
     }
 }
 
-/// The use-case folder.
-#[derive(Args, Debug, Clone)]
-pub struct DirArg {
-    /// The use-case folder (the Python engine's `ubunye run -d`).
-    #[arg(short = 'd', long = "usecase-dir", visible_alias = "dir", value_name = "DIR", default_value = ".")]
-    pub dir: std::path::PathBuf,
-}
-
 /// Watch the leases and run records of a use case live (`ubunye top`).
 ///
 /// The table `leases list --all` prints once, kept up to date: file-system
@@ -149,9 +123,6 @@ pub struct TopArgs {
     /// How often to rescan in poll mode (e.g. 2s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     pub interval: std::time::Duration,
-    /// Whether to colour (`--color`, decided by [`colour::decide`]).
-    #[arg(skip)]
-    pub colour: bool,
 }
 
 /// The whole command line as clap builds it: the help, the completions and
@@ -230,8 +201,28 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Command::Leases(a) => leases::run(a, colour),
         Command::Runs(a) => runs::run(a, colour),
         Command::Doctor(a) => doctor::run(a),
-        Command::Top(a) => crate::top::run(&TopArgs { colour, ..a.clone() }),
-        Command::Demo(a) => crate::demo::run(&DemoArgs { colour, ..a.clone() }),
+        Command::Top(a) => crate::top::run(&crate::top::Options {
+            dir: a.dir.dir.clone(),
+            watch: a.watch.clone(),
+            interval: a.interval,
+            colour,
+        }),
+        Command::Demo(a) => {
+            let opts = crate::demo::Options { dir: a.dir.clone(), no_top: a.no_top };
+            // What the demo shows its sandbox with: the dashboard on a
+            // terminal, else the list (the demo knows no command of its own).
+            crate::demo::run(&opts, &|uc: &std::path::Path, interactive: bool| {
+                if interactive {
+                    let dir = uc.to_path_buf();
+                    let interval = std::time::Duration::from_secs(2);
+                    crate::top::run(&crate::top::Options { dir, watch: "auto".into(), interval, colour })
+                } else {
+                    let colour = if colour { "always" } else { "never" };
+                    let argv = ["ubunye", "--color", colour, "leases", "list", "--all", "-d"].map(OsString::from);
+                    run(argv.into_iter().chain([uc.as_os_str().to_os_string()]))
+                }
+            })
+        }
         Command::Completions(a) => generate::completions(a),
         Command::Man(a) => generate::man(a),
     }

@@ -5,7 +5,7 @@ use std::io::Write;
 use clap::Args;
 use serde::Serialize;
 
-use super::leases::LineageArg;
+use super::LineageArg;
 use super::{DirArg, exit, say_err, table};
 use ubunye::state::{self, RecordInfo, UnreadableFile};
 
@@ -148,7 +148,7 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
             (Some(s), None) => s.clone(),
             (None, None) => "(none)".into(),
         };
-        let code = super::leases::sgr(state::Tone::of_record(r.status.as_deref().filter(|_| r.damaged.is_none())));
+        let code = super::table::sgr(state::Tone::of_record(r.status.as_deref().filter(|_| r.damaged.is_none())));
         let secs = match (
             r.started_at.as_deref().and_then(ubunye::timefmt::parse),
             r.ended_at.as_deref().and_then(ubunye::timefmt::parse),

@@ -101,6 +101,27 @@ pub fn terminal_width() -> Option<usize> {
     rustix::termios::tcgetwinsize(std::io::stdout()).ok().map(|w| w.ws_col as usize).filter(|w| *w > 20)
 }
 
+/// The glyph and colour (an SGR code) of a state.
+pub fn glyph_colour(s: ubunye::state::State) -> (&'static str, Option<&'static str>) {
+    (s.glyph(), sgr(s.tone()))
+}
+
+/// The SGR code of a tone: the terminal's named colours only (never faint
+/// text or colour 8, unreadable on many dark themes), as the dashboard;
+/// None for the terminal's own colour.
+pub fn sgr(t: ubunye::state::Tone) -> Option<&'static str> {
+    use ubunye::state::Tone;
+    Some(match t {
+        Tone::Repair => "1;31",
+        Tone::Look => "1;33",
+        Tone::Attend => "33",
+        Tone::Running => "32",
+        Tone::Redo => "36",
+        Tone::Failed => "35",
+        Tone::Done => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +146,21 @@ mod tests {
         let line = |_: usize| Line { cells: vec!["a".into(), "ok".into(), String::new()], colour: Some((1, "32")) };
         print(&mut out, &["A", "STATUS", "E"], 1, line, None).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), " A  STATUS  E\n a  \x1b[32mok\x1b[0m\n");
+    }
+
+    /// Readable on light and dark themes, as the dashboard: the terminal's
+    /// named colours only, never faint text (`2`), colour 8 or the bright
+    /// colours; dead and failed told apart.
+    #[test]
+    fn state_colours_are_named_colours_only() {
+        for s in ubunye::state::State::ALL {
+            if let (_, Some(code)) = glyph_colour(s) {
+                for part in code.split(';') {
+                    assert!(matches!(part, "1" | "31" | "32" | "33" | "35" | "36"), "{s:?}: {code}");
+                }
+            }
+        }
+        assert_ne!(glyph_colour(ubunye::state::State::Dead).1, glyph_colour(ubunye::state::State::Failed).1);
+        assert_eq!(glyph_colour(ubunye::state::State::Finished).1, None);
     }
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use super::leases::{LineageArg, glyph_colour};
-use super::{DirArg, exit, say_err, table};
+use crate::cli::table::{self, glyph_colour};
+use crate::cli::{DirArg, LineageArg, exit, say_err};
 use ubunye::state::{self, Batch, Flag, ScanOptions, State};
 use ubunye::sys::Sys;
 
@@ -161,7 +161,7 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
             batches: &'a [Row],
             problems: &'a [state::UnreadableFile],
         }
-        super::print_json(&Out {
+        crate::cli::print_json(&Out {
             use_case: &head.root,
             clock: head.now.source,
             now: ubunye::timefmt::rfc3339(head.now.time),

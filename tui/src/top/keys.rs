@@ -5,7 +5,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::view::View;
+use crate::top::view::View;
 
 /// Where the key is pressed: each context has its own bindings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

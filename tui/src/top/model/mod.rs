@@ -13,7 +13,7 @@ use ubunye::layout::{self, Entry};
 use ubunye::state::{self, Batch, Scan, ScanOptions};
 use ubunye::sys::{Now, Sys};
 
-use crate::index::Index;
+use crate::top::index::Index;
 
 mod clock;
 mod light;

@@ -10,7 +10,7 @@
 use ratatui::style::{Color, Modifier, Style};
 use ubunye::state::{State, Tone};
 
-use crate::app::Level;
+use crate::top::app::Level;
 
 /// Bold in this colour.
 const fn strong(c: Color) -> Style {

@@ -5,8 +5,8 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use clap::Args;
 
-use super::leases::{LineageArg, Purpose, locate};
-use super::{DirArg, exit, say_err};
+use super::{Purpose, locate};
+use crate::cli::{DirArg, LineageArg, exit, say_err};
 pub use ubunye::repair::Kind;
 use ubunye::repair::{self, RepairPlan};
 use ubunye::sys::Sys;
@@ -47,7 +47,7 @@ fn render_plan(p: &RepairPlan) -> String {
 }
 
 fn ask(question: &str) -> bool {
-    super::out(&format!("{question} [y/N] "));
+    crate::cli::out(&format!("{question} [y/N] "));
     let _ = std::io::stdout().flush();
     let mut line = String::new();
     if std::io::stdin().lock().read_line(&mut line).is_err() {
@@ -60,7 +60,7 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
     let sys = Sys::real();
     // A dry run only looks: any prefix that names one batch will do.
     let purpose = if a.dry_run { Purpose::Look } else { Purpose::Repair };
-    let (scan, e) = match super::leases::explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), purpose, &sys) {
+    let (scan, e) = match super::explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), purpose, &sys) {
         Ok(x) => x,
         Err(e) => {
             say_err(&e);
@@ -76,10 +76,10 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
     };
     if a.dry_run {
         if a.json {
-            super::outln(&serde_json::to_string_pretty(&plan).unwrap_or_default());
+            crate::cli::outln(&serde_json::to_string_pretty(&plan).unwrap_or_default());
         } else {
-            super::out(&render_plan(&plan));
-            super::outln("(--dry-run: nothing was changed)");
+            crate::cli::out(&render_plan(&plan));
+            crate::cli::outln("(--dry-run: nothing was changed)");
         }
         return exit::OK;
     }
@@ -88,13 +88,13 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
             say_err("not on a terminal, so nobody can confirm: add --yes to repair, or --dry-run to only see the plan");
             return exit::USAGE;
         }
-        super::out(&render_plan(&plan));
+        crate::cli::out(&render_plan(&plan));
         if !ask("Go ahead?") {
-            super::outln("Nothing was done.");
+            crate::cli::outln("Nothing was done.");
             return exit::REFUSED;
         }
     } else if !a.json {
-        super::out(&render_plan(&plan));
+        crate::cli::out(&render_plan(&plan));
     }
     // The state may have changed while the plan was read: look again, then let
     // the engine re-check everything as it acts.
@@ -113,9 +113,9 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
     match outcome {
         Ok(o) => {
             if a.json {
-                super::outln(&serde_json::to_string_pretty(&o).unwrap_or_default());
+                crate::cli::outln(&serde_json::to_string_pretty(&o).unwrap_or_default());
             } else {
-                super::out(&crate::report::repair_outcome(&o));
+                crate::cli::out(&crate::report::repair_outcome(&o));
             }
             exit::OK
         }

@@ -1,25 +1,59 @@
 //! `ubunye top`: check the folder, read it, watch it, and run the dashboard
 //! until it is quit, the terminal restored whatever happens.
+//!
+//! * [`app`]: the state and its update (pure: an event in, effects out);
+//!   [`event`]: the one event enum (a leaf); [`runtime`]: the loop that feeds
+//!   events in, carries effects out and draws; [`workers`]: the reads and
+//!   repairs done off the UI thread; [`keys`]: the one table of keys;
+//!   [`ui`]: drawing; [`popup`]: the two-phase repair; [`model`]: the data,
+//!   kept up to date from file events; [`watch`]: notify or poll; [`term`]:
+//!   the terminal, restored on every exit; [`filter`]: the `/` filter;
+//!   [`view`]: the three views.
+
+pub mod app;
+pub mod event;
+pub mod filter;
+pub mod index;
+pub mod keys;
+pub mod model;
+pub mod popup;
+pub mod runtime;
+pub mod term;
+pub mod ui;
+pub mod view;
+pub mod watch;
+pub mod workers;
 
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::mpsc;
 
-use crate::cli::TopArgs;
 use ubunye::state::{Scan, ScanOptions};
 use ubunye::sys::{ClockSource, Now, Sys};
 
-use crate::app::App;
-use crate::event::{Event, Loop};
-use crate::model::{Model, Source};
-use crate::term;
-use crate::watch::{Requested, Watch};
+use crate::top::app::App;
+use crate::top::model::{Model, Source};
+use crate::top::runtime::Loop;
+use crate::top::watch::{Requested, Watch};
+
+/// What `ubunye top` is asked (the CLI's `TopArgs`, parsed).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The use-case folder, as given.
+    pub dir: std::path::PathBuf,
+    /// `auto`, `notify` or `poll`.
+    pub watch: String,
+    /// How often to rescan in poll mode.
+    pub interval: std::time::Duration,
+    /// Whether to colour (decided by `console::colour`).
+    pub colour: bool,
+}
 
 /// Run `top`; the exit code.
-pub fn run(opts: &TopArgs) -> i32 {
-    let uc = &opts.dir.dir;
+pub fn run(opts: &Options) -> i32 {
+    let uc = &opts.dir;
     // Bad input is told in one line, before the terminal is touched.
-    let root = match crate::cli::usecase::check(uc) {
+    let root = match crate::console::usecase::check(uc) {
         Ok(r) => r,
         Err(why) => return usage(&why),
     };
@@ -37,7 +71,7 @@ pub fn run(opts: &TopArgs) -> i32 {
     crossterm::style::force_color_output(opts.colour);
     let mut app = App::new(Model::new(src.clone(), empty(&root, &lineage, &src.sys)), opts.colour, &watch.mode);
     app.start_loading();
-    if let Err(e) = read(&src, tx.clone()) {
+    if let Err(e) = workers::read(&src, tx.clone()) {
         return fail(&format!("cannot start reading: {e}"));
     }
     let (mut terminal, mut guard) = match term::enter() {
@@ -79,45 +113,13 @@ pub fn empty(root: &Path, lineage: &Path, sys: &Sys) -> Scan {
     }
 }
 
-/// Read the use case off the UI thread, a task at a time: an [`Event::Part`]
-/// for each task, then [`Event::Loaded`]. The first read and every rescan.
-pub fn read(src: &Source, tx: mpsc::Sender<Event>) -> std::io::Result<()> {
-    let src = src.clone();
-    std::thread::Builder::new().name("top-read".into()).spawn(move || {
-        let head = ubunye::state::scan_tasks(&src.uc, &src.opts, &src.sys, |_, batches| {
-            let _ = tx.send(Event::Part(batches.into_iter().map(crate::model::keep).collect()));
-        });
-        let _ = tx.send(Event::Loaded(Box::new(head.map_err(|e| e.to_string()))));
-    })?;
-    Ok(())
-}
-
-/// Doctor's look at the use case, as `ubunye doctor` takes it: the event that
-/// brings it to the dashboard.
-pub fn examine(src: &Source) -> Event {
-    Event::Examined(Box::new(ubunye::doctor::look(&src.uc, &src.opts, &src.sys).map_err(|e| e.to_string())))
-}
-
-/// Read these tasks again off the UI thread, as [`read`] reads every task:
-/// an [`Event::Part`] for each, then [`Event::Loaded`].
-pub fn read_tasks(src: &Source, tasks: Vec<String>, tx: mpsc::Sender<Event>) -> std::io::Result<()> {
-    let src = src.clone();
-    std::thread::Builder::new().name("top-read-tasks".into()).spawn(move || {
-        let head = ubunye::state::scan_named_tasks(&src.uc, &src.opts, &src.sys, &tasks, |_, batches| {
-            let _ = tx.send(Event::Part(batches.into_iter().map(crate::model::keep).collect()));
-        });
-        let _ = tx.send(Event::Loaded(Box::new(head.map_err(|e| e.to_string()))));
-    })?;
-    Ok(())
-}
-
 /// Bad input (exit 2), told before the terminal is touched.
 fn usage(msg: &str) -> i32 {
-    crate::cli::print::say_err(msg);
-    crate::cli::exit::USAGE
+    crate::console::print::say_err(msg);
+    crate::console::exit::USAGE
 }
 
 fn fail(msg: &str) -> i32 {
-    crate::cli::print::say_err(msg);
-    crate::cli::exit::REFUSED
+    crate::console::print::say_err(msg);
+    crate::console::exit::REFUSED
 }

@@ -12,13 +12,13 @@ use crossterm::event::{self as ct, DisableMouseCapture};
 use ratatui::DefaultTerminal;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-use crate::event::Event;
+use crate::top::event::Event;
 
 /// Whether colours are wanted on this terminal with no `--color` given: the
-/// CLI's one rule (`crate::cli::colour`); `ubunye top` gets the decision
+/// CLI's one rule (`crate::console::colour`); `ubunye top` gets the decision
 /// from `--color` in its `TopArgs`.
 pub fn colour() -> bool {
-    crate::cli::colour::decide(crate::cli::colour::ColorChoice::Auto, true)
+    crate::console::colour::decide(crate::console::colour::ColorChoice::Auto, true)
 }
 
 /// Put the terminal back as it was: no raw mode, the main screen, the cursor

@@ -1,50 +1,18 @@
-//! The event loop: one [`Event`] enum on one channel (keys, resizes, the 1 s
-//! tick, file changes, watch errors, and the results of work done off the UI
-//! thread); each turn drains the channel, updates the [`App`], carries out
-//! its effects and draws once.
+//! The dashboard's loop: each turn drains the channel of [`Event`]s, hands
+//! them to the [`App`] (pure: it returns effects), carries the effects out
+//! (reads and repairs off the UI thread, the clipboard, the watcher) and
+//! draws once.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, Sender};
 
-use crossterm::event::KeyEvent;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
-use ubunye::state::ScanHead;
 
-use crate::app::{App, Effect, Level};
-use crate::model::Kept;
-use crate::popup::{self, RepairDone};
-use crate::watch::Watch;
-
-/// Everything that can happen.
-#[derive(Debug)]
-pub enum Event {
-    Key(KeyEvent),
-    Resize(u16, u16),
-    /// Once a second: leases are judged again (dead and stalled depend on time).
-    Tick,
-    /// Paths that changed (debounced file-system events).
-    FsChange(Vec<PathBuf>),
-    /// Poll mode: time to read everything again.
-    Poll,
-    /// The watcher reported an error; `limit` when it is the inotify limit.
-    WatchError {
-        message: String,
-        limit: bool,
-    },
-    /// A read of the whole use case (the first, or a rescan), a task at a
-    /// time: one task's batches.
-    Part(Vec<Kept>),
-    /// The read is over (the folders that could not be listed), or failed.
-    Loaded(Box<Result<ScanHead, String>>),
-    /// Doctor's look at the use case is over.
-    Examined(Box<Result<ubunye::doctor::Look, String>>),
-    /// A repair finished.
-    Repaired(Box<RepairDone>),
-    /// SIGTERM, SIGHUP or SIGINT arrived.
-    Signal(i32),
-}
+use super::app::{App, Effect, Level};
+use super::event::Event;
+use super::popup;
+use super::watch::Watch;
 
 /// Called after each frame.
 pub type FrameHook<'a> = Box<dyn FnMut(&App) + 'a>;
@@ -94,7 +62,7 @@ impl<B: Backend> Loop<'_, B> {
 
     fn draw(&mut self) -> std::io::Result<()> {
         let app = &mut *self.app;
-        self.term.draw(|f| crate::ui::draw(f, app)).map_err(|e| std::io::Error::other(e.to_string()))?;
+        self.term.draw(|f| crate::top::ui::draw(f, app)).map_err(|e| std::io::Error::other(e.to_string()))?;
         if let Some(cb) = self.on_frame.as_mut() {
             cb(self.app);
         }
@@ -106,19 +74,19 @@ impl<B: Backend> Loop<'_, B> {
         match effect {
             Effect::Quit(code) => return Some(code),
             Effect::FullScan => {
-                if let Err(e) = crate::top::read(&self.app.model.src, self.tx.clone()) {
+                if let Err(e) = super::workers::read(&self.app.model.src, self.tx.clone()) {
                     let _ = self.tx.send(Event::Loaded(Box::new(Err(format!("cannot start a rescan: {e}")))));
                 }
             }
             Effect::ReadTasks(tasks) => {
-                if let Err(e) = crate::top::read_tasks(&self.app.model.src, tasks, self.tx.clone()) {
+                if let Err(e) = super::workers::read_tasks(&self.app.model.src, tasks, self.tx.clone()) {
                     let _ = self.tx.send(Event::Loaded(Box::new(Err(format!("cannot start a rescan: {e}")))));
                 }
             }
             Effect::Examine => {
                 let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
                 let spawned = std::thread::Builder::new().name("top-doctor".into()).spawn(move || {
-                    let _ = tx.send(crate::top::examine(&src));
+                    let _ = tx.send(super::workers::examine(&src));
                 });
                 if let Err(e) = spawned {
                     let _ = self.tx.send(Event::Examined(Box::new(Err(format!("cannot start: {e}")))));
@@ -136,7 +104,7 @@ impl<B: Backend> Loop<'_, B> {
             }
             Effect::Copy(text) => match self.clipboard.as_mut() {
                 Some(out) => {
-                    let _ = out.write_all(crate::term::osc52(&text).as_bytes());
+                    let _ = out.write_all(crate::top::term::osc52(&text).as_bytes());
                     let _ = out.flush();
                 }
                 None => self.app.say(Level::Info, format!("key {text} (no terminal to copy to)")),

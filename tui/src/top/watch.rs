@@ -16,7 +16,7 @@ use notify::event::{AccessKind, AccessMode, MetadataKind, ModifyKind};
 use notify::{ErrorKind, EventKind, RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
-use crate::event::Event;
+use crate::top::event::Event;
 
 /// Events closer together than this are delivered as one burst.
 pub const DEBOUNCE: Duration = Duration::from_millis(50);

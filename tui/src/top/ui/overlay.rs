@@ -27,7 +27,7 @@ pub(super) fn draw_popup(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
                 plan.kind.command(),
                 &plan.key[..8.min(plan.key.len())]
             ));
-            (crate::popup::title(plan.kind, &plan.task, &plan.key), Color::Yellow, body, Some(*yes))
+            (crate::top::popup::title(plan.kind, &plan.task, &plan.key), Color::Yellow, body, Some(*yes))
         }
         Popup::Refused { title, reason, .. } => (
             title.clone(),

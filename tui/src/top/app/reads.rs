@@ -82,7 +82,7 @@ impl App {
     pub(super) fn on_change(&mut self, paths: Vec<PathBuf>) -> Vec<Effect> {
         if self.frozen {
             self.held.paths.extend(paths);
-            if self.held.paths.len() > crate::model::BURST {
+            if self.held.paths.len() > crate::top::model::BURST {
                 self.held.paths.clear();
                 self.held.full = true;
             }

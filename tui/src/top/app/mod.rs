@@ -16,12 +16,12 @@ use ubunye::doctor::Finding;
 use ubunye::repair::{Kind, RepairPlan};
 use ubunye::state::{Batch, State};
 
-use crate::event::Event;
-use crate::filter::Filter;
-use crate::keys::{self, Action, Ctx};
-use crate::model::{Id, Model};
-use crate::popup::{self, Popup, RepairDone, Scroll};
-pub use crate::view::View;
+use crate::top::event::Event;
+use crate::top::filter::Filter;
+use crate::top::keys::{self, Action, Ctx};
+use crate::top::model::{Id, Model};
+use crate::top::popup::{self, Popup, RepairDone, Scroll};
+pub use crate::top::view::View;
 
 /// The batch table's order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use ubunye::explain;
 use ubunye::repair::{self, Kind, RepairOutcome, RepairPlan};
 use ubunye::state;
 
-use crate::model::Source;
+use crate::top::model::Source;
 
 /// What the popup shows.
 #[derive(Clone, Debug)]
@@ -91,7 +91,7 @@ pub fn title(kind: Kind, task: &str, key: &str) -> String {
 /// Phase one: read the batch again (as the model files it: the same batch a
 /// full scan and `leases explain` give), explain it, and ask the library
 /// whether the repair applies.
-pub fn plan(model: &mut crate::model::Model, kind: Kind, task: &str, key: &str) -> Popup {
+pub fn plan(model: &mut crate::top::model::Model, kind: Kind, task: &str, key: &str) -> Popup {
     let t = title(kind, task, key);
     match model.fresh(&(task.to_string(), key.to_string())) {
         Err(reason) => Popup::Refused { kind, title: t, reason },

@@ -24,9 +24,9 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table};
 use ubunye::state::{Batch, Flag, State};
 use ubunye::timefmt;
 
-use crate::app::{App, Level, View};
-use crate::keys::{self, Ctx};
-use crate::popup::Popup;
+use crate::top::app::{App, Level, View};
+use crate::top::keys::{self, Ctx};
+use crate::top::popup::Popup;
 
 /// Cut `s` to `w` columns, with an ellipsis when cut.
 pub fn fit(s: &str, w: usize) -> String {
@@ -238,7 +238,7 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect, p: Paint) {
         None if app.scanning => right.push("scanning…".into()),
         None => {}
     }
-    if app.view == View::Batches && (app.sort != crate::app::SortBy::Severity || app.reversed) {
+    if app.view == View::Batches && (app.sort != crate::top::app::SortBy::Severity || app.reversed) {
         right.push(format!("sort {} {}", app.sort.word(), app.sort_arrow()));
     }
     if !app.filter.is_empty() && !app.editing && app.view != View::Doctor {
