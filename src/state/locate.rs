@@ -40,13 +40,7 @@ pub fn locate(uc: &Path, query: &str, task: Option<&str>, opts: &ScanOptions, sy
             let head = scan_tasks(uc, &opts, sys, |_, batches| {
                 hits.extend(batches.into_iter().filter(|b| b.key.starts_with(&q)));
             })?;
-            let scan = Scan {
-                root: head.root,
-                lineage_dir: head.lineage_dir,
-                now: head.now,
-                batches: Vec::new(),
-                problems: head.problems,
-            };
+            let scan = head.into_scan();
             return Ok(match hits.len() {
                 1 => Located::Located(Box::new(scan), Box::new(hits.remove(0))),
                 0 => Located::NotFound { root: scan.root, near },
