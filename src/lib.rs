@@ -2,14 +2,15 @@
 //! ubunye-engine 0.8.0, and the state model the on-call tools are built on.
 //!
 //! The engine never prints: every operation returns a typed outcome or an
-//! [`error::Error`], and the CLI and the dashboard render them.
+//! [`error::Error`], and the front end (the `ubunye` binary's CLI and
+//! dashboard, in `tui/`) renders them. This crate has no command-line parser
+//! and no terminal code.
 
-// Every line printed goes through `cli::print` (a closed pipe must not panic).
+// The engine prints nothing: the front end (tui/) renders what it returns.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod append;
 pub mod beneath;
-pub mod cli;
 pub mod doctor;
 pub mod documents;
 pub mod error;

@@ -216,7 +216,6 @@ fn the_state_classifier_over_random_trees() {
         }
         for b in &s.batches {
             let e = ubunye::explain::explain(&s, b.clone(), d.path());
-            let _ = ubunye::explain::render(&e);
             let _ = ubunye::repair::check(ubunye::repair::Kind::Takeover, &e);
         }
         let _ = ubunye::doctor::examine(&s);

@@ -3,14 +3,10 @@
 //! wrote, its history, and exactly what the next run or a repair would do, from
 //! the same plan the engine acts on.
 
-mod render;
-
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-
-pub use render::render;
 
 use crate::layout::{LeasePaths, TaskPath};
 use crate::lease::recovery_plan::{BatchFiles, RecoveryPlan, plan_recovery};
@@ -136,7 +132,8 @@ fn because_txt(b: AgeBecause, host: &str) -> String {
     }
 }
 
-fn size(n: Option<u64>) -> String {
+/// `512 B`, `1.2 KiB`, `-` for unknown.
+pub fn size(n: Option<u64>) -> String {
     match n {
         None => "-".into(),
         Some(n) if n < 1024 => format!("{n} B"),
@@ -420,7 +417,7 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
 }
 
 /// `run 1a2b3c4d`, or what stands for a run that named no id.
-pub(crate) fn run_text(run_id: &str) -> String {
+pub fn run_text(run_id: &str) -> String {
     if run_id.is_empty() { "(no run id: an empty lease)".into() } else { crate::documents::short(run_id) }
 }
 

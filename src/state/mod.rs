@@ -7,6 +7,7 @@
 
 mod classify;
 mod history;
+mod locate;
 mod read;
 mod scan;
 pub mod staging;
@@ -23,6 +24,7 @@ use crate::sys::Now;
 
 pub use classify::{classify, rejudge};
 pub use history::{Happened, HistoryEntry};
+pub use locate::{Located, locate};
 pub use read::{read_record, task_dirs};
 pub use scan::{
     BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_one, scan_tasks, shorten,

@@ -22,6 +22,20 @@ pub struct ScanHead {
     pub problems: Vec<UnreadableFile>,
 }
 
+impl ScanHead {
+    /// A scan of no batches with what this one found (a report on a batch
+    /// read apart, that needs the use case's root, clock and problems).
+    pub fn into_scan(self) -> Scan {
+        Scan {
+            root: self.root,
+            lineage_dir: self.lineage_dir,
+            now: self.now,
+            batches: Vec::new(),
+            problems: self.problems,
+        }
+    }
+}
+
 /// A use-case folder, checked and ready to read.
 struct Opened {
     root: PathBuf,
@@ -308,14 +322,7 @@ pub fn scan_one(
     let head = scan_named_tasks(uc, opts, sys, &[task.to_string()], |_, batches| {
         found = batches.into_iter().find(|b| b.key == key);
     })?;
-    let scan = Scan {
-        root: head.root,
-        lineage_dir: head.lineage_dir,
-        now: head.now,
-        batches: Vec::new(),
-        problems: head.problems,
-    };
-    Ok((scan, found))
+    Ok((head.into_scan(), found))
 }
 
 /// Where a batch is: its task and key.

@@ -33,10 +33,11 @@ use ubunye::layout::lineage_root;
 use ubunye::state::{ScanOptions, State};
 use ubunye::sys::Sys;
 use ubunye::vars::cli_variables;
-use ubunye_tui::app::App;
-use ubunye_tui::event::{Event, Loop};
-use ubunye_tui::model::{Id, Model, Source};
-use ubunye_tui::watch::{Requested, Watch};
+use ubunye_tui::top::app::App;
+use ubunye_tui::top::event::Event;
+use ubunye_tui::top::model::{Id, Model, Source};
+use ubunye_tui::top::runtime::Loop;
+use ubunye_tui::top::watch::{Requested, Watch};
 
 const TASKS: usize = 100;
 
@@ -177,7 +178,7 @@ fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> 
         let empty = ubunye_tui::top::empty(&root, &lineage, &src.sys);
         let mut app = App::new(Model::new(src.clone(), empty), true, &watch.mode);
         app.start_loading();
-        ubunye_tui::top::read(&src, loop_tx.clone()).unwrap();
+        ubunye_tui::top::workers::read(&src, loop_tx.clone()).unwrap();
         let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
         let tick = loop_tx.clone();
         std::thread::spawn(move || {

@@ -1,41 +1,23 @@
-//! `ubunye top`: the dashboard, and `ubunye demo`, the sandbox to try it on.
-//! It renders the library's state model and calls its repair functions; it
-//! holds no lease logic.
+//! The `ubunye` binary's front end: the command line ([`cli`]), `ubunye
+//! top`, the dashboard, and `ubunye demo`, the sandbox to try it on. It
+//! renders the library's state model and calls its repair functions; it holds
+//! no lease logic.
 //!
-//! * [`app`]: the state and its update; [`event`]: the loop and its one event
-//!   enum; [`keys`]: the one table of keys; [`ui`]: drawing; [`popup`]: the
-//!   two-phase repair; [`model`]: the data, kept up to date from file events;
-//!   [`watch`]: notify or poll; [`term`]: the terminal, restored on every exit;
-//!   [`filter`]: the `/` filter; [`view`]: the three views; [`demo`]: the
-//!   sandbox builder and its actors.
+//! * [`cli`]: parsing and rendering, one file per command;
+//! * [`top`]: the dashboard (its state, loop, reads and drawing);
+//! * [`demo`]: the sandbox builder and its actors;
+//! * [`report`]: the engine's reports as text, for the CLI and the dashboard;
+//! * [`console`]: printing, colour, the `-d` check and the exit codes, which
+//!   all of them share.
+//!
+//! The arrows point one way: `cli` → `top`, `demo`, `report`, `console`;
+//! `top` and `demo` → `report`, `console`; nothing points back at `cli`.
 
-// Every line printed goes through `cli::print` (a closed pipe must not panic).
+// Every line printed goes through `console::print` (a closed pipe must not panic).
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
-pub mod app;
+pub mod cli;
+pub mod console;
 pub mod demo;
-pub mod event;
-pub mod filter;
-pub mod index;
-pub mod keys;
-pub mod model;
-pub mod popup;
-pub mod term;
+pub mod report;
 pub mod top;
-pub mod ui;
-pub mod view;
-pub mod watch;
-
-use ubunye::cli::{Dashboard, DemoArgs, TopArgs};
-
-/// The ratatui dashboard, handed to the library's CLI.
-pub struct Top;
-
-impl Dashboard for Top {
-    fn top(&self, opts: &TopArgs) -> i32 {
-        top::run(opts)
-    }
-    fn demo(&self, opts: &DemoArgs) -> i32 {
-        demo::run(opts)
-    }
-}

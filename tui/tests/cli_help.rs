@@ -48,7 +48,7 @@ fn help_examples_do_not_wrap_at_80_or_100_columns() {
         }
     }
     let mut all = Vec::new();
-    let root = ubunye::cli::command();
+    let root = ubunye_tui::cli::command();
     all.push(("ubunye".to_string(), root.clone()));
     walk(&root, "ubunye", &mut all);
     let mut checked = 0;

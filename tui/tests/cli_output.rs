@@ -118,7 +118,7 @@ fn on_a_terminal(uc: &Path, args: &str, cols: u16) -> Option<String> {
 }
 
 /// `--color auto|always|never` beside NO_COLOR and CLICOLOR_FORCE: one rule
-/// (`ubunye::cli::colour`), for `leases list`, `runs` and the dashboard.
+/// (`ubunye_tui::cli::colour`), for `leases list`, `runs` and the dashboard.
 #[test]
 fn colour_follows_one_rule_on_every_surface() {
     // A dead batch (red) and a running record (green): finished rows and

@@ -16,10 +16,10 @@ use std::time::Duration;
 use ratatui::style::Color;
 use ubunye::repair::Kind;
 use ubunye::state::{ScanOptions, State};
-use ubunye_tui::app::{App, Effect, SortBy, View};
-use ubunye_tui::event::Event;
-use ubunye_tui::model::{Model, Source};
-use ubunye_tui::popup::{self, Popup};
+use ubunye_tui::top::app::{App, Effect, SortBy, View};
+use ubunye_tui::top::event::Event;
+use ubunye_tui::top::model::{Model, Source};
+use ubunye_tui::top::popup::{self, Popup};
 
 fn snap(name: &str, s: &str) {
     snap_settings().bind(|| insta::assert_snapshot!(name, s));
@@ -54,7 +54,7 @@ fn an_unreadable_lease() {
     let effects = press(&mut a, "3");
     assert!(matches!(effects.as_slice(), [Effect::Examine]), "{effects:?}");
     assert!(screen(&mut a, 80, 24).contains("Looking at the use case"));
-    let examined = ubunye_tui::top::examine(&a.model.src);
+    let examined = ubunye_tui::top::workers::examine(&a.model.src);
     assert!(a.handle(examined).is_empty(), "one look until something changes");
     snap("view-doctor", &screen(&mut a, 80, 24));
 }
@@ -341,7 +341,7 @@ fn a_vanished_folder_is_said_and_the_last_state_kept() {
     assert!(matches!(effects.as_slice(), [Effect::FullScan]));
     fs::remove_dir_all(d.path()).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
-    ubunye_tui::top::read(&a.model.src, tx).unwrap();
+    ubunye_tui::top::workers::read(&a.model.src, tx).unwrap();
     let events: Vec<Event> = rx.iter().collect();
     assert!(matches!(events.as_slice(), [Event::Loaded(res)] if res.is_err()), "{events:?}");
     a.handle_all(events);
@@ -371,15 +371,15 @@ fn every_key_of_the_table_is_in_the_help() {
     let (_d, _uc, mut a) = open("dead-killed", LATER);
     press(&mut a, "?");
     let s = screen(&mut a, 120, 90);
-    for b in ubunye_tui::keys::BINDINGS {
+    for b in ubunye_tui::top::keys::BINDINGS {
         assert!(s.contains(b.help), "{} missing from the help", b.help);
     }
 }
 
 #[test]
 fn reading_the_use_case_is_not_a_change_and_a_lease_write_is() {
-    use ubunye_tui::model::Target;
-    use ubunye_tui::watch::{Requested, Watch};
+    use ubunye_tui::top::model::Target;
+    use ubunye_tui::top::watch::{Requested, Watch};
     let (_d, uc, captured) = fixture("dead-killed");
     let (sys, _) = sys_at(captured + LATER);
     let a = app(&uc, sys);
@@ -428,7 +428,7 @@ fn the_first_read_streams_in_and_changes_seen_meanwhile_are_applied_after() {
     a.start_loading();
     assert!(screen(&mut a, 80, 24).contains("Reading the use case"));
     let (tx, rx) = std::sync::mpsc::channel();
-    ubunye_tui::top::read(&src, tx).unwrap();
+    ubunye_tui::top::workers::read(&src, tx).unwrap();
     let events: Vec<Event> = rx.iter().collect();
     assert!(matches!(events.last(), Some(Event::Loaded(_))));
     // A change arrives before the read is over: applied once it is.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 use ubunye::state::State;
-use ubunye_tui::app::App;
+use ubunye_tui::top::app::App;
 
 const READABLE: [Color; 6] = [Color::Reset, Color::Red, Color::Green, Color::Yellow, Color::Magenta, Color::Cyan];
 
@@ -96,7 +96,7 @@ fn every_screen_is_in_readable_colours() {
         all_readable(&name, &buf);
     }
     press(&mut a, "Esc Esc F 3");
-    let examined = ubunye_tui::top::examine(&a.model.src);
+    let examined = ubunye_tui::top::workers::examine(&a.model.src);
     a.handle(examined);
     all_readable("doctor", &draw(&mut a, 80, 24));
 }

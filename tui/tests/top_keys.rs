@@ -8,10 +8,10 @@ use common::dash::*;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ubunye::state::State;
-use ubunye_tui::app::{App, Effect, SortBy, View};
-use ubunye_tui::event::Event;
-use ubunye_tui::keys::{self, K};
-use ubunye_tui::popup::Popup;
+use ubunye_tui::top::app::{App, Effect, SortBy, View};
+use ubunye_tui::top::event::Event;
+use ubunye_tui::top::keys::{self, K};
+use ubunye_tui::top::popup::Popup;
 
 fn snap(name: &str, s: &str) {
     snap_settings().bind(|| insta::assert_snapshot!(name, s));
@@ -86,7 +86,7 @@ fn in_view(view: View) -> (tempfile::TempDir, App) {
     let key = ["1", "2", "3"][view.index()];
     press(&mut a, key);
     if view == View::Doctor {
-        let examined = ubunye_tui::top::examine(&a.model.src);
+        let examined = ubunye_tui::top::workers::examine(&a.model.src);
         a.handle(examined);
     }
     assert_eq!(a.view, view);

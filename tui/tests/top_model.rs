@@ -10,9 +10,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use ubunye::state::{Batch, Scan, ScanOptions, State};
-use ubunye_tui::app::{App, Effect};
-use ubunye_tui::event::Event;
-use ubunye_tui::model::{Model, Source};
+use ubunye_tui::top::app::{App, Effect};
+use ubunye_tui::top::event::Event;
+use ubunye_tui::top::model::{Model, Source};
 
 /// A rescan (poll mode, `r`, a burst of events) reads the use case a task at a
 /// time into the model, as the first read does, never a second copy of it all
@@ -31,7 +31,7 @@ fn a_rescan_streams_in_and_drops_the_batches_that_went() {
     let effects = press(&mut a, "r");
     assert!(matches!(effects.as_slice(), [Effect::FullScan]));
     let (tx, rx) = std::sync::mpsc::channel();
-    ubunye_tui::top::read(&a.model.src, tx).unwrap();
+    ubunye_tui::top::workers::read(&a.model.src, tx).unwrap();
     a.handle_all(rx.iter().collect());
     assert!(!a.scanning);
     assert_eq!(a.model.batches().len(), 2, "the batch that went is dropped, not hidden");
@@ -86,7 +86,7 @@ fn a_light_finished_batch_is_explained_as_a_whole_one() {
             }
             let whole = m.whole(&id).unwrap().unwrap();
             let render = |s: &ubunye::state::Scan, b: ubunye::state::Batch| {
-                ubunye::explain::render(&ubunye::explain::explain(s, b, &uc))
+                ubunye_tui::report::explanation(&ubunye::explain::explain(s, b, &uc))
             };
             assert_eq!(render(&m.scan, whole), render(&scan, b.clone()), "{fx} {}", b.key);
         }
@@ -208,8 +208,10 @@ fn a_light_batch_read_again_keeps_its_variables() {
     a.refresh_detail(true);
     let (scan, b) = (full(&a), a.model.batches()[0].clone());
     let fresh = scan.batches.iter().find(|x| x.key == b.key).unwrap().clone();
-    let want: Vec<String> =
-        ubunye::explain::render(&ubunye::explain::explain(&scan, fresh, &uc)).lines().map(str::to_string).collect();
+    let want: Vec<String> = ubunye_tui::report::explanation(&ubunye::explain::explain(&scan, fresh, &uc))
+        .lines()
+        .map(str::to_string)
+        .collect();
     assert_eq!(a.detail.lines, want, "the detail pane says what `leases explain` says");
     let note = lease_path(&uc, "39bc42311894ddba.finished.json");
     fs::write(&note, fs::read(&note).unwrap()).unwrap();

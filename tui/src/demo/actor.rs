@@ -35,7 +35,7 @@ pub fn run_if_asked() {
     let code = match act(&what, &args) {
         Ok(()) => 0,
         Err(e) => {
-            ubunye::cli::print::errln(&format!("ubunye demo ({what}): {e}"));
+            crate::console::print::errln(&format!("ubunye demo ({what}): {e}"));
             3
         }
     };

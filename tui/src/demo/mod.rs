@@ -12,8 +12,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use ubunye::cli::print::{errln, outln};
-use ubunye::cli::{DemoArgs, DirArg, TopArgs};
+use crate::console::print::{errln, outln};
 use ubunye::key::batch_key;
 use ubunye::state::{self, ScanOptions, State};
 use ubunye::sys::Sys;
@@ -37,14 +36,24 @@ pub const STATES: [State; 8] = [
     State::Finished,
 ];
 
-/// Run `ubunye demo`; the exit code.
-pub fn run(opts: &DemoArgs) -> i32 {
+/// What `ubunye demo` is asked.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Where to build the sandbox (default: a new folder in the temp folder).
+    pub dir: Option<PathBuf>,
+    /// Show the list, not the dashboard.
+    pub no_top: bool,
+}
+
+/// Run `ubunye demo`; the exit code. `show` shows the built sandbox (the
+/// dashboard when `interactive`, else the list) and gives its exit code.
+pub fn run(opts: &Options, show: &dyn Fn(&Path, bool) -> i32) -> i32 {
     let uc = match sandbox(opts.dir.as_deref()) {
         Ok(d) => d,
         // A --dir that cannot hold a sandbox is bad input.
         Err(e) if opts.dir.is_some() => {
             errln(&format!("ubunye demo: {e}"));
-            return ubunye::cli::exit::USAGE;
+            return crate::console::exit::USAGE;
         }
         Err(e) => return fail(&e),
     };
@@ -66,20 +75,7 @@ pub fn run(opts: &DemoArgs) -> i32 {
     }
     errln(&format!("ubunye demo: built in {:.1} s.", started.elapsed().as_secs_f64()));
     outln(&format!("Sandbox: {}", uc.display()));
-    let code = if interactive {
-        let args = TopArgs {
-            dir: DirArg { dir: uc.clone() },
-            watch: "auto".into(),
-            interval: Duration::from_secs(2),
-            colour: opts.colour,
-        };
-        crate::top::run(&args)
-    } else {
-        let colour = if opts.colour { "always" } else { "never" };
-        let argv = ["ubunye", "--color", colour, "leases", "list", "--all", "-d"].map(std::ffi::OsString::from);
-        let argv = argv.into_iter().chain([uc.clone().into_os_string()]);
-        ubunye::cli::run(argv, &crate::Top)
-    };
+    let code = show(&uc, interactive);
     let n = live.len();
     live.stop();
     outln(&format!(
@@ -94,7 +90,7 @@ pub fn run(opts: &DemoArgs) -> i32 {
 
 fn fail(msg: &str) -> i32 {
     errln(&format!("ubunye demo: {msg}"));
-    ubunye::cli::exit::REFUSED
+    crate::console::exit::REFUSED
 }
 
 /// The sandbox folder: `--dir` (new or empty) or a new one in the temp folder.

@@ -12,9 +12,9 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ubunye::state::{ScanOptions, State};
 use ubunye::sys::{FakeClock, FakeProcs, Hook, Sys, Timing};
-use ubunye_tui::app::{App, Effect};
-use ubunye_tui::event::Event;
-use ubunye_tui::model::{Model, Source};
+use ubunye_tui::top::app::{App, Effect};
+use ubunye_tui::top::event::Event;
+use ubunye_tui::top::model::{Model, Source};
 
 pub const ELSEWHERE: &str = "elsewhere|pid:[1]";
 
@@ -120,7 +120,7 @@ pub fn text(buf: &Buffer) -> String {
 
 pub fn draw(app: &mut App, w: u16, h: u16) -> Buffer {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| ubunye_tui::ui::draw(f, app)).unwrap();
+    term.draw(|f| ubunye_tui::top::ui::draw(f, app)).unwrap();
     term.backend().buffer().clone()
 }
 
@@ -208,8 +208,8 @@ pub fn change(a: &mut App, paths: Vec<PathBuf>) {
 pub fn events_of(a: &App, e: &Effect) -> Vec<Event> {
     let (tx, rx) = std::sync::mpsc::channel();
     match e {
-        Effect::FullScan => ubunye_tui::top::read(&a.model.src, tx).unwrap(),
-        Effect::ReadTasks(t) => ubunye_tui::top::read_tasks(&a.model.src, t.clone(), tx).unwrap(),
+        Effect::FullScan => ubunye_tui::top::workers::read(&a.model.src, tx).unwrap(),
+        Effect::ReadTasks(t) => ubunye_tui::top::workers::read_tasks(&a.model.src, t.clone(), tx).unwrap(),
         _ => return Vec::new(),
     }
     rx.iter().collect()

@@ -1,0 +1,286 @@
+//! `ubunye exec`: render the engine's run of a command under a lease.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::VarArgs;
+use super::{DirArg, exit, say_err};
+use ubunye::exec::{self, Event, ExecEnd, Lineage};
+use ubunye::layout::TaskPath;
+use ubunye::sys::Sys;
+
+/// Run any program as a batch under a lease.
+///
+/// One live run per batch (the task and its variables, as the Python engine
+/// keys them): a second run of the batch is refused in one line; a dead one is
+/// taken over and what it appended is taken back. Each `--append` output gets a
+/// staging folder inside it (`$UBUNYE_OUT_<NAME>`): when the command succeeds,
+/// every file the command wrote there (names starting with `_` or `.` too; only
+/// a `_SUCCESS` marker at its top is not moved, as ubunye writes the output's
+/// own) is claimed in the lease and moved into the output, once. A symlink or a
+/// special file there, or a mount point, is refused. Each `--overwrite` output
+/// gets a fresh folder beside it, swapped in in one step once every append has
+/// landed; the old copy is kept until the run commits. A failed command (or one
+/// that fails to publish) leaves the outputs as they were.
+///
+/// When the command exits, any process it left running (a background job) is
+/// sent SIGTERM, then SIGKILL after UBUNYE_EXEC_GRACE (default 2s), before
+/// anything lands: no writer outlives its run.
+///
+/// The command also gets UBUNYE_RUN_ID, UBUNYE_BATCH_KEY, UBUNYE_TASK,
+/// UBUNYE_USECASE_DIR and each variable as UBUNYE_VAR_<NAME>.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  ubunye exec -d uc -u demo -p sales -t ingest -dt 2025-01-01 \\
+    --append events=out/events -- ./ingest.sh
+  ubunye exec -d uc --task demo/sales/summary -dt 2025-01-01 \\
+    --overwrite totals=out/summary -- duckdb -c \"COPY ...\"
+
+Exit codes:
+  0      done, or skipped with --resume
+  1      refused: another run holds the batch, a run finished it, the lease
+         was lost (or --refused-exit N); also exec's own failure (a file it
+         could not write)
+  2      usage: bad flags, an output or a folder that cannot work
+  126    the command is there but cannot be executed
+  127    the command is not found
+  other  the command's own exit code; 128+N when signal N killed it
+With 2, 126 and 127 nothing was written. A command can exit 1, 2, 126 or
+127 itself: a scheduler that must tell a refusal from that gives
+--refused-exit 75 (EX_TEMPFAIL: try again later). Each code but 0 comes with
+one line on stderr saying why.")]
+pub struct ExecArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// The task as <usecase>/<package>/<task> (or give -u, -p and -t).
+    #[arg(long, value_name = "U/P/T", conflicts_with_all = ["usecase", "package", "task_name"])]
+    pub task: Option<String>,
+    /// The use case (with -p and -t).
+    #[arg(short = 'u', long = "usecase", value_name = "U", requires_all = ["package", "task_name"])]
+    pub usecase: Option<String>,
+    /// The package (with -u and -t).
+    #[arg(short = 'p', long = "package", value_name = "P", requires_all = ["usecase", "task_name"])]
+    pub package: Option<String>,
+    /// The task's name (with -u and -p).
+    #[arg(short = 't', long = "task-name", value_name = "T", requires_all = ["usecase", "package"])]
+    pub task_name: Option<String>,
+    #[command(flatten)]
+    pub vars: VarArgs,
+    /// An append output, NAME=PATH (a folder, relative to -d). Repeatable.
+    #[arg(long = "append", value_name = "NAME=PATH")]
+    pub appends: Vec<String>,
+    /// An overwrite output, NAME=PATH (a folder, relative to -d). Repeatable.
+    #[arg(long = "overwrite", value_name = "NAME=PATH")]
+    pub overwrites: Vec<String>,
+    /// Replace a batch a finished run appended (its files are removed once this
+    /// run has committed).
+    #[arg(long, conflicts_with = "resume")]
+    pub rerun: bool,
+    /// Skip the batch, with one [SKIP] line and exit 0, if a run finished it.
+    #[arg(long)]
+    pub resume: bool,
+    /// Where run records go (relative to -d; default .ubunye/lineage).
+    #[arg(long, value_name = "DIR", conflicts_with = "no_lineage")]
+    pub lineage_dir: Option<PathBuf>,
+    /// Write no run record.
+    #[arg(long)]
+    pub no_lineage: bool,
+    /// Say nothing but refusals and errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The exit code of a refusal (the batch held, finished, or its lease
+    /// lost), instead of 1: e.g. 75, EX_TEMPFAIL, so that a scheduler tells
+    /// a refusal from the command's own exit 1.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(i32).range(1..=255))]
+    pub refused_exit: i32,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+fn task_of(a: &ExecArgs) -> Result<TaskPath, String> {
+    match (&a.task, &a.usecase, &a.package, &a.task_name) {
+        (Some(t), _, _, _) => TaskPath::parse(t),
+        (None, Some(u), Some(p), Some(t)) => TaskPath::from_parts(u, p, t),
+        _ => Err("name the task: --task <usecase>/<package>/<task>, or -u U -p P -t T".into()),
+    }
+}
+
+fn describe(e: &Event, run_id: &str) -> Option<String> {
+    Some(match e {
+        Event::TookOver { recovery: r } | Event::Adopted { recovery: r } => {
+            let what =
+                if matches!(e, Event::Adopted { .. }) { "a dead lease left beside this one" } else { "its lease" };
+            if r.finished {
+                format!(
+                    "run {} had finished ({what} was left behind); its commit was completed: {} replaced file(s) removed.",
+                    ubunye::documents::short(&r.run_id),
+                    r.removed.len()
+                )
+            } else {
+                let mut s = format!(
+                    "run {} died before it finished; took over {what} and removed {} file(s) it had appended.",
+                    if r.run_id.is_empty() { "?".to_string() } else { ubunye::documents::short(&r.run_id) },
+                    r.removed.len()
+                );
+                if !r.unrepaired.is_empty() {
+                    s.push_str(&format!(
+                        " Output(s) {} may hold part or all of its batch and cannot be taken back here: check them.",
+                        r.unrepaired.join(", ")
+                    ));
+                }
+                if r.processes_stopped > 0 {
+                    s.push_str(&format!(" Stopped {} process(es) of it still running.", r.processes_stopped));
+                }
+                if let Some((path, why)) = &r.record_left {
+                    s.push_str(&format!(" Its run record {} was left as it is: {why}.", path.display()));
+                }
+                s
+            }
+        }
+        Event::Replacing { finished_by, files } => format!(
+            "--rerun: replacing the batch written by {finished_by}; its {files} file(s) are removed once this run succeeds."
+        ),
+        Event::AppendsAgain { finished_by, outputs } => format!(
+            "--rerun: output(s) {} hold the batch written by {finished_by} and cannot be taken back, so this run appends the batch to them again.",
+            outputs.join(", ")
+        ),
+        Event::LeasesOff => "UBUNYE_RUN_LEASE is off: no lease, so nothing stops a second run of this batch.".into(),
+        Event::Timing { phase, seconds } if std::env::var_os("UBUNYE_EXEC_TIMINGS").is_some() => {
+            format!("timing {phase} {:.3} ms", seconds * 1e3)
+        }
+        Event::Kept { key } => format!(
+            "some of what this run wrote could not be taken back; the lease is kept so the next run takes it back: see `ubunye leases explain {key}`"
+        ),
+        Event::LeftBehind { processes, unstopped: 0 } => format!(
+            "the command left {processes} process(es) running; they were stopped (SIGTERM, then SIGKILL) before anything landed."
+        ),
+        Event::LeftBehind { processes, unstopped } => format!(
+            "the command left {processes} process(es) running and {unstopped} of them could not be stopped (they keep forking): nothing lands. Stop them by hand: each has this run's id in its environment (`grep -l UBUNYE_RUN_ID={run_id} /proc/*/environ`)."
+        ),
+        Event::Started { .. } | Event::Landed { .. } | Event::Swapped { .. } | Event::Timing { .. } => return None,
+    })
+}
+
+pub fn run(a: &ExecArgs) -> i32 {
+    let task = match task_of(a) {
+        Ok(t) => t,
+        Err(e) => {
+            say_err(&e);
+            return exit::USAGE;
+        }
+    };
+    let vars = match a.vars.variables() {
+        Ok(v) => v,
+        Err(e) => {
+            say_err(&e);
+            return exit::USAGE;
+        }
+    };
+    let lineage = if a.no_lineage {
+        Lineage::Off
+    } else {
+        // Relative to -d, as the peer's --lineage-dir; the plan makes it absolute.
+        Lineage::Dir(a.lineage_dir.clone().unwrap_or_else(|| PathBuf::from(".ubunye/lineage")))
+    };
+    let spec = match exec::ExecSpec::check(
+        &a.dir.dir,
+        task,
+        vars,
+        &a.appends,
+        &a.overwrites,
+        a.rerun,
+        a.resume,
+        lineage,
+        a.command.clone(),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            say_err(&e.to_string());
+            return code_of(&e, a.refused_exit);
+        }
+    };
+    let quiet = a.quiet;
+    let mut landed = Vec::new();
+    let mut on_event = |e: Event| {
+        match &e {
+            Event::Landed { output, files } => landed.push(format!("{output} +{files} file(s)")),
+            Event::Swapped { output, .. } => landed.push(format!("{output} replaced")),
+            _ => {}
+        }
+        if let Some(line) = describe(&e, &spec.run_id) {
+            if !quiet || matches!(e, Event::LeasesOff | Event::Timing { .. }) {
+                say_err(&line);
+            }
+        }
+    };
+    match exec::run(&spec, Sys::real(), &mut on_event) {
+        Ok(ExecEnd::Done { run_id, key, commit, kept }) => {
+            if !quiet {
+                let mut line = format!("{} {} done (run {})", spec.task, key, ubunye::documents::short(&run_id));
+                if !landed.is_empty() {
+                    line.push_str(&format!(": {}", landed.join(", ")));
+                }
+                if let Some(c) = &commit {
+                    if !c.replaced_removed.is_empty() {
+                        line.push_str(&format!(
+                            "; removed {} file(s) of the run it replaced",
+                            c.replaced_removed.len()
+                        ));
+                    }
+                }
+                say_err(&line);
+            }
+            if kept {
+                let what = match commit.as_ref().and_then(|c| c.old_copies_left.first()) {
+                    Some((folder, why)) => {
+                        format!("the old copy {folder} of an overwritten output could not be removed ({why})")
+                    }
+                    None => "some files of the run it replaced could not be removed (in use?)".to_string(),
+                };
+                say_err(&format!(
+                    "{what}; the lease is kept so the next run removes them: see `ubunye leases explain {key}`"
+                ));
+            }
+            exit::OK
+        }
+        Ok(ExecEnd::Skipped { .. }) => {
+            super::outln(&format!("[SKIP] {} already finished this batch (--resume); kept as it is.", spec.task));
+            exit::OK
+        }
+        Ok(ExecEnd::CommandFailed { child, kept }) => {
+            let what = match (child.interrupted_by, child.signal) {
+                (None, _) if child.unstopped > 0 => format!(
+                    "exited with code {} but left {} process(es) running that could not be stopped",
+                    child.code, child.unstopped
+                ),
+                (Some(sig), _) => format!("was interrupted by {}", exec::child::signal_name(sig)),
+                (None, Some(sig)) => format!("was killed by {}", exec::child::signal_name(sig)),
+                (None, None) => format!("exited with code {}", child.code),
+            };
+            let back = if kept {
+                "some of what it wrote could not be removed; the lease is kept for the next run"
+            } else {
+                "what it wrote was taken back"
+            };
+            say_err(&format!("{}: the command {what}; {back}.", spec.task));
+            if child.code == 0 { 1 } else { child.code }
+        }
+        Err(e) => {
+            say_err(&e.to_string());
+            code_of(&e, a.refused_exit)
+        }
+    }
+}
+
+/// The exit code of an error (see the table in `exec --help`).
+fn code_of(e: &ubunye::Error, refused: i32) -> i32 {
+    match e {
+        ubunye::Error::Usage(_) => exit::USAGE,
+        ubunye::Error::NotStarted { why, .. } => why.exit_code(),
+        ubunye::Error::Refused(_) => refused,
+        ubunye::Error::Io { .. } => exit::REFUSED,
+    }
+}

@@ -1,0 +1,127 @@
+//! `ubunye leases takeover` and `ubunye leases finish`: render the engine's plan,
+//! ask, re-check, act, and leave an audit line.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use clap::Args;
+
+use super::{Purpose, locate};
+use crate::cli::{DirArg, LineageArg, exit, say_err};
+pub use ubunye::repair::Kind;
+use ubunye::repair::{self, RepairPlan};
+use ubunye::sys::Sys;
+
+/// Repair one batch through the engine.
+#[derive(Args, Debug)]
+#[command(after_help = "First the plan: every file it removes, every record it marks, every note it writes.\n\
+On a terminal it then asks (default No); --yes answers for scripts; --dry-run only shows the plan.\n\
+A live holder, stalled or not, is never taken over. There is no --force.\n\
+Each repair appends a line to <DIR>/.ubunye/repairs.jsonl.")]
+pub struct RepairArgs {
+    /// A batch key, a unique prefix of one, or the path of a lease-folder file.
+    pub batch: String,
+    #[command(flatten)]
+    pub dir: DirArg,
+    #[command(flatten)]
+    pub lineage: LineageArg,
+    /// The task, when a prefix names batches of several tasks.
+    #[arg(long, value_name = "U/P/T")]
+    pub task: Option<String>,
+    /// Show the plan and change nothing.
+    #[arg(long, conflicts_with = "yes")]
+    pub dry_run: bool,
+    /// Do it without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// The plan (with --dry-run) or the outcome as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn render_plan(p: &RepairPlan) -> String {
+    let mut o = format!("{} {} ({}): {}\n", p.task, p.key, p.state.word(), p.kind.command());
+    for s in &p.steps {
+        o.push_str(&format!("  {s}\n"));
+    }
+    o
+}
+
+fn ask(question: &str) -> bool {
+    crate::cli::out(&format!("{question} [y/N] "));
+    let _ = std::io::stdout().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
+}
+
+pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
+    let sys = Sys::real();
+    // A dry run only looks: any prefix that names one batch will do.
+    let purpose = if a.dry_run { Purpose::Look } else { Purpose::Repair };
+    let (scan, e) = match super::explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), purpose, &sys) {
+        Ok(x) => x,
+        Err(e) => {
+            say_err(&e);
+            return exit::USAGE;
+        }
+    };
+    let plan = match repair::check(kind, &e) {
+        Ok(p) => p,
+        Err(why) => {
+            say_err(&why);
+            return exit::REFUSED;
+        }
+    };
+    if a.dry_run {
+        if a.json {
+            crate::cli::outln(&serde_json::to_string_pretty(&plan).unwrap_or_default());
+        } else {
+            crate::cli::out(&render_plan(&plan));
+            crate::cli::outln("(--dry-run: nothing was changed)");
+        }
+        return exit::OK;
+    }
+    if !a.yes {
+        if !std::io::stdin().is_terminal() {
+            say_err("not on a terminal, so nobody can confirm: add --yes to repair, or --dry-run to only see the plan");
+            return exit::USAGE;
+        }
+        crate::cli::out(&render_plan(&plan));
+        if !ask("Go ahead?") {
+            crate::cli::outln("Nothing was done.");
+            return exit::REFUSED;
+        }
+    } else if !a.json {
+        crate::cli::out(&render_plan(&plan));
+    }
+    // The state may have changed while the plan was read: look again, then let
+    // the engine re-check everything as it acts.
+    let outcome = locate(&a.dir, &a.lineage, &plan.key, Some(&plan.task), Purpose::Repair, &sys)
+        .map_err(|e| e.to_string())
+        .and_then(|(_, current)| {
+            repair::execute(&a.dir.dir, &plan, &current, a.lineage.lineage_dir.clone(), sys.clone())
+                .map_err(|e| e.to_string())
+        });
+    if let Err(e) = repair::audit(&scan.root, &plan, &outcome, &sys) {
+        say_err(&format!(
+            "could not write the audit line to {}: {e}",
+            scan.root.join(".ubunye/repairs.jsonl").display()
+        ));
+    }
+    match outcome {
+        Ok(o) => {
+            if a.json {
+                crate::cli::outln(&serde_json::to_string_pretty(&o).unwrap_or_default());
+            } else {
+                crate::cli::out(&crate::report::repair_outcome(&o));
+            }
+            exit::OK
+        }
+        Err(e) => {
+            say_err(&e);
+            exit::REFUSED
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! The `ubunye` command line. Parsing and rendering only: every decision is the
+//! engine's (the `ubunye` library); `top` and `demo` are this crate's.
+
+use std::ffi::OsString;
+
+use clap::{Args, Parser, Subcommand};
+
+mod args;
+mod doctor;
+mod exec;
+mod generate;
+mod key;
+mod leases;
+mod python;
+mod runs;
+mod table;
+
+pub(crate) use crate::console::print::{out, outln, print_json, say_err};
+pub use crate::console::{colour, exit, print, usecase};
+pub use args::{DirArg, LineageArg, VarArgs};
+
+/// `ubunye demo` options.
+#[derive(Args, Debug, Clone)]
+#[command(
+    after_help = "The sandbox holds two live runs, a dead run with claims, an orphan, a kept lease, a pending --rerun removal, finished batches and interrupted and failed run records, all made by the engine itself. Point the other commands at the path it prints."
+)]
+pub struct DemoArgs {
+    /// Where to build the sandbox (default: a new folder under the temp folder).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
+    /// Build the sandbox and print `leases list --all` instead of opening `top`.
+    #[arg(long)]
+    pub no_top: bool,
+}
+
+/// `ubunye`: safe batch reruns (leases, claims, finished notes) compatible with
+/// ubunye-engine 0.8.0, and the tools to see and repair run state.
+#[derive(Parser, Debug)]
+#[command(name = "ubunye", version, about, long_about = None, propagate_version = true)]
+#[command(after_help = "Every command that reads a use case takes -d DIR (default: the current
+folder) and --json for scripts (docs/json.md).
+
+Exit codes:
+  0    done; doctor: nothing found
+  1    refused: a live holder, a repair that does not apply, a finished
+       batch, declined at the prompt, a lost lease, an unreadable file;
+       doctor: findings
+  2    usage: bad flags; a -d that does not exist, is a file or is not a
+       use case; a key prefix that is empty, names no batch or several;
+       a repair's prefix shorter than 4 hex digits
+  exec also ends with 126 (the command cannot be executed), 127 (it is
+  not found) or the command's own code: see `ubunye exec --help`.")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+    /// When to colour: auto (on a terminal, unless NO_COLOR; CLICOLOR_FORCE
+    /// forces it), always or never.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub color: colour::ColorChoice,
+}
+
+// Each variant's one line is its `about` (what `ubunye --help` lists), given
+// as an attribute, not a doc comment: a doc comment here would also set the
+// subcommand's `long_about` and hide the long text of its Args struct.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    #[command(about = "Print the batch key of a task and its variables, as the Python engine computes it")]
+    Key(key::KeyArgs),
+    #[command(about = "Run any program as a batch under a lease (claimed appends, swapped overwrites)")]
+    Exec(exec::ExecArgs),
+    #[command(about = "See and repair the leases of a use case: list, explain, takeover, finish")]
+    Leases(leases::LeasesArgs),
+    #[command(about = "The run records of a use case, newest first")]
+    Runs(runs::RunsArgs),
+    #[command(about = "What the engine leaves for people: stray staging, temp files, old marks...")]
+    Doctor(doctor::DoctorArgs),
+    #[command(about = "Watch the leases and run records of a use case live (the dashboard)")]
+    Top(TopArgs),
+    #[command(about = "Build a sandbox use case with every kind of state, and open `top` on it")]
+    Demo(DemoArgs),
+    #[command(about = "Print a shell's completion script (bash, zsh, fish)")]
+    Completions(generate::CompletionsArgs),
+    #[command(about = "Print the man page (roff)")]
+    Man(generate::ManArgs),
+}
+
+impl Command {
+    /// The use-case folder a command reads (exec makes its own, and checks
+    /// it itself).
+    fn use_case_dir(&self) -> Option<&std::path::Path> {
+        let d = match self {
+            Command::Leases(l) => match &l.command {
+                leases::LeasesCommand::List(a) => &a.dir,
+                leases::LeasesCommand::Explain(a) => &a.dir,
+                leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => &a.dir,
+            },
+            Command::Runs(a) => &a.dir,
+            Command::Doctor(a) => &a.dir,
+            Command::Top(a) => &a.dir,
+            _ => return None,
+        };
+        Some(&d.dir)
+    }
+}
+
+/// Watch the leases and run records of a use case live (`ubunye top`).
+///
+/// The table `leases list --all` prints once, kept up to date: file-system
+/// events where they arrive, polling where they do not (NFS; --watch poll),
+/// and a new judgement every second, since "dead" depends on time passing.
+/// Enter shows a batch's whole report (`leases explain`); t takes a dead batch
+/// over and f finishes a pending one, each after showing exactly what it will
+/// do (default No); ? lists every key; q quits. Looking changes nothing.
+#[derive(Args, Debug, Clone)]
+pub struct TopArgs {
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// How to notice changes: `notify` (file-system events), `poll` (rescan every
+    /// --interval), or `auto` (notify, falling back to poll where events do not
+    /// arrive, as on NFS).
+    #[arg(long, value_name = "MODE", default_value = "auto", value_parser = ["auto", "notify", "poll"])]
+    pub watch: String,
+    /// How often to rescan in poll mode (e.g. 2s, 500ms).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub interval: std::time::Duration,
+}
+
+/// The whole command line as clap builds it: the help, the completions and
+/// the man page all come from this one definition.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    // `--version` names this implementation, whatever the subcommand: the
+    // Python engine's command is `ubunye` too.
+    fn named(c: clap::Command) -> clap::Command {
+        c.display_name("ubunye-rs").mut_subcommands(named)
+    }
+    named(Cli::command())
+}
+
+/// The peer spells some options with one dash and several letters (`-dt`,
+/// `-dtf`); clap takes them as `--dt`/`--dtf`. Rewrites them, up to a `--`.
+pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut passthrough = false;
+    for a in args {
+        if passthrough {
+            out.push(a);
+            continue;
+        }
+        if a == "--" {
+            passthrough = true;
+            out.push(a);
+            continue;
+        }
+        let s = a.to_string_lossy();
+        let fixed = ["-dtf", "-dt"].iter().find_map(|flag| {
+            if s == *flag {
+                Some(OsString::from(format!("-{flag}")))
+            } else {
+                s.strip_prefix(&format!("{flag}=")).map(|v| OsString::from(format!("-{flag}={v}")))
+            }
+        });
+        out.push(fixed.unwrap_or(a));
+    }
+    out
+}
+
+/// Run the CLI with these arguments (the first is the program name). Returns the
+/// exit code.
+pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
+    use clap::FromArgMatches;
+    let args = normalize_args(args);
+    // Two words that are not part of the definitions (so no help, completion
+    // or man page offers them): the Python engine's `run`, answered in one
+    // line, and the keeper `ubunye exec` starts.
+    match args.get(1).and_then(|a| a.to_str()) {
+        Some("run") => return python::run(),
+        Some(ubunye::exec::sentinel::SUBCOMMAND) => return group_keeper(&args[2..]),
+        _ => {}
+    }
+    let parsed = command().try_get_matches_from(args).and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    if let Some(dir) = cli.command.use_case_dir() {
+        if let Err(why) = usecase::check(dir) {
+            say_err(&why);
+            return exit::USAGE;
+        }
+    }
+    use std::io::IsTerminal;
+    let colour = colour::decide(cli.color, std::io::stdout().is_terminal());
+    match &cli.command {
+        Command::Key(a) => key::run(a),
+        Command::Exec(a) => exec::run(a),
+        Command::Leases(a) => leases::run(a, colour),
+        Command::Runs(a) => runs::run(a, colour),
+        Command::Doctor(a) => doctor::run(a),
+        Command::Top(a) => crate::top::run(&crate::top::Options {
+            dir: a.dir.dir.clone(),
+            watch: a.watch.clone(),
+            interval: a.interval,
+            colour,
+        }),
+        Command::Demo(a) => {
+            let opts = crate::demo::Options { dir: a.dir.clone(), no_top: a.no_top };
+            // What the demo shows its sandbox with: the dashboard on a
+            // terminal, else the list (the demo knows no command of its own).
+            crate::demo::run(&opts, &|uc: &std::path::Path, interactive: bool| {
+                if interactive {
+                    let dir = uc.to_path_buf();
+                    let interval = std::time::Duration::from_secs(2);
+                    crate::top::run(&crate::top::Options { dir, watch: "auto".into(), interval, colour })
+                } else {
+                    let colour = if colour { "always" } else { "never" };
+                    let argv = ["ubunye", "--color", colour, "leases", "list", "--all", "-d"].map(OsString::from);
+                    run(argv.into_iter().chain([uc.as_os_str().to_os_string()]))
+                }
+            })
+        }
+        Command::Completions(a) => generate::completions(a),
+        Command::Man(a) => generate::man(a),
+    }
+}
+
+/// `ubunye __group-keeper <pid>`, as `ubunye exec` starts it (`exec/sentinel.rs`).
+fn group_keeper(rest: &[OsString]) -> i32 {
+    let parent = match rest {
+        [p] if ubunye::exec::sentinel::may_keep() => p.to_string_lossy(),
+        _ => {
+            say_err("__group-keeper is started by `ubunye exec` only; it does nothing here.");
+            return exit::USAGE;
+        }
+    };
+    ubunye::exec::sentinel::keep(&parent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_spellings_are_rewritten_before_the_command_only() {
+        let args: Vec<OsString> =
+            ["ubunye", "exec", "-dt", "2025-01-01", "-dtf=%Y", "--", "-dt", "x"].iter().map(OsString::from).collect();
+        let got: Vec<String> = normalize_args(args).iter().map(|s| s.to_string_lossy().into_owned()).collect();
+        assert_eq!(got, ["ubunye", "exec", "--dt", "2025-01-01", "--dtf=%Y", "--", "-dt", "x"]);
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

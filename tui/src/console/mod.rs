@@ -1,0 +1,20 @@
+//! What every part of the front end does the same way: print a line (a
+//! closed pipe is not an error), decide on colour, check the `-d` folder,
+//! and the exit codes. It depends on nothing else in this crate.
+
+pub mod colour;
+pub mod print;
+pub mod usecase;
+
+/// The exit codes: one table, in `ubunye --help` and docs/json.md.
+pub mod exit {
+    /// Done (or a resumed skip, or a doctor that found nothing).
+    pub const OK: i32 = 0;
+    /// Refused (a live holder, a repair that does not apply, a finished
+    /// batch, declined at the prompt, a lost lease, an unreadable file), or
+    /// doctor's findings.
+    pub const REFUSED: i32 = 1;
+    /// Usage: bad flags, a `-d` that is not a use case, a key prefix that
+    /// names no batch or several, a repair's prefix shorter than 4 digits.
+    pub const USAGE: i32 = 2;
+}

@@ -1,0 +1,226 @@
+//! The triage report (`ubunye::explain::Explanation`) as text: what `ubunye
+//! leases explain` prints and the dashboard's detail pane shows.
+
+use std::fmt::Write as _;
+
+use ubunye::explain::{Explanation, run_text, size};
+use ubunye::state::{Batch, Happened, HistoryEntry, LeaseInfo};
+use ubunye::sys::ClockSource;
+use ubunye::timefmt;
+
+/// History lines shown in text; `--json` has them all.
+const HISTORY_SHOWN: usize = 20;
+
+/// The report as text.
+pub fn render(e: &Explanation) -> String {
+    let b = &e.batch;
+    let mut o = String::new();
+    let _ = writeln!(o, "{}  {}", b.task, b.variables_text().unwrap_or_else(|| unknown_variables(b)));
+    let flags: Vec<String> = b
+        .flags
+        .iter()
+        .map(|f| serde_json::to_value(f).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default())
+        .collect();
+    let _ = writeln!(
+        o,
+        "key {}   state {}{}",
+        b.key,
+        b.state.word().to_uppercase(),
+        if flags.is_empty() { String::new() } else { format!(" ({})", flags.join(", ")) }
+    );
+    let _ = writeln!(o, "{}", b.note);
+    if let Some(l) = &b.lease {
+        holder(&mut o, l, e.verdict.as_deref());
+    }
+    wrote(&mut o, b, e);
+    let _ = writeln!(o, "\nHistory");
+    if b.finished.is_none() {
+        let _ = writeln!(o, "  finished  no note");
+    }
+    for h in e.history.iter().take(HISTORY_SHOWN) {
+        let _ = writeln!(o, "  {}", history_line(b, h));
+    }
+    if e.history.len() > HISTORY_SHOWN {
+        let _ = writeln!(o, "  … {} more (--json lists them all)", e.history.len() - HISTORY_SHOWN);
+    }
+    for u in &b.unreadable {
+        let _ = writeln!(o, "  unreadable {} {}: {}", u.kind.word(), u.path.display(), u.why);
+    }
+    for r in &e.repairs {
+        let _ = writeln!(
+            o,
+            "  repair    {} {} by {}@{}: {}",
+            r["time"].as_str().unwrap_or(""),
+            r["command"].as_str().unwrap_or(""),
+            r["user"].as_str().unwrap_or("?"),
+            r["host"].as_str().unwrap_or("?"),
+            r["outcome"].as_str().unwrap_or("")
+        );
+    }
+    let _ = writeln!(o, "\nWhat happens next");
+    for s in &e.next.steps {
+        let _ = writeln!(o, "  {s}");
+    }
+    if let Some(c) = &e.next.command {
+        let _ = writeln!(o, "\n  Run:  {c}");
+    }
+    o
+}
+
+/// Why the variables are not shown.
+fn unknown_variables(b: &Batch) -> String {
+    match b.records.iter().find(|r| r.damaged.is_some()) {
+        Some(r) => format!("(variables not known: its run record {}.json cannot be parsed)", r.run_id),
+        None => "(variables not known: no run record names them)".into(),
+    }
+}
+
+/// "Who holds it".
+fn holder(o: &mut String, l: &LeaseInfo, verdict: Option<&str>) {
+    let _ = writeln!(o, "\nWho holds it");
+    if l.doc.0.is_empty() {
+        let what = if std::fs::metadata(&l.path).is_ok_and(|m| m.len() == 0) {
+            "an empty lease (no run, pid or host written: a crash as it was created)"
+        } else {
+            "a lease that is not JSON (no run, pid or host can be read from it)"
+        };
+        let _ = writeln!(o, "  lease     {what}");
+    } else {
+        let run = if l.holder.run_id.is_empty() { "(none named)" } else { &l.holder.run_id };
+        let _ = writeln!(o, "  run       {run}");
+        let this = l
+            .holder
+            .judgement
+            .as_ref()
+            .map(|j| if j.same_host { " (this host)" } else { " (another host)" })
+            .unwrap_or("");
+        let process = match (l.holder.pid, &l.holder.host) {
+            (Some(p), Some(h)) => format!("{p} on {h}{this}"),
+            (Some(p), None) => format!("{p} (no host written)"),
+            (None, Some(h)) => format!("(no pid written) on {h}{this}"),
+            (None, None) => "(no pid or host written)".into(),
+        };
+        let _ = writeln!(o, "  process   {process}");
+        let _ = writeln!(o, "  started   {}", l.holder.started_at.clone().unwrap_or_else(|| "(unknown)".into()));
+    }
+    if let Some(a) = l.holder.judgement.as_ref().and_then(|j| j.age) {
+        let clock = match a.clock {
+            ClockSource::Disk => "the disk's clock",
+            // This machine's clock, which stamps a local file system's times.
+            ClockSource::LocalFileSystem => "the disk's clock",
+            ClockSource::Local => "this machine's clock (the disk's cannot be read without writing to it)",
+        };
+        let _ = writeln!(o, "  lease     written {} ago by {clock}", timefmt::age(a.age));
+    }
+    let _ = writeln!(o, "  file      {}", l.path.display());
+    if let Some(v) = verdict {
+        let _ = writeln!(o, "  verdict   {v}");
+    }
+}
+
+/// "What it wrote": its lease's and each orphan's outputs.
+fn wrote(o: &mut String, b: &Batch, e: &Explanation) {
+    let leases: Vec<&LeaseInfo> = b.lease.as_deref().into_iter().chain(&b.orphans).collect();
+    if leases.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\nWhat it wrote");
+    for l in leases {
+        let orphan = !b.lease.as_deref().is_some_and(|x| std::ptr::eq(x, l));
+        if orphan {
+            let pid = l.holder.pid.map(|p| format!(", pid {p}")).unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "  dead run's lease {} (run {}{pid}):",
+                l.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                run_text(&l.holder.run_id)
+            );
+        }
+        if l.outputs.is_empty() && l.replaces.is_empty() {
+            let _ = writeln!(o, "  (no output yet)");
+        }
+        for out in &l.outputs {
+            let mode = if out.appends { "append" } else { "overwrite" };
+            let exact = if out.exact { "claimed" } else { "NOT claimed: cannot be taken back" };
+            let _ = writeln!(o, "  {}  {mode}, {exact}, {}", out.name, out.state.clone().unwrap_or_default());
+            if let Some(st) = &out.staging {
+                let held = e
+                    .staging
+                    .iter()
+                    .find(|s| s.named && s.folder.path.ends_with(st))
+                    .and_then(|s| s.folder.size)
+                    .map(|z| z.text());
+                let _ = writeln!(
+                    o,
+                    "    staging {st} ({})",
+                    match held {
+                        Some(h) if out.staging_exists => format!("there: {h}"),
+                        _ if out.staging_exists => "there".into(),
+                        _ => "not there".into(),
+                    }
+                );
+            }
+            for c in &out.claims {
+                let _ = writeln!(
+                    o,
+                    "    {}  {}",
+                    c.claim,
+                    if c.present { format!("present, {}", size(c.size)) } else { "missing".into() }
+                );
+            }
+        }
+        for (out, files) in &l.replaces {
+            let _ = writeln!(o, "  {out}  replaces (files of the run it replaced, removed after commit)");
+            for c in files {
+                let _ = writeln!(
+                    o,
+                    "    {}  {}",
+                    c.claim,
+                    if c.present { format!("present, {}", size(c.size)) } else { "gone".into() }
+                );
+            }
+        }
+    }
+    for s in e.staging.iter().filter(|s| !s.named) {
+        let rel = s.folder.path.strip_prefix(&e.use_case).unwrap_or(&s.folder.path);
+        let _ = writeln!(
+            o,
+            "  {}  staging folder {}/ in or beside it, named by no lease ({}): left as it is",
+            s.output,
+            rel.display(),
+            s.folder.size.map(|z| z.text()).unwrap_or_default()
+        );
+    }
+}
+
+/// One history line.
+fn history_line(b: &Batch, h: &HistoryEntry) -> String {
+    let run = h.run_id.as_deref().map(run_text).unwrap_or_else(|| run_text(""));
+    let time = h.time.clone().unwrap_or_default();
+    match h.what {
+        Happened::Finished => {
+            let n: usize = b.finished.as_ref().map(|f| f.outputs.iter().map(|x| x.1.len()).sum()).unwrap_or(0);
+            format!("finished  by run {run} at {time} ({n} claimed file(s))")
+        }
+        Happened::TakenOver => match &h.run_id {
+            Some(_) => format!("takeover  run {run} was taken over at {time}"),
+            None => format!("takeover  an empty lease (it named no run) was taken over at {time} ({})", h.file),
+        },
+        Happened::DoneMark => format!(
+            "done mark run {run} ({})",
+            if b.lease.is_some() { "with its lease" } else { "left without a lease" }
+        ),
+        Happened::Record => match &h.damaged {
+            Some(why) => format!("record    {run} UNREADABLE: {} cannot be parsed: {why}", h.file),
+            None => format!(
+                "record    {run} {:<11} started {time}{}",
+                h.status.clone().unwrap_or_else(|| "(none)".into()),
+                h.error.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
+            ),
+        },
+        Happened::UnknownFile => format!(
+            "file      {} (changed {time}): not a file this engine knows (a newer engine's? ubunye-engine 0.9.1 leaves <key>.tried after a failed run that committed a keyed Delta write); left as it is",
+            h.file
+        ),
+    }
+}

@@ -1,0 +1,8 @@
+//! The engine's reports as text, for the command line and the dashboard
+//! alike: the library returns typed outcomes, and this renders them.
+
+mod explain;
+mod repair;
+
+pub use explain::render as explanation;
+pub use repair::outcome as repair_outcome;

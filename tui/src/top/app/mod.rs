@@ -1,0 +1,441 @@
+//! The dashboard's state and its update: one [`Event`] in, the state changed,
+//! and the [`Effect`]s the event loop must carry out (a rescan or a repair off
+//! the UI thread, a copy to the clipboard, quitting). Rendering reads this
+//! state; nothing here draws or blocks for long.
+
+mod input;
+mod reads;
+mod rows;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ubunye::doctor::Finding;
+use ubunye::repair::{Kind, RepairPlan};
+use ubunye::state::{Batch, State};
+
+use crate::top::event::Event;
+use crate::top::filter::Filter;
+use crate::top::keys::{self, Action, Ctx};
+use crate::top::model::{Id, Model};
+use crate::top::popup::{self, Popup, RepairDone, Scroll};
+pub use crate::top::view::View;
+
+/// The batch table's order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SortBy {
+    /// Most urgent state first (the library's order).
+    Severity,
+    /// Oldest lease first.
+    Age,
+    Task,
+    /// Most claims first.
+    Claims,
+}
+
+impl SortBy {
+    pub fn word(self) -> &'static str {
+        match self {
+            SortBy::Severity => "severity",
+            SortBy::Age => "age",
+            SortBy::Task => "task",
+            SortBy::Claims => "claims",
+        }
+    }
+    fn next(self) -> SortBy {
+        match self {
+            SortBy::Severity => SortBy::Age,
+            SortBy::Age => SortBy::Task,
+            SortBy::Task => SortBy::Claims,
+            SortBy::Claims => SortBy::Severity,
+        }
+    }
+    /// The column of the batch table it sorts by.
+    pub fn column(self) -> &'static str {
+        match self {
+            SortBy::Severity => "STATE",
+            SortBy::Age => "AGE",
+            SortBy::Task => "TASK",
+            SortBy::Claims => "CLAIMS",
+        }
+    }
+    /// Its order unless reversed: the most urgent state, the oldest lease
+    /// and the most claims first (descending); tasks from A (ascending).
+    fn descending(self) -> bool {
+        !matches!(self, SortBy::Task)
+    }
+}
+
+/// What the event loop must do.
+#[derive(Debug)]
+pub enum Effect {
+    /// Read the whole use case again, off the UI thread.
+    FullScan,
+    /// Read these tasks again whole, off the UI thread (their files changed).
+    ReadTasks(Vec<String>),
+    /// Doctor's look at the use case ([`ubunye::doctor::look`]), off the UI
+    /// thread: it reads every file again, a task at a time.
+    Examine,
+    /// Carry out a confirmed repair, off the UI thread.
+    Repair(Box<RepairPlan>),
+    /// Put this text on the clipboard (OSC 52).
+    Copy(String),
+    /// Watch the folders again (after a rescan: one may have appeared).
+    Rewatch,
+    /// Events cannot be had: poll instead (why).
+    PollInstead(String),
+    /// Quit with this exit code.
+    Quit(i32),
+}
+
+/// How important a status message is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+/// The status bar.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    /// How changes are noticed: `notify`, `poll 2s (NFS)`.
+    pub watch: String,
+    /// The latest message, and when it was shown.
+    pub message: Option<(Level, String, Option<Instant>)>,
+    /// A standing hint (the inotify watch limit).
+    pub hint: Option<String>,
+    /// Folders that cannot be listed, from the last scan.
+    pub problems: Option<String>,
+}
+
+/// The detail pane: the library's explain report of the selected batch.
+#[derive(Clone, Debug, Default)]
+pub struct Detail {
+    pub id: Option<Id>,
+    pub lines: Vec<String>,
+    pub scroll: usize,
+    /// It has the focus (and the whole body).
+    pub open: bool,
+    generation: u64,
+}
+
+/// Updates held back while frozen.
+#[derive(Default)]
+struct Held {
+    paths: Vec<PathBuf>,
+    full: bool,
+}
+
+impl Held {
+    fn count(&self) -> usize {
+        self.paths.len() + usize::from(self.full)
+    }
+}
+
+/// Everything on the screen.
+pub struct App {
+    pub model: Model,
+    pub view: View,
+    pub sort: SortBy,
+    /// The sort's order is the other way round (`S`).
+    pub reversed: bool,
+    pub filter: Filter,
+    /// Typing a filter.
+    pub editing: bool,
+    /// The batch table: indexes into the model's batches, filtered and sorted.
+    pub rows: Vec<usize>,
+    /// Selected row and first shown row, per view.
+    pub selected: [usize; 3],
+    pub offset: [usize; 3],
+    selected_id: Option<Id>,
+    /// The user moved the selection: it stays on its batch. Until then it
+    /// stays on the first row (the most urgent batch, as rows come in).
+    moved: bool,
+    pub detail: Detail,
+    pub help: bool,
+    /// The first line of the help shown.
+    pub help_scroll: usize,
+    pub popup: Option<Popup>,
+    pub frozen: bool,
+    held: Held,
+    pub status: Status,
+    /// Batches per state, in [`State::ALL`] order.
+    pub counts: [usize; 10],
+    /// The runs view: (batch index, record index), newest first.
+    pub runs: Vec<(usize, usize)>,
+    runs_generation: Option<u64>,
+    pub findings: Vec<Finding>,
+    findings_generation: Option<u64>,
+    findings_at: Option<Instant>,
+    /// Doctor's look is under way (off the UI thread), asked for when the
+    /// model was at this generation.
+    pub examining: bool,
+    examined_generation: u64,
+    /// Batches the last look looked at.
+    pub looked_at: usize,
+    /// The first read is under way: batches read so far.
+    pub loading: Option<usize>,
+    /// Batches were added: filter and sort before drawing.
+    stale: bool,
+    sorted_at: Option<Instant>,
+    /// A full scan (or the first read) is under way; another is wanted after it.
+    pub scanning: bool,
+    scan_again: bool,
+    during_scan: Vec<PathBuf>,
+    /// Parts of the read under way were dropped (it was frozen): it must not
+    /// be taken as the whole use case.
+    dropped: bool,
+    /// Tasks to read again once the read under way is over.
+    pending: BTreeSet<String>,
+    /// Tasks whose read failed: asked again at the next tick, or after the
+    /// next read that succeeds.
+    retry: BTreeSet<String>,
+    /// Colours on (NO_COLOR unset).
+    pub colour: bool,
+    /// Rows the last drawn list had room for.
+    pub page: usize,
+    /// Lines the last drawn detail pane had room for.
+    pub detail_page: usize,
+}
+
+impl App {
+    pub fn new(model: Model, colour: bool, watch: &str) -> App {
+        let mut app = App {
+            model,
+            view: View::Batches,
+            sort: SortBy::Severity,
+            reversed: false,
+            filter: Filter::default(),
+            editing: false,
+            rows: Vec::new(),
+            selected: [0; 3],
+            offset: [0; 3],
+            selected_id: None,
+            moved: false,
+            detail: Detail::default(),
+            help: false,
+            help_scroll: 0,
+            popup: None,
+            frozen: false,
+            held: Held::default(),
+            status: Status { watch: watch.to_string(), ..Status::default() },
+            counts: [0; 10],
+            runs: Vec::new(),
+            runs_generation: None,
+            findings: Vec::new(),
+            findings_generation: None,
+            findings_at: None,
+            examining: false,
+            examined_generation: 0,
+            looked_at: 0,
+            loading: None,
+            stale: false,
+            sorted_at: None,
+            scanning: false,
+            scan_again: false,
+            during_scan: Vec::new(),
+            dropped: false,
+            pending: BTreeSet::new(),
+            retry: BTreeSet::new(),
+            colour,
+            page: 10,
+            detail_page: 10,
+        };
+        app.note_problems();
+        app.rebuild();
+        app
+    }
+
+    /// The context keys are looked up in.
+    pub fn ctx(&self) -> Ctx {
+        if self.help {
+            Ctx::Help
+        } else if self.popup.is_some() {
+            Ctx::Popup
+        } else if self.editing {
+            Ctx::Filter
+        } else if self.detail.open && self.view == View::Batches {
+            Ctx::Detail
+        } else {
+            Ctx::Main
+        }
+    }
+
+    /// The sort's direction as the header marks it: ▼ descending, ▲
+    /// ascending.
+    pub fn sort_arrow(&self) -> &'static str {
+        if self.sort.descending() != self.reversed { "▼" } else { "▲" }
+    }
+
+    pub fn say(&mut self, level: Level, text: impl Into<String>) {
+        self.status.message = Some((level, text.into(), Some(Instant::now())));
+    }
+
+    /// The selected batch in the batch view.
+    pub fn selected_batch(&self) -> Option<&Batch> {
+        self.rows.get(self.selected[0]).and_then(|&i| self.model.batches().get(i))
+    }
+
+    /// Handle one event.
+    pub fn handle(&mut self, ev: Event) -> Vec<Effect> {
+        let mut effects = self.dispatch(ev);
+        self.settle(&mut effects);
+        effects
+    }
+
+    /// After events: rows sorted when due, and the doctor view's look asked
+    /// for when it is open and out of date.
+    fn settle(&mut self, effects: &mut Vec<Effect>) {
+        self.flush();
+        if self.view != View::Doctor || self.examining {
+            return;
+        }
+        let stale = self.findings_generation != Some(self.model.generation);
+        let due = self.findings_at.is_none_or(|t| t.elapsed() > Duration::from_secs(3));
+        if self.findings_generation.is_none() || (stale && due) {
+            self.examining = true;
+            self.examined_generation = self.model.generation;
+            effects.push(Effect::Examine);
+        }
+    }
+
+    /// Filter and sort again if batches were added without it: during the
+    /// first read at most four times a second (each sort is of every row so
+    /// far), after it at once.
+    fn flush(&mut self) {
+        let soon = self.loading.is_some() && self.sorted_at.is_some_and(|t| t.elapsed() < Duration::from_millis(250));
+        if self.stale && !soon {
+            self.stale = false;
+            self.rebuild();
+            self.sorted_at = Some(Instant::now());
+        }
+    }
+
+    fn dispatch(&mut self, ev: Event) -> Vec<Effect> {
+        match ev {
+            Event::Key(k) => self.on_key(k),
+            Event::Resize(..) => Vec::new(),
+            Event::Tick => self.on_tick(),
+            Event::FsChange(paths) => self.on_change(paths),
+            // A poll while a scan is under way is dropped, not queued: scans
+            // never run back to back, however long one takes.
+            Event::Poll if self.scanning => Vec::new(),
+            Event::Poll => self.want_full_scan(),
+            Event::WatchError { message, limit } => self.on_watch_error(message, limit),
+            // A rescan's parts are dropped while frozen (nothing on screen may
+            // change); the rescan is done again when the freeze ends. The
+            // first read is always shown.
+            Event::Part(_) if self.frozen && self.loading.is_none() => {
+                self.dropped = true;
+                self.held.full = true;
+                Vec::new()
+            }
+            Event::Part(batches) => {
+                self.model.extend(batches);
+                if self.loading.is_some() {
+                    self.loading = Some(self.model.batches().len());
+                }
+                self.stale = true;
+                Vec::new()
+            }
+            Event::Loaded(head) => self.on_loaded(*head),
+            Event::Examined(res) => {
+                self.examining = false;
+                self.findings_at = Some(Instant::now());
+                match *res {
+                    Ok(look) => {
+                        self.findings = look.findings;
+                        self.looked_at = look.looked_at;
+                        self.findings_generation = Some(self.examined_generation);
+                        self.selected[2] = self.selected[2].min(self.findings.len().saturating_sub(1));
+                    }
+                    Err(e) => self.say(Level::Error, format!("doctor: {e}")),
+                }
+                Vec::new()
+            }
+            Event::Repaired(done) => self.on_repaired(*done),
+            Event::Signal(sig) => vec![Effect::Quit(128 + sig)],
+        }
+    }
+
+    /// Handle every event drained from the channel, file changes merged into
+    /// one burst.
+    pub fn handle_all(&mut self, events: Vec<Event>) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        let mut paths = Vec::new();
+        for ev in events {
+            match ev {
+                Event::FsChange(p) => paths.extend(p),
+                other => {
+                    if !paths.is_empty() {
+                        effects.extend(self.on_change(std::mem::take(&mut paths)));
+                    }
+                    effects.extend(self.dispatch(other));
+                }
+            }
+        }
+        if !paths.is_empty() {
+            effects.extend(self.on_change(paths));
+        }
+        self.settle(&mut effects);
+        effects
+    }
+
+    fn on_tick(&mut self) -> Vec<Effect> {
+        self.flush();
+        if let Some((Level::Info, _, Some(at))) = &self.status.message {
+            if at.elapsed() > Duration::from_secs(8) {
+                self.status.message = None;
+            }
+        }
+        if self.frozen {
+            return Vec::new();
+        }
+        if self.model.tick() {
+            self.rebuild();
+        }
+        if self.selected_batch().is_some_and(|b| b.lease.is_some()) {
+            self.refresh_detail(true);
+        }
+        let retry = std::mem::take(&mut self.retry);
+        self.want_tasks(retry)
+    }
+
+    fn note_problems(&mut self) {
+        let p = &self.model.scan.problems;
+        self.status.problems = p.first().map(|first| {
+            let more = if p.len() > 1 { format!(" (and {} more: see 3 doctor)", p.len() - 1) } else { String::new() };
+            format!("cannot list {}: {}{more}", first.path.display(), first.why)
+        });
+    }
+
+    fn on_watch_error(&mut self, message: String, limit: bool) -> Vec<Effect> {
+        if limit {
+            return vec![Effect::PollInstead("watch limit".into())];
+        }
+        self.say(Level::Warn, format!("watching: {message}"));
+        Vec::new()
+    }
+
+    fn on_repaired(&mut self, done: RepairDone) -> Vec<Effect> {
+        let (ok, text) = popup::outcome_text(&done);
+        let kind = done.plan.kind;
+        let t = popup::title(kind, &done.plan.task, &done.plan.key);
+        let id = (done.plan.task.clone(), done.plan.key.clone());
+        self.popup = Some(Popup::Done { kind, title: t, ok, text, scroll: Scroll::default() });
+        let now = self.model.now();
+        match self.model.reread(&id, now) {
+            Ok(()) => {
+                self.model.last_change = Some(self.model.src.sys.clock.now());
+                self.model.generation += 1;
+            }
+            Err(e) => self.say(Level::Error, format!("cannot read: {e}")),
+        }
+        self.rebuild();
+        self.refresh_detail(true);
+        Vec::new()
+    }
+}

@@ -1,0 +1,125 @@
+//! `ubunye top`: check the folder, read it, watch it, and run the dashboard
+//! until it is quit, the terminal restored whatever happens.
+//!
+//! * [`app`]: the state and its update (pure: an event in, effects out);
+//!   [`event`]: the one event enum (a leaf); [`runtime`]: the loop that feeds
+//!   events in, carries effects out and draws; [`workers`]: the reads and
+//!   repairs done off the UI thread; [`keys`]: the one table of keys;
+//!   [`ui`]: drawing; [`popup`]: the two-phase repair; [`model`]: the data,
+//!   kept up to date from file events; [`watch`]: notify or poll; [`term`]:
+//!   the terminal, restored on every exit; [`filter`]: the `/` filter;
+//!   [`view`]: the three views.
+
+pub mod app;
+pub mod event;
+pub mod filter;
+pub mod index;
+pub mod keys;
+pub mod model;
+pub mod popup;
+pub mod runtime;
+pub mod term;
+pub mod ui;
+pub mod view;
+pub mod watch;
+pub mod workers;
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::mpsc;
+
+use ubunye::state::{Scan, ScanOptions};
+use ubunye::sys::{ClockSource, Now, Sys};
+
+use crate::top::app::App;
+use crate::top::model::{Model, Source};
+use crate::top::runtime::Loop;
+use crate::top::watch::{Requested, Watch};
+
+/// What `ubunye top` is asked (the CLI's `TopArgs`, parsed).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The use-case folder, as given.
+    pub dir: std::path::PathBuf,
+    /// `auto`, `notify` or `poll`.
+    pub watch: String,
+    /// How often to rescan in poll mode.
+    pub interval: std::time::Duration,
+    /// Whether to colour (decided by `console::colour`).
+    pub colour: bool,
+}
+
+/// Run `top`; the exit code.
+pub fn run(opts: &Options) -> i32 {
+    let uc = &opts.dir;
+    // Bad input is told in one line, before the terminal is touched.
+    let root = match crate::console::usecase::check(uc) {
+        Ok(r) => r,
+        Err(why) => return usage(&why),
+    };
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return usage("top needs a terminal; `ubunye leases list` prints the same table once");
+    }
+    let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys: Sys::real() };
+    let (tx, rx) = mpsc::channel();
+    // Watch first, then read: nothing that changes in between is missed. The
+    // dashboard is up at once; the batches come in a task at a time.
+    let lineage = ubunye::layout::lineage_root(&root);
+    let watch = Watch::start(Requested::parse(&opts.watch), opts.interval, &root, &lineage, tx.clone());
+    // The CLI decided (`--color`, NO_COLOR, CLICOLOR_FORCE): crossterm, which
+    // reads NO_COLOR on its own, follows that decision.
+    crossterm::style::force_color_output(opts.colour);
+    let mut app = App::new(Model::new(src.clone(), empty(&root, &lineage, &src.sys)), opts.colour, &watch.mode);
+    app.start_loading();
+    if let Err(e) = workers::read(&src, tx.clone()) {
+        return fail(&format!("cannot start reading: {e}"));
+    }
+    let (mut terminal, mut guard) = match term::enter() {
+        Ok(t) => t,
+        Err(e) => {
+            term::restore();
+            return fail(&format!("cannot use the terminal: {e}"));
+        }
+    };
+    if let Err(e) = term::feed(&tx, &mut guard) {
+        drop(guard);
+        return fail(&format!("cannot start: {e}"));
+    }
+    let ended = Loop {
+        term: &mut terminal,
+        app: &mut app,
+        rx,
+        tx,
+        watch: Some(watch),
+        clipboard: Some(Box::new(std::io::stdout())),
+        on_frame: None,
+    }
+    .run();
+    drop(guard);
+    match ended {
+        Ok(code) => code,
+        Err(e) => fail(&format!("the terminal failed: {e}")),
+    }
+}
+
+/// A use case with nothing read yet.
+pub fn empty(root: &Path, lineage: &Path, sys: &Sys) -> Scan {
+    Scan {
+        root: root.to_path_buf(),
+        lineage_dir: lineage.to_path_buf(),
+        now: Now { time: sys.clock.now(), source: ClockSource::Local },
+        batches: Vec::new(),
+        problems: Vec::new(),
+    }
+}
+
+/// Bad input (exit 2), told before the terminal is touched.
+fn usage(msg: &str) -> i32 {
+    crate::console::print::say_err(msg);
+    crate::console::exit::USAGE
+}
+
+fn fail(msg: &str) -> i32 {
+    crate::console::print::say_err(msg);
+    crate::console::exit::REFUSED
+}

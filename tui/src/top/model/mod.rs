@@ -1,0 +1,452 @@
+//! The data `top` shows: the library's [`Scan`] of a use case, kept up to date.
+//! File-system events are hints: each path is mapped to the batch it belongs to
+//! and that batch alone is read again (`scan_batch`), a run record is read again
+//! by itself (`read_record`), and anything unclear asks for a full rescan. Time
+//! alone changes dead and stalled: [`Model::tick`] re-judges every lease.
+//! No lease logic here: every judgement is the library's.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use ubunye::layout::{self, Entry};
+use ubunye::state::{self, Batch, Scan, ScanOptions};
+use ubunye::sys::{Now, Sys};
+
+use crate::top::index::Index;
+
+mod clock;
+mod light;
+mod records;
+use clock::Clocks;
+pub use light::{Kept, keep};
+use light::{Side, give_back_memory, prepare};
+use records::file_record;
+
+/// Where the data comes from, and the machine that judges it.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// The use-case folder as given (`-d`).
+    pub uc: PathBuf,
+    pub opts: ScanOptions,
+    pub sys: Sys,
+}
+
+impl Source {
+    pub fn scan(&self) -> Result<Scan, String> {
+        state::scan(&self.uc, &self.opts, &self.sys).map_err(|e| e.to_string())
+    }
+}
+
+/// A batch, by task and key.
+pub type Id = (String, String);
+
+/// More distinct batches than this in one burst of events: one full rescan
+/// instead of reading each.
+pub const BURST: usize = 2_000;
+
+/// At most this many batches of a burst are read again at once, on the UI
+/// thread; a bigger burst waits for the read of their tasks.
+const AT_ONCE: usize = 16;
+
+/// What one changed path means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A file of one batch in its task's lease folder.
+    Batch(Id),
+    /// A run record: `<lineage>/<task>/<run>.json`.
+    Record { task: String, path: PathBuf },
+    /// Another file in a task's lease folder (one no engine writes there: a
+    /// problem a read of the task reports).
+    Task(String),
+    /// Nothing the dashboard shows (a clock probe, a temp file of a record).
+    Ignore,
+    /// A folder appeared or went, or something unclear: read everything again.
+    Full,
+}
+
+/// What applying a burst of changes did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// Something shown changed.
+    pub changed: bool,
+    /// A full rescan is needed.
+    pub full: bool,
+    /// Tasks whose files changed: each is read again whole, off the UI
+    /// thread ([`Model::begin_read`] with them), so that every record is
+    /// filed as a full scan files it.
+    pub tasks: BTreeSet<String>,
+    /// What could not be read.
+    pub errors: Vec<String>,
+}
+
+/// The use case as last read.
+pub struct Model {
+    pub src: Source,
+    pub scan: Scan,
+    index: Index,
+    leases_root: PathBuf,
+    /// The disks' clocks.
+    clocks: Clocks,
+    /// Bumped on every change of what is shown.
+    pub generation: u64,
+    ticks: u64,
+    /// When something last changed (this machine's clock).
+    pub last_change: Option<SystemTime>,
+    /// The read under way (the first read or a rescan), and for each batch
+    /// the read that last put it (what a read did not put again is gone) and
+    /// whether it is kept light ([`lighten`]).
+    pass: u32,
+    side: Vec<Side>,
+    /// The tasks the read under way reads (None: all of them).
+    scope: Option<BTreeSet<String>>,
+}
+
+impl Model {
+    pub fn new(src: Source, scan: Scan) -> Model {
+        let leases_root = layout::leases_root(&scan.root);
+        let mut m = Model {
+            src,
+            index: Index::default(),
+            leases_root,
+            clocks: Clocks::default(),
+            generation: 0,
+            ticks: 0,
+            last_change: None,
+            pass: 0,
+            side: Vec::new(),
+            scope: None,
+            scan,
+        };
+        m.side = m.scan.batches.iter_mut().map(prepare).map(|(light, vars)| Side { stamp: 0, light, vars }).collect();
+        m.reindex();
+        m
+    }
+
+    fn reindex(&mut self) {
+        self.index = Index::build(&self.scan.batches);
+    }
+
+    /// The tasks of the read under way (None: all of them, or no read).
+    pub fn reading(&self) -> Option<&BTreeSet<String>> {
+        self.scope.as_ref()
+    }
+
+    /// A read starts: of the whole use case (`tasks` None: the first read, or
+    /// a rescan in poll mode or after a burst) or of the tasks whose files
+    /// changed. Its batches come a task at a time ([`Model::extend`]), and
+    /// [`Model::loaded`] ends it. One task's batches are held beside the
+    /// model at a time, never a second copy of it all.
+    pub fn begin_read(&mut self, tasks: Option<BTreeSet<String>>) {
+        self.pass = self.pass.wrapping_add(1);
+        self.scope = tasks;
+    }
+
+    /// Put one task's batches, as the read under way found them. A batch read
+    /// meanwhile because of a file event is replaced: the event is applied
+    /// again when the read is over.
+    pub fn extend(&mut self, batches: Vec<Kept>) {
+        for b in batches {
+            self.place(b);
+        }
+        self.generation += 1;
+        give_back_memory();
+    }
+
+    /// The read is over: what it could not list, and (`complete`: every task
+    /// it found was put) the batches of the tasks it read that it did not
+    /// find again go.
+    pub fn loaded(&mut self, head: ubunye::state::ScanHead, complete: bool) {
+        let scope = self.scope.take();
+        let pass = self.pass;
+        let read = |b: &Batch| scope.as_ref().is_none_or(|t| t.contains(&b.task));
+        let gone: Vec<bool> =
+            self.scan.batches.iter().zip(&self.side).map(|(b, s)| s.stamp != pass && read(b)).collect();
+        if complete && gone.iter().any(|&g| g) {
+            let mut keep = gone.iter().map(|&g| !g);
+            self.scan.batches.retain(|_| keep.next().unwrap_or(true));
+            let mut keep = gone.iter().map(|&g| !g);
+            self.side.retain(|_| keep.next().unwrap_or(true));
+            self.reindex();
+        }
+        // The batches came a task at a time: room left over is let go.
+        self.scan.batches.shrink_to_fit();
+        self.side.shrink_to_fit();
+        match &scope {
+            None => self.scan.problems = head.problems,
+            // What a read of some tasks finds wrong replaces what was found
+            // in their folders before.
+            Some(tasks) => {
+                let leases = layout::leases_root(&self.scan.root);
+                let dirs: Vec<PathBuf> =
+                    tasks.iter().flat_map(|t| [leases.join(t), self.scan.lineage_dir.join(t)]).collect();
+                self.scan.problems.retain(|p| !dirs.iter().any(|d| p.path.starts_with(d)));
+                self.scan.problems.extend(head.problems);
+            }
+        }
+        self.scan.now = head.now;
+        self.changed();
+        give_back_memory();
+    }
+
+    /// Put a batch, read whole, in place (a new one at the end), stamped with
+    /// the read under way, light when it is finished.
+    fn place(&mut self, k: Kept) {
+        let (b, side) = (k.batch, Side { stamp: self.pass, light: k.light, vars: k.vars });
+        let at = self.position(&b.task, &b.key);
+        match at {
+            Some(i) => {
+                self.scan.batches[i] = b;
+                self.side[i] = side;
+            }
+            None => {
+                self.scan.batches.push(b);
+                self.side.push(side);
+                self.index.insert(&self.scan.batches, self.scan.batches.len() - 1);
+            }
+        }
+    }
+
+    /// A batch with everything known of it, for its explanation: as kept, or,
+    /// when it is kept light, read again as [`Model::reread`] reads it.
+    pub fn whole(&mut self, id: &Id) -> Result<Option<Batch>, String> {
+        let Some(i) = self.position(&id.0, &id.1) else { return Ok(None) };
+        if !self.side[i].light {
+            return Ok(self.scan.batches.get(i).cloned());
+        }
+        let now = self.now();
+        self.read_again(id, now).map(Some)
+    }
+
+    /// A batch read again from disk as [`Model::reread`] reads it (its
+    /// lease-folder files, the records they name and the records the model
+    /// files under it), without putting it in place: what a repair's plan is
+    /// made from, as fresh as the disk and filed as a full scan files it.
+    pub fn fresh(&mut self, id: &Id) -> Result<Batch, String> {
+        let now = self.now_for(&id.0);
+        self.read_again(id, now)
+    }
+
+    fn changed(&mut self) {
+        self.generation += 1;
+        self.last_change = Some(self.src.sys.clock.now());
+    }
+
+    pub fn get(&self, id: &Id) -> Option<&Batch> {
+        self.position(&id.0, &id.1).and_then(|i| self.scan.batches.get(i))
+    }
+
+    fn position(&self, task: &str, key: &str) -> Option<usize> {
+        self.index.get(&self.scan.batches, task, key)
+    }
+
+    pub fn batches(&self) -> &[Batch] {
+        &self.scan.batches
+    }
+
+    /// The variables of the batch at `i` of [`Model::batches`], as one line.
+    pub fn vars(&self, i: usize) -> Option<&str> {
+        self.side.get(i).and_then(|s| s.vars.as_deref())
+    }
+
+    /// The disk's "now" by the use case's lease folder (read without writing,
+    /// at most every 15 s).
+    pub fn now(&mut self) -> Now {
+        let dir = if self.leases_root.is_dir() { self.leases_root.clone() } else { self.scan.root.clone() };
+        self.clocks.now(&self.src.sys, &dir)
+    }
+
+    /// The disk's "now" by a task's lease folder, which may be on another
+    /// disk (review 11, finding 1).
+    pub fn now_for(&mut self, task: &str) -> Now {
+        let dir = self.leases_root.join(task);
+        if dir.is_dir() { self.clocks.now(&self.src.sys, &dir) } else { self.now() }
+    }
+
+    /// What a changed path means.
+    pub fn target(&self, path: &Path) -> Target {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // `#<inode>`: an unnamed O_TMPFILE file, how a dashboard elsewhere
+        // reads the disk's clock on a network file system.
+        if name.starts_with(".clock-") || name.starts_with('#') {
+            return Target::Ignore;
+        }
+        if let Ok(rel) = path.strip_prefix(&self.leases_root) {
+            let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+            return match parts.len() {
+                4 => match layout::classify(&name) {
+                    Entry::Lease { key }
+                    | Entry::Finished { key }
+                    | Entry::Dead { key }
+                    | Entry::Done { key, .. }
+                    | Entry::Taken { key, .. }
+                    | Entry::Tmp { key }
+                    | Entry::Unknown { key } => Target::Batch((parts[..3].join("/"), key)),
+                    Entry::Clock => Target::Ignore,
+                    Entry::Other => Target::Task(parts[..3].join("/")),
+                },
+                0..=3 => Target::Full,
+                _ => Target::Ignore,
+            };
+        }
+        if let Ok(rel) = path.strip_prefix(&self.scan.lineage_dir) {
+            let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+            return match parts.len() {
+                4 if name.ends_with(".json") => Target::Record { task: parts[..3].join("/"), path: path.to_path_buf() },
+                4 => Target::Ignore,
+                0..=3 => Target::Full,
+                _ => Target::Ignore,
+            };
+        }
+        // A folder on the way to either (watched so that they can appear).
+        if self.leases_root.starts_with(path) || self.scan.lineage_dir.starts_with(path) {
+            return Target::Full;
+        }
+        Target::Ignore
+    }
+
+    /// Apply a burst of changed paths. A batch whose lease-folder files
+    /// changed is read again at once, for the screen to follow within a
+    /// frame; every task touched (a run record is only filed right by a read
+    /// of its whole task) is returned in [`Applied::tasks`], to be read again.
+    pub fn apply(&mut self, paths: &[PathBuf]) -> Applied {
+        let mut out = Applied::default();
+        let mut batches: BTreeSet<Id> = BTreeSet::new();
+        for p in paths {
+            match self.target(p) {
+                Target::Batch(id) => {
+                    out.tasks.insert(id.0.clone());
+                    batches.insert(id);
+                }
+                Target::Record { task, .. } | Target::Task(task) => {
+                    out.tasks.insert(task);
+                }
+                Target::Ignore => {}
+                Target::Full => out.full = true,
+            }
+            if out.full {
+                return out;
+            }
+        }
+        if batches.len() > BURST {
+            out.full = true;
+            return out;
+        }
+        // Each batch read costs a listing of its task's lease folder: past a
+        // few, the read of the whole task that follows is the cheaper way.
+        if batches.is_empty() || batches.len() > AT_ONCE {
+            return out;
+        }
+        for id in &batches {
+            let now = self.now_for(&id.0);
+            match self.reread(id, now) {
+                Ok(()) => out.changed = true,
+                Err(e) => out.errors.push(e),
+            }
+        }
+        if out.changed {
+            self.changed();
+        }
+        out
+    }
+
+    /// Read one batch again (its lease-folder files and the records they name)
+    /// and put it in place, keeping run records a full scan had found for it by
+    /// their variables.
+    pub fn reread(&mut self, id: &Id, now: Now) -> Result<(), String> {
+        let fresh = self.read_again(id, now)?;
+        self.put(fresh);
+        Ok(())
+    }
+
+    /// One batch read again: its lease-folder files, the records they name,
+    /// and the records the model had for it (found by their variables), all
+    /// read again from disk; its variables from those records. (Records that
+    /// move between batches are filed right by the read of the whole task
+    /// that follows every change.)
+    fn read_again(&self, id: &Id, now: Now) -> Result<Batch, String> {
+        let (_, mut fresh) =
+            state::scan_batch(&self.src.uc, &id.0, &id.1, &self.src.opts, &self.src.sys).map_err(|e| e.to_string())?;
+        // A full scan files an unreadable record under the batch that names
+        // its run (as `scan_batch` reads it), else under the unknown batch.
+        let records_dir = self.scan.lineage_dir.join(&id.0);
+        if let Some(old) = self.get(id) {
+            let more: Vec<PathBuf> = old
+                .records
+                .iter()
+                .map(|r| self.record_path(&id.0, r))
+                .filter(|p| !fresh.records.iter().any(|f| &f.path == p))
+                .collect();
+            for p in more {
+                if let Ok(r) = state::read_record(&p) {
+                    fresh.records.push(r);
+                }
+            }
+            // The unknown batch's unreadable records (no file of it names
+            // their runs): each is filed again by its own event.
+            if id.1.starts_with('?') {
+                let unnamed = old.unreadable.iter().filter(|u| u.path.parent() == Some(records_dir.as_path()));
+                fresh.unreadable.extend(unnamed.cloned());
+            }
+        }
+        fresh.variables = None;
+        for r in std::mem::take(&mut fresh.records) {
+            file_record(&mut fresh, r);
+        }
+        fresh.records.sort_by(|a, c| c.started_at.cmp(&a.started_at));
+        state::classify(&mut fresh, now);
+        Ok(fresh)
+    }
+
+    /// Put a batch in place; a batch with nothing left of it goes.
+    fn put(&mut self, b: Batch) {
+        let id = (b.task.clone(), b.key.clone());
+        let empty = b.is_empty();
+        match (self.position(&id.0, &id.1), empty) {
+            (_, false) => self.place(keep(b)),
+            (Some(i), true) => {
+                let last = self.scan.batches.len() - 1;
+                self.index.moved(&id.0, &id.1, i, None);
+                self.scan.batches.swap_remove(i);
+                self.side.swap_remove(i);
+                if let Some(moved) = self.scan.batches.get(i) {
+                    self.index.moved(&moved.task, &moved.key, last, Some(i));
+                }
+            }
+            (None, true) => {}
+        }
+    }
+
+    /// Judge every lease again as time passes. True when a state or a flag
+    /// changed (a note's "written 5s ago" moves every second and is no change).
+    /// A lease judged dead stays dead until its file changes (an event), so
+    /// those are judged again every tenth tick only, for their ages.
+    pub fn tick(&mut self) -> bool {
+        if !self.scan.batches.iter().any(|b| b.lease.is_some()) {
+            return false;
+        }
+        self.ticks = self.ticks.wrapping_add(1);
+        let all = self.ticks % 10 == 0;
+        let sys = self.src.sys.clone();
+        let mut changed = false;
+        let due =
+            |b: &Batch| b.lease.as_ref().is_some_and(|l| all || !l.holder.judgement.as_ref().is_some_and(|j| j.dead));
+        for i in 0..self.scan.batches.len() {
+            if !due(&self.scan.batches[i]) {
+                continue;
+            }
+            let task = self.scan.batches[i].task.clone();
+            let now = self.now_for(&task);
+            let b = &mut self.scan.batches[i];
+            let before = (b.state, b.flags.clone());
+            state::rejudge(b, &sys, now);
+            if before != (b.state, b.flags.clone()) {
+                changed = true;
+            }
+        }
+        if changed {
+            self.changed();
+        }
+        changed
+    }
+}

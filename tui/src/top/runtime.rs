@@ -1,0 +1,135 @@
+//! The dashboard's loop: each turn drains the channel of [`Event`]s, hands
+//! them to the [`App`] (pure: it returns effects), carries the effects out
+//! (reads and repairs off the UI thread, the clipboard, the watcher) and
+//! draws once.
+
+use std::io::Write;
+use std::sync::mpsc::{Receiver, Sender};
+
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+
+use super::app::{App, Effect, Level};
+use super::event::Event;
+use super::popup;
+use super::watch::Watch;
+
+/// Called after each frame.
+pub type FrameHook<'a> = Box<dyn FnMut(&App) + 'a>;
+
+/// Most events handled in one turn; the rest wait for the next.
+const DRAIN: usize = 10_000;
+
+/// The loop and what it needs.
+pub struct Loop<'a, B: Backend> {
+    pub term: &'a mut Terminal<B>,
+    pub app: &'a mut App,
+    pub rx: Receiver<Event>,
+    pub tx: Sender<Event>,
+    pub watch: Option<Watch>,
+    /// Where OSC 52 goes (the terminal); None: copying only says so.
+    pub clipboard: Option<Box<dyn Write + 'a>>,
+    /// Called after each frame is drawn (benchmarks).
+    pub on_frame: Option<FrameHook<'a>>,
+}
+
+impl<B: Backend> Loop<'_, B> {
+    /// Run until quit; returns the exit code.
+    pub fn run(mut self) -> std::io::Result<i32> {
+        if let Some(w) = &self.watch {
+            self.app.set_watch(&w.mode);
+            self.app.status.hint = w.hint.clone();
+        }
+        self.draw()?;
+        loop {
+            let Ok(first) = self.rx.recv() else { return Ok(0) };
+            let mut events = vec![first];
+            while events.len() < DRAIN {
+                match self.rx.try_recv() {
+                    Ok(e) => events.push(e),
+                    Err(_) => break,
+                }
+            }
+            let effects = self.app.handle_all(events);
+            for effect in effects {
+                if let Some(code) = self.carry_out(effect) {
+                    return Ok(code);
+                }
+            }
+            self.draw()?;
+        }
+    }
+
+    fn draw(&mut self) -> std::io::Result<()> {
+        let app = &mut *self.app;
+        self.term.draw(|f| crate::top::ui::draw(f, app)).map_err(|e| std::io::Error::other(e.to_string()))?;
+        if let Some(cb) = self.on_frame.as_mut() {
+            cb(self.app);
+        }
+        Ok(())
+    }
+
+    /// Do what the app asked; Some(code) to quit.
+    fn carry_out(&mut self, effect: Effect) -> Option<i32> {
+        match effect {
+            Effect::Quit(code) => return Some(code),
+            Effect::FullScan => {
+                if let Err(e) = super::workers::read(&self.app.model.src, self.tx.clone()) {
+                    let _ = self.tx.send(Event::Loaded(Box::new(Err(format!("cannot start a rescan: {e}")))));
+                }
+            }
+            Effect::ReadTasks(tasks) => {
+                if let Err(e) = super::workers::read_tasks(&self.app.model.src, tasks, self.tx.clone()) {
+                    let _ = self.tx.send(Event::Loaded(Box::new(Err(format!("cannot start a rescan: {e}")))));
+                }
+            }
+            Effect::Examine => {
+                let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
+                let spawned = std::thread::Builder::new().name("top-doctor".into()).spawn(move || {
+                    let _ = tx.send(super::workers::examine(&src));
+                });
+                if let Err(e) = spawned {
+                    let _ = self.tx.send(Event::Examined(Box::new(Err(format!("cannot start: {e}")))));
+                }
+            }
+            Effect::Repair(plan) => {
+                let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
+                let spawned = std::thread::Builder::new().name("top-repair".into()).spawn(move || {
+                    let _ = tx.send(Event::Repaired(Box::new(popup::carry_out(&src, *plan))));
+                });
+                if let Err(e) = spawned {
+                    self.app.popup = None;
+                    self.app.say(Level::Error, format!("cannot start the repair: {e}; nothing was done"));
+                }
+            }
+            Effect::Copy(text) => match self.clipboard.as_mut() {
+                Some(out) => {
+                    let _ = out.write_all(crate::top::term::osc52(&text).as_bytes());
+                    let _ = out.flush();
+                }
+                None => self.app.say(Level::Info, format!("key {text} (no terminal to copy to)")),
+            },
+            Effect::Rewatch => {
+                if let Some(w) = self.watch.as_mut() {
+                    if let Err(e) = w.ensure() {
+                        let limit = matches!(e.kind, notify::ErrorKind::MaxFilesWatch);
+                        w.failed(if limit { "watch limit" } else { "notify failed" });
+                        if !limit {
+                            self.app.say(Level::Warn, format!("cannot watch for changes ({e}); polling instead"));
+                        }
+                    }
+                    self.app.set_watch(&w.mode);
+                    self.app.status.hint = w.hint.clone();
+                }
+            }
+            Effect::PollInstead(why) => {
+                if let Some(w) = self.watch.as_mut() {
+                    w.failed(&why);
+                    self.app.set_watch(&w.mode);
+                    self.app.status.hint = w.hint.clone();
+                }
+            }
+        }
+        None
+    }
+}
