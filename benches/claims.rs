@@ -73,7 +73,7 @@ fn ours(base: &Path, n: usize, per_file: bool) -> Duration {
     let targets: Vec<PathBuf> = names.iter().map(|n| out.join(n)).collect();
     let phases = std::env::var_os("UBUNYE_BENCH_PHASES").is_some();
     let mut marks = vec![("start", Instant::now())];
-    let (lease, _) = RunLease::acquire(spec(&root), Sys::real()).unwrap();
+    let (lease, _) = RunLease::acquire(spec(&root), Sys::from_env()).unwrap();
     lease.writing("events", true, true).unwrap();
     marks.push(("acquire+writing", Instant::now()));
     if per_file {

@@ -110,7 +110,7 @@ fn main() {
             uc
         }
     };
-    let sys = ubunye::Sys::real();
+    let sys = ubunye::Sys::from_env();
     let before = live();
     let mut scan: Scan = ubunye::state::scan(&uc, &Default::default(), &sys).unwrap();
     let n = scan.batches.len().max(1);

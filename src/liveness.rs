@@ -257,6 +257,7 @@ mod tests {
             host: HOST.into(),
             pid: ME,
             timing: Timing::peer(),
+            knobs: Default::default(),
             hook: Default::default(),
         }
     }

@@ -23,14 +23,6 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitOptions};
 
-/// How long the processes a command left get between SIGTERM and SIGKILL.
-pub fn grace() -> Duration {
-    std::env::var("UBUNYE_EXEC_GRACE")
-        .ok()
-        .and_then(|v| humantime::parse_duration(v.trim()).ok())
-        .unwrap_or(Duration::from_secs(2))
-}
-
 /// Make this process the reaper of its descendants' orphans.
 pub fn become_subreaper() -> std::io::Result<()> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(Into::into)
@@ -200,15 +192,6 @@ pub struct Stopped {
     pub keeper_reaped: bool,
 }
 
-/// How long SIGKILL is sent to what is still below us before giving up: 10 s,
-/// shorter with `UBUNYE_TEST_KILL_FOR` (tests of the give-up path).
-fn kill_for() -> Duration {
-    std::env::var("UBUNYE_TEST_KILL_FOR")
-        .ok()
-        .and_then(|v| humantime::parse_duration(v.trim()).ok())
-        .unwrap_or(Duration::from_secs(10))
-}
-
 /// Everything below `me`: by the quick reads where the kernel has them, else
 /// by a scan of `/proc`.
 fn below(me: i32, keeper: Option<i32>) -> Vec<i32> {
@@ -231,14 +214,14 @@ fn below(me: i32, keeper: Option<i32>) -> Vec<i32> {
 /// after [`kill_for`] is reported in [`Stopped::left`].
 ///
 /// `keeper`: the command's group keeper, left alone (see [`reap`]).
-pub fn stop_descendants(grace: Duration, keeper: Option<i32>) -> Stopped {
+pub fn stop_descendants(grace: Duration, kill_for: Duration, keeper: Option<i32>) -> Stopped {
     let mut alive = keeper;
-    let mut s = stop_below(grace, &mut alive);
+    let mut s = stop_below(grace, kill_for, &mut alive);
     s.keeper_reaped = keeper.is_some() && alive.is_none();
     s
 }
 
-fn stop_below(grace: Duration, keeper: &mut Option<i32>) -> Stopped {
+fn stop_below(grace: Duration, limit: Duration, keeper: &mut Option<i32>) -> Stopped {
     let me = rustix::process::getpid().as_raw_nonzero().get();
     let mut termed: Vec<i32> = Vec::new();
     let mut found = 0;
@@ -256,7 +239,6 @@ fn stop_below(grace: Duration, keeper: &mut Option<i32>) -> Stopped {
         if start.elapsed() >= grace {
             // SIGKILL to everything below us, as quickly as it can be listed.
             let killing = Instant::now();
-            let limit = kill_for();
             let mut rounds = 0u32;
             while reap(me, keeper) {
                 if rounds % 64 == 0 {

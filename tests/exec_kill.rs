@@ -20,7 +20,7 @@ use ubunye::vars::cli_variables;
 fn driver_entry() {
     let Ok(json) = std::env::var("UBUNYE_EXEC_DRIVER") else { return };
     let args: Vec<String> = serde_json::from_str(&json).unwrap();
-    let mut sys = ubunye::Sys::real();
+    let mut sys = ubunye::Sys::from_env();
     if let Some(step) = args.get(2) {
         let target = match step.as_str() {
             "swapped" => Step::Swapped,
@@ -113,7 +113,7 @@ fn an_overwrite_killed_around_its_swap_is_put_back() {
                 _ => assert_eq!(seen, "NEW\n", "{what}: swapped before the kill"),
             }
             // Before anything is done, explain shows the put-back it plans.
-            let s = ubunye::state::scan(&uc, &Default::default(), &ubunye::Sys::real()).unwrap();
+            let s = ubunye::state::scan(&uc, &Default::default(), &ubunye::Sys::from_env()).unwrap();
             let b = s.batches.iter().find(|b| b.task == "demo/sales/summary").unwrap().clone();
             assert_eq!(b.state, ubunye::state::State::Dead, "{what}: {}", b.note);
             let e = ubunye::explain::explain(&s, b, &uc);

@@ -239,7 +239,7 @@ fn key(dt: &str) -> String {
 /// does: the engine's acquire, then release.
 fn takeover(uc: &Path, dt: &str) {
     let spec = ubunye::LeaseSpec::new(uc, common::task(), common::vars(dt), uuid::Uuid::new_v4().to_string());
-    let mut sys = ubunye::Sys::real();
+    let mut sys = ubunye::Sys::from_env();
     sys.timing.settle = std::time::Duration::from_millis(30);
     match ubunye::RunLease::acquire(spec, sys) {
         Ok((lease, _)) => {

@@ -103,13 +103,13 @@ fn a_lost_run_never_removes_the_overwrite_its_taker_committed() {
     assert!(acq.took_over.is_some());
     assert!(!staging_a.exists(), "the taker removed the frozen run's staging folder");
     let staging_b = stage_overwrite(&lease_b, &out, "FROM-B", Some(taker_folder(&out, recorded)));
-    outputs::swap_in(&staging_b, &out, |_| Ok(()), || {}).unwrap();
+    outputs::swap_in(&staging_b, &out, true, |_| Ok(()), || {}).unwrap();
     lease_b.swap_made("s");
     assert!(matches!(lease_b.end(true).unwrap(), ubunye::lease::Ended::Committed { .. }));
     assert_eq!(fs::read_to_string(out.join("t.csv")).unwrap(), "FROM-B");
     let reused = fs::metadata(&out).unwrap().ino() == recorded;
     // A wakes: its exchange fails (its staging folder is gone); it rolls back.
-    assert!(outputs::swap_in(&staging_a, &out, |_| Ok(()), || {}).is_err());
+    assert!(outputs::swap_in(&staging_a, &out, true, |_| Ok(()), || {}).is_err());
     let _ = lease_a.end(false);
     assert_eq!(
         fs::read_to_string(out.join("t.csv")).ok().as_deref(),
@@ -156,7 +156,7 @@ fn a_run_whose_swap_failed_moves_nothing() {
     let Overwrite { _d, uc, out, lease_a: lease, staging_a: staging, .. } = overwrite_begun("NEW");
     fs::rename(&out, uc.join("out/by-hand")).unwrap();
     fs::rename(&staging, &out).unwrap();
-    assert!(outputs::swap_in(&staging, &out, |_| Ok(()), || {}).is_err());
+    assert!(outputs::swap_in(&staging, &out, true, |_| Ok(()), || {}).is_err());
     let _ = lease.end(false);
     assert_eq!(fs::read_to_string(out.join("t.csv")).ok().as_deref(), Some("NEW"));
     assert_eq!(fs::read_to_string(uc.join("out/by-hand/t.csv")).unwrap(), "OLD");
@@ -171,7 +171,7 @@ fn a_run_whose_swap_failed_moves_nothing() {
 fn a_takeover_that_cannot_recognise_the_new_folder_never_removes_the_old_output() {
     let Overwrite { _d, uc, out, t0, lease_a, staging_a: staging } = overwrite_begun("NEW");
     let uc = uc.as_path();
-    outputs::swap_in(&staging, &out, |_| Ok(()), || {}).unwrap();
+    outputs::swap_in(&staging, &out, true, |_| Ok(()), || {}).unwrap();
     assert_eq!(fs::read_to_string(staging.join("t.csv")).unwrap(), "OLD", "exchanged");
     // A dies here. Its lease as another client sees it: another device number, no birth time.
     let path = lease_a.path();

@@ -132,7 +132,12 @@ fn wait_reaping(pid: i32, keeper: &mut Option<Child>) -> std::io::Result<std::pr
 /// Run `argv` with `env` added, passing on signals, until it exits. A start
 /// that fails because of the program (no such file, not executable) is
 /// [`Ran::NotStarted`]; any other failure is an error.
-pub fn run(argv: &[OsString], env: &[(String, OsString)], keeper: Option<&std::path::Path>) -> std::io::Result<Ran> {
+pub fn run(
+    argv: &[OsString],
+    env: &[(String, OsString)],
+    keeper: Option<&std::path::Path>,
+    timing: &crate::sys::Timing,
+) -> std::io::Result<Ran> {
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
     for (k, v) in env {
@@ -147,19 +152,8 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)], keeper: Option<&std::p
     if own_group {
         cmd.process_group(0);
     }
-    let parent = rustix::process::getpid();
-    // SAFETY: only async-signal-safe calls between fork and exec: prctl and getppid.
-    unsafe {
-        cmd.pre_exec(move || {
-            // No writer may outlive its lease: if `ubunye exec` dies, so does the child.
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
-            if rustix::process::getppid() != Some(parent) {
-                // The parent died before the line above took effect.
-                return Err(std::io::Error::other("parent gone"));
-            }
-            Ok(())
-        });
-    }
+    // No writer may outlive its lease: if `ubunye exec` dies, so does the child.
+    crate::sys::die_with_parent(&mut cmd, rustix::process::Signal::KILL);
     // Whatever the command leaves running becomes this process's child, to be
     // stopped before its files are landed.
     crate::reap::become_subreaper()?;
@@ -233,7 +227,7 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)], keeper: Option<&std::p
     }
     let keeper_pid = keeper.as_ref().map(|k| k.id() as i32);
     let stopped = if result.is_ok() {
-        crate::reap::stop_descendants(crate::reap::grace(), keeper_pid)
+        crate::reap::stop_descendants(timing.exec_grace, timing.kill_for, keeper_pid)
     } else {
         Default::default()
     };

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::key;
-use crate::lease::{self, Commit, Ended, LeaseSpec, Recovery, RunLease};
+use crate::lease::{Commit, Ended, LeaseSpec, Recovery, RunLease};
 use crate::lineage::{RecordSpec, RunRecord};
 use crate::sys::Sys;
 use crate::vars::PyValue;
@@ -155,7 +155,7 @@ fn failed_note(spec: &ExecSpec, end: &ChildEnd) -> String {
 /// Run the command as a batch under its lease.
 pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<ExecEnd> {
     let key = key::batch_key(spec.task.as_str(), &spec.variables).map_err(|e| Error::Usage(e.to_string()))?;
-    if !lease::enabled() {
+    if !sys.knobs.leases {
         events(Event::LeasesOff);
         return unleased::run(spec, &key, sys, events);
     }
@@ -243,7 +243,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
         }
     };
     events(Event::Started { run_id: spec.run_id.clone(), key: key.clone() });
-    let end = match child::run(&spec.command, &child_env(spec, &key, &prepared), spec.keeper.as_deref()) {
+    let end = match child::run(&spec.command, &child_env(spec, &key, &prepared), spec.keeper.as_deref(), &sys.timing) {
         Ok(child::Ran::Ended(end)) => end,
         Ok(child::Ran::NotStarted(why, e)) => {
             let ended = lease.end(false);
@@ -271,7 +271,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
     }
     // The command succeeded: land the appends, publish the overwrites.
     let t = std::time::Instant::now();
-    let published = publish::publish(&lease, &prepared, events);
+    let published = publish::publish(&lease, &prepared, sys.knobs.exchange, events);
     events(Event::Timing { phase: "land", seconds: t.elapsed().as_secs_f64() });
     if let Err(e) = published {
         let lost = e.kind() == Some(RefusalKind::Lost);

@@ -74,19 +74,15 @@ pub fn check_publishable(staging: &Path, output: &Path) -> Result<(u64, u64)> {
     }
 }
 
-/// Whether to act as if the file system had no `RENAME_EXCHANGE` (tests of the
-/// two-rename path: `UBUNYE_TEST_NO_EXCHANGE`).
-fn no_exchange() -> bool {
-    std::env::var_os("UBUNYE_TEST_NO_EXCHANGE").is_some_and(|v| !v.is_empty())
-}
-
 /// Publish `staging` as `output` in one step. Where no exchange exists, `aside`
 /// is called with `<staging>.old` before the old output is renamed there (the
 /// lease records it, so that a run killed between the two renames is undone),
-/// and `moved_aside` just after.
+/// and `moved_aside` just after. `exchange` false acts as if the file system
+/// had none (`Knobs::exchange`: tests of the two-rename path).
 pub fn swap_in(
     staging: &Path,
     output: &Path,
+    exchange: bool,
     aside: impl FnOnce(&Path) -> Result<()>,
     moved_aside: impl FnOnce(),
 ) -> Result<Swap> {
@@ -102,7 +98,7 @@ pub fn swap_in(
         Err(e) => return Err(io_err(e.into())),
     }
     let exchanged =
-        if no_exchange() { Err(Errno::INVAL) } else { renameat_with(CWD, staging, CWD, output, RenameFlags::EXCHANGE) };
+        if !exchange { Err(Errno::INVAL) } else { renameat_with(CWD, staging, CWD, output, RenameFlags::EXCHANGE) };
     match exchanged {
         Ok(()) => Ok(Swap::Exchanged),
         Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) => {
@@ -161,12 +157,12 @@ mod tests {
         assert!(crate::beneath::is_staging_name(st.file_name().unwrap().to_str().unwrap()));
         fs::create_dir(&st).unwrap();
         fs::write(st.join("a.csv"), "1").unwrap();
-        assert_eq!(swap_in(&st, &out, |_| Ok(()), || {}).unwrap(), Swap::First);
+        assert_eq!(swap_in(&st, &out, true, |_| Ok(()), || {}).unwrap(), Swap::First);
         assert_eq!(fs::read_to_string(out.join("a.csv")).unwrap(), "1");
         let st = overwrite_staging(&out);
         fs::create_dir(&st).unwrap();
         fs::write(st.join("a.csv"), "2").unwrap();
-        assert_eq!(swap_in(&st, &out, |_| Ok(()), || {}).unwrap(), Swap::Exchanged);
+        assert_eq!(swap_in(&st, &out, true, |_| Ok(()), || {}).unwrap(), Swap::Exchanged);
         assert_eq!(fs::read_to_string(out.join("a.csv")).unwrap(), "2");
         assert_eq!(fs::read_to_string(st.join("a.csv")).unwrap(), "1", "the old copy is at the staging path");
     }

@@ -60,7 +60,12 @@ fn lost(lease: &RunLease, output: &str) -> Error {
 
 /// Land the appends and swap the overwrites in (see the module docs). On an
 /// error the caller ends the lease as failed, which undoes what was done.
-pub(super) fn publish(lease: &RunLease, prepared: &[Prepared<'_>], events: &mut dyn FnMut(Event)) -> Result<()> {
+pub(super) fn publish(
+    lease: &RunLease,
+    prepared: &[Prepared<'_>],
+    exchange: bool,
+    events: &mut dyn FnMut(Event),
+) -> Result<()> {
     // 1. Nothing visible changes here.
     let mut landings: Vec<(&Prepared<'_>, Landing<'_>)> = Vec::new();
     for p in prepared {
@@ -91,6 +96,7 @@ pub(super) fn publish(lease: &RunLease, prepared: &[Prepared<'_>], events: &mut 
         let how = outputs::swap_in(
             &p.staging,
             &p.out.path,
+            exchange,
             |old| lease.note_old_copy(&p.out.name, old),
             || {
                 lease.swap_made(&p.out.name);

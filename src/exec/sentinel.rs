@@ -42,16 +42,7 @@ pub fn start(program: &Path, group: i32, env: &[(String, OsString)]) -> Option<C
     for (k, v) in env {
         cmd.env(k, v);
     }
-    // SAFETY: only async-signal-safe calls between fork and exec: prctl and getppid.
-    unsafe {
-        cmd.pre_exec(move || {
-            rustix::process::set_parent_process_death_signal(Signal::from_named_raw(SIGURG))?;
-            if rustix::process::getppid() != Some(exec_pid) {
-                return Err(std::io::Error::other("parent gone"));
-            }
-            Ok(())
-        });
-    }
+    crate::sys::die_with_parent(&mut cmd, Signal::URG);
     cmd.spawn().ok()
 }
 

@@ -39,7 +39,7 @@ pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(E
         Lineage::Dir(dir) => RunRecord::start(dir, &record_spec(spec), sys.clock.now()).ok(),
     };
     events(Event::Started { run_id: spec.run_id.clone(), key: key.to_string() });
-    let end = match child::run(&spec.command, &child_env(spec, key, &prepared), spec.keeper.as_deref()) {
+    let end = match child::run(&spec.command, &child_env(spec, key, &prepared), spec.keeper.as_deref(), &sys.timing) {
         Ok(child::Ran::Ended(end)) => end,
         Ok(child::Ran::NotStarted(why, e)) => {
             cleanup(&prepared);
@@ -87,7 +87,7 @@ pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(E
     }
     let mut old = Vec::new();
     for p in prepared.iter().filter(|p| !p.out.append) {
-        let how = outputs::swap_in(&p.staging, &p.out.path, |_| Ok(()), || {})?;
+        let how = outputs::swap_in(&p.staging, &p.out.path, sys.knobs.exchange, |_| Ok(()), || {})?;
         old.extend(old_copy_of(how, &p.staging));
         events(Event::Swapped { output: p.out.name.clone(), how });
     }

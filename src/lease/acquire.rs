@@ -87,7 +87,7 @@ impl RunLease {
         let mut shared = shared;
         fs::create_dir_all(&shared.paths.dir)
             .map_err(|e| Error::io("create the lease folder", &shared.paths.dir, e))?;
-        shared.in_place = in_place_ok(&shared.paths.dir);
+        shared.in_place = in_place_ok(&shared.paths.dir, shared.sys.knobs.in_place);
         shared.dir_fd = rustix::fs::open(
             &shared.paths.dir,
             rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,

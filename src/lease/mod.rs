@@ -163,13 +163,6 @@ impl std::fmt::Debug for RunLease {
     }
 }
 
-/// Whether leases are on: `UBUNYE_RUN_LEASE` set to `off`, `0` or `false`
-/// (trimmed, any case) turns them off.
-pub fn enabled() -> bool {
-    let v = std::env::var("UBUNYE_RUN_LEASE").unwrap_or_default();
-    !matches!(v.trim().to_lowercase().as_str(), "off" | "0" | "false")
-}
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

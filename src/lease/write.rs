@@ -15,8 +15,8 @@ use crate::sys::Step;
 /// not at all, even when the writer is killed (they write through the kernel's
 /// generic_perform_write, which checks for a fatal signal only between pages),
 /// and where readers on other hosts cannot see a stale copy: ext2/3/4, XFS, tmpfs.
-pub(super) fn in_place_ok(dir: &Path) -> bool {
-    if std::env::var_os("UBUNYE_NO_IN_PLACE").is_some() {
+pub(super) fn in_place_ok(dir: &Path, allowed: bool) -> bool {
+    if !allowed {
         return false;
     }
     // f_type is i64 here, another integer type on other targets.

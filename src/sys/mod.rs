@@ -9,6 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 mod diskclock;
+mod env;
+
+pub use env::Knobs;
 
 /// Where a reading of "now" came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -99,6 +102,12 @@ pub struct Timing {
     /// An mtime further than this ahead of the disk clock is not trusted (see
     /// `liveness`): 60 s.
     pub future_tolerance: Duration,
+    /// How long what `ubunye exec`'s command left running gets between
+    /// SIGTERM and SIGKILL: 2 s (`UBUNYE_EXEC_GRACE`).
+    pub exec_grace: Duration,
+    /// How long SIGKILL is sent to what is still below `ubunye exec` before it
+    /// gives up (and the run does not land): 10 s.
+    pub kill_for: Duration,
 }
 
 impl Timing {
@@ -112,26 +121,9 @@ impl Timing {
             stalled_after: Duration::from_secs(90),
             tombstone_expiry: Duration::from_secs(7 * 24 * 3600),
             future_tolerance: Duration::from_secs(60),
+            exec_grace: Duration::from_secs(2),
+            kill_for: Duration::from_secs(10),
         }
-    }
-
-    /// The peer's values, with the waits shortened by `UBUNYE_TEST_SETTLE`,
-    /// `UBUNYE_TEST_HEARTBEAT_EVERY` and `UBUNYE_TEST_BUSY_FOR` (humantime, e.g.
-    /// `50ms`). These exist so that test suites stay fast; production leaves them
-    /// unset. A value that does not parse is ignored.
-    pub fn from_env() -> Timing {
-        let mut t = Timing::peer();
-        let read = |name: &str| std::env::var(name).ok().and_then(|v| humantime::parse_duration(v.trim()).ok());
-        if let Some(d) = read("UBUNYE_TEST_SETTLE") {
-            t.settle = d;
-        }
-        if let Some(d) = read("UBUNYE_TEST_HEARTBEAT_EVERY") {
-            t.heartbeat_every = d;
-        }
-        if let Some(d) = read("UBUNYE_TEST_BUSY_FOR") {
-            t.busy_for = d;
-        }
-        t
     }
 }
 
@@ -214,6 +206,8 @@ pub struct Sys {
     /// This process's pid.
     pub pid: i32,
     pub timing: Timing,
+    /// The switches read from the environment where the program started.
+    pub knobs: Knobs,
     /// Test hook (kill points); none in production.
     pub hook: Hook,
 }
@@ -224,20 +218,26 @@ impl std::fmt::Debug for Sys {
             .field("host", &self.host)
             .field("pid", &self.pid)
             .field("timing", &self.timing)
+            .field("knobs", &self.knobs)
             .finish_non_exhaustive()
     }
 }
 
 impl Sys {
-    /// The real machine, with [`Timing::from_env`].
-    pub fn real() -> Sys {
+    /// The real machine, with the settings of this process's environment
+    /// (`env.rs`), read here once: call it where the program starts and pass
+    /// the `Sys` down. The test settings it honoured are in
+    /// `knobs.test_settings`, for the front end to announce.
+    pub fn from_env() -> Sys {
+        let e = env::read(|name| std::env::var_os(name));
         Sys {
             clock: Arc::new(SystemClock),
             procs: Arc::new(ProcFs),
             // Tests pin the host so that verdicts do not depend on the machine.
-            host: std::env::var("UBUNYE_TEST_HOST").unwrap_or_else(|_| host_string()),
+            host: e.host.unwrap_or_else(host_string),
             pid: std::process::id() as i32,
-            timing: Timing::from_env(),
+            timing: e.timing,
+            knobs: e.knobs,
             hook: Hook::default(),
         }
     }
@@ -418,6 +418,30 @@ pub fn own_process_group() -> i32 {
     unsafe { libc::getpgrp() }
 }
 
+/// Have `cmd`'s process sent `signal` when this process dies, and refuse to
+/// start it if this process is already gone (the signal would then never come).
+/// The parent is this process as it is now: call it on the thread that spawns,
+/// since the kernel ties the signal to the spawning thread.
+pub fn die_with_parent(cmd: &mut std::process::Command, signal: rustix::process::Signal) {
+    use std::os::unix::process::CommandExt;
+    let parent = rustix::process::getpid();
+    // SAFETY: between fork and exec the closure makes only async-signal-safe
+    // calls (prctl, getppid) and allocates nothing: its errors are bare OS error
+    // codes, which `io::Error` holds without a heap allocation. Other threads
+    // (the heartbeat) may hold the allocator's lock in the forked child.
+    unsafe {
+        cmd.pre_exec(move || {
+            rustix::process::set_parent_process_death_signal(Some(signal))
+                .map_err(|e| std::io::Error::from_raw_os_error(e.raw_os_error()))?;
+            if rustix::process::getppid() != Some(parent) {
+                // The parent died before the line above took effect.
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,9 +480,8 @@ mod tests {
     }
 
     #[test]
-    fn env_shortens_only_waits() {
-        // Parsing only; the environment of the test process is left alone.
-        let t = Timing::peer();
+    fn the_peers_waits_are_the_defaults() {
+        let t = Timing::default();
         assert_eq!(t.heartbeat_timeout, Duration::from_secs(900));
         assert_eq!(t.settle, Duration::from_secs(3));
     }

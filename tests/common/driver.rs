@@ -93,7 +93,7 @@ fn run(args: Vec<String>) -> ! {
         }
         i += 1;
     }
-    let mut sys = Sys::real();
+    let mut sys = Sys::from_env();
     if let Some((target, nth)) = kill {
         let seen: Arc<Mutex<HashMap<Step, usize>>> = Arc::default();
         sys.hook = Hook(Some(Arc::new(move |s: Step| {

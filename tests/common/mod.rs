@@ -115,6 +115,7 @@ pub fn fake_sys(host: &str, now: SystemTime) -> (Sys, Arc<FakeClock>, Arc<FakePr
         host: host.into(),
         pid: std::process::id() as i32,
         timing: fast_timing(),
+        knobs: Default::default(),
         hook: Hook::default(),
     };
     (sys, clock, procs)

@@ -78,7 +78,7 @@ fn generate(uc: &Path, batches: usize, leases: usize) -> Vec<Id> {
     }
     let t = Instant::now();
     let _ = fs::remove_dir_all(uc);
-    let host = Sys::real().host;
+    let host = Sys::from_env().host;
     let now = SystemTime::now();
     let then = now - Duration::from_secs(86_400);
     for (n, (task, key)) in ids.iter().enumerate() {
@@ -144,7 +144,7 @@ fn status_kib(field: &str) -> u64 {
 }
 
 fn source(uc: &Path) -> Source {
-    Source { uc: uc.to_path_buf(), opts: ScanOptions::default(), sys: Sys::real() }
+    Source { uc: uc.to_path_buf(), opts: ScanOptions::default(), sys: Sys::from_env() }
 }
 
 /// `top`'s start, timed: the first frame (watching, the dashboard up, rows
@@ -231,7 +231,7 @@ fn quit(tx: &Sender<Event>) {
 /// Write a live lease (this process, this host) for a batch, as the engine
 /// writes: a temp file, then a rename.
 fn write_lease(uc: &Path, id: &Id) {
-    let sys = Sys::real();
+    let sys = Sys::from_env();
     let dir = uc.join(".ubunye/leases").join(&id.0);
     let token = sys.own_start_token().unwrap_or_default();
     let body = format!(

@@ -32,6 +32,7 @@ fn sys(now: SystemTime, alive: &[i32]) -> Sys {
         host: ELSEWHERE.into(),
         pid: std::process::id() as i32,
         timing: Timing::peer(),
+        knobs: Default::default(),
         hook: Hook::default(),
     }
 }

@@ -207,7 +207,7 @@ fn doctor_a_task_at_a_time_finds_what_a_whole_scan_finds() {
         let o = ubunye(&uc).args(["doctor", "-d", "uc", "--json"]).output().unwrap();
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let mut cli: Vec<String> = v["findings"].as_array().unwrap().iter().map(|f| f.to_string()).collect();
-        let sys = ubunye::Sys { host: "elsewhere|pid:[1]".into(), ..ubunye::Sys::real() };
+        let sys = ubunye::Sys { host: "elsewhere|pid:[1]".into(), ..ubunye::Sys::from_env() };
         let scan = ubunye::state::scan(&uc, &Default::default(), &sys).unwrap();
         let mut lib: Vec<String> =
             ubunye::doctor::examine(&scan).iter().map(|f| serde_json::to_value(f).unwrap().to_string()).collect();

@@ -16,7 +16,7 @@ fn next_run_appends(uc: &Path, dt: &str) {
     use ubunye::layout::TaskPath;
     let vars = ubunye::vars::cli_variables(Some(dt), None, "DEV", &[]).unwrap();
     let spec = ubunye::LeaseSpec::new(uc, TaskPath::parse("demo/sales/ingest").unwrap(), vars, uuid_like());
-    let (lease, _) = ubunye::RunLease::acquire(spec, ubunye::Sys::real()).unwrap();
+    let (lease, _) = ubunye::RunLease::acquire(spec, ubunye::Sys::from_env()).unwrap();
     lease.check_finished(&["events".into()], false).unwrap();
     lease.writing("events", true, true).unwrap();
     let name = format!("part-00000-{}-c000.snappy.parquet", uuid_like());

@@ -6,7 +6,6 @@ use clap::Args;
 use super::LineageArg;
 use super::{DirArg, exit, say_err};
 use ubunye::state::ScanOptions;
-use ubunye::sys::Sys;
 
 /// What the engine leaves for people.
 ///
@@ -29,7 +28,7 @@ pub struct DoctorArgs {
 }
 
 pub fn run(a: &DoctorArgs) -> i32 {
-    let sys = Sys::real();
+    let sys = crate::console::machine::sys();
     let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None, ..ScanOptions::default() };
     let look = match ubunye::doctor::look(&a.dir.dir, &opts, &sys) {
         Ok(l) => l,

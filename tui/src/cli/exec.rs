@@ -9,7 +9,6 @@ use super::VarArgs;
 use super::{DirArg, exit, say_err};
 use ubunye::exec::{self, Event, ExecEnd, Lineage};
 use ubunye::layout::TaskPath;
-use ubunye::sys::Sys;
 
 /// Run any program as a batch under a lease.
 ///
@@ -216,7 +215,7 @@ pub fn run(a: &ExecArgs) -> i32 {
             }
         }
     };
-    match exec::run(&spec, Sys::real(), &mut on_event) {
+    match exec::run(&spec, crate::console::machine::sys(), &mut on_event) {
         Ok(ExecEnd::Done { run_id, key, commit, kept }) => {
             if !quiet {
                 let mut line = format!("{} {} done (run {})", spec.task, key, ubunye::documents::short(&run_id));

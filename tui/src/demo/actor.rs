@@ -44,7 +44,7 @@ pub fn run_if_asked() {
 
 /// A `Sys` that kills this process with SIGKILL the `nth` time `step` is reached.
 fn killing_at(step: Step, nth: usize) -> Sys {
-    let mut sys = Sys::real();
+    let mut sys = crate::console::machine::sys();
     let seen = Arc::new(AtomicUsize::new(0));
     sys.hook = Hook(Some(Arc::new(move |s: Step| {
         if s == step && seen.fetch_add(1, Ordering::SeqCst) + 1 == nth {
@@ -92,7 +92,7 @@ impl Job<'_> {
         let run_id = uuid::Uuid::new_v4().to_string();
         let sys = match kill {
             Some((step, nth)) => killing_at(step, nth),
-            None => Sys::real(),
+            None => crate::console::machine::sys(),
         };
         let spec = LeaseSpec::new(self.uc, self.task.clone(), self.vars.clone(), run_id.clone());
         let (lease, _) = RunLease::acquire(spec, sys.clone()).map_err(e)?;

@@ -3,7 +3,6 @@
 //! with `PR_SET_PDEATHSIG` (SIGTERM: `ubunye exec` then stops its command and
 //! cleans up), and the live ones are stopped when the demo ends.
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,17 +20,7 @@ pub fn command(exe: &Path, sandbox: &Path) -> Command {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let parent = rustix::process::getpid();
-    // SAFETY: only async-signal-safe calls between fork and exec: prctl and getppid.
-    unsafe {
-        c.pre_exec(move || {
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))?;
-            if rustix::process::getppid() != Some(parent) {
-                return Err(std::io::Error::other("the demo is gone"));
-            }
-            Ok(())
-        });
-    }
+    ubunye::sys::die_with_parent(&mut c, rustix::process::Signal::TERM);
     c
 }
 

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 use crate::console::print::{errln, outln};
 use ubunye::key::batch_key;
 use ubunye::state::{self, ScanOptions, State};
-use ubunye::sys::Sys;
 use ubunye::vars::cli_variables;
 
 use children::Live;
@@ -225,7 +224,7 @@ fn build(uc: &Path, live: &mut Live) -> Result<(), String> {
 
 /// Wait until the live runs hold their batches and have written their records.
 fn wait_live(uc: &Path, live: &mut Live, keys: &[String]) -> Result<(), String> {
-    let sys = Sys::real();
+    let sys = crate::console::machine::sys();
     let until = Instant::now() + Duration::from_secs(10);
     loop {
         let ready = keys.iter().all(|k| {
@@ -247,6 +246,8 @@ fn wait_live(uc: &Path, live: &mut Live, keys: &[String]) -> Result<(), String> 
 
 /// The states the sandbox should have and does not.
 fn missing_states(uc: &Path) -> Vec<&'static str> {
-    let Ok(scan) = state::scan(uc, &ScanOptions::default(), &Sys::real()) else { return vec!["everything"] };
+    let Ok(scan) = state::scan(uc, &ScanOptions::default(), &crate::console::machine::sys()) else {
+        return vec!["everything"];
+    };
     STATES.iter().filter(|s| !scan.batches.iter().any(|b| b.state == **s)).map(|s| s.word()).collect()
 }

@@ -60,7 +60,7 @@ pub fn run(opts: &Options) -> i32 {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return usage("top needs a terminal; `ubunye leases list` prints the same table once");
     }
-    let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys: Sys::real() };
+    let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys: crate::console::machine::sys() };
     let (tx, rx) = mpsc::channel();
     // Watch first, then read: nothing that changes in between is missed. The
     // dashboard is up at once; the batches come in a task at a time.

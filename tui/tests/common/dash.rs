@@ -43,6 +43,7 @@ pub fn sys_at(now: SystemTime) -> (Sys, Arc<FakeClock>) {
         host: ELSEWHERE.into(),
         pid: std::process::id() as i32,
         timing: Timing { settle: Duration::from_millis(20), busy_for: Duration::from_millis(20), ..Timing::peer() },
+        knobs: Default::default(),
         hook: Hook::default(),
     };
     (sys, clock)

@@ -4,7 +4,6 @@ use clap::Args;
 
 use super::{Purpose, explained};
 use crate::cli::{DirArg, LineageArg, exit, say_err};
-use ubunye::sys::Sys;
 
 #[derive(Args, Debug)]
 #[command(
@@ -26,7 +25,14 @@ pub struct ExplainArgs {
 }
 
 pub fn run(a: &ExplainArgs) -> i32 {
-    let e = match explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), Purpose::Look, &Sys::real()) {
+    let e = match explained(
+        &a.dir,
+        &a.lineage,
+        &a.batch,
+        a.task.as_deref(),
+        Purpose::Look,
+        &crate::console::machine::sys(),
+    ) {
         Ok((_, e)) => e,
         Err(e) => {
             say_err(&e);

@@ -133,7 +133,7 @@ fn short_host(h: &str) -> &str {
 }
 
 pub fn run(a: &ListArgs, colour: bool) -> i32 {
-    let sys = Sys::real();
+    let sys = crate::console::machine::sys();
     let states: Vec<State> = a.states.iter().filter_map(|w| State::parse(w)).collect();
     let opts =
         ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: a.task.clone(), ..ScanOptions::default() };

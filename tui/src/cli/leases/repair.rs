@@ -9,7 +9,6 @@ use super::{Purpose, locate};
 use crate::cli::{DirArg, LineageArg, exit, say_err};
 pub use ubunye::repair::Kind;
 use ubunye::repair::{self, RepairPlan};
-use ubunye::sys::Sys;
 
 /// Repair one batch through the engine.
 #[derive(Args, Debug)]
@@ -57,7 +56,7 @@ fn ask(question: &str) -> bool {
 }
 
 pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
-    let sys = Sys::real();
+    let sys = crate::console::machine::sys();
     // A dry run only looks: any prefix that names one batch will do.
     let purpose = if a.dry_run { Purpose::Look } else { Purpose::Repair };
     let (scan, e) = match super::explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), purpose, &sys) {
