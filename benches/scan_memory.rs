@@ -25,6 +25,7 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 // sizes are counted.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: the caller's layout, passed on unchanged.
         let p = unsafe { System.alloc(l) };
         if !p.is_null() {
             LIVE.fetch_add(l.size(), Ordering::Relaxed);
@@ -32,10 +33,12 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from System.alloc with this layout (we pass every call on).
         unsafe { System.dealloc(p, l) };
         LIVE.fetch_sub(l.size(), Ordering::Relaxed);
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        // SAFETY: as dealloc: `p` and `l` are the system allocator's own.
         let q = unsafe { System.realloc(p, l, new) };
         if !q.is_null() {
             LIVE.fetch_add(new, Ordering::Relaxed);

@@ -121,8 +121,9 @@ fn generate(uc: &Path, batches: usize, leases: usize) -> Vec<Id> {
 }
 
 fn cpu_and_rss() -> (Duration, u64) {
-    // SAFETY: getrusage writes into the struct it is given.
+    // SAFETY: rusage is plain integers, for which all zeroes is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes into the struct it is given, which outlives the call.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let tv = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
     (tv(ru.ru_utime) + tv(ru.ru_stime), ru.ru_maxrss as u64)
