@@ -1,4 +1,6 @@
-//! No import circle between the library's top-level modules (issue 12).
+//! No import circle between the library's top-level modules, nor between the
+//! front end's (tui/src), nor inside its dashboard (`top::*`) or its CLI
+//! (`cli::*`) (issue 12).
 //!
 //! Every file under `src/` belongs to one top-level module (`src/<m>.rs` or
 //! `src/<m>/**`). Each use of another top-level module is an edge: a
@@ -8,6 +10,9 @@
 //! count (a test that imports a sibling is still an arrow). The graph must be
 //! acyclic; it is printed (`cargo test --test module_graph -- --nocapture`) in
 //! layers, each module after everything it uses, as docs/design.md shows it.
+//! A subtree (the dashboard, `tui/src/top`) is read the same way, its
+//! `crate::top::<m>` paths and the `super::` chains that climb to `top` being
+//! the edges between its modules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -181,6 +186,12 @@ fn root_names(toks: &[(Tok, usize)], j: usize) -> Vec<String> {
 /// `crate::<name>`, and `super::` chains that climb out of `module` (the file's
 /// module path, `["lease", "acquire"]`) and the inline modules around them.
 fn root_uses(module: &[String], src: &str) -> Vec<(String, usize)> {
+    subtree_uses(&[], module, src)
+}
+
+/// As [`root_uses`], for the modules of the subtree `prefix` (`["top"]`):
+/// `crate::top::<name>` paths and `super::` chains that climb to `top`.
+fn subtree_uses(prefix: &[String], module: &[String], src: &str) -> Vec<(String, usize)> {
     let toks = lex(src);
     let mut uses = Vec::new();
     // Inline `mod name { .. }`: (brace depth outside it).
@@ -204,8 +215,18 @@ fn root_uses(module: &[String], src: &str) -> Vec<(String, usize)> {
                 inline.push(depth);
             }
             Tok::Ident(w) if w == "crate" && !after_sep && toks.get(i + 1).map(|t| &t.0) == Some(&Tok::PathSep) => {
-                for n in root_names(&toks, i + 2) {
-                    uses.push((n, toks[i].1));
+                // `crate::` then the prefix, each followed by `::`.
+                let mut k = i + 2;
+                let through = prefix.iter().all(|p| {
+                    let ok =
+                        ident(toks.get(k)) == Some(p.as_str()) && toks.get(k + 1).map(|t| &t.0) == Some(&Tok::PathSep);
+                    k += 2;
+                    ok
+                });
+                if through {
+                    for n in root_names(&toks, k) {
+                        uses.push((n, toks[i].1));
+                    }
                 }
             }
             Tok::Ident(w) if w == "super" && !after_sep => {
@@ -214,7 +235,7 @@ fn root_uses(module: &[String], src: &str) -> Vec<(String, usize)> {
                     climbs += 1;
                     k += 2;
                 }
-                if climbs == module.len() + inline.len() {
+                if climbs + prefix.len() == module.len() + inline.len() {
                     for n in root_names(&toks, k) {
                         uses.push((n, toks[i].1));
                     }
@@ -279,24 +300,35 @@ fn module_of(rel: &Path) -> Vec<String> {
 type Graph = BTreeMap<(String, String), String>;
 
 fn graph(src: &Path) -> (BTreeSet<String>, Graph) {
+    graph_of(src, &[], "lib.rs")
+}
+
+/// The graph of the modules directly below `src/<prefix>`, whose own file
+/// (`root`: `lib.rs`, `top/mod.rs`) declares them and is left out. A binary's
+/// `main.rs` beside `lib.rs` is another crate: left out too.
+fn graph_of(src: &Path, prefix: &[&str], root: &str) -> (BTreeSet<String>, Graph) {
+    let prefix: Vec<String> = prefix.iter().map(|p| p.to_string()).collect();
+    let dir = prefix.iter().fold(src.to_path_buf(), |d, p| d.join(p));
     let mut files = Vec::new();
-    rust_files(src, &mut files);
+    rust_files(&dir, &mut files);
     let rels: Vec<PathBuf> = files.iter().map(|f| f.strip_prefix(src).unwrap().to_path_buf()).collect();
+    let root = Path::new(root);
+    let skip = |r: &Path| r == root || (prefix.is_empty() && r == Path::new("main.rs"));
     let modules: BTreeSet<String> =
-        rels.iter().filter(|r| r != &Path::new("lib.rs")).map(|r| module_of(r)[0].clone()).collect();
-    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
-    let names = reexports(&lib, &modules);
+        rels.iter().filter(|r| !skip(r)).map(|r| module_of(r)[prefix.len()].clone()).collect();
+    let names = reexports(&std::fs::read_to_string(src.join(root)).unwrap(), &modules);
     let mut edges = Graph::new();
     for (file, rel) in files.iter().zip(&rels) {
-        let module = module_of(rel);
-        if module.is_empty() {
-            continue; // lib.rs: the root declares every module
+        if skip(rel) {
+            continue;
         }
+        let module = module_of(rel);
         let text = std::fs::read_to_string(file).unwrap();
-        for (name, line) in root_uses(&module, &text) {
+        let me = &module[prefix.len()];
+        for (name, line) in subtree_uses(&prefix, &module, &text) {
             let to = if modules.contains(&name) { Some(name) } else { names.get(&name).cloned() };
-            if let Some(to) = to.filter(|t| *t != module[0]) {
-                edges.entry((module[0].clone(), to)).or_insert_with(|| format!("src/{}:{line}", rel.display()));
+            if let Some(to) = to.filter(|t| t != me) {
+                edges.entry((me.clone(), to)).or_insert_with(|| format!("{}:{line}", src.join(rel).display()));
             }
         }
     }
@@ -380,30 +412,65 @@ fn uses_of<'a>(m: &str, edges: &'a Graph) -> Vec<&'a str> {
     edges.keys().filter(|(a, _)| a == m).map(|(_, b)| b.as_str()).collect()
 }
 
-#[test]
-fn the_top_level_modules_import_each_other_without_a_circle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let (modules, edges) = graph(&src);
-    let found = circles(&modules, &edges);
+/// Fails with every circle's arrows and where each is made; else prints the
+/// layers.
+fn check(what: &str, modules: &BTreeSet<String>, edges: &Graph) {
+    let found = circles(modules, edges);
     if !found.is_empty() {
         let mut why = String::new();
         for comp in &found {
             why.push_str(&format!("circle among {}:\n", comp.join(", ")));
-            for ((a, b), at) in &edges {
+            for ((a, b), at) in edges {
                 if comp.contains(a) && comp.contains(b) {
                     why.push_str(&format!("  {a} -> {b}  ({at})\n"));
                 }
             }
         }
-        panic!("the library's top-level modules import each other in a circle:\n{why}");
+        panic!("{what} import each other in a circle:\n{why}");
     }
-    println!("The library's top-level modules, each after what it uses:");
-    for (n, ms) in layers(&modules, &edges) {
+    println!("{what}, each after what it uses:");
+    for (n, ms) in layers(modules, edges) {
         for m in ms {
-            let uses = uses_of(&m, &edges);
+            let uses = uses_of(&m, edges);
             let uses = if uses.is_empty() { "-".to_string() } else { uses.join(", ") };
             println!("  {n:>2} {m:<11} -> {uses}");
         }
+    }
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_top_level_modules_import_each_other_without_a_circle() {
+    let (modules, edges) = graph(&repo().join("src"));
+    check("The library's top-level modules", &modules, &edges);
+}
+
+#[test]
+fn the_front_ends_modules_import_each_other_without_a_circle() {
+    let src = repo().join("tui/src");
+    let (modules, edges) = graph_of(&src, &[], "lib.rs");
+    assert!(modules.contains("top") && modules.contains("cli"), "{modules:?}");
+    check("The front end's top-level modules (tui/src)", &modules, &edges);
+    let (modules, edges) = graph_of(&src, &["top"], "top/mod.rs");
+    assert!(modules.contains("event") && modules.contains("runtime"), "{modules:?}");
+    assert!(!edges.is_empty(), "the dashboard's modules were read");
+    check("The dashboard's modules (top::*)", &modules, &edges);
+    let (modules, edges) = graph_of(&src, &["cli"], "cli/mod.rs");
+    assert!(modules.contains("leases"), "{modules:?}");
+    check("The CLI's modules (cli::*)", &modules, &edges);
+}
+
+/// The message type is a leaf of the loop: it carries data (the model's and
+/// a popup's results) and uses nothing that handles, draws, reads or watches.
+#[test]
+fn the_dashboards_message_type_uses_only_data() {
+    let (_, edges) = graph_of(&repo().join("tui/src"), &["top"], "top/mod.rs");
+    let from_event: Vec<&str> = uses_of("event", &edges);
+    for m in ["app", "ui", "runtime", "term", "watch", "workers"] {
+        assert!(!from_event.contains(&m), "top::event uses {m}: {from_event:?}");
     }
 }
 
@@ -441,6 +508,19 @@ fn comments_and_strings_are_not_code() {
         use crate::i;
     "####;
     assert_eq!(uses(&["m"], src), ["i"]);
+}
+
+#[test]
+fn a_subtree_reads_its_own_paths() {
+    let p = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let src =
+        "use crate::top::{app::App, model};\nuse crate::cli::x;\nuse super::watch::W;\nuse super::super::console;";
+    let got: Vec<String> =
+        subtree_uses(&p(&["top"]), &p(&["top", "ui", "draw"]), src).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(got, ["app", "model", "console"], "super::watch is inside ui; super::super reaches top");
+    let got: Vec<String> =
+        subtree_uses(&p(&["top"]), &p(&["top", "runtime"]), src).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(got, ["app", "model", "watch"]);
 }
 
 #[test]
