@@ -30,8 +30,11 @@ use crate::sys::Step;
 /// An append output being written through its staging folder.
 #[derive(Clone, Debug)]
 pub struct StagedAppend {
+    /// The output's name.
     pub output: String,
+    /// The output folder the files land in.
     pub out_dir: PathBuf,
+    /// The staging folder the writer writes into: `<out_dir>/_ubunye-<12hex>`.
     pub staging: PathBuf,
     /// The staging folder as the lease records it (relative to the use-case folder).
     pub staging_claim: String,
@@ -40,7 +43,9 @@ pub struct StagedAppend {
 /// What landing moved.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Landed {
+    /// How many files were moved in.
     pub files: usize,
+    /// Where each landed in the output.
     pub targets: Vec<PathBuf>,
 }
 
@@ -49,6 +54,8 @@ pub struct Landed {
 pub struct StagedFile {
     /// Relative to the staging folder (and so to the output).
     pub rel: PathBuf,
+    /// Its device and inode (and birth time) as listed, so that only this file
+    /// is taken back.
     pub id: FileId,
 }
 
@@ -58,6 +65,7 @@ pub struct StagedFile {
 pub struct Listing {
     out_fd: OwnedFd,
     st_fd: OwnedFd,
+    /// The files, in the order they are claimed and moved.
     pub files: Vec<StagedFile>,
 }
 

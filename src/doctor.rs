@@ -22,10 +22,14 @@ pub struct Finding {
     /// done-without-lease, running-record, path-outside, unreadable,
     /// misplaced, unknown-file, stalled, clock-behind, not-json.
     pub kind: &'static str,
+    /// The file or folder it is about (for `needs-repair`, the batch's lease).
     #[serde(serialize_with = "crate::state::lossy_path")]
     pub path: PathBuf,
+    /// What is wrong and what to do, in one line.
     pub detail: String,
+    /// The task of the batch it is about; None when it is about no one batch.
     pub task: Option<String>,
+    /// The key of the batch it is about; None when it is about no one batch.
     pub key: Option<String>,
 }
 
@@ -62,6 +66,8 @@ fn note_path(
 pub struct Look {
     /// The use-case folder, as opened.
     pub root: PathBuf,
+    /// What was found: the folders first, then each batch's, then stray staging
+    /// folders.
     pub findings: Vec<Finding>,
     /// Batches looked at.
     pub looked_at: usize,

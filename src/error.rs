@@ -32,21 +32,28 @@ pub enum RefusalKind {
 /// A refusal: the peer's message, context lines and hint.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Refusal {
+    /// What kind of refusal, for scripts and for the exit code.
     pub kind: RefusalKind,
+    /// The one sentence that says what was refused and why (the peer's words
+    /// where it has them).
     pub message: String,
     /// Labelled facts: ("Lease", path), ("Finished", path), ("File", path).
     pub context: Vec<(String, String)>,
+    /// What to do about it, when something can be done.
     pub hint: Option<String>,
 }
 
 impl Refusal {
+    /// A refusal of this kind with this message, and no facts or hint yet.
     pub fn new(kind: RefusalKind, message: impl Into<String>) -> Refusal {
         Refusal { kind, message: message.into(), context: Vec::new(), hint: None }
     }
+    /// Add a labelled fact (`File`, `Lease`, ...) to its context.
     pub fn with(mut self, label: &str, value: impl fmt::Display) -> Refusal {
         self.context.push((label.to_string(), value.to_string()));
         self
     }
+    /// Say what to do about it.
     pub fn hint(mut self, hint: impl Into<String>) -> Refusal {
         self.hint = Some(hint.into());
         self
@@ -91,8 +98,12 @@ pub enum Error {
     /// A file operation failed in a way the protocol does not expect.
     #[error("could not {what} {}: {source}", path.display())]
     Io {
+        /// What was being done, in the words that follow "could not":
+        /// `write the run record in`.
         what: &'static str,
+        /// The file or folder it was done to.
         path: PathBuf,
+        /// The error the system gave.
         #[source]
         source: io::Error,
     },
@@ -102,7 +113,12 @@ pub enum Error {
     /// `ubunye exec`'s command cannot be started: no such program (127), or
     /// one that cannot be executed (126). The message names it.
     #[error("{message}")]
-    NotStarted { why: Unstartable, message: String },
+    NotStarted {
+        /// No such program (127), or one that cannot be executed (126).
+        why: Unstartable,
+        /// The one line that names the command and says why.
+        message: String,
+    },
 }
 
 /// Why a command cannot be started, told apart as `env` and `timeout` tell
@@ -112,7 +128,9 @@ pub enum Error {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Unstartable {
+    /// No such program (exit 127).
     NotFound,
+    /// There is one, but it cannot be executed (exit 126).
     NotExecutable,
 }
 
@@ -139,15 +157,18 @@ impl Unstartable {
 }
 
 impl Error {
+    /// An [`Error::Io`]: `could not <what> <path>: <source>`.
     pub fn io(what: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Error {
         Error::Io { what, path: path.into(), source }
     }
+    /// The refusal, when this is one.
     pub fn refusal(&self) -> Option<&Refusal> {
         match self {
             Error::Refused(r) => Some(r),
             _ => None,
         }
     }
+    /// The refusal's kind, when this is one.
     pub fn kind(&self) -> Option<RefusalKind> {
         self.refusal().map(|r| r.kind)
     }
@@ -159,4 +180,5 @@ impl From<Refusal> for Error {
     }
 }
 
+/// The engine's result: its error is [`Error`] unless another is named.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -20,12 +20,16 @@ impl TaskPath {
             ))
         }
     }
+    /// `<u>/<p>/<t>` from the peer's `-u`, `-p` and `-t`, checked as
+    /// [`TaskPath::parse`] checks it.
     pub fn from_parts(u: &str, p: &str, t: &str) -> Result<TaskPath, String> {
         TaskPath::parse(&format!("{u}/{p}/{t}"))
     }
+    /// The task path as text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
+    /// Its three parts: use case, package, task.
     pub fn parts(&self) -> (&str, &str, &str) {
         let mut it = self.0.splitn(3, '/');
         let u = it.next().unwrap_or_default();
@@ -78,11 +82,14 @@ pub fn run_id_is_safe(id: &str) -> bool {
 /// The names of one batch's files in its task's lease folder.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeasePaths {
+    /// The task's lease folder: `<uc>/.ubunye/leases/<task>`.
     pub dir: PathBuf,
+    /// The batch key (16 hex digits).
     pub key: String,
 }
 
 impl LeasePaths {
+    /// The files of batch `key` of `task` in the use case `uc`.
     pub fn new(uc: &Path, task: &TaskPath, key: &str) -> LeasePaths {
         LeasePaths { dir: leases_root(uc).join(task.as_str()), key: key.to_string() }
     }
@@ -111,33 +118,50 @@ impl LeasePaths {
 /// What a name in a lease folder is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Entry {
+    /// The lease: `<key>.json`.
     Lease {
+        /// The batch key.
         key: String,
     },
+    /// The finished note: `<key>.finished.json`.
     Finished {
+        /// The batch key.
         key: String,
     },
+    /// A done mark, `<key>.done-<run_id>`: that run got to commit.
     Done {
+        /// The batch key.
         key: String,
+        /// The run id after `done-`.
         run: String,
     },
+    /// A takeover tombstone, `<key>.taken-<run_id>`: that run was taken over.
     Taken {
+        /// The batch key.
         key: String,
+        /// The run id after `taken-` (empty for a lease that named none).
         run: String,
     },
+    /// A dead run's lease renamed aside, `<key>.dead-<8hex>.json` (an orphan
+    /// when left).
     Dead {
+        /// The batch key.
         key: String,
     },
     /// A temp file of a lease, note or dead-lease rewrite.
     Tmp {
+        /// The batch key.
         key: String,
     },
+    /// A `.clock-<8hex>` probe of the disk's clock, removed at once.
     Clock,
     /// Named after a key (`<key>.<anything else>`), but not a file this
     /// engine or the peer 0.8.0 writes (`<key>.tried`, from ubunye-engine 0.9.1).
     Unknown {
+        /// The batch key.
         key: String,
     },
+    /// Anything else: a name that is not `<key>.<something>`.
     Other,
 }
 

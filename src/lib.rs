@@ -8,6 +8,8 @@
 
 // The engine prints nothing: the front end (tui/) renders what it returns.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+// Every public item says in one line what it is (issue 12).
+#![warn(missing_docs)]
 
 pub mod append;
 pub mod beneath;

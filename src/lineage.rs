@@ -90,8 +90,11 @@ pub fn redact_variables(vars: &Variables) -> Map<String, Value> {
 /// What a run record is written for.
 #[derive(Clone, Debug)]
 pub struct RecordSpec {
+    /// The run's id.
     pub run_id: String,
+    /// The task: `<usecase>/<package>/<task>`.
     pub task: TaskPath,
+    /// The batch's variables (the record drops `None`s and masks secret values).
     pub variables: Variables,
     /// `backend`: "exec" for `ubunye exec`.
     pub backend: String,
@@ -175,6 +178,7 @@ impl RunRecord {
         }
     }
 
+    /// The record's file: `<lineage_dir>/<task>/<run_id>.json`.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -28,11 +28,15 @@ use crate::sys::{ClockSource, Now, PidProbe, Sys};
 /// A lease file's times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileTimes {
+    /// The last modification: what a save sets, and what the peer judges the age by.
     pub mtime: SystemTime,
+    /// The inode's last change, which no tool can set: used when the mtime is
+    /// not trusted.
     pub ctime: SystemTime,
 }
 
 impl FileTimes {
+    /// The times in a file's metadata.
     pub fn of(meta: &std::fs::Metadata) -> FileTimes {
         use std::os::unix::fs::MetadataExt;
         let ctime = SystemTime::UNIX_EPOCH
@@ -46,6 +50,7 @@ impl FileTimes {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TouchedBy {
+    /// The mtime, as the peer takes it.
     Mtime,
     /// The mtime was ahead of the disk clock: not trusted.
     CtimeFutureMtime,
@@ -59,7 +64,9 @@ pub struct Age {
     /// Zero when the last touch is ahead of the clock.
     #[serde(with = "secs")]
     pub age: Duration,
+    /// Which time was taken as the last touch.
     pub by: TouchedBy,
+    /// Which clock said "now".
     pub clock: ClockSource,
     /// Set when even the change time is ahead of the disk's clock by more than
     /// the timeout: the clock was set back since the holder last saved. How
@@ -100,30 +107,65 @@ pub enum AgeBecause {
 #[serde(tag = "reason", rename_all = "kebab-case")]
 pub enum Why {
     /// Same host, `kept`, and the pid is this very process: its earlier run failed.
-    OwnKeptLease { pid: i64 },
+    OwnKeptLease {
+        /// The lease's pid: this process's.
+        pid: i64,
+    },
     /// Same host, and no process has the pid (or the pid is not positive).
-    ProcessGone { pid: i64 },
+    ProcessGone {
+        /// The lease's pid.
+        pid: i64,
+    },
     /// Same host, the pid is in use by another process (its start token differs).
-    PidReused { pid: i64, recorded: String, current: String },
+    PidReused {
+        /// The lease's pid.
+        pid: i64,
+        /// The start token the lease recorded (`pid_started`).
+        recorded: String,
+        /// The start token of the process that has the pid now.
+        current: String,
+    },
     /// Same host, and the process is running (the same one, by its start token).
-    ProcessAlive { pid: i64, probe: PidProbe, state: Option<char> },
+    ProcessAlive {
+        /// The lease's pid.
+        pid: i64,
+        /// What `kill(pid, 0)` said: it exists, or it is another user's.
+        probe: PidProbe,
+        /// Its state letter from `/proc/<pid>/stat` (R, S, D, T, Z, ...).
+        state: Option<char>,
+    },
     /// The age test said dead (older than the timeout).
-    Stale { because: AgeBecause },
+    Stale {
+        /// Why the age test was used.
+        because: AgeBecause,
+    },
     /// The age test said alive (not older than the timeout).
-    Fresh { because: AgeBecause },
+    Fresh {
+        /// Why the age test was used.
+        because: AgeBecause,
+    },
     /// The lease could not be stat'ed: never dead.
-    NoStat { because: AgeBecause },
+    NoStat {
+        /// Why the age test was used.
+        because: AgeBecause,
+    },
     /// Its age cannot be measured: the disk's clock could not be read (a file
     /// server's, looked at without writing). Never dead: a run or a takeover
     /// reads the disk's clock with a probe and judges it then.
-    NoDiskClock { because: AgeBecause },
+    NoDiskClock {
+        /// Why the age test was used.
+        because: AgeBecause,
+    },
 }
 
 /// Whether the holder of a lease is dead, and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Judgement {
+    /// The holder is dead: the next run (or a takeover) takes the lease over.
     pub dead: bool,
+    /// The lease names this host, so the process table was asked.
     pub same_host: bool,
+    /// The reason (`reason` in JSON), with what it found.
     #[serde(flatten)]
     pub why: Why,
     /// The lease's age, when it was computed (always by the age test; on request

@@ -211,9 +211,9 @@ fn below(me: i32, keeper: Option<i32>) -> Vec<i32> {
 /// a child's child) and each entry is killed at once, over and over; a SIGKILL
 /// that reaches a process inside `fork` cancels the fork. A process that made a
 /// session of its own is killed with its whole group. What is still running
-/// after [`kill_for`] is reported in [`Stopped::left`].
+/// after `kill_for` is reported in [`Stopped::left`].
 ///
-/// `keeper`: the command's group keeper, left alone (see [`reap`]).
+/// `keeper`: the command's group keeper, left alone (see `reap`).
 pub fn stop_descendants(grace: Duration, kill_for: Duration, keeper: Option<i32>) -> Stopped {
     let mut alive = keeper;
     let mut s = stop_below(grace, kill_for, &mut alive);

@@ -23,11 +23,16 @@ use crate::sys::Sys;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
+    /// `ubunye leases takeover`: take a dead run's lease over, as its next run
+    /// would.
     Takeover,
+    /// `ubunye leases finish`: complete the commit of a run that got to commit
+    /// (pending).
     Finish,
 }
 
 impl Kind {
+    /// The command that runs it: `ubunye leases takeover` or `ubunye leases finish`.
     pub fn command(self) -> &'static str {
         match self {
             Kind::Takeover => "ubunye leases takeover",
@@ -39,23 +44,34 @@ impl Kind {
 /// What a repair will do: the batch, its state, and the recovery plans.
 #[derive(Clone, Debug, Serialize)]
 pub struct RepairPlan {
+    /// Which repair.
     pub kind: Kind,
+    /// The task: `<usecase>/<package>/<task>`.
     pub task: String,
+    /// The batch key (16 hex digits).
     pub key: String,
+    /// Its state when the plan was made: the repair refuses if it has changed.
     pub state: State,
     /// The run whose lease is taken over (empty for an orphan-only batch).
     pub holder: Option<String>,
+    /// What recovering each dead run (the holder, each orphan) will do.
     pub plans: Vec<RecoveryPlan>,
+    /// The plan in words, as `leases explain` shows it.
     pub steps: Vec<String>,
 }
 
 /// What a repair did.
 #[derive(Clone, Debug, Serialize)]
 pub struct RepairOutcome {
+    /// Which repair.
     pub kind: Kind,
+    /// The task: `<usecase>/<package>/<task>`.
     pub task: String,
+    /// The batch key (16 hex digits).
     pub key: String,
+    /// What was done for each dead run.
     pub recovered: Vec<Recovery>,
+    /// Takeover marks older than 7 days that the acquire removed.
     pub expired_tombstones: Vec<PathBuf>,
 }
 

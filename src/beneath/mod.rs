@@ -27,14 +27,36 @@ use rustix::io::Errno;
 /// Why a path was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PathRefusal {
+    /// It resolves outside the use-case folder (a `..`, an absolute path elsewhere).
     #[error("{path} is outside the use-case folder {root}")]
-    Outside { path: String, root: String },
+    Outside {
+        /// The path, as the lease or note writes it.
+        path: String,
+        /// The use-case folder, resolved.
+        root: String,
+    },
+    /// Its way down passes a symlinked folder.
     #[error("{path} goes through a symlink ({at}); Ubunye never removes through one")]
-    Symlink { path: String, at: String },
+    Symlink {
+        /// The path, as the lease or note writes it.
+        path: String,
+        /// The symlink met on the way.
+        at: String,
+    },
+    /// A staging folder whose name is not one Ubunye or the peer makes.
     #[error("{path} is not a staging folder name Ubunye makes (_ubunye-<12 hex>)")]
-    NotStaging { path: String },
+    NotStaging {
+        /// The path, as the lease writes it.
+        path: String,
+    },
+    /// Not a path this engine will remove: empty, a NUL, inside `.ubunye/`, ...
     #[error("{path} is not a usable path ({why})")]
-    Invalid { path: String, why: &'static str },
+    Invalid {
+        /// The path, as the lease or note writes it.
+        path: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
 }
 
 impl PathRefusal {
@@ -55,7 +77,9 @@ impl PathRefusal {
 /// existed (a file born later is not this one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileId {
+    /// The device it is on.
     pub dev: u64,
+    /// Its inode number.
     pub ino: u64,
     /// It was created no later than this (seconds, nanoseconds, by the file
     /// system's clock), when known.
@@ -84,7 +108,10 @@ pub enum Removal {
     /// Removed; the absolute path.
     Removed(PathBuf),
     /// Not there (it never landed). `unseen`: its folder is not visible either.
-    Missing { unseen: bool },
+    Missing {
+        /// Its folder is not visible either (the claim's `unseen`).
+        unseen: bool,
+    },
     /// There, and could not be removed (in use, a folder, no permission).
     Failed(PathBuf, io::Error),
     /// Never attempted: the path is not safely beneath the use-case folder.
@@ -101,7 +128,9 @@ pub struct Beneath {
 /// A claim that resolves beneath the root: its components below the root.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inside {
+    /// The absolute path, beneath the root.
     pub full: PathBuf,
+    /// Its components below the root.
     pub parts: Vec<String>,
 }
 

@@ -19,11 +19,14 @@ use super::{Beneath, FileId, PathRefusal, Removal, invalid, is_staging_name};
 /// same disk has the same device and another mount id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mount {
+    /// The device it is on.
     pub dev: u64,
+    /// Its mount's id (`STATX_MNT_ID`); None on kernels before 5.8.
     pub mnt_id: Option<u64>,
 }
 
 impl Mount {
+    /// The mount a `statx` result names.
     pub fn of(st: &rustix::fs::Statx) -> Mount {
         let mnt_id = (st.stx_mask & StatxFlags::MNT_ID.bits() != 0).then_some(st.stx_mnt_id);
         Mount { dev: rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor), mnt_id }

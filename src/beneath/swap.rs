@@ -20,7 +20,9 @@ use super::{Beneath, PathRefusal, invalid};
 /// (docs/differences.md, known limits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FolderId {
+    /// The device it is on.
     pub dev: u64,
+    /// Its inode number.
     pub ino: u64,
     /// (seconds, nanoseconds) by the file system's clock, when it keeps one.
     pub born: Option<(i64, u32)>,

@@ -34,24 +34,34 @@ pub fn finished_note(doc: &LeaseDoc, task: &str, finished_at: &str) -> Result<Op
 /// A finished note as read back.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Finished {
+    /// The note as read, its key order kept.
     pub doc: Map,
 }
 
 /// One output of a finished note.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FinishedOutput {
+    /// The output's name (its key in the note's `outputs`).
     pub name: String,
+    /// `claimed`: the files the run claimed in it (empty when it did not claim
+    /// exactly).
     pub claimed: Vec<String>,
+    /// `staged`: the output had a staging folder and its files were claimed.
     pub staged: bool,
 }
 
 impl Finished {
+    /// The first 8 characters of the finishing run's id, for messages (`?` when
+    /// none).
     pub fn run_short(&self) -> String {
         short(&py_str(self.doc.get("run_id"), "?"))
     }
+    /// The finishing run's id (`run_id`), when it is text.
     pub fn run_id(&self) -> Option<&str> {
         self.doc.get("run_id").and_then(Value::as_str)
     }
+    /// When the batch was finished (`finished_at`), as Python prints it (`?`
+    /// when missing).
     pub fn finished_at(&self) -> String {
         py_str(self.doc.get("finished_at"), "?")
     }
@@ -59,6 +69,8 @@ impl Finished {
     pub fn has_outputs(&self) -> bool {
         self.doc.get("outputs").is_some_and(pyjson::truthy)
     }
+    /// The outputs it lists, in its order; a shape the peer would crash on is
+    /// damage.
     pub fn outputs(&self) -> Result<Vec<FinishedOutput>, Damage> {
         let m = match self.doc.get("outputs") {
             Some(Value::Object(m)) => m,

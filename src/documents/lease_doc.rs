@@ -9,12 +9,21 @@ use crate::pyjson;
 /// One output note of a lease, read the way the peer reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Note {
+    /// The output's name (its key in the lease's `outputs`).
     pub name: String,
+    /// `appends`: the output appends (the peer's mode `append`, or no mode).
     pub appends: bool,
+    /// `exact`: the backend claims its files (pandas always; Spark once it has
+    /// a staging folder).
     pub exact: bool,
+    /// `state`: `writing`, or `done` once the writer returned.
     pub state: Option<String>,
+    /// `claimed`: its files, relative to the use case, each saved before it lands.
     pub claimed: Vec<String>,
+    /// `staging`: the run's staging folder, relative to the use case:
+    /// `_ubunye-<12hex>` in the output, or `.<name>.ubunye-<12hex>` beside it.
     pub staging: Option<String>,
+    /// `unseen`: a claim's folder was not visible when it was to be taken back.
     pub unseen: bool,
 }
 
@@ -45,6 +54,7 @@ impl LeaseDoc {
         LeaseDoc(m)
     }
 
+    /// The lease as the peer reads it: `{}` for a file that is not a JSON object.
     pub fn from_parsed(p: Parsed) -> LeaseDoc {
         match p {
             Parsed::Doc(m) => LeaseDoc(m),
@@ -57,6 +67,8 @@ impl LeaseDoc {
         pyjson::dumps_map(&self.0, pyjson::Style::COMPACT)
     }
 
+    /// Whether it is `{}` (empty, not JSON, or an empty object): judged by its
+    /// age alone.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -86,42 +98,54 @@ impl LeaseDoc {
         self.run_id_value() == other.run_id_value()
     }
 
+    /// Whether its `run_id` is the text `run_id`.
     pub fn is_run(&self, run_id: &str) -> bool {
         matches!(self.0.get("run_id"), Some(Value::String(s)) if s == run_id)
     }
 
+    /// A field as Python's `str()` prints it in a message (`None` when missing).
     pub fn field_text(&self, field: &str) -> String {
         py_str(self.0.get(field), "None")
     }
 
+    /// Whether its `host` is `host`: then the process table, not the age, decides.
     pub fn host_is(&self, host: &str) -> bool {
         matches!(self.0.get("host"), Some(Value::String(s)) if s == host)
     }
 
+    /// Its `host`, when it is text.
     pub fn host(&self) -> Option<&str> {
         self.0.get("host").and_then(Value::as_str)
     }
 
+    /// Its `started_at` (`YYYY-MM-DDTHH:MM:SSZ`), when it is text.
     pub fn started_at(&self) -> Option<&str> {
         self.0.get("started_at").and_then(Value::as_str)
     }
 
+    /// Its `heartbeat` (epoch seconds), when it is a number.
     pub fn heartbeat(&self) -> Option<f64> {
         self.0.get("heartbeat").and_then(|v| v.as_f64())
     }
 
+    /// Its `pid` as the peer's `int(x or 0)` reads it; damage where that would
+    /// raise.
     pub fn pid(&self) -> Result<i64, Damage> {
         py_int(self.0.get("pid")).map_err(|what| Damage::BadField { field: "pid".into(), what })
     }
 
+    /// Its `pid_started` (the holder's start token), unless missing or null.
     pub fn pid_started(&self) -> Option<&Value> {
         self.0.get("pid_started").filter(|v| !v.is_null())
     }
 
+    /// `kept` is truthy: its run ended and left the lease for the next run to
+    /// clean up.
     pub fn kept(&self) -> bool {
         self.0.get("kept").is_some_and(pyjson::truthy)
     }
 
+    /// `committed` is truthy: its run got to commit.
     pub fn committed(&self) -> bool {
         self.0.get("committed").is_some_and(pyjson::truthy)
     }
@@ -150,6 +174,7 @@ impl LeaseDoc {
         }
     }
 
+    /// Whether it has a `replaces` field at all (even an empty one).
     pub fn has_replaces_key(&self) -> bool {
         self.0.contains_key("replaces")
     }
@@ -172,6 +197,7 @@ impl LeaseDoc {
         self.notes().map(|ns| ns.iter().map(|n| n.claimed.len()).sum()).unwrap_or(0)
     }
 
+    /// Its `outputs` object, to change; made `{}` when missing or not an object.
     pub fn outputs_mut(&mut self) -> &mut Map {
         let entry = self.0.entry("outputs").or_insert_with(|| Value::Object(Map::new()));
         if !entry.is_object() {
@@ -183,10 +209,12 @@ impl LeaseDoc {
         }
     }
 
+    /// Set a field: in its place when it is there, else at the end.
     pub fn set(&mut self, field: &str, v: Value) {
         self.0.insert(field.to_string(), v);
     }
 
+    /// Remove a field, the others keeping their order.
     pub fn remove(&mut self, field: &str) {
         self.0.shift_remove(field);
     }

@@ -36,12 +36,21 @@ pub enum Parsed {
 /// Why a file's text cannot be taken at face value.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Damage {
+    /// The bytes are not UTF-8.
     #[error("it is not UTF-8 text")]
     NotUtf8,
+    /// JSON the peer reads but serde_json cannot hold (NaN, a lone surrogate,
+    /// deep nesting): the parser's error.
     #[error("it holds JSON this engine cannot represent faithfully ({0})")]
     Unrepresentable(String),
+    /// A field in a shape the peer would crash on.
     #[error("field '{field}' is {what}")]
-    BadField { field: String, what: String },
+    BadField {
+        /// The field, dotted: `pid`, `outputs.events.claimed`.
+        field: String,
+        /// What it holds instead: `not an object`, `the text "x", not a number`.
+        what: String,
+    },
 }
 
 /// Parse a lease, orphan or note. `Err` when the text is not UTF-8, or is JSON the

@@ -32,6 +32,7 @@ pub struct ChildEnd {
 }
 
 impl ChildEnd {
+    /// Whether the run may land: exit 0, not interrupted, nothing left running.
     pub fn success(&self) -> bool {
         self.code == 0 && self.interrupted_by.is_none() && self.unstopped == 0
     }
@@ -86,6 +87,7 @@ pub fn resolve_command(cmd: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
 /// How a run of the command went: it ran and ended, or it never started.
 #[derive(Debug)]
 pub enum Ran {
+    /// It ran and ended.
     Ended(ChildEnd),
     /// It could not be started: why, and the error that said so.
     NotStarted(Unstartable, std::io::Error),

@@ -38,52 +38,71 @@ use publish::Prepared;
 pub enum Event {
     /// A dead run's lease was taken over.
     TookOver {
+        /// What was done for the dead run.
         recovery: Recovery,
     },
     /// A dead lease left beside the lease was recovered.
     Adopted {
+        /// What was done for the orphan's run.
         recovery: Recovery,
     },
     /// `--rerun`: the finished run's files are removed once this run commits.
     Replacing {
+        /// The finished run: `run 45fffa8e (finished 2026-11-29T10:32:07Z)`.
         finished_by: String,
+        /// How many of its claimed files go once this run commits.
         files: usize,
     },
     /// `--rerun`: outputs the finished run did not claim get the batch again.
     AppendsAgain {
+        /// The finished run: `run 45fffa8e (finished 2026-11-29T10:32:07Z)`.
         finished_by: String,
+        /// The append outputs it did not claim, by name.
         outputs: Vec<String>,
     },
     /// Leases are off (`UBUNYE_RUN_LEASE`): no protection against a concurrent run.
     LeasesOff,
     /// The command is about to start.
     Started {
+        /// This run's id.
         run_id: String,
+        /// The batch key.
         key: String,
     },
+    /// An append output's files were claimed and moved in.
     Landed {
+        /// The output's name.
         output: String,
+        /// How many files were moved in.
         files: usize,
     },
+    /// An overwrite output was published.
     Swapped {
+        /// The output's name.
         output: String,
+        /// How the new folder took the old one's place.
         how: Swap,
     },
     /// The run failed and some of what it wrote could not be taken back (in use,
     /// a mount point in a staging folder): the lease is kept for the next run.
     Kept {
+        /// The batch key, for the next run or `ubunye leases takeover`.
         key: String,
     },
     /// The command exited leaving processes running: they were stopped (SIGTERM,
     /// then SIGKILL after the grace) before anything landed. `unstopped` of them
     /// could not be stopped: then nothing lands and the run fails.
     LeftBehind {
+        /// How many processes were left running.
         processes: usize,
+        /// How many of them could not be stopped.
         unstopped: usize,
     },
     /// How long a phase took (the CLI shows it when `UBUNYE_EXEC_TIMINGS` is set).
     Timing {
+        /// The phase: `land` or `commit`.
         phase: &'static str,
+        /// Seconds it took.
         seconds: f64,
     },
 }
@@ -93,11 +112,30 @@ pub enum Event {
 #[serde(tag = "end", rename_all = "kebab-case")]
 pub enum ExecEnd {
     /// The command succeeded and the run committed.
-    Done { run_id: String, key: String, commit: Option<Commit>, kept: bool },
+    Done {
+        /// This run's id.
+        run_id: String,
+        /// The batch key.
+        key: String,
+        /// What commit did (None if ending the lease rolled back instead).
+        commit: Option<Commit>,
+        /// Something could not be cleaned up (a replaced file, an old copy, the
+        /// note): the lease is kept for the next run to finish.
+        kept: bool,
+    },
     /// `--resume`: the batch was finished by an earlier run; nothing ran.
-    Skipped { message: String },
+    Skipped {
+        /// The refusal `--resume` passed over: which run finished the batch.
+        message: String,
+    },
     /// The command failed (or was interrupted); what it wrote was taken back.
-    CommandFailed { child: ChildEnd, kept: bool },
+    CommandFailed {
+        /// How the command ended.
+        child: ChildEnd,
+        /// Some of what it wrote could not be taken back: the lease is kept for
+        /// the next run.
+        kept: bool,
+    },
 }
 
 fn child_env(spec: &ExecSpec, key: &str, prepared: &[Prepared<'_>]) -> Vec<(String, OsString)> {

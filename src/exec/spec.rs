@@ -18,9 +18,11 @@ use crate::vars::{PyValue, Variables};
 /// One output of the command.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Output {
+    /// The output's name (`NAME` of `--append NAME=PATH`).
     pub name: String,
     /// Absolute, normalised.
     pub path: PathBuf,
+    /// `--append` (true) or `--overwrite` (false).
     pub append: bool,
     /// `UBUNYE_OUT_<NAME>`.
     pub env: String,
@@ -39,14 +41,23 @@ pub enum Lineage {
 /// A checked `ubunye exec` invocation.
 #[derive(Clone, Debug)]
 pub struct ExecSpec {
+    /// The use-case folder (`-d`), absolute and normalised (symlinks kept).
     pub usecase_dir: PathBuf,
+    /// The task (`--task`): `<usecase>/<package>/<task>`.
     pub task: TaskPath,
+    /// The batch's variables, which its key hashes.
     pub variables: Variables,
+    /// Its outputs (`--append`, `--overwrite`), sorted by name.
     pub outputs: Vec<Output>,
+    /// `--rerun`: a finished batch's files are replaced once this run succeeds.
     pub rerun: bool,
+    /// `--resume`: a finished batch is skipped (exit 0), not refused.
     pub resume: bool,
+    /// Where the run record goes (`--lineage-dir`), or none (`--no-lineage`).
     pub lineage: Lineage,
+    /// The command and its arguments, as given after `--`; never empty.
     pub command: Vec<OsString>,
+    /// This run's id: a fresh uuid4.
     pub run_id: String,
     /// This program, to start as the command's group keeper (`sentinel.rs`);
     /// None: no keeper.

@@ -32,11 +32,13 @@ pub struct Next {
 pub struct Explanation {
     /// The use-case folder, as opened.
     pub use_case: PathBuf,
+    /// The batch, as a whole scan reads it.
     pub batch: Batch,
     /// The verdict on the holder in plain words.
     pub verdict: Option<String>,
     /// What recovering the dead holder (or each orphan) will do.
     pub plans: Vec<RecoveryPlan>,
+    /// What happens next, and the command that does it.
     pub next: Next,
     /// Past repairs of this batch (`.ubunye/repairs.jsonl`).
     pub repairs: Vec<serde_json::Value>,
@@ -56,6 +58,7 @@ pub struct Staging {
     /// A lease names it (a takeover removes it); else it was found beside
     /// the output, and nothing removes it.
     pub named: bool,
+    /// The folder and what it holds.
     #[serde(flatten)]
     pub folder: StagingFolder,
 }

@@ -17,7 +17,9 @@ use super::{RunLease, lock};
 /// What a rollback did.
 #[derive(Debug, Default, Serialize)]
 pub struct Rollback {
+    /// Claimed files removed, as full paths.
     pub removed: Vec<PathBuf>,
+    /// Staging folders removed with all they held, as the lease names them.
     pub staging_removed: Vec<String>,
     /// Claims that could not be removed, per output: the lease is kept for them.
     pub left: Vec<(String, Vec<String>)>,
@@ -25,6 +27,8 @@ pub struct Rollback {
     pub failures: Vec<(PathBuf, String)>,
     /// Append outputs this run wrote that cannot be taken back.
     pub unrepaired: Vec<String>,
+    /// Paths the lease names that this engine will not remove, each with why:
+    /// left listed.
     pub refused: Vec<String>,
 }
 
@@ -241,7 +245,7 @@ impl RunLease {
     }
 
     /// This run failed: remove the files it claimed and its staging folders, and
-    /// put back the outputs it swapped. Only what this run itself did ([`Own`]):
+    /// put back the outputs it swapped. Only what this run itself did (`Own`):
     /// a claimed file it never moved in, or a swap it never made, is left. The
     /// lease's outputs are cut down to the claims that could not be removed.
     pub fn rollback(&self) -> Result<Rollback> {

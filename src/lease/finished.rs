@@ -53,9 +53,21 @@ pub struct Commit {
 #[serde(tag = "ended", rename_all = "kebab-case")]
 pub enum Ended {
     /// It succeeded and committed.
-    Committed { commit: Commit, kept: bool },
+    Committed {
+        /// What commit did.
+        commit: Commit,
+        /// Something could not be cleaned up (replaced files, old copies, the
+        /// note): the lease is kept for the next run.
+        kept: bool,
+    },
     /// It failed and took back what it claimed.
-    RolledBack { rollback: Option<Rollback>, kept: bool },
+    RolledBack {
+        /// What the rollback did; None when it failed (the lease is then kept).
+        rollback: Option<Rollback>,
+        /// Claims could not be removed (or the rollback failed): the lease is
+        /// kept for the next run.
+        kept: bool,
+    },
 }
 
 impl RunLease {

@@ -43,8 +43,11 @@ pub use recover::Recovery;
 pub struct LeaseSpec {
     /// The use-case folder (`-d`); resolved, it is the peer's `<root>`.
     pub usecase_dir: PathBuf,
+    /// The task: `<usecase>/<package>/<task>`.
     pub task: TaskPath,
+    /// The batch's variables, which its key hashes.
     pub variables: Variables,
+    /// This run's id (the CLI's is a uuid4): what the lease, marks and record name.
     pub run_id: String,
     /// Where run records are (`<dir>/<task>/<run_id>.json`); default
     /// `<root>/.ubunye/lineage`.
@@ -59,6 +62,8 @@ pub struct LeaseSpec {
 }
 
 impl LeaseSpec {
+    /// What a run asks for: records in `<root>/.ubunye/lineage`, the key from
+    /// the variables.
     pub fn new(
         usecase_dir: impl Into<PathBuf>,
         task: TaskPath,
@@ -346,12 +351,15 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 impl RunLease {
+    /// The batch key (16 hex digits).
     pub fn key(&self) -> &str {
         &self.s.key
     }
+    /// This run's id.
     pub fn run_id(&self) -> &str {
         &self.s.run_id
     }
+    /// The task: `<usecase>/<package>/<task>`.
     pub fn task(&self) -> &TaskPath {
         &self.s.task
     }
@@ -363,6 +371,7 @@ impl RunLease {
     pub fn path(&self) -> PathBuf {
         self.s.lease_path()
     }
+    /// The names of the batch's files in its lease folder.
     pub fn paths(&self) -> &LeasePaths {
         &self.s.paths
     }
@@ -370,6 +379,7 @@ impl RunLease {
     pub fn root(&self) -> &Path {
         self.s.beneath.root()
     }
+    /// The folder of run records (`<dir>/<task>/<run_id>.json`).
     pub fn lineage_dir(&self) -> &Path {
         &self.s.lineage_dir
     }

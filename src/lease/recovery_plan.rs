@@ -16,10 +16,15 @@ use crate::layout::{LeasePaths, TaskPath};
 /// The files a batch's recovery touches, without a lease.
 #[derive(Clone, Copy, Debug)]
 pub struct BatchFiles<'a> {
+    /// The use-case folder, which every path to remove must resolve beneath.
     pub beneath: &'a Beneath,
+    /// The names of the batch's files in its lease folder.
     pub paths: &'a LeasePaths,
+    /// The folder of run records (`<dir>/<task>/<run_id>.json`).
     pub lineage_dir: &'a Path,
+    /// The task: `<usecase>/<package>/<task>`.
     pub task: &'a TaskPath,
+    /// How long a busy file is retried (the peer's 2 s).
     pub busy: Duration,
 }
 
@@ -33,6 +38,7 @@ impl BatchFiles<'_> {
 /// One file recovery would remove.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct PlannedFile {
+    /// The output it belongs to.
     pub output: String,
     /// As the lease or note lists it.
     pub claim: String,
@@ -40,6 +46,7 @@ pub struct PlannedFile {
     pub path: Option<PathBuf>,
     /// It is there now (else it never landed, or is already gone).
     pub present: bool,
+    /// Its size in bytes, when it is there.
     pub size: Option<u64>,
     /// Neither it nor its folder is visible from here.
     pub unseen: bool,
@@ -60,6 +67,7 @@ pub enum FinishedBy {
 /// What recovering one dead run will do.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RecoveryPlan {
+    /// The dead run's id (empty for a lease that named none).
     pub run_id: String,
     /// It had finished: its appends are the batch and stay; its commit is
     /// completed for it (note, replaced files, done mark).
@@ -105,7 +113,9 @@ impl RecoveryPlan {
 /// cannot be told, so nothing can be planned.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unreadable {
+    /// The file.
     pub path: PathBuf,
+    /// Why it cannot be read, in words.
     pub why: String,
 }
 

@@ -28,6 +28,7 @@ pub enum Happened {
 /// One line of a batch's history.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct HistoryEntry {
+    /// The kind of file the line comes from.
     pub what: Happened,
     /// The run it is about. None for the takeover mark of an empty lease,
     /// which named no run (`<key>.taken-`), and for an unknown file.

@@ -16,7 +16,12 @@ pub enum Located {
     /// Several batches start with the prefix (`--task` narrows it).
     Ambiguous(Vec<BatchId>),
     /// None in the use case at `root`; the keys that come closest, if any.
-    NotFound { root: std::path::PathBuf, near: Vec<BatchId> },
+    NotFound {
+        /// The use-case folder, resolved.
+        root: std::path::PathBuf,
+        /// The batches whose keys start most like the query (at most 5).
+        near: Vec<BatchId>,
+    },
     /// The query is a path, but not of a file in a task's lease folder of
     /// this use case: why.
     NotALeaseFile(String),

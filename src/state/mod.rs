@@ -57,6 +57,7 @@ pub enum State {
 }
 
 impl State {
+    /// Every state, most severe first: the order a scan sorts by.
     pub const ALL: [State; 10] = [
         State::Unreadable,
         State::Dead,
@@ -70,7 +71,6 @@ impl State {
         State::Finished,
     ];
 
-    /// The word used on screen and in `--state`.
     /// The one-character sign `leases list` and `top` show before the word.
     pub fn glyph(self) -> &'static str {
         match self {
@@ -87,6 +87,7 @@ impl State {
         }
     }
 
+    /// The word used on screen, in JSON and in `--state`.
     pub fn word(self) -> &'static str {
         match self {
             State::Unreadable => "unreadable",
@@ -102,6 +103,7 @@ impl State {
         }
     }
 
+    /// The state a `--state` word names; None for any other word.
     pub fn parse(s: &str) -> Option<State> {
         State::ALL.into_iter().find(|st| st.word() == s)
     }
@@ -196,47 +198,77 @@ pub enum Flag {
 /// Who holds a lease.
 #[derive(Clone, Debug, Serialize)]
 pub struct Holder {
+    /// The holding run (`run_id`); empty when the lease names none.
     pub run_id: String,
+    /// The holder's process id (`pid`, read as Python's `int()` reads it); None
+    /// when the lease has none.
     pub pid: Option<i64>,
+    /// The holder's host string (`host`): `<hostname>|<pid namespace>`, as the
+    /// peer writes it.
     pub host: Option<String>,
+    /// When the holder took the lease (`started_at`, UTC, `YYYY-MM-DDTHH:MM:SSZ`).
     pub started_at: Option<String>,
+    /// The lease's `heartbeat` (epoch seconds): shown only; age is judged by
+    /// the file's mtime.
     pub heartbeat: Option<f64>,
-    /// The engine's judgement, None when the lease is damaged.
+    /// The engine's judgement; None for an orphan, dead by being one (a lease
+    /// whose `pid` is damaged is `unreadable`, never judged).
     pub judgement: Option<Judgement>,
 }
 
 /// One claimed (or replaced) file and whether it is there.
 #[derive(Clone, Debug, Serialize)]
 pub struct ClaimInfo {
+    /// The claimed path, as the lease writes it (relative to the use case).
     pub claim: String,
+    /// Whether a file (or symlink) is there now.
     pub present: bool,
+    /// Its size in bytes, when it is there.
     pub size: Option<u64>,
 }
 
 /// One output note.
 #[derive(Clone, Debug, Serialize)]
 pub struct OutputInfo {
+    /// The output's name (its key in the lease's `outputs`).
     pub name: String,
+    /// The output appends (`appends`); else the run overwrites it.
     pub appends: bool,
+    /// The backend claims its files exactly (`exact`): pandas always, Spark
+    /// once it has a staging folder.
     pub exact: bool,
+    /// The lease's own word for it (`writing`, `done`), when it has one.
     pub state: Option<String>,
+    /// Its staging folder (`staging`), as the lease writes it: `_ubunye-<12hex>`
+    /// in the output, or `.<name>.ubunye-<12hex>` beside it.
     pub staging: Option<String>,
+    /// Whether that staging folder is there now.
     pub staging_exists: bool,
+    /// Its claimed files (`claimed`), each looked up on disk.
     pub claims: Vec<ClaimInfo>,
 }
 
 /// A lease (or an orphan) as read.
 #[derive(Clone, Debug, Serialize)]
 pub struct LeaseInfo {
+    /// The lease file (`<key>.json`, or an orphan's `<key>.dead-<8hex>.json`).
     pub path: PathBuf,
+    /// The document as read, kept for judging it again and for repairs.
     #[serde(skip)]
     pub doc: LeaseDoc,
+    /// The file's mtime and ctime when read; None when it could not be stat'ed.
     #[serde(skip)]
     pub times: Option<FileTimes>,
+    /// The run that holds it, and the engine's judgement of that run.
     pub holder: Holder,
+    /// `committed: true`: its run got to commit (FORMAT.md §10).
     pub committed: bool,
+    /// `kept: true`: its run ended and left the lease for the next run to clean
+    /// up (FORMAT.md §9).
     pub kept: bool,
+    /// Its output notes (`outputs`), in the lease's order.
     pub outputs: Vec<OutputInfo>,
+    /// Files of the finished run a `--rerun` replaces (`replaces`), by output.
     pub replaces: Vec<(String, Vec<ClaimInfo>)>,
     /// A takeover mark for its own run is beside it.
     pub tombstoned: bool,
@@ -248,8 +280,12 @@ pub struct LeaseInfo {
 /// A marker file: a done mark or a takeover tombstone.
 #[derive(Clone, Debug, Serialize)]
 pub struct Mark {
+    /// The run the mark names (after `.done-` or `.taken-`); empty for
+    /// `<key>.taken-`.
     pub run_id: String,
+    /// The mark's file.
     pub path: PathBuf,
+    /// The file's mtime (when the mark was left); None when it could not be read.
     #[serde(serialize_with = "opt_time")]
     pub time: Option<SystemTime>,
 }
@@ -264,8 +300,12 @@ fn opt_time<S: serde::Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok,
 /// The finished note.
 #[derive(Clone, Debug, Serialize)]
 pub struct FinishedInfo {
+    /// The note's file (`<key>.finished.json`).
     pub path: PathBuf,
+    /// The run that finished the batch (`run_id`).
     pub run_id: Option<String>,
+    /// When it finished (`finished_at`, UTC, `YYYY-MM-DDTHH:MM:SSZ`), as the
+    /// note writes it.
     pub finished_at: Option<String>,
     /// (output, claimed files, staged)
     pub outputs: Vec<(String, Vec<String>, bool)>,
@@ -274,12 +314,20 @@ pub struct FinishedInfo {
 /// A run record, as far as the state needs it.
 #[derive(Clone, Debug, Serialize)]
 pub struct RecordInfo {
+    /// The record's `run_id`, or its file's name without `.json` when it has none.
     pub run_id: String,
+    /// The record's file (`<lineage>/<task>/<run_id>.json`).
     pub path: PathBuf,
+    /// Its `status`: `running`, `success`, `error` or `interrupted` (any other
+    /// word kept as it is).
     pub status: Option<String>,
+    /// When its run started (`started_at`: ISO 8601 with microseconds and `+00:00`).
     pub started_at: Option<String>,
+    /// When its run ended (`ended_at`); None while it runs.
     pub ended_at: Option<String>,
+    /// Its `error`: the exception, or the note a taker or a lost run wrote.
     pub error: Option<String>,
+    /// The backend that ran it (`backend`: `pandas`, `spark`, `exec`, ...).
     pub backend: Option<String>,
     /// Set when the record exists and was read, but is not a JSON object
     /// (half-written when its run died, or changed by hand): why. Its status
@@ -300,13 +348,17 @@ pub struct RecordInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FileKind {
+    /// A lease (`<key>.json`).
     Lease,
     /// A dead run's lease renamed aside (`<key>.dead-<8hex>.json`).
     Orphan,
     /// A finished note.
     Note,
+    /// A run record (`<run_id>.json` in the lineage folder).
     Record,
+    /// A folder that cannot be listed, or one where no folder belongs.
     Folder,
+    /// Any other file.
     Other,
 }
 
@@ -340,9 +392,12 @@ impl FileKind {
 /// A file that exists and cannot be read.
 #[derive(Clone, Debug, Serialize)]
 pub struct UnreadableFile {
+    /// The file or folder.
     #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
+    /// What kind of file it is, by its name and place.
     pub kind: FileKind,
+    /// Why it cannot be read (the error, or what is wrong with it), in words.
     pub why: String,
     /// Readable, but where no engine looks (a lease-folder file at the wrong
     /// depth, a name that is not UTF-8): `misplaced` in doctor's findings.
@@ -375,9 +430,14 @@ impl UnreadableFile {
 /// One batch (task and key) with everything known of it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Batch {
+    /// The task: `<usecase>/<package>/<task>`.
     pub task: String,
+    /// The batch key (16 hex digits); `????????????????` for the records whose
+    /// batch cannot be told (no variables, or masked ones).
     pub key: String,
+    /// Its one primary state.
     pub state: State,
+    /// Facts beside the state.
     pub flags: Vec<Flag>,
     /// The batch's variables, from a run record whose variables hash to the key.
     pub variables: Option<serde_json::Map<String, Value>>,
@@ -387,13 +447,19 @@ pub struct Batch {
     /// Boxed: most batches of a big use case have none, and a batch is kept
     /// for each of 100,000 batches.
     pub lease: Option<Box<LeaseInfo>>,
+    /// Dead runs' leases renamed aside beside it (`<key>.dead-<8hex>.json`).
     pub orphans: Vec<LeaseInfo>,
+    /// Its `<key>.done-<run>` marks: runs that got to commit.
     pub done_marks: Vec<Mark>,
+    /// Its `<key>.taken-<run>` marks: runs taken over (kept 7 days).
     pub tombstones: Vec<Mark>,
+    /// Its finished note (`<key>.finished.json`); boxed, as `lease` is.
     pub finished: Option<Box<FinishedInfo>>,
     /// Newest first.
     pub records: Vec<RecordInfo>,
+    /// Its files that exist but cannot be read or parsed.
     pub unreadable: Vec<UnreadableFile>,
+    /// Temp files (`*.tmp`) of saves killed between the write and the rename.
     pub temp_files: Vec<PathBuf>,
     /// Files named after the batch's key that no engine this one knows
     /// writes (`<key>.tried`, which ubunye-engine 0.9.1 leaves after a failed
@@ -505,10 +571,14 @@ pub struct ScanOptions {
 /// A whole use case, read.
 #[derive(Clone, Debug, Serialize)]
 pub struct Scan {
+    /// The use-case folder, resolved (symlinks followed).
     pub root: PathBuf,
+    /// The folder run records were read from (default `<uc>/.ubunye/lineage`).
     pub lineage_dir: PathBuf,
+    /// The disk's time when the use case was opened, and which clock said it.
     #[serde(skip)]
     pub now: Now,
+    /// Its batches, most severe first; empty for a batch read apart.
     pub batches: Vec<Batch>,
     /// Folders that could not be listed.
     pub problems: Vec<UnreadableFile>,
@@ -517,8 +587,10 @@ pub struct Scan {
 /// Why a folder cannot be scanned at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ScanError {
+    /// The folder does not exist or cannot be resolved: the path and the error.
     #[error("{0} does not exist or cannot be read ({1})")]
     NoFolder(PathBuf, String),
+    /// The folder holds no `.ubunye/`: no engine has run in it.
     #[error(
         "{0} has no .ubunye/ folder, so it is not a use-case folder Ubunye has run in. Point -d at the folder you pass to the Python engine's `ubunye run -d` (or to `ubunye exec -d`)."
     )]

@@ -15,8 +15,11 @@ use crate::sys::{Now, Sys};
 /// What a scan found besides its batches.
 #[derive(Clone, Debug)]
 pub struct ScanHead {
+    /// The use-case folder, resolved (symlinks followed).
     pub root: PathBuf,
+    /// The folder run records are read from (default `<uc>/.ubunye/lineage`).
     pub lineage_dir: PathBuf,
+    /// The disk's time when the use case was opened, and which clock said it.
     pub now: Now,
     /// Folders that could not be listed.
     pub problems: Vec<UnreadableFile>,
@@ -328,13 +331,16 @@ pub fn scan_one(
 /// Where a batch is: its task and key.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct BatchId {
+    /// The task: `<usecase>/<package>/<task>`.
     pub task: String,
+    /// The batch key (16 hex digits).
     pub key: String,
 }
 
 /// What a key, key prefix or lease path names.
 #[derive(Debug)]
 pub enum Found {
+    /// Exactly one batch.
     One(BatchId),
     /// Several batches start with that prefix.
     Ambiguous(Vec<BatchId>),

@@ -13,7 +13,9 @@ use crate::beneath::{is_staging_name, normpath};
 /// How much a folder holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FolderSize {
+    /// Files under it (a symlink counts as one).
     pub files: u64,
+    /// Their sizes added up, in bytes.
     pub bytes: u64,
     /// False when the walk stopped at its bound ([`MEASURE_AT_MOST`] entries)
     /// or met a folder it could not list: then the figures are at least these.
@@ -82,8 +84,10 @@ pub fn measure(dir: &Path) -> Option<FolderSize> {
 /// A staging folder found in or beside an output.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct StagingFolder {
+    /// The folder.
     #[serde(serialize_with = "super::lossy_path")]
     pub path: PathBuf,
+    /// What it holds; None when it is not a folder (a file or a symlink so named).
     pub size: Option<FolderSize>,
 }
 
