@@ -253,6 +253,12 @@ pub fn sanitize(text: &str) -> String {
     out
 }
 
+/// Python's `str.isspace()`: Unicode White_Space plus `\x1c`..`\x1f`, what
+/// `str.strip()` removes.
+pub fn py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{python_accepts, sanitize};

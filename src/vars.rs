@@ -177,10 +177,7 @@ pub fn variables_from_json(v: &Value) -> Result<Variables, VarError> {
     }
 }
 
-/// Python's `str.isspace()`: Unicode White_Space plus `\x1c`..`\x1f`.
-fn py_space(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
-}
+use crate::pyparse::py_space;
 
 /// Python's `str.isidentifier()`.
 ///

@@ -5,9 +5,11 @@
 //! Two kinds: settings a user may give (`UBUNYE_RUN_LEASE` as the peer reads
 //! it, `UBUNYE_EXEC_GRACE`), and test settings (`UBUNYE_TEST_*`,
 //! `UBUNYE_NO_IN_PLACE`) that shorten waits, pin the host's identity or force
-//! a rarer path, so that suites stay fast and every path is tried. Each test
-//! setting honoured is named in [`Knobs::test_settings`], for the front end to
-//! announce.
+//! a rarer path, so that suites stay fast and every path is tried. Test
+//! settings are honoured only by a build with debug assertions (what `cargo
+//! test` builds, and the `knobs` profile the scripts use): a release binary
+//! never changes its waits or its identity because of a variable. Each one
+//! honoured is named in [`Knobs::test_settings`].
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -50,18 +52,24 @@ pub(super) struct FromEnv {
 }
 
 /// Read the settings through `var` (the process's environment, or a table in
-/// a test). A value that does not parse is ignored, as before.
-pub(super) fn read(var: impl Fn(&str) -> Option<OsString>) -> FromEnv {
+/// a test); the test settings only when `tests` (a build with debug
+/// assertions). A value that does not parse is ignored, as before.
+pub(super) fn read(var: impl Fn(&str) -> Option<OsString>, tests: bool) -> FromEnv {
     let text = |name: &str| var(name).map(|v| v.to_string_lossy().trim().to_string());
     let mut knobs = Knobs::default();
     let mut timing = Timing::peer();
 
-    if let Some(v) = text("UBUNYE_RUN_LEASE") {
-        knobs.leases = !matches!(v.to_lowercase().as_str(), "off" | "0" | "false");
+    // As the peer: `.strip().lower()`, Python's whitespace.
+    if let Some(v) = var("UBUNYE_RUN_LEASE") {
+        let v = v.to_string_lossy().trim_matches(crate::pyparse::py_space).to_lowercase();
+        knobs.leases = !matches!(v.as_str(), "off" | "0" | "false");
     }
     let wait = |name: &str| text(name).and_then(|v| humantime::parse_duration(&v).ok().map(|d| (d, v)));
     if let Some((d, _)) = wait("UBUNYE_EXEC_GRACE") {
         timing.exec_grace = d;
+    }
+    if !tests {
+        return FromEnv { timing, knobs, host: None };
     }
     let waits: [(&str, Field); 4] = [
         ("UBUNYE_TEST_SETTLE", |t| &mut t.settle),
@@ -75,15 +83,17 @@ pub(super) fn read(var: impl Fn(&str) -> Option<OsString>) -> FromEnv {
             note(&mut knobs, name, &v);
         }
     }
-    if let Some(v) = text("UBUNYE_TEST_NO_EXCHANGE").filter(|v| !v.is_empty()) {
+    // Any value but the empty one, spaces included (as before).
+    if let Some(v) = var("UBUNYE_TEST_NO_EXCHANGE").filter(|v| !v.is_empty()) {
         knobs.exchange = false;
-        note(&mut knobs, "UBUNYE_TEST_NO_EXCHANGE", &v);
+        note(&mut knobs, "UBUNYE_TEST_NO_EXCHANGE", &v.to_string_lossy());
     }
     if let Some(v) = text("UBUNYE_NO_IN_PLACE") {
         knobs.in_place = false;
         note(&mut knobs, "UBUNYE_NO_IN_PLACE", &v);
     }
-    let host = var("UBUNYE_TEST_HOST").map(|v| v.to_string_lossy().into_owned());
+    // Not UTF-8: not a host identity this engine could write; ignored.
+    let host = var("UBUNYE_TEST_HOST").and_then(|v| v.into_string().ok());
     if let Some(h) = &host {
         note(&mut knobs, "UBUNYE_TEST_HOST", h);
     }
@@ -98,9 +108,14 @@ fn note(knobs: &mut Knobs, name: &str, value: &str) {
 mod tests {
     use super::*;
 
+    fn table(pairs: &[(&str, OsString)], tests: bool) -> FromEnv {
+        let pairs: Vec<(String, OsString)> = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        read(move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()), tests)
+    }
+
     fn with(pairs: &[(&str, &str)]) -> FromEnv {
-        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        read(move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| OsString::from(v)))
+        let pairs: Vec<(&str, OsString)> = pairs.iter().map(|(k, v)| (*k, OsString::from(v))).collect();
+        table(&pairs, true)
     }
 
     #[test]
@@ -147,5 +162,41 @@ mod tests {
         for on in ["", "on", "1", "yes"] {
             assert!(with(&[("UBUNYE_RUN_LEASE", on)]).knobs.leases, "{on:?}");
         }
+        // Python's strip() also takes \x1c..\x1f (review 12, finding 8).
+        assert!(!with(&[("UBUNYE_RUN_LEASE", "off\u{1f}")]).knobs.leases);
+    }
+
+    #[test]
+    fn a_release_build_honours_no_test_setting() {
+        let pairs: Vec<(&str, OsString)> = [
+            ("UBUNYE_TEST_SETTLE", "50ms"),
+            ("UBUNYE_TEST_HOST", "elsewhere|pid:[1]"),
+            ("UBUNYE_TEST_NO_EXCHANGE", "1"),
+            ("UBUNYE_NO_IN_PLACE", "1"),
+            ("UBUNYE_EXEC_GRACE", "200ms"),
+            ("UBUNYE_RUN_LEASE", "off"),
+        ]
+        .iter()
+        .map(|(k, v)| (*k, OsString::from(v)))
+        .collect();
+        let e = table(&pairs, false);
+        assert_eq!(e.timing.settle, Timing::peer().settle);
+        assert_eq!(e.host, None);
+        assert!(e.knobs.exchange && e.knobs.in_place);
+        assert!(e.knobs.test_settings.is_empty());
+        // The user's settings still are.
+        assert_eq!(e.timing.exec_grace, Duration::from_millis(200));
+        assert!(!e.knobs.leases);
+    }
+
+    #[test]
+    fn odd_values_are_read_as_before() {
+        use std::os::unix::ffi::OsStringExt;
+        // A blank value still forces the two-rename path (review 12, finding 2).
+        assert!(!with(&[("UBUNYE_TEST_NO_EXCHANGE", " ")]).knobs.exchange);
+        assert!(with(&[("UBUNYE_TEST_NO_EXCHANGE", "")]).knobs.exchange);
+        // A host that is not UTF-8 is ignored, not mangled (finding 3).
+        let e = table(&[("UBUNYE_TEST_HOST", OsString::from_vec(b"pinned\xff".to_vec()))], true);
+        assert_eq!(e.host, None);
     }
 }

@@ -232,10 +232,10 @@ impl std::fmt::Debug for Sys {
 impl Sys {
     /// The real machine, with the settings of this process's environment
     /// (`env.rs`), read here once: call it where the program starts and pass
-    /// the `Sys` down. The test settings it honoured are in
-    /// `knobs.test_settings`, for the front end to announce.
+    /// the `Sys` down. Test settings count only in a build with debug
+    /// assertions; those honoured are in `knobs.test_settings`.
     pub fn from_env() -> Sys {
-        let e = env::read(|name| std::env::var_os(name));
+        let e = env::read(|name| std::env::var_os(name), cfg!(debug_assertions));
         Sys {
             clock: Arc::new(SystemClock),
             procs: Arc::new(ProcFs),
