@@ -109,6 +109,7 @@ pub struct RunRecord {
     path: PathBuf,
     doc: Map<String, Value>,
     started: SystemTime,
+    busy_for: std::time::Duration,
 }
 
 impl RunRecord {
@@ -117,8 +118,14 @@ impl RunRecord {
         lineage_dir.join(task.as_str()).join(format!("{run_id}.json"))
     }
 
-    /// Write the record with status `running`.
-    pub fn start(lineage_dir: &Path, spec: &RecordSpec, now: SystemTime) -> std::io::Result<RunRecord> {
+    /// Write the record with status `running`. Each write retries "permission
+    /// denied" for `busy_for` (`Timing::busy_for`: 2 s, as lease files).
+    pub fn start(
+        lineage_dir: &Path,
+        spec: &RecordSpec,
+        now: SystemTime,
+        busy_for: std::time::Duration,
+    ) -> std::io::Result<RunRecord> {
         let (u, p, t) = spec.task.parts();
         let mode =
             spec.variables.iter().find(|(k, _)| k == "mode").and_then(|(_, v)| v.to_json()).unwrap_or(Value::Null);
@@ -162,7 +169,8 @@ impl RunRecord {
         if let Some(cmd) = &spec.command {
             d.insert("command".into(), Value::Array(cmd.iter().map(|a| s(a)).collect()));
         }
-        let rec = RunRecord { path: Self::path_for(lineage_dir, &spec.task, &spec.run_id), doc: d, started: now };
+        let rec =
+            RunRecord { path: Self::path_for(lineage_dir, &spec.task, &spec.run_id), doc: d, started: now, busy_for };
         if let Some(parent) = rec.path.parent() {
             std::fs::create_dir_all(parent)?;
         }
@@ -172,7 +180,7 @@ impl RunRecord {
 
     fn write(&self) -> std::io::Result<()> {
         let text = pyjson::dumps(&Value::Object(self.doc.clone()), pyjson::Style::RECORD);
-        match fsx::write_atomic(&self.path, text.as_bytes(), std::time::Duration::from_secs(2))? {
+        match fsx::write_atomic(&self.path, text.as_bytes(), self.busy_for)? {
             true => Ok(()),
             false => Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "record in use")),
         }

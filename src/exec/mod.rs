@@ -253,7 +253,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
     }
     let mut record = match &spec.lineage {
         Lineage::Off => None,
-        Lineage::Dir(dir) => match RunRecord::start(dir, &record_spec(spec), sys.clock.now()) {
+        Lineage::Dir(dir) => match RunRecord::start(dir, &record_spec(spec), sys.clock.now(), sys.timing.busy_for) {
             Ok(mut r) => {
                 r.set_outputs(
                     spec.outputs

@@ -36,7 +36,7 @@ pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(E
     };
     let mut record = match &spec.lineage {
         Lineage::Off => None,
-        Lineage::Dir(dir) => RunRecord::start(dir, &record_spec(spec), sys.clock.now()).ok(),
+        Lineage::Dir(dir) => RunRecord::start(dir, &record_spec(spec), sys.clock.now(), sys.timing.busy_for).ok(),
     };
     events(Event::Started { run_id: spec.run_id.clone(), key: key.to_string() });
     let end = match child::run(&spec.command, &child_env(spec, key, &prepared), spec.keeper.as_deref(), &sys.timing) {

@@ -107,7 +107,7 @@ fn task_of(a: &ExecArgs) -> Result<TaskPath, String> {
     }
 }
 
-fn describe(e: &Event, run_id: &str) -> Option<String> {
+fn describe(e: &Event, run_id: &str, timings: bool) -> Option<String> {
     Some(match e {
         Event::TookOver { recovery: r } | Event::Adopted { recovery: r } => {
             let what =
@@ -147,7 +147,7 @@ fn describe(e: &Event, run_id: &str) -> Option<String> {
             outputs.join(", ")
         ),
         Event::LeasesOff => "UBUNYE_RUN_LEASE is off: no lease, so nothing stops a second run of this batch.".into(),
-        Event::Timing { phase, seconds } if std::env::var_os("UBUNYE_EXEC_TIMINGS").is_some() => {
+        Event::Timing { phase, seconds } if timings => {
             format!("timing {phase} {:.3} ms", seconds * 1e3)
         }
         Event::Kept { key } => format!(
@@ -202,6 +202,8 @@ pub fn run(a: &ExecArgs) -> i32 {
         }
     };
     let quiet = a.quiet;
+    // A front-end switch (each phase's time on stderr), read once here.
+    let timings = std::env::var_os("UBUNYE_EXEC_TIMINGS").is_some();
     let mut landed = Vec::new();
     let mut on_event = |e: Event| {
         match &e {
@@ -209,7 +211,7 @@ pub fn run(a: &ExecArgs) -> i32 {
             Event::Swapped { output, .. } => landed.push(format!("{output} replaced")),
             _ => {}
         }
-        if let Some(line) = describe(&e, &spec.run_id) {
+        if let Some(line) = describe(&e, &spec.run_id, timings) {
             if !quiet || matches!(e, Event::LeasesOff | Event::Timing { .. }) {
                 say_err(&line);
             }

@@ -170,12 +170,21 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     use clap::FromArgMatches;
     let args = normalize_args(args);
-    // Two words that are not part of the definitions (so no help, completion
-    // or man page offers them): the Python engine's `run`, answered in one
-    // line, and the keeper `ubunye exec` starts.
+    // Words that are not part of the definitions (so no help, completion or
+    // man page offers them): the Python engine's `run`, answered in one line,
+    // the keeper `ubunye exec` starts, and the demo's actors (`ubunye demo`
+    // re-executes this binary to drive the engine into the states it shows).
     match args.get(1).and_then(|a| a.to_str()) {
         Some("run") => return python::run(),
         Some(ubunye::exec::sentinel::SUBCOMMAND) => return group_keeper(&args[2..]),
+        Some(crate::demo::actor::SUBCOMMAND) => {
+            let rest: Vec<String> = args[2..].iter().map(|a| a.to_string_lossy().into_owned()).collect();
+            let Some((what, rest)) = rest.split_first() else {
+                say_err("__demo-actor needs the actor's name.");
+                return exit::USAGE;
+            };
+            return crate::demo::actor::run(what, rest);
+        }
         _ => {}
     }
     let parsed = command().try_get_matches_from(args).and_then(|m| Cli::from_arg_matches(&m));

@@ -1,10 +1,12 @@
-//! The demo's actors: this binary re-executed with `UBUNYE_DEMO_ACTOR=<what>`,
+//! The demo's actors: this binary re-executed as `ubunye __demo-actor <what>`,
 //! driving the library as a run of a batch would (acquire, finished check,
 //! record, staged append, land, end) and killing itself with SIGKILL at a
 //! protocol step through `Sys.hook`, as the kill tests' driver does. So every
 //! state the demo shows is the engine's own doing, not hand-written JSON.
 //!
-//! args: `<use-case folder> <task> <dt> <output name> <output path>`
+//! args: `<use-case folder> <task> <dt> <output name> <output path>`. Only a
+//! child of the demo acts (it carries the demo's sandbox tag): typed by hand,
+//! the word does nothing.
 //!
 //! * `dead`: killed at the second file moved into the output, after claiming.
 //! * `takeover-killed`: acquires the dead run's batch and is killed once it has
@@ -25,21 +27,23 @@ use ubunye::sys::{Hook, Step};
 use ubunye::vars::{Variables, cli_variables};
 use ubunye::{LeaseSpec, RunLease, Sys};
 
-/// The environment variable that makes this binary an actor.
-pub const ENV: &str = "UBUNYE_DEMO_ACTOR";
+/// The hidden word that makes this binary an actor: `ubunye __demo-actor
+/// <what> <args>`, as the demo starts it (no help or completion offers it).
+pub const SUBCOMMAND: &str = "__demo-actor";
 
-/// If this process was started as an actor, act and exit; else return.
-pub fn run_if_asked() {
-    let Ok(what) = std::env::var(ENV) else { return };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let code = match act(&what, &args) {
+/// Act as `what` with `args`; the exit code (3 when it could not act).
+pub fn run(what: &str, args: &[String]) -> i32 {
+    if std::env::var_os(super::children::TAG).is_none() {
+        crate::console::print::errln("ubunye: __demo-actor is started by `ubunye demo` only; it does nothing here.");
+        return crate::console::exit::USAGE;
+    }
+    match act(what, args) {
         Ok(()) => 0,
         Err(e) => {
             crate::console::print::errln(&format!("ubunye demo ({what}): {e}"));
             3
         }
-    };
-    std::process::exit(code);
+    }
 }
 
 /// A `Sys` that kills this process with SIGKILL the `nth` time `step` is reached.
@@ -107,7 +111,8 @@ impl Job<'_> {
             backend: "demo".into(),
             command: Some(vec!["ubunye".into(), "demo".into(), self.what.into()]),
         };
-        let mut record = RunRecord::start(&lineage_root(self.uc), &rs, sys.clock.now()).map_err(|e| e.to_string())?;
+        let mut record = RunRecord::start(&lineage_root(self.uc), &rs, sys.clock.now(), sys.timing.busy_for)
+            .map_err(|e| e.to_string())?;
         record.set_outputs(vec![(self.output.into(), "append".into(), self.out_dir.display().to_string())]);
         lease.writing(self.output, true, true).map_err(e)?;
         let st = StagedAppend::begin(&lease, self.output, &self.out_dir).map_err(e)?;

@@ -15,7 +15,6 @@ pub const TAG: &str = "UBUNYE_DEMO_SANDBOX";
 pub fn command(exe: &Path, sandbox: &Path) -> Command {
     let mut c = Command::new(exe);
     c.env(TAG, sandbox)
-        .env_remove(super::actor::ENV)
         .env_remove("UBUNYE_RUN_LEASE")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

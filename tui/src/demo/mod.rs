@@ -140,7 +140,7 @@ impl Builder<'_> {
     fn actor(&self, what: &str, task: &str, dt: &str, output: &str) -> Result<(), String> {
         let (name, path) = output.split_once('=').unwrap_or((output, output));
         let mut c = self.cmd();
-        c.env(actor::ENV, what).arg(self.uc).args([task, dt, name, path]);
+        c.arg(actor::SUBCOMMAND).arg(what).arg(self.uc).args([task, dt, name, path]);
         let (code, err) = children::run(c)?;
         // Killed ones end by SIGKILL (no code); the others exit 0.
         if code > 0 {

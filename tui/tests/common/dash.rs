@@ -70,7 +70,13 @@ pub fn failed_run() -> (tempfile::TempDir, App) {
     let spec = ubunye::LeaseSpec::new(&uc, task.clone(), vars.clone(), run.clone());
     let (lease, _) = ubunye::RunLease::acquire(spec, sys.clone()).unwrap();
     let rs = ubunye::lineage::RecordSpec { run_id: run, task, variables: vars, backend: "exec".into(), command: None };
-    let mut rec = ubunye::lineage::RunRecord::start(&ubunye::layout::lineage_root(&uc), &rs, now).unwrap();
+    let mut rec = ubunye::lineage::RunRecord::start(
+        &ubunye::layout::lineage_root(&uc),
+        &rs,
+        now,
+        std::time::Duration::from_secs(2),
+    )
+    .unwrap();
     lease.end(false).unwrap();
     rec.finish("error", Some("CommandFailed: sh exited with code 1.".into()), now + Duration::from_secs(2)).unwrap();
     (d, app(&uc, sys))
