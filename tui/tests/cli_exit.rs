@@ -164,3 +164,23 @@ fn exec_tells_a_scheduler_each_outcome_apart() {
     // A usage error wins over a command that cannot start: the call is wrong first.
     case(run("4", &["--append", "bad"], &["no-such-program-here"]), 2, "NAME=PATH");
 }
+
+/// The hidden words are the binary's own (review 12, finding 6): the demo's
+/// actor is `__demo-actor`, and only a child of the demo acts; a variable
+/// named like the old switch changes nothing.
+#[test]
+fn the_demos_actor_is_a_word_only_the_demo_uses() {
+    let (_d, uc) = empty_use_case();
+    let before = tree(&uc);
+    let err = expect(
+        &uc,
+        &["__demo-actor", "dead", "uc", "demo/sales/ingest", "2025-01-01", "events", "out/events"],
+        2,
+        "__demo-actor is started by `ubunye demo` only",
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(tree(&uc), before, "typed by hand, it changes nothing");
+    let o = ubunye(&uc).env("UBUNYE_DEMO_ACTOR", "dead").arg("--version").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("ubunye-rs "));
+}
