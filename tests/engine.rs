@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use common::*;
 use ubunye::lease::Ended;
-use ubunye::sys::{FakeProc, Step};
+use ubunye::sys::Step;
 use ubunye::{LeaseSpec, RefusalKind, RunLease};
+use ubunye_testkit::FakeProc;
 
 const DT2_KEY: &str = "7d106ca76674f2a1";
 

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ubunye::layout::TaskPath;
-use ubunye::sys::{FakeClock, FakeProcs, Hook, Sys, Timing};
+use ubunye::sys::{Hook, Sys, Timing};
 use ubunye::vars::{Variables, cli_variables};
+use ubunye_testkit::{FakeClock, FakeProcs};
 
 pub const FIXTURE_HOST: &str = "vm|pid:[4026531836]";
 

@@ -19,7 +19,8 @@ use common::trees;
 use ubunye::explain::explain;
 use ubunye::repair::{Kind, check};
 use ubunye::state::{self, Batch, ScanOptions, State};
-use ubunye::sys::{FakeClock, FakeProcs, Hook, Sys, Timing};
+use ubunye::sys::{Hook, Sys, Timing};
+use ubunye_testkit::{FakeClock, FakeProcs};
 
 fn sys(now: SystemTime, alive: &[i32]) -> Sys {
     let procs = FakeProcs::new();
