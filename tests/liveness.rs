@@ -11,7 +11,7 @@ use ubunye::liveness::{FileTimes, judge};
 use ubunye::sys::{ClockSource, Now, Sys, Timing};
 use ubunye_testkit::{FakeClock, FakeProc, FakeProcs};
 
-const HOST: &str = "vm|pid:[4026531836]";
+const HOST: &str = ubunye_testkit::FIXTURE_HOST;
 const ME: i32 = 777;
 
 fn t0() -> SystemTime {

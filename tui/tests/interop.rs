@@ -12,7 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::copy;
+use common::{copy_tree, root};
 
 fn peer() -> Option<PathBuf> {
     match std::env::var_os("UBUNYE_PEER").map(PathBuf::from).filter(|p| p.exists()) {
@@ -30,7 +30,7 @@ fn peer() -> Option<PathBuf> {
 fn use_case() -> (tempfile::TempDir, PathBuf) {
     let d = tempfile::tempdir().unwrap();
     let uc = d.path().join("uc");
-    copy(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/peer_uc"), &uc);
+    copy_tree(&root().join("tests/peer_uc"), &uc);
     (d, uc)
 }
 
