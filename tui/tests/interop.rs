@@ -12,20 +12,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{copy_tree, root};
-
-fn peer() -> Option<PathBuf> {
-    match std::env::var_os("UBUNYE_PEER").map(PathBuf::from).filter(|p| p.exists()) {
-        Some(p) => Some(p),
-        None if std::env::var("UBUNYE_REQUIRE_PEER").is_ok_and(|v| v == "1") => {
-            panic!("UBUNYE_REQUIRE_PEER=1 but UBUNYE_PEER does not name the peer's ubunye: run scripts/peer-env")
-        }
-        None => {
-            eprintln!("SKIPPED: the real peer is not set up (UBUNYE_PEER); scripts/test sets it up");
-            None
-        }
-    }
-}
+use common::{copy_tree, peer, root};
 
 fn use_case() -> (tempfile::TempDir, PathBuf) {
     let d = tempfile::tempdir().unwrap();

@@ -29,6 +29,32 @@ pub fn empty_use_case() -> (tempfile::TempDir, PathBuf) {
     (d, uc)
 }
 
+/// The real peer's `ubunye` (`UBUNYE_PEER`, which scripts/test sets).
+/// None, with a SKIPPED line, when it is not set up; a failure instead under
+/// `UBUNYE_REQUIRE_PEER=1` (CI).
+pub fn peer() -> Option<PathBuf> {
+    found_or_skipped(std::env::var_os("UBUNYE_PEER").map(PathBuf::from).filter(|p| p.exists()))
+}
+
+/// The peer's Python (`$(dirname $UBUNYE_PEER)/python`), found as [`peer`] is.
+pub fn peer_python() -> Option<PathBuf> {
+    let peer = std::env::var_os("UBUNYE_PEER").map(PathBuf::from).filter(|p| p.exists());
+    found_or_skipped(peer.and_then(|p| p.parent().map(|d| d.join("python"))).filter(|p| p.exists()))
+}
+
+fn found_or_skipped(found: Option<PathBuf>) -> Option<PathBuf> {
+    match found {
+        Some(p) => Some(p),
+        None if std::env::var("UBUNYE_REQUIRE_PEER").is_ok_and(|v| v == "1") => {
+            panic!("UBUNYE_REQUIRE_PEER=1 but UBUNYE_PEER does not name the peer's ubunye: run scripts/peer-env")
+        }
+        None => {
+            eprintln!("SKIPPED: the real peer is not set up (UBUNYE_PEER); scripts/test sets it up");
+            None
+        }
+    }
+}
+
 /// The binary, run from beside `uc`, judging from another host (every fixture
 /// lease is then judged by its age), with a short settle and no colour.
 pub fn ubunye(uc: &Path) -> Command {
