@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::*;
 use ubunye::lease::Ended;
-use ubunye::sys::{FakeProc, Step};
+use ubunye::sys::Step;
 use ubunye::{LeaseSpec, RefusalKind, RunLease};
 
 const DT2_KEY: &str = "7d106ca76674f2a1";
@@ -49,13 +49,13 @@ fn a_live_holder_is_refused_in_one_line_naming_it() {
     let (sys, _, procs) = fake_sys(FIXTURE_HOST, m.captured_at());
     let holder = &m.json["leases"][0];
     procs.add(holder["pid"].as_i64().unwrap() as i32, holder["pid_started"].as_str());
-    let before = tree_hash(&uc);
+    let before = tree(&uc);
     let err = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap_err();
     assert_eq!(err.kind(), Some(RefusalKind::Held));
     let line = err.refusal().unwrap().one_line();
     assert!(!line.contains('\n'));
     assert!(line.starts_with("Run 3a4c5780 of demo/sales/ingest with the same variables is still running (process 24702 on vm|pid:[4026531836], since 2026-11-29T10:32:16Z)."), "{line}");
-    assert_eq!(tree_hash(&uc), before, "a refusal changes nothing");
+    assert_eq!(tree(&uc), before, "a refusal changes nothing");
 }
 
 #[test]
@@ -153,7 +153,7 @@ fn an_unreadable_lease_is_refused_naming_it_and_nothing_is_touched() {
             .unwrap(),
         }
         set_mtime(&lease, m.captured_at() - Duration::from_secs(3600));
-        let before = tree_hash(&uc);
+        let before = tree(&uc);
         let (sys, _, _) = fake_sys(FIXTURE_HOST, m.captured_at());
         let err = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap_err();
         assert_eq!(err.kind(), Some(RefusalKind::Unreadable), "{damage}: {err}");
@@ -161,7 +161,7 @@ fn an_unreadable_lease_is_refused_naming_it_and_nothing_is_touched() {
             err.to_string().contains(&format!("{DT2_KEY}.json for demo/sales/ingest exists but cannot be read")),
             "{damage}: {err}"
         );
-        assert_eq!(tree_hash(&uc), before, "{damage}: nothing changed");
+        assert_eq!(tree(&uc), before, "{damage}: nothing changed");
     }
 }
 
@@ -359,24 +359,13 @@ fn a_run_judged_dead_that_writes_its_lease_again_is_left_alone() {
     let (mut sys, _, _) = fake_sys(FIXTURE_HOST, m.captured_at());
     sys.timing.settle = Duration::from_millis(300);
     // The "dead" run saves during the settle: it puts its lease back.
-    let writer = {
-        let lease_path = lease_path.clone();
-        let dir = lease_dir(&uc);
-        std::thread::spawn(move || {
-            for _ in 0..200 {
-                std::thread::sleep(Duration::from_millis(5));
-                let mine =
-                    fs::read_dir(&dir).unwrap().flatten().any(|e| e.file_name().to_string_lossy().contains(".dead-"));
-                if mine {
-                    std::thread::sleep(Duration::from_millis(50));
-                    let tmp = dir.join("x.tmp");
-                    fs::write(&tmp, &dead_text).unwrap();
-                    fs::rename(&tmp, &lease_path).unwrap();
-                    return;
-                }
-            }
-        })
-    };
+    let writer = write_back_when_renamed(
+        lease_dir(&uc),
+        lease_path.clone(),
+        dead_text,
+        Duration::from_millis(50),
+        Duration::from_secs(1),
+    );
     let err = RunLease::acquire(spec(&uc, "2025-01-02"), sys).unwrap_err();
     writer.join().unwrap();
     assert_eq!(err.kind(), Some(RefusalKind::LookedDead), "{err}");

@@ -15,33 +15,11 @@ use ubunye::documents::{LeaseDoc, parse_doc};
 use ubunye::layout::{Entry, classify};
 use ubunye::liveness::{FileTimes, judge};
 
-const ALL: &[&str] = &[
-    "dead-before-commit",
-    "dead-before-commit-recovered",
-    "dead-killed",
-    "dead-spark-staged",
-    "dead-spark-staged-taken-over",
-    "finished",
-    "finished-rerun",
-    "kept",
-    "kept-recovered",
-    "live",
-    "orphan",
-    "orphan-adopted",
-    "rerun-pending",
-    "rerun-pending-kept",
-    "rerun-pending-recovered",
-    "resumed",
-    "taken-over",
-    "taken-over-done",
-    "takeover-refused-in-use",
-];
-
 #[test]
 fn every_lease_and_orphan_is_judged_as_the_peer_would() {
     let mut leases_seen = 0;
     let mut orphans_seen = 0;
-    for name in ALL {
+    for name in FIXTURES {
         let (_d, uc, m) = fixture(name);
         let dir = uc.join(".ubunye/leases/demo/sales");
         for f in files(&dir) {
@@ -80,7 +58,7 @@ fn every_lease_and_orphan_is_judged_as_the_peer_would() {
                         assert!(judge(&doc, times, &mut { now }, &sys, false).unwrap().dead, "{name}/{f}: reused pid");
                     }
                     // Another host: by age only.
-                    let (sys, _, _) = fake_sys("elsewhere|pid:[1]", m.captured_at());
+                    let (sys, _, _) = fake_sys(ELSEWHERE, m.captured_at());
                     let age = m.captured_at().duration_since(mtime).unwrap();
                     let j = judge(&doc, times, &mut { now }, &sys, true).unwrap();
                     assert!(!j.same_host);

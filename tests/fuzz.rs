@@ -149,7 +149,7 @@ fn the_judge_never_panics_and_never_judges_damage() {
     let ran = AtomicU64::new(0);
     proptest!(config(cases()), |(bytes in lease_like(), m in -4_000_000i64..4_000_000, c in -4_000_000i64..4_000_000, alive in any::<bool>(), same in any::<bool>())| {
         ran.fetch_add(1, Ordering::Relaxed);
-        let (mut sys, _, procs) = common::fake_sys("vm|pid:[4026531836]", t0);
+        let (mut sys, _, procs) = common::fake_sys(common::FIXTURE_HOST, t0);
         if !same {
             sys.host = "elsewhere".into();
         }
@@ -214,7 +214,7 @@ fn the_state_classifier_over_random_trees() {
         for (i, (run, bytes)) in records.iter().enumerate() {
             fs::write(rec.join(format!("run-{run}-{i}.json")), bytes).unwrap();
         }
-        let (sys, _, _) = common::fake_sys("vm|pid:[4026531836]", SystemTime::now());
+        let (sys, _, _) = common::fake_sys(common::FIXTURE_HOST, SystemTime::now());
         let s = ubunye::state::scan(d.path(), &ubunye::state::ScanOptions::default(), &sys).unwrap();
         for key in damaged {
             let b = s.batches.iter().find(|b| b.key == key).unwrap();

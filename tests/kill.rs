@@ -222,9 +222,9 @@ fn kill_at_every_step_of_a_rerun_replace() {
 fn a_failed_run_leaves_the_output_as_it_was() {
     let (_d, uc) = use_case();
     assert_eq!(drive(&uc, "A", &[]), Some(0));
-    let before = common::tree_hash(&uc.join("out"));
+    let before = common::tree(&uc.join("out"));
     assert_eq!(drive(&uc, "B", &["--fail"]), Some(3));
-    assert_eq!(common::tree_hash(&uc.join("out")), before);
+    assert_eq!(common::tree(&uc.join("out")), before);
     assert_eq!(
         files(&uc.join(".ubunye/leases/demo/sales/ingest")),
         vec!["39bc42311894ddba.finished.json".replace("39bc42311894ddba", &key("A"))]
@@ -232,7 +232,7 @@ fn a_failed_run_leaves_the_output_as_it_was() {
 }
 
 fn key(dt: &str) -> String {
-    ubunye::key::batch_key("demo/sales/ingest", &common::vars(dt)).unwrap()
+    common::key_of(dt)
 }
 
 /// A takeover of batch `dt` with no run after it, as `ubunye leases takeover`

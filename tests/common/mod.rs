@@ -1,159 +1,18 @@
-//! Shared test helpers: peer fixtures with their mtimes restored, and a `Sys`
-//! with a pinned host, a fake clock and a fake process table.
+//! The library's test helpers: what both crates' tests share comes from the
+//! testkit (`tests/testkit`: fixtures with their mtimes restored, a `Sys` with
+//! a pinned host, a fake clock and a fake process table, folder pictures);
+//! here, what only these tests use: a run of the fixtures' ingest task through
+//! the engine, and the kill tests' driver.
 #![allow(dead_code)]
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use ubunye::layout::TaskPath;
-use ubunye::sys::{FakeClock, FakeProcs, Hook, Sys, Timing};
-use ubunye::vars::{Variables, cli_variables};
-
-pub const FIXTURE_HOST: &str = "vm|pid:[4026531836]";
-
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-pub fn fixture_dir(name: &str) -> PathBuf {
-    root().join("fixtures/peer").join(name)
-}
-
-pub fn copy_tree(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let t = to.join(e.file_name());
-        let ft = e.file_type().unwrap();
-        if ft.is_dir() {
-            copy_tree(&e.path(), &t);
-        } else if ft.is_symlink() {
-            std::os::unix::fs::symlink(fs::read_link(e.path()).unwrap(), &t).unwrap();
-        } else {
-            fs::copy(e.path(), &t).unwrap();
-        }
-    }
-}
-
-pub fn set_mtime(path: &Path, t: SystemTime) {
-    let d = t.duration_since(UNIX_EPOCH).unwrap();
-    let ts = rustix::fs::Timespec { tv_sec: d.as_secs() as i64, tv_nsec: d.subsec_nanos() as _ };
-    rustix::fs::utimensat(
-        rustix::fs::CWD,
-        path,
-        &rustix::fs::Timestamps { last_access: ts, last_modification: ts },
-        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-    )
-    .unwrap();
-}
-
-/// A fixture's MANIFEST.json.
-pub struct Manifest {
-    pub json: serde_json::Value,
-}
-
-impl Manifest {
-    pub fn captured_at(&self) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs_f64(self.json["captured_at_epoch"].as_f64().unwrap())
-    }
-    pub fn mtime(&self, rel: &str) -> SystemTime {
-        let f = self.json["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["path"] == rel)
-            .unwrap_or_else(|| panic!("{rel} not in manifest"));
-        UNIX_EPOCH + Duration::from_nanos(f["mtime_ns"].as_u64().unwrap())
-    }
-    pub fn paths(&self) -> Vec<String> {
-        self.json["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap().to_string()).collect()
-    }
-}
-
-/// Copy `fixtures/peer/<name>/uc` to a temp folder and restore every file's
-/// mtime from the manifest. Returns (tempdir, uc path, manifest).
-pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf, Manifest) {
-    let d = tempfile::tempdir().unwrap();
-    let uc = d.path().join("uc");
-    copy_tree(&fixture_dir(name).join("uc"), &uc);
-    let manifest = Manifest {
-        json: serde_json::from_str(&fs::read_to_string(fixture_dir(name).join("MANIFEST.json")).unwrap()).unwrap(),
-    };
-    for p in manifest.paths() {
-        set_mtime(&uc.join(&p), manifest.mtime(&p));
-    }
-    (d, uc, manifest)
-}
-
-pub fn task() -> TaskPath {
-    TaskPath::parse("demo/sales/ingest").unwrap()
-}
-
-pub fn vars(dt: &str) -> Variables {
-    cli_variables(Some(dt), None, "DEV", &[]).unwrap()
-}
-
-pub fn fast_timing() -> Timing {
-    Timing {
-        settle: Duration::from_millis(20),
-        busy_for: Duration::from_millis(20),
-        heartbeat_every: Duration::from_secs(3600),
-        ..Timing::peer()
-    }
-}
-
-/// A Sys on `host` at time `now`, with an empty process table (every recorded
-/// pid is gone) and short waits. This process's real pid is kept.
-pub fn fake_sys(host: &str, now: SystemTime) -> (Sys, Arc<FakeClock>, Arc<FakeProcs>) {
-    let clock = FakeClock::at(now);
-    let procs = FakeProcs::new();
-    let sys = Sys {
-        clock: clock.clone(),
-        procs: procs.clone(),
-        host: host.into(),
-        pid: std::process::id() as i32,
-        timing: fast_timing(),
-        knobs: Default::default(),
-        hook: Hook::default(),
-    };
-    (sys, clock, procs)
-}
-
-/// Every file under `dir`, relative, sorted.
-pub fn files(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = fs::read_dir(d) else { return };
-        for e in rd.flatten() {
-            let p = e.path();
-            if e.file_type().unwrap().is_dir() {
-                walk(base, &p, out);
-            } else {
-                out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
-/// A hash of every file's path and bytes under `dir` (for "nothing changed").
-pub fn tree_hash(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    files(dir)
-        .into_iter()
-        .map(|f| {
-            let b = fs::read(dir.join(&f)).unwrap_or_default();
-            (f, b)
-        })
-        .collect()
-}
+use std::path::Path;
 
 use ubunye::append::StagedAppend;
 use ubunye::lease::Ended;
+use ubunye::sys::Sys;
 use ubunye::{Acquired, LeaseSpec, RunLease};
+pub use ubunye_testkit::*;
 
 /// What `ubunye run` of the fixture's ingest task does, through this engine:
 /// acquire, the finished check, then an append of `files` (name, content) to

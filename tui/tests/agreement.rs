@@ -14,27 +14,20 @@ mod common;
 use std::path::Path;
 use std::time::SystemTime;
 
-use common::dash::{ELSEWHERE, Walk, app, read_all, settle};
+use common::dash::{Walk, app, read_all, settle};
 use common::trees;
+use common::{ELSEWHERE, FIXTURES, fake_sys};
 use ubunye::explain::explain;
 use ubunye::repair::{Kind, check};
 use ubunye::state::{self, Batch, ScanOptions, State};
-use ubunye::sys::{FakeClock, FakeProcs, Hook, Sys, Timing};
+use ubunye::sys::Sys;
 
 fn sys(now: SystemTime, alive: &[i32]) -> Sys {
-    let procs = FakeProcs::new();
+    let (sys, _, procs) = fake_sys(ELSEWHERE, now);
     for &pid in alive {
         procs.add(pid, Some("4242"));
     }
-    Sys {
-        clock: FakeClock::at(now),
-        procs,
-        host: ELSEWHERE.into(),
-        pid: std::process::id() as i32,
-        timing: Timing::peer(),
-        knobs: Default::default(),
-        hook: Hook::default(),
-    }
+    sys
 }
 
 /// What must agree: state, flags, note, and the history.
@@ -145,27 +138,7 @@ fn every_surface_gives_one_verdict_over_random_trees() {
 
 #[test]
 fn every_fixture_gives_one_verdict() {
-    for name in [
-        "dead-before-commit",
-        "dead-before-commit-recovered",
-        "dead-killed",
-        "dead-spark-staged",
-        "dead-spark-staged-taken-over",
-        "finished",
-        "finished-rerun",
-        "kept",
-        "kept-recovered",
-        "live",
-        "orphan",
-        "orphan-adopted",
-        "rerun-pending",
-        "rerun-pending-kept",
-        "rerun-pending-recovered",
-        "resumed",
-        "taken-over",
-        "taken-over-done",
-        "takeover-refused-in-use",
-    ] {
+    for name in FIXTURES {
         let (_d, uc, captured) = common::dash::fixture(name);
         for after in [std::time::Duration::from_secs(60), common::dash::LATER] {
             agree(&uc, &sys(captured + after, &[]), name);

@@ -5,7 +5,7 @@
 
 use std::fs;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 mod common;
 use common::{empty_use_case, fixture, set_mtime, tree, ubunye};
@@ -26,7 +26,7 @@ fn expect(uc: &Path, args: &[&str], code: i32, says: &str) -> String {
 /// Every command that reads a use case, on folders that are not one: 2 (was 1).
 #[test]
 fn a_dir_that_is_not_a_use_case_is_a_usage_error_that_says_what_it_is() {
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     fs::write(uc.parent().unwrap().join("afile"), "x").unwrap();
     fs::create_dir_all(uc.parent().unwrap().join("plain")).unwrap();
     let commands: [&[&str]; 7] = [
@@ -62,7 +62,7 @@ fn a_dir_that_is_not_a_use_case_is_a_usage_error_that_says_what_it_is() {
 /// a repair needs 4 hex digits or more (as git's short hashes), a look does not.
 #[test]
 fn key_prefixes_follow_the_table() {
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     let before = tree(&uc);
     let d = ["-d", "uc"];
     let with = |a: &[&'static str]| -> Vec<&'static str> { a.iter().copied().chain(d).collect() };
@@ -88,18 +88,18 @@ fn key_prefixes_follow_the_table() {
 /// message, which is not one line).
 #[test]
 fn refusals_findings_and_bad_flags_follow_the_table() {
-    let (_d, uc) = fixture("live");
+    let (_d, uc, _) = fixture("live");
     let lease = uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
-    set_mtime(&lease, SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs());
+    set_mtime(&lease, SystemTime::now());
     let before = tree(&uc);
     expect(&uc, &["leases", "takeover", "7d10", "-d", "uc", "--yes"], 1, "live");
     expect(&uc, &["leases", "takeover", "39bc", "-d", "uc", "--yes"], 1, "is finished");
     assert_eq!(tree(&uc), before, "nothing changed");
 
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     expect(&uc, &["leases", "finish", "7d10", "-d", "uc", "--yes"], 1, "nothing to finish");
     expect(&uc, &["leases", "takeover", "7d10", "-d", "uc", "--yes"], 0, "");
-    let (_d, uc) = fixture("taken-over-done");
+    let (_d, uc, _) = fixture("taken-over-done");
     expect(&uc, &["doctor", "-d", "uc"], 0, "");
     fs::write(uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.abcd1234.tmp"), "{").unwrap();
     let o = ubunye(&uc).args(["doctor", "-d", "uc"]).output().unwrap();

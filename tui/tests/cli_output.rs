@@ -55,7 +55,7 @@ fn the_demo_piped_into_head_ends_quietly() {
 /// (SIGPIPE is not made fatal: exec must not die holding a lease).
 #[test]
 fn every_command_with_nobody_reading_exits_as_documented() {
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     let cases: [(&[&str], i32); 11] = [
         (&["top", "-d", "nowhere"], 2),
         (&["leases", "list", "--all", "-d", "uc"], 0),
@@ -123,7 +123,7 @@ fn on_a_terminal(uc: &Path, args: &str, cols: u16) -> Option<String> {
 fn colour_follows_one_rule_on_every_surface() {
     // A dead batch (red) and a running record (green): finished rows and
     // successful records are in the terminal's own colour.
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     let piped = |args: &[&str], env: &[(&str, &str)]| -> bool {
         let mut c = Command::new(bin());
         c.args(args).arg("-d").arg(&uc).env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE");
@@ -175,7 +175,7 @@ fn colour_follows_one_rule_on_every_surface() {
 /// column cut (with `…`) and only on a terminal, no line ending in a space.
 #[test]
 fn tables_keep_cells_whole_and_pad_no_line() {
-    let (_d, uc) = fixture("taken-over-done");
+    let (_d, uc, _) = fixture("taken-over-done");
     let o = Command::new(bin()).args(["runs", "--json", "-d"]).arg(&uc).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let records = v["records"].as_array().unwrap();

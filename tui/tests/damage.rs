@@ -19,8 +19,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
-use common::dash::{LATER, app, fixture, read_all, settle, sys_at};
-use common::trees::TASK;
+use common::TASK;
+use common::dash::{LATER, app, fixture, read_all, settle};
+use common::{ELSEWHERE, fake_sys};
 
 const DEAD: &str = "7d106ca76674f2a1";
 const FINISHED: &str = "39bc42311894ddba";
@@ -129,7 +130,7 @@ struct Mtime(PathBuf, std::time::SystemTime);
 
 impl Drop for Mtime {
     fn drop(&mut self) {
-        common::trees::set_mtime(&self.0, self.1);
+        let _ = common::try_set_mtime(&self.0, self.1);
     }
 }
 
@@ -143,7 +144,7 @@ fn dashboard_says(uc: &Path, captured: std::time::SystemTime, key: &str, how: Da
         // In-process, root reads everything: the binary's `top` as nobody.
         return Some(top_as_the_looker(uc, key));
     }
-    let (sys, _) = sys_at(captured + LATER);
+    let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
     let mut a = app(uc, sys);
     let events = read_all(&a);
     let effects = a.handle_all(events);

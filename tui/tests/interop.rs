@@ -12,25 +12,12 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::copy;
-
-fn peer() -> Option<PathBuf> {
-    match std::env::var_os("UBUNYE_PEER").map(PathBuf::from).filter(|p| p.exists()) {
-        Some(p) => Some(p),
-        None if std::env::var("UBUNYE_REQUIRE_PEER").is_ok_and(|v| v == "1") => {
-            panic!("UBUNYE_REQUIRE_PEER=1 but UBUNYE_PEER does not name the peer's ubunye: run scripts/peer-env")
-        }
-        None => {
-            eprintln!("SKIPPED: the real peer is not set up (UBUNYE_PEER); scripts/test sets it up");
-            None
-        }
-    }
-}
+use common::{copy_tree, peer, root};
 
 fn use_case() -> (tempfile::TempDir, PathBuf) {
     let d = tempfile::tempdir().unwrap();
     let uc = d.path().join("uc");
-    copy(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/peer_uc"), &uc);
+    copy_tree(&root().join("tests/peer_uc"), &uc);
     (d, uc)
 }
 

@@ -4,7 +4,6 @@
 //! its age, which is always past 15 minutes now.
 
 use std::fs;
-use std::path::PathBuf;
 
 use assert_cmd::Command;
 
@@ -37,7 +36,7 @@ fn list_shows_what_needs_attention() {
     for name in
         ["dead-killed", "orphan", "rerun-pending", "kept", "takeover-refused-in-use", "dead-spark-staged", "resumed"]
     {
-        let (_d, uc) = fixture(name);
+        let (_d, uc, _) = fixture(name);
         snap!(format!("list-{name}"), out(ubunye(&uc).args(["leases", "list", "-d", "uc", "--all"])));
     }
 }
@@ -53,14 +52,14 @@ fn explain_is_the_triage_report() {
         ("dead-spark-staged", "540a"),
         ("finished", "39bc"),
     ] {
-        let (_d, uc) = fixture(name);
+        let (_d, uc, _) = fixture(name);
         snap!(format!("explain-{name}"), out(ubunye(&uc).args(["leases", "explain", key, "-d", "uc"])));
     }
 }
 
 #[test]
 fn list_json_has_the_documented_fields() {
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     let o = ubunye(&uc).args(["leases", "list", "-d", "uc", "--all", "--json"]).output().unwrap();
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -100,7 +99,7 @@ fn list_json_has_the_documented_fields() {
 
 #[test]
 fn explain_finds_by_prefix_path_and_says_when_it_cannot() {
-    let (_d, uc) = fixture("resumed");
+    let (_d, uc, _) = fixture("resumed");
     let o = ubunye(&uc)
         .args(["leases", "explain", "uc/.ubunye/leases/demo/sales/summary/faa6514a45a85a31.finished.json", "-d", "uc"])
         .output()
@@ -116,7 +115,7 @@ fn explain_finds_by_prefix_path_and_says_when_it_cannot() {
         err.contains("no batch with a key starting '39bd'; the nearest: 39bc42311894ddba demo/sales/ingest"),
         "{err}"
     );
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     fs::write(
         uc.join(".ubunye/leases/demo/sales/ingest/7d10ffffffffffff.finished.json"),
         "{\"run_id\": \"x\", \"outputs\": {}}",
@@ -159,7 +158,7 @@ fn a_folder_that_is_not_a_use_case_is_one_line() {
 
 #[test]
 fn runs_and_doctor() {
-    let (_d, uc) = fixture("taken-over-done");
+    let (_d, uc, _) = fixture("taken-over-done");
     let o = ubunye(&uc).args(["runs", "-d", "uc", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let statuses: Vec<&str> = v["records"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect();
@@ -187,7 +186,7 @@ fn runs_and_doctor() {
 /// unreadable lease added, it finds what the whole-scan `examine` finds.
 #[test]
 fn doctor_a_task_at_a_time_finds_what_a_whole_scan_finds() {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/peer");
+    let src = common::root().join("fixtures/peer");
     let mut fixtures: Vec<String> = fs::read_dir(&src)
         .unwrap()
         .flatten()
@@ -198,7 +197,7 @@ fn doctor_a_task_at_a_time_finds_what_a_whole_scan_finds() {
     assert!(fixtures.len() >= 15, "{fixtures:?}");
     let mut total = 0;
     for name in &fixtures {
-        let (_d, uc) = fixture(name);
+        let (_d, uc, _) = fixture(name);
         let leases = uc.join(".ubunye/leases/demo/sales/ingest");
         fs::create_dir_all(&leases).unwrap();
         fs::write(leases.join("0123456789abcdef.abcd1234.tmp"), "{").unwrap();
@@ -207,7 +206,7 @@ fn doctor_a_task_at_a_time_finds_what_a_whole_scan_finds() {
         let o = ubunye(&uc).args(["doctor", "-d", "uc", "--json"]).output().unwrap();
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let mut cli: Vec<String> = v["findings"].as_array().unwrap().iter().map(|f| f.to_string()).collect();
-        let sys = ubunye::Sys { host: "elsewhere|pid:[1]".into(), ..ubunye::Sys::from_env() };
+        let sys = ubunye::Sys { host: common::ELSEWHERE.into(), ..ubunye::Sys::from_env() };
         let scan = ubunye::state::scan(&uc, &Default::default(), &sys).unwrap();
         let mut lib: Vec<String> =
             ubunye::doctor::examine(&scan).iter().map(|f| serde_json::to_value(f).unwrap().to_string()).collect();

@@ -100,7 +100,7 @@ fn top_for_a_moment(uc: &Path) {
 #[test]
 fn inspection_leaves_the_use_case_as_it_was() {
     for name in ["dead-killed", "orphan", "rerun-pending", "kept", "takeover-refused-in-use", "dead-spark-staged"] {
-        let (_d, uc) = fixture(name);
+        let (_d, uc, _) = fixture(name);
         let before = picture(&uc);
         let cmds = commands(&uc);
         let said = run_all(&uc, &cmds);
@@ -117,7 +117,7 @@ fn inspection_leaves_the_use_case_as_it_was() {
 /// says on the writable folder (same words, same exit code).
 #[test]
 fn a_read_only_mount_changes_nothing_of_what_is_said() {
-    let (_d, uc) = fixture("rerun-pending");
+    let (_d, uc, _) = fixture("rerun-pending");
     let cmds = commands(&uc);
     let writable = run_all(&uc, &cmds);
     // One shell in a private mount namespace: the folder bound read-only

@@ -6,6 +6,7 @@ mod common;
 
 use std::fs;
 use std::path::Path;
+use std::time::{Duration, UNIX_EPOCH};
 
 use common::*;
 
@@ -37,7 +38,7 @@ fn craft(uc: &Path, how: &str) -> std::path::PathBuf {
         other => panic!("{other}"),
     }
     fs::write(&path, serde_json::to_string(&doc).unwrap()).unwrap();
-    set_mtime(&path, 1_795_948_390);
+    set_mtime(&path, UNIX_EPOCH + Duration::from_secs(1_795_948_390));
     canary_dir.join("canary")
 }
 
@@ -54,7 +55,7 @@ fn canaries_survive_exec_takeover_and_finish() {
         "replaces-outside",
     ] {
         for command in ["takeover", "finish", "exec"] {
-            let (_d, uc) = fixture("dead-killed");
+            let (_d, uc, _) = fixture("dead-killed");
             let canary = craft(&uc, how);
             let before = tree(&uc);
             let o = match command {
@@ -92,7 +93,7 @@ fn canaries_survive_exec_takeover_and_finish() {
 
 #[test]
 fn a_finished_note_naming_a_path_outside_refuses_the_rerun() {
-    let (_d, uc) = fixture("finished");
+    let (_d, uc, _) = fixture("finished");
     let canary_dir = uc.parent().unwrap().join("outside");
     fs::create_dir_all(&canary_dir).unwrap();
     fs::write(canary_dir.join("canary"), "keep").unwrap();

@@ -138,16 +138,14 @@ fn bare(command: &str) -> String {
 }
 
 fn normalize(text: &str) -> String {
-    let rules = [
-        (r"\brun [0-9a-f]{8}\b", "run <id>"),
-        (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>"),
-        (r"ubunye-rs \d+\.\d+\.\d+", "ubunye-rs <version>"),
-    ];
-    let mut out = text.trim_end().to_string();
-    for (re, with) in rules {
-        out = regex::Regex::new(re).unwrap().replace_all(&out, with).into_owned();
-    }
-    out
+    common::rewrite(
+        text.trim_end(),
+        &[
+            (r"\brun [0-9a-f]{8}\b", "run <id>"),
+            (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "<time>"),
+            (r"ubunye-rs \d+\.\d+\.\d+", "ubunye-rs <version>"),
+        ],
+    )
 }
 
 /// `bash -c` with `ubunye` meaning the binary under test.

@@ -5,7 +5,7 @@ mod common;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::*;
 
@@ -13,9 +13,7 @@ use common::*;
 /// claim and one rename (its pandas writer), and commit. Done here through the
 /// library, as that next run.
 fn next_run_appends(uc: &Path, dt: &str) {
-    use ubunye::layout::TaskPath;
-    let vars = ubunye::vars::cli_variables(Some(dt), None, "DEV", &[]).unwrap();
-    let spec = ubunye::LeaseSpec::new(uc, TaskPath::parse("demo/sales/ingest").unwrap(), vars, uuid_like());
+    let spec = ubunye::LeaseSpec::new(uc, task(), vars(dt), uuid_like());
     let (lease, _) = ubunye::RunLease::acquire(spec, ubunye::Sys::from_env()).unwrap();
     lease.check_finished(&["events".into()], false).unwrap();
     lease.writing("events", true, true).unwrap();
@@ -45,11 +43,11 @@ fn unlock(_uc: &Path) {}
 /// Repair a fixture with the CLI, let the next run do what the peer's did, and
 /// compare with the peer's own recovery.
 fn repaired_like_the_peer(dead: &str, command: &str, key: &str, next: Option<&str>, peer: &str) {
-    let (_d, uc) = fixture(dead);
+    let (_d, uc, _) = fixture(dead);
     unlock(&uc);
     // Records are compared when both fixtures come from the same runs (the
     // peer's `*-recovered` fixture continues its dead one).
-    let (_q, peer_uc0) = fixture(peer);
+    let (_q, peer_uc0, _) = fixture(peer);
     let before: Vec<String> = record_ids(&uc).into_iter().filter(|r| record_ids(&peer_uc0).contains(r)).collect();
     let o = ubunye(&uc).args(["leases", command, key, "-d", "uc", "--yes"]).output().unwrap();
     assert!(o.status.success(), "{dead}: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
@@ -60,18 +58,9 @@ fn repaired_like_the_peer(dead: &str, command: &str, key: &str, next: Option<&st
     let audit = fs::read_to_string(uc.join(".ubunye/repairs.jsonl")).unwrap();
     assert_eq!(audit.lines().count(), 1);
     fs::remove_file(uc.join(".ubunye/repairs.jsonl")).unwrap();
-    let (_p, peer_uc) = fixture(peer);
-    let ours = snapshot(&uc, &before);
-    let theirs = snapshot(&peer_uc, &before);
-    if ours != theirs {
-        let o: std::collections::BTreeSet<_> = ours.iter().collect();
-        let t: std::collections::BTreeSet<_> = theirs.iter().collect();
-        panic!(
-            "{dead} -> {peer}\nonly ours: {:#?}\nonly the peer's: {:#?}",
-            o.difference(&t).collect::<Vec<_>>(),
-            t.difference(&o).collect::<Vec<_>>()
-        );
-    }
+    let (_p, peer_uc, _) = fixture(peer);
+    let tops = [".ubunye/leases", ".ubunye/lineage", "out"];
+    same_snapshot(&snapshot(&uc, &tops, &before), &snapshot(&peer_uc, &tops, &before), &format!("{dead} -> {peer}"));
 }
 
 #[test]
@@ -88,7 +77,7 @@ fn every_fixture_state_is_repaired_as_the_peer_repaired_it() {
 
 #[test]
 fn the_record_and_the_audit_say_who_repaired_it() {
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     ubunye(&uc).args(["leases", "takeover", "7d10", "-d", "uc", "--yes"]).env("USER", "oncall").assert().success();
     let rec: serde_json::Value = serde_json::from_str(
         &fs::read_to_string(uc.join(".ubunye/lineage/demo/sales/ingest/a7ee7676-3983-4c1b-8fff-47937b7a2497.json"))
@@ -119,7 +108,7 @@ fn the_record_and_the_audit_say_who_repaired_it() {
 
 #[test]
 fn dry_run_changes_nothing_and_nothing_repairable_is_one_line() {
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     let before = tree(&uc);
     let o = ubunye(&uc).args(["leases", "takeover", "7d10", "-d", "uc", "--dry-run"]).output().unwrap();
     assert!(o.status.success());
@@ -151,13 +140,13 @@ fn dry_run_changes_nothing_and_nothing_repairable_is_one_line() {
 
 #[test]
 fn unreadable_and_outside_are_refused_and_nothing_changes() {
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     let lease = uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
     let outside = uc.parent().unwrap().join("canary");
     fs::write(&outside, "keep").unwrap();
     let text = fs::read_to_string(&lease).unwrap().replace("\"claimed\": [", "\"claimed\": [\"../canary\", ");
     fs::write(&lease, text).unwrap();
-    set_mtime(&lease, 1_795_948_390);
+    set_mtime(&lease, UNIX_EPOCH + Duration::from_secs(1_795_948_390));
     let before = tree(&uc);
     let o = ubunye(&uc).args(["leases", "takeover", "7d10", "-d", "uc", "--yes"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
@@ -215,8 +204,7 @@ fn a_live_holder_is_never_taken_over_stalled_or_not() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let lease = uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
-    let ten_ago = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() - 600;
-    set_mtime(&lease, ten_ago);
+    set_mtime(&lease, SystemTime::now() - Duration::from_secs(600));
     let before_stalled = tree(&uc);
     let o = real(&uc).args(["leases", "explain", "7d10", "-d", "uc"]).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
@@ -236,7 +224,7 @@ fn a_live_holder_is_never_taken_over_stalled_or_not() {
 #[test]
 fn two_takeovers_at_once() {
     for _ in 0..3 {
-        let (_d, uc) = fixture("dead-killed");
+        let (_d, uc, _) = fixture("dead-killed");
         let spawn = || {
             ubunye(&uc)
                 .args(["leases", "takeover", "7d10", "-d", "uc", "--yes"])
@@ -263,28 +251,17 @@ fn two_takeovers_at_once() {
 /// refuses and takes nothing back.
 #[test]
 fn a_dead_looking_run_that_writes_during_the_settle_wins() {
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     let dir = uc.join(".ubunye/leases/demo/sales/ingest");
     let lease = dir.join("7d106ca76674f2a1.json");
     let dead_text = fs::read_to_string(&lease).unwrap();
-    let writer = {
-        let (dir, lease) = (dir.clone(), lease.clone());
-        std::thread::spawn(move || {
-            for _ in 0..2000 {
-                let renamed =
-                    fs::read_dir(&dir).unwrap().flatten().any(|e| e.file_name().to_string_lossy().contains(".dead-"));
-                if renamed {
-                    std::thread::sleep(Duration::from_millis(100));
-                    let tmp = dir.join("zz.tmp");
-                    fs::write(&tmp, &dead_text).unwrap();
-                    fs::rename(&tmp, &lease).unwrap();
-                    return true;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            false
-        })
-    };
+    let writer = write_back_when_renamed(
+        dir.clone(),
+        lease.clone(),
+        dead_text,
+        Duration::from_millis(100),
+        Duration::from_secs(4),
+    );
     let o = ubunye(&uc)
         .args(["leases", "takeover", "7d10", "-d", "uc", "--yes"])
         .env("UBUNYE_TEST_SETTLE", "1s")
@@ -310,7 +287,7 @@ fn a_dead_looking_run_that_writes_during_the_settle_wins() {
 #[test]
 fn a_takeover_racing_a_new_run_of_the_batch() {
     for _ in 0..3 {
-        let (_d, uc) = fixture("dead-killed");
+        let (_d, uc, _) = fixture("dead-killed");
         let (t, e) = std::thread::scope(|s| {
             let t = s.spawn(|| {
                 ubunye(&uc)

@@ -11,26 +11,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{bin, empty_use_case};
-
-/// The peer's Python (`$(dirname $UBUNYE_PEER)/python`), if it is installed.
-fn peer_python() -> Option<PathBuf> {
-    let python = std::env::var_os("UBUNYE_PEER")
-        .map(PathBuf::from)
-        .filter(|p| p.exists())
-        .and_then(|p| p.parent().map(|d| d.join("python")))
-        .filter(|p| p.exists());
-    match python {
-        Some(p) => Some(p),
-        None if std::env::var("UBUNYE_REQUIRE_PEER").is_ok_and(|v| v == "1") => {
-            panic!("UBUNYE_REQUIRE_PEER=1 but UBUNYE_PEER does not name the peer's ubunye: run scripts/peer-env")
-        }
-        None => {
-            eprintln!("SKIPPED: the real peer is not set up (UBUNYE_PEER); scripts/test sets it up");
-            None
-        }
-    }
-}
+use common::{bin, empty_use_case, peer_python};
+use ubunye_testkit::Rng;
 
 /// The peer's `redact_variables` of each object, in one Python process.
 fn peer_redacts(python: &PathBuf, objects: &[serde_json::Value]) -> Vec<serde_json::Value> {
@@ -49,24 +31,6 @@ fn peer_redacts(python: &PathBuf, objects: &[serde_json::Value]) -> Vec<serde_js
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "the peer's python: {}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// xorshift64*: random, and the same again from the seed it prints.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[self.below(from.len())]
-    }
 }
 
 /// A name made of the pieces the peer's rule turns on: secret and
@@ -133,8 +97,8 @@ fn name(rng: &mut Rng) -> String {
             5 | 6 => s.push_str(rng.pick(OTHER)),
             _ => {
                 // Any scalar value, most often from the first planes.
-                let top = [0x80, 0x800, 0x3_0000, 0x11_0000][rng.below(4)];
-                if let Some(c) = char::from_u32((rng.next() % top) as u32) {
+                let top = [0x80, 0x800, 0x3_0000, 0x11_0000][rng.below(4) as usize];
+                if let Some(c) = char::from_u32((rng.next_u64() % top) as u32) {
                     s.push(c);
                 }
             }

@@ -8,6 +8,7 @@
 
 mod common;
 use common::dash::*;
+use common::{ELSEWHERE, fake_sys};
 
 use std::fs;
 use std::path::PathBuf;
@@ -357,7 +358,7 @@ fn a_vanished_folder_is_said_and_the_last_state_kept() {
 #[test]
 fn time_alone_turns_a_live_lease_dead() {
     let (_d, uc, captured) = fixture("live");
-    let (sys, clock) = sys_at(captured + Duration::from_secs(5));
+    let (sys, clock, _) = fake_sys(ELSEWHERE, captured + Duration::from_secs(5));
     let mut a = app(&uc, sys);
     assert_eq!(selected_state(&a), Some(State::Live));
     clock.advance(Duration::from_secs(16 * 60));
@@ -381,7 +382,7 @@ fn reading_the_use_case_is_not_a_change_and_a_lease_write_is() {
     use ubunye_tui::top::model::Target;
     use ubunye_tui::top::watch::{Requested, Watch};
     let (_d, uc, captured) = fixture("dead-killed");
-    let (sys, _) = sys_at(captured + LATER);
+    let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
     let a = app(&uc, sys);
     let root = a.model.scan.root.clone();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -420,7 +421,7 @@ fn reading_the_use_case_is_not_a_change_and_a_lease_write_is() {
 #[test]
 fn the_first_read_streams_in_and_changes_seen_meanwhile_are_applied_after() {
     let (_d, uc, captured) = fixture("dead-killed");
-    let (sys, _) = sys_at(captured + LATER);
+    let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
     let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys: sys.clone() };
     let root = fs::canonicalize(&uc).unwrap();
     let lineage = ubunye::layout::lineage_root(&root);

@@ -5,6 +5,7 @@
 
 mod common;
 use common::dash::*;
+use common::{ELSEWHERE, fake_sys};
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -70,7 +71,7 @@ fn a_light_finished_batch_is_explained_as_a_whole_one() {
     let mut light = 0;
     for fx in ["dead-killed", "finished", "finished-rerun", "taken-over-done", "dead-spark-staged-taken-over"] {
         let (_d, uc, captured) = fixture(fx);
-        let (sys, _) = sys_at(captured + LATER);
+        let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
         let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys };
         let scan = src.scan().unwrap();
         let mut m = Model::new(src, scan.clone());
@@ -250,7 +251,7 @@ fn record_files_are_filed_where_a_full_scan_files_them() {
     // A copy of a light batch's record beside it: explained, and re-read.
     let (_d, uc, captured) = fixture("finished");
     fs::copy(record_path(&uc, FINISHED_RUN), dir(&uc).join("copy-of-the-run.json")).unwrap();
-    let (sys, _) = sys_at(captured + LATER);
+    let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
     let mut a = app(&uc, sys);
     a.refresh_detail(true);
     assert_eq!(a.detail.lines.iter().filter(|l| l.contains("record    45fffa8e")).count(), 2, "{:#?}", a.detail.lines);
@@ -287,7 +288,7 @@ fn record_files_are_filed_where_a_full_scan_files_them() {
     let (_d, uc, captured) = fixture("finished");
     let renamed = dir(&uc).join("renamed.json");
     fs::rename(record_path(&uc, FINISHED_RUN), &renamed).unwrap();
-    let (sys, _) = sys_at(captured + LATER);
+    let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
     let mut a = app(&uc, sys);
     fs::remove_file(&renamed).unwrap();
     change(&mut a, vec![renamed]);
@@ -425,7 +426,7 @@ fn records_named_by_nothing_or_twice_are_filed_as_a_full_scan_files_them() {
     let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&old).unwrap()).unwrap();
     v["variables"]["mode"] = "***".into();
     fs::write(&old, serde_json::to_string_pretty(&v).unwrap()).unwrap();
-    let (sys, _) = sys_at(captured + LATER);
+    let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
     let mut a = app(&uc, sys);
     let rec = new_record(&uc, FINISHED_RUN, RUN_X, "success", "2026-11-29T11:00:00.000000+00:00");
     let note = lease_path(&uc, &format!("{KEY_01}.finished.json"));
@@ -437,7 +438,7 @@ fn records_named_by_nothing_or_twice_are_filed_as_a_full_scan_files_them() {
     // No note; the record's variables edited.
     let (_d, uc, captured) = fixture("finished");
     fs::remove_file(lease_path(&uc, &format!("{KEY_01}.finished.json"))).unwrap();
-    let (sys, _) = sys_at(captured + LATER);
+    let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
     let mut a = app(&uc, sys);
     let rec = record_path(&uc, FINISHED_RUN);
     let mut v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&rec).unwrap()).unwrap();
@@ -507,7 +508,7 @@ fn a_task_read_replaces_the_problems_found_in_its_tasks() {
     let (_d, uc, captured) = fixture("finished");
     let misplaced = lease_path(&uc, "notes.json");
     fs::write(&misplaced, b"{}").unwrap();
-    let (sys, _) = sys_at(captured + LATER);
+    let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
     let mut a = app(&uc, sys);
     assert!(a.status.problems.as_deref().is_some_and(|p| p.contains("notes.json")), "{:?}", a.status.problems);
     fs::remove_file(&misplaced).unwrap();

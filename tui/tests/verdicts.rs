@@ -10,8 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use common::trees::{TASK, key_of, set_mtime};
-use common::{fixture, ubunye};
+use common::{TASK, fixture, key_of, set_mtime, ubunye};
 use serde_json::{Value, json};
 
 fn json_of(out: &std::process::Output) -> Value {
@@ -72,7 +71,7 @@ const RERUN: &str = "0f1e2d3c-0000-4000-8000-00000000fa11";
 /// failed rerun in its history and, as a note, in its row.
 #[test]
 fn a_failed_rerun_leaves_the_batch_finished_everywhere() {
-    let (_d, uc) = fixture("finished");
+    let (_d, uc, _) = fixture("finished");
     let key = key_of("2025-01-01");
     fs::write(
         records(&uc).join(format!("{RERUN}.json")),
@@ -130,7 +129,7 @@ fn an_empty_lease_taken_over_is_not_a_finished_batch() {
 /// leaves it as it is.
 #[test]
 fn a_half_written_record_is_named_and_a_takeover_says_it_leaves_it() {
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     let key = "7d106ca76674f2a1";
     let run = "a7ee7676-3983-4c1b-8fff-47937b7a2497";
     let rec = records(&uc).join(format!("{run}.json"));
@@ -163,7 +162,7 @@ fn a_half_written_record_is_named_and_a_takeover_says_it_leaves_it() {
 /// doctor, never ignored.
 #[test]
 fn an_unknown_file_beside_a_lease_is_shown() {
-    let (_d, uc) = fixture("finished");
+    let (_d, uc, _) = fixture("finished");
     let key = key_of("2025-01-01");
     fs::write(lease_dir(&uc).join(format!("{key}.tried")), b"").unwrap();
     let t = explain_text(&uc, &key);
@@ -179,7 +178,7 @@ fn an_unknown_file_beside_a_lease_is_shown() {
 /// lease" when there is none; an empty lease says so.
 #[test]
 fn an_orphan_and_an_empty_lease_are_said_as_they_are() {
-    let (_d, uc) = fixture("orphan");
+    let (_d, uc, _) = fixture("orphan");
     let t = explain_text(&uc, "7d106ca7");
     assert!(t.contains("7d106ca76674f2a1.dead-cf0bcc83.json") && t.contains("pid 26203"), "{t}");
     assert!(!t.contains("beside the lease"), "{t}");
@@ -195,7 +194,7 @@ fn an_orphan_and_an_empty_lease_are_said_as_they_are() {
 /// A finished batch whose task only overwrites: a plain run goes ahead.
 #[test]
 fn a_finished_overwrite_only_batch_says_a_plain_run_goes_ahead() {
-    let (_d, uc) = fixture("resumed");
+    let (_d, uc, _) = fixture("resumed");
     let t = explain_text(&uc, "faa6514a");
     assert!(
         t.contains("a new run whose outputs all overwrite goes ahead and replaces them (it is not refused)"),
@@ -209,7 +208,7 @@ fn a_finished_overwrite_only_batch_says_a_plain_run_goes_ahead() {
 /// with the batch it probably belongs to; an empty one is said to be empty.
 #[test]
 fn a_staging_folder_no_lease_names_is_named_with_what_it_holds() {
-    let (_d, uc) = fixture("dead-killed");
+    let (_d, uc, _) = fixture("dead-killed");
     let key = "7d106ca76674f2a1";
     let lease = lease_dir(&uc).join(format!("{key}.json"));
     let mut doc: Value = serde_json::from_slice(&fs::read(&lease).unwrap()).unwrap();
@@ -245,7 +244,7 @@ fn a_staging_folder_no_lease_names_is_named_with_what_it_holds() {
 #[test]
 fn doctor_reports_batches_that_need_a_repair() {
     for (name, state) in [("dead-killed", "dead"), ("orphan", "orphan"), ("kept", "kept")] {
-        let (_d, uc) = fixture(name);
+        let (_d, uc, _) = fixture(name);
         let o = ubunye(&uc).args(["doctor", "-d", "uc"]).output().unwrap();
         assert_eq!(o.status.code(), Some(1), "{name}: {}", text(&o));
         let t = text(&o);

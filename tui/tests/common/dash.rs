@@ -3,7 +3,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -11,42 +10,29 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ubunye::state::{ScanOptions, State};
-use ubunye::sys::{FakeClock, FakeProcs, Hook, Sys, Timing};
+use ubunye::sys::Sys;
+use ubunye_testkit::{ELSEWHERE, FIXTURE_HOST, fake_sys, fixture_in, set_mtime, task, vars};
 use ubunye_tui::top::app::{App, Effect};
 use ubunye_tui::top::event::Event;
 use ubunye_tui::top::model::{Model, Source};
 
-pub const ELSEWHERE: &str = "elsewhere|pid:[1]";
-
-/// A fixture copied to /tmp/ubtXXXXXX/uc, mtimes restored; its capture time.
-pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf, SystemTime) {
-    let d = tempfile::Builder::new().prefix("ubt").rand_bytes(6).tempdir_in("/tmp").unwrap();
-    let uc = d.path().join("uc");
-    let src = super::fixture_dir(name);
-    super::copy(&src.join("uc"), &uc);
-    let m: serde_json::Value = serde_json::from_str(&fs::read_to_string(src.join("MANIFEST.json")).unwrap()).unwrap();
-    for f in m["files"].as_array().unwrap() {
-        let t = UNIX_EPOCH + Duration::from_nanos(f["mtime_ns"].as_u64().unwrap());
-        super::set_mtime(&uc.join(f["path"].as_str().unwrap()), t.duration_since(UNIX_EPOCH).unwrap().as_secs());
-    }
-    let captured = UNIX_EPOCH + Duration::from_secs_f64(m["captured_at_epoch"].as_f64().unwrap());
-    (d, uc, captured)
+/// A temp folder `/tmp/ubtXXXXXX`: its path has the same length on every
+/// machine, so that screens wrap the same way (see [`snap_settings`]).
+pub fn short_tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("ubt").rand_bytes(6).tempdir_in("/tmp").unwrap()
 }
 
-/// A machine at `now` on another host than the fixtures' (every lease judged
-/// by its age), with short waits.
-pub fn sys_at(now: SystemTime) -> (Sys, Arc<FakeClock>) {
-    let clock = FakeClock::at(now);
-    let sys = Sys {
-        clock: clock.clone(),
-        procs: FakeProcs::new(),
-        host: ELSEWHERE.into(),
-        pid: std::process::id() as i32,
-        timing: Timing { settle: Duration::from_millis(20), busy_for: Duration::from_millis(20), ..Timing::peer() },
-        knobs: Default::default(),
-        hook: Hook::default(),
-    };
-    (sys, clock)
+/// A fixture copied to /tmp/ubtXXXXXX/uc, mtimes restored to the whole
+/// second; its capture time. The screens in tests/snapshots were recorded
+/// with whole seconds: `live`, 5 s after its capture, shows its lease written
+/// 15s ago (14.9 s to the nanosecond).
+pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf, SystemTime) {
+    let (d, uc, m) = fixture_in(short_tempdir(), name);
+    for p in m.paths() {
+        let secs = m.mtime(&p).duration_since(UNIX_EPOCH).unwrap().as_secs();
+        set_mtime(&uc.join(&p), UNIX_EPOCH + Duration::from_secs(secs));
+    }
+    (d, uc, m.captured_at())
 }
 
 pub fn app(uc: &Path, sys: Sys) -> App {
@@ -58,14 +44,12 @@ pub fn app(uc: &Path, sys: Sys) -> App {
 /// A use case whose one batch failed: its run (of `ubunye exec`) ended in an
 /// error, its lease given back; the dashboard on it.
 pub fn failed_run() -> (tempfile::TempDir, App) {
-    let d = tempfile::Builder::new().prefix("ubt").rand_bytes(6).tempdir_in("/tmp").unwrap();
+    let d = short_tempdir();
     let uc = d.path().join("uc");
     fs::create_dir_all(uc.join(".ubunye")).unwrap();
     let now = UNIX_EPOCH + Duration::from_secs(1_795_948_000);
-    let (mut sys, _) = sys_at(now);
-    sys.host = "vm|pid:[4026531836]".into();
-    let task = ubunye::layout::TaskPath::parse("demo/sales/ingest").unwrap();
-    let vars = ubunye::vars::cli_variables(Some("2025-01-03"), None, "DEV", &[]).unwrap();
+    let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
+    let (task, vars) = (task(), vars("2025-01-03"));
     let run = "0f1e2d3c-0000-4000-8000-000000000001".to_string();
     let spec = ubunye::LeaseSpec::new(&uc, task.clone(), vars.clone(), run.clone());
     let (lease, _) = ubunye::RunLease::acquire(spec, sys.clone()).unwrap();
@@ -88,14 +72,14 @@ pub fn unreadable_lease() -> (tempfile::TempDir, App) {
     let (d, uc, captured) = fixture("dead-killed");
     let lease = uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
     fs::write(&lease, b"{\"run_id\": \"a7ee7676\", \"pid\": \"\xff\"}").unwrap();
-    let (sys, _) = sys_at(captured + LATER);
+    let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
     (d, app(&uc, sys))
 }
 
 /// The fixture's dashboard `after` its capture.
 pub fn open(name: &str, after: Duration) -> (tempfile::TempDir, PathBuf, App) {
     let (d, uc, captured) = fixture(name);
-    let (sys, _) = sys_at(captured + after);
+    let (sys, _, _) = fake_sys(ELSEWHERE, captured + after);
     let a = app(&uc, sys);
     (d, uc, a)
 }

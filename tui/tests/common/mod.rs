@@ -1,17 +1,19 @@
-//! Helpers shared by the binary's tests: the peer's fixtures with their mtimes
-//! restored, the binary pinned to judge from another host, and a normalised
-//! picture of a use case to compare with the peer's.
+//! Helpers only the binary's tests use: the binary, run from beside a use
+//! case and judging from another host, or on a terminal. What both crates'
+//! tests share (the peer's fixtures with their mtimes restored, folder
+//! pictures, the normalised picture of a use case to compare with the peer's,
+//! the fakes) comes from the testkit (`tests/testkit`).
 #![allow(dead_code)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use assert_cmd::Command;
+pub use ubunye_testkit::*;
 
 pub mod dash;
 pub mod trees;
-use serde_json::Value;
 
 /// The binary under test (`UBUNYE_TEST_BIN` runs a test against another
 /// build, e.g. the one before a fix, to see it fail).
@@ -27,45 +29,30 @@ pub fn empty_use_case() -> (tempfile::TempDir, PathBuf) {
     (d, uc)
 }
 
-pub fn fixture_dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/peer").join(name)
+/// The real peer's `ubunye` (`UBUNYE_PEER`, which scripts/test sets).
+/// None, with a SKIPPED line, when it is not set up; a failure instead under
+/// `UBUNYE_REQUIRE_PEER=1` (CI).
+pub fn peer() -> Option<PathBuf> {
+    found_or_skipped(std::env::var_os("UBUNYE_PEER").map(PathBuf::from).filter(|p| p.exists()))
 }
 
-pub fn copy(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap().flatten() {
-        let t = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy(&e.path(), &t);
-        } else {
-            fs::copy(e.path(), &t).unwrap();
+/// The peer's Python (`$(dirname $UBUNYE_PEER)/python`), found as [`peer`] is.
+pub fn peer_python() -> Option<PathBuf> {
+    let peer = std::env::var_os("UBUNYE_PEER").map(PathBuf::from).filter(|p| p.exists());
+    found_or_skipped(peer.and_then(|p| p.parent().map(|d| d.join("python"))).filter(|p| p.exists()))
+}
+
+fn found_or_skipped(found: Option<PathBuf>) -> Option<PathBuf> {
+    match found {
+        Some(p) => Some(p),
+        None if std::env::var("UBUNYE_REQUIRE_PEER").is_ok_and(|v| v == "1") => {
+            panic!("UBUNYE_REQUIRE_PEER=1 but UBUNYE_PEER does not name the peer's ubunye: run scripts/peer-env")
+        }
+        None => {
+            eprintln!("SKIPPED: the real peer is not set up (UBUNYE_PEER); scripts/test sets it up");
+            None
         }
     }
-}
-
-pub fn set_mtime(p: &Path, secs: u64) {
-    let ts = rustix::fs::Timespec { tv_sec: secs as i64, tv_nsec: 0 };
-    rustix::fs::utimensat(
-        rustix::fs::CWD,
-        p,
-        &rustix::fs::Timestamps { last_access: ts, last_modification: ts },
-        rustix::fs::AtFlags::empty(),
-    )
-    .unwrap();
-}
-
-/// `fixtures/peer/<name>/uc` copied to a temp folder, mtimes restored.
-pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
-    let src = fixture_dir(name);
-    let d = tempfile::tempdir().unwrap();
-    let uc = d.path().join("uc");
-    copy(&src.join("uc"), &uc);
-    let m: Value = serde_json::from_str(&fs::read_to_string(src.join("MANIFEST.json")).unwrap()).unwrap();
-    for f in m["files"].as_array().unwrap() {
-        let t = UNIX_EPOCH + Duration::from_nanos(f["mtime_ns"].as_u64().unwrap());
-        set_mtime(&uc.join(f["path"].as_str().unwrap()), t.duration_since(UNIX_EPOCH).unwrap().as_secs());
-    }
-    (d, uc)
 }
 
 /// The binary, run from beside `uc`, judging from another host (every fixture
@@ -73,114 +60,10 @@ pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf) {
 pub fn ubunye(uc: &Path) -> Command {
     let mut c = Command::new(bin());
     c.current_dir(uc.parent().unwrap())
-        .env("UBUNYE_TEST_HOST", "elsewhere|pid:[1]")
+        .env("UBUNYE_TEST_HOST", ELSEWHERE)
         .env("UBUNYE_TEST_SETTLE", "20ms")
         .env("NO_COLOR", "1");
     c
-}
-
-pub fn files(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = fs::read_dir(d) else { return };
-        for e in rd.flatten() {
-            let p = e.path();
-            if e.file_type().unwrap().is_dir() {
-                walk(base, &p, out);
-            } else {
-                out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
-/// Every file and folder under `dir`, relative, sorted.
-pub fn entries(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = fs::read_dir(d) else { return };
-        for e in rd.flatten() {
-            let p = e.path();
-            out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
-            if e.file_type().unwrap().is_dir() {
-                walk(base, &p, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
-
-/// Every file's path and bytes (for "nothing changed").
-pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    files(dir).into_iter().map(|f| (f.clone(), fs::read(dir.join(&f)).unwrap_or_default())).collect()
-}
-
-pub fn normalize(s: &str) -> String {
-    let rules = [
-        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>"),
-        (r"\.dead-[0-9a-f]{8}", ".dead-<hex>"),
-        (r"_ubunye-[0-9a-f]{12}", "_ubunye-<hex>"),
-        (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|\+00:00)", "<time>"),
-        (r"\brun [0-9a-f]{8}\b", "run <id>"),
-        (r"ubunye leases (takeover|finish) \(run <id>\)", "run <id>"),
-    ];
-    let mut out = s.to_string();
-    for (re, with) in rules {
-        out = regex::Regex::new(re).unwrap().replace_all(&out, with).into_owned();
-    }
-    out
-}
-
-fn normalize_json(v: &Value) -> Value {
-    match v {
-        Value::String(s) => Value::String(normalize(s)),
-        Value::Array(a) => Value::Array(a.iter().map(normalize_json).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.clone(), if k == "heartbeat" || k == "pid" { Value::Null } else { normalize_json(v) }))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
-}
-
-/// The state of a use case as a sorted list of (normalised path, normalised
-/// content); run records only for the runs in `records` (by run id).
-pub fn snapshot(uc: &Path, records: &[String]) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for top in [".ubunye/leases", ".ubunye/lineage", "out"] {
-        for f in files(&uc.join(top)) {
-            let rel = format!("{top}/{f}");
-            let path = uc.join(&rel);
-            if top == ".ubunye/lineage" && !records.iter().any(|r| f.ends_with(&format!("{r}.json"))) {
-                continue;
-            }
-            let content = if top == "out" {
-                if f.ends_with("_SUCCESS") { String::new() } else { "<data>".into() }
-            } else if rel.ends_with(".json") {
-                let v: Value = serde_json::from_str(&fs::read_to_string(&path).unwrap()).unwrap();
-                serde_json::to_string(&normalize_json(&v)).unwrap()
-            } else {
-                normalize(&fs::read_to_string(&path).unwrap())
-            };
-            out.push((normalize(&rel), content));
-        }
-    }
-    out.sort();
-    out
-}
-
-/// The run ids whose records a fixture holds.
-pub fn record_ids(uc: &Path) -> Vec<String> {
-    files(&uc.join(".ubunye/lineage"))
-        .iter()
-        .map(|f| Path::new(f).file_stem().unwrap().to_string_lossy().into_owned())
-        .collect()
 }
 
 /// `ubunye ARGS` (a shell line of arguments) on a terminal `cols` wide, run

@@ -10,15 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 
-use super::dash::{ELSEWHERE, Walk};
-
-pub const TASK: &str = "demo/sales/ingest";
-
-/// The batch key of the fixtures' task for `dt`, as both engines make it.
-pub fn key_of(dt: &str) -> String {
-    let v = ubunye::vars::cli_variables(Some(dt), None, "DEV", &[]).unwrap();
-    ubunye::key::batch_key(TASK, &v).unwrap()
-}
+use super::dash::Walk;
+use ubunye_testkit::{ELSEWHERE, TASK, key_of, set_mtime};
 
 /// A tree written under `uc`, and what the test must know of it.
 pub struct Tree {
@@ -40,17 +33,6 @@ fn rfc(t: SystemTime) -> String {
 
 fn secs(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH).unwrap().as_secs_f64()
-}
-
-pub fn set_mtime(p: &Path, t: SystemTime) {
-    let d = t.duration_since(UNIX_EPOCH).unwrap();
-    let ts = rustix::fs::Timespec { tv_sec: d.as_secs() as i64, tv_nsec: d.subsec_nanos() as i64 };
-    let _ = rustix::fs::utimensat(
-        rustix::fs::CWD,
-        p,
-        &rustix::fs::Timestamps { last_access: ts, last_modification: ts },
-        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-    );
 }
 
 /// A lease document as the peer writes it.
