@@ -2,8 +2,8 @@
 //! `ubunye-tui` in `tui/tests/`) share, one copy each (issue 12): the fake
 //! clock and process table, the peer's fixtures copied with their mtimes
 //! restored, a `Sys` pinned to a host and a time, pictures of a folder to
-//! compare before and after, a run that only looked dead, and a seeded
-//! random number generator. A dev-dependency of both crates; never published.
+//! compare before and after, a run that only looked dead, a seeded random
+//! number generator, and S3-compatible servers on 127.0.0.1 (`s3`). A dev-dependency of both crates; never published.
 //!
 //! What only one crate's tests use stays in its own `tests/common`.
 
@@ -11,6 +11,7 @@ mod fakes;
 mod fixtures;
 mod picture;
 mod rng;
+pub mod s3;
 mod settle;
 mod sys;
 
