@@ -62,6 +62,15 @@ pub enum Event {
     },
     /// Leases are off (`UBUNYE_RUN_LEASE`): no protection against a concurrent run.
     LeasesOff,
+    /// The end of the run record could not be written: it still says
+    /// `running`. The run's outcome stands (as the peer's does); the record
+    /// is wrong until someone fixes it. Said once, when the run is over.
+    RecordUnfinished {
+        /// The record.
+        path: PathBuf,
+        /// Why it could not be written.
+        error: String,
+    },
     /// The command is about to start.
     Started {
         /// This run's id.
@@ -192,10 +201,34 @@ fn failed_note(spec: &ExecSpec, end: &ChildEnd) -> String {
 
 /// Run the command as a batch under its lease.
 pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<ExecEnd> {
+    let unfinished = RecordEnd::default();
+    let out = run_under_lease(spec, sys, events, &unfinished);
+    if let Some((path, error)) = unfinished.0.into_inner() {
+        events(Event::RecordUnfinished { path, error });
+    }
+    out
+}
+
+/// A run record whose end could not be written (review 12, finding 5).
+#[derive(Default)]
+struct RecordEnd(std::cell::RefCell<Option<(PathBuf, String)>>);
+
+impl RecordEnd {
+    /// Write the end of `record`, if there is one; a failure is kept to be said.
+    fn finish(&self, record: &mut Option<RunRecord>, status: &str, note: Option<String>, now: std::time::SystemTime) {
+        if let Some(r) = record.as_mut() {
+            if let Err(e) = r.finish(status, note, now) {
+                self.0.borrow_mut().get_or_insert_with(|| (r.path().to_path_buf(), e.to_string()));
+            }
+        }
+    }
+}
+
+fn run_under_lease(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event), ends: &RecordEnd) -> Result<ExecEnd> {
     let key = key::batch_key(spec.task.as_str(), &spec.variables).map_err(|e| Error::Usage(e.to_string()))?;
     if !sys.knobs.leases {
         events(Event::LeasesOff);
-        return unleased::run(spec, &key, sys, events);
+        return unleased::run(spec, &key, sys, events, ends);
     }
     let lineage_dir = match &spec.lineage {
         Lineage::Dir(d) => Some(d.clone()),
@@ -275,11 +308,8 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
             }
         },
     };
-    let mut finish_record = |status: &str, note: Option<String>| {
-        if let Some(r) = record.as_mut() {
-            let _ = r.finish(status, note, sys.clock.now());
-        }
-    };
+    let mut finish_record =
+        |status: &str, note: Option<String>| ends.finish(&mut record, status, note, sys.clock.now());
     events(Event::Started { run_id: spec.run_id.clone(), key: key.clone() });
     let end = match child::run(&spec.command, &child_env(spec, &key, &prepared), spec.keeper.as_deref(), &sys.timing) {
         Ok(child::Ran::Ended(end)) => end,

@@ -11,7 +11,13 @@ use crate::error::{Error, Result};
 use crate::lineage::RunRecord;
 use crate::sys::Sys;
 
-pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<ExecEnd> {
+pub(super) fn run(
+    spec: &ExecSpec,
+    key: &str,
+    sys: Sys,
+    events: &mut dyn FnMut(Event),
+    ends: &super::RecordEnd,
+) -> Result<ExecEnd> {
     let beneath =
         Beneath::new(&spec.usecase_dir).map_err(|e| Error::io("open the use-case folder", &spec.usecase_dir, e))?;
     let mut prepared = Vec::new();
@@ -44,9 +50,7 @@ pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(E
         Ok(child::Ran::NotStarted(why, e)) => {
             cleanup(&prepared);
             let message = super::not_started_text(spec, &e);
-            if let Some(r) = record.as_mut() {
-                let _ = r.finish("error", Some(format!("CommandFailed: {message}")), sys.clock.now());
-            }
+            ends.finish(&mut record, "error", Some(format!("CommandFailed: {message}")), sys.clock.now());
             return Err(Error::NotStarted { why, message });
         }
         Err(e) => {
@@ -59,9 +63,7 @@ pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(E
     }
     if !end.success() {
         cleanup(&prepared);
-        if let Some(r) = record.as_mut() {
-            let _ = r.finish("error", Some(failed_note(spec, &end)), sys.clock.now());
-        }
+        ends.finish(&mut record, "error", Some(failed_note(spec, &end)), sys.clock.now());
         return Ok(ExecEnd::CommandFailed { child: end, kept: false });
     }
     // As a leased run: every check before the first move, overwrites last.
@@ -94,8 +96,6 @@ pub(super) fn run(spec: &ExecSpec, key: &str, sys: Sys, events: &mut dyn FnMut(E
     for o in old {
         outputs::remove_unleased(&beneath, &o);
     }
-    if let Some(r) = record.as_mut() {
-        let _ = r.finish("success", None, sys.clock.now());
-    }
+    ends.finish(&mut record, "success", None, sys.clock.now());
     Ok(ExecEnd::Done { run_id: spec.run_id.clone(), key: key.to_string(), commit: None, kept: false })
 }

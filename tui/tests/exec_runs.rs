@@ -297,3 +297,36 @@ fn a_mount_point_in_a_staging_folder_is_never_crossed() {
     assert!(entries(&uc.join("out/events")).iter().all(|f| !f.contains("_ubunye-")));
     assert_eq!(fs::read_to_string(d.path().join("outside/keep.csv")).unwrap(), "precious");
 }
+
+/// Review 12, finding 5: when the end of the run record cannot be written
+/// (here the command put a folder where its record was), exec says so in
+/// one warning line naming the record, also under --quiet; the run's outcome
+/// stands (done, exit 0, as the peer's), and the record is left as it is.
+#[test]
+fn a_run_record_whose_end_cannot_be_written_is_said() {
+    let (_d, uc) = empty_use_case();
+    let records = uc.join(".ubunye/lineage/demo/sales/ingest");
+    let script = format!(
+        "echo row > \"$UBUNYE_OUT_EVENTS/part-$UBUNYE_RUN_ID\"; r={}/$UBUNYE_RUN_ID.json; rm -f \"$r\"; mkdir \"$r\"",
+        records.display()
+    );
+    for quiet in [false, true] {
+        let dt = if quiet { "2025-01-02" } else { "2025-01-01" };
+        let mut c = exec(&uc);
+        c.args(["--task", "demo/sales/ingest", "-dt", dt, "--append", "events=out/events"]);
+        if quiet {
+            c.arg("--quiet");
+        }
+        let o = c.args(["--", "sh", "-c", &script]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        let warned: Vec<&str> = err.lines().filter(|l| l.contains("could not be written")).collect();
+        assert_eq!(warned.len(), 1, "one warning line: {err}");
+        assert!(
+            warned[0].contains(&records.display().to_string()) && warned[0].contains("still says running"),
+            "{err}"
+        );
+    }
+    let landed: Vec<String> = entries(&uc.join("out/events"));
+    assert_eq!(landed.iter().filter(|n| n.starts_with("part-")).count(), 2, "both runs landed: {landed:?}");
+}

@@ -147,6 +147,10 @@ fn describe(e: &Event, run_id: &str, timings: bool) -> Option<String> {
             outputs.join(", ")
         ),
         Event::LeasesOff => "UBUNYE_RUN_LEASE is off: no lease, so nothing stops a second run of this batch.".into(),
+        Event::RecordUnfinished { path, error } => format!(
+            "warning: the end of run record {} could not be written ({error}): it still says running, though the run is over as said here; fix or remove it by hand.",
+            path.display()
+        ),
         Event::Timing { phase, seconds } if timings => {
             format!("timing {phase} {:.3} ms", seconds * 1e3)
         }
@@ -212,7 +216,7 @@ pub fn run(a: &ExecArgs) -> i32 {
             _ => {}
         }
         if let Some(line) = describe(&e, &spec.run_id, timings) {
-            if !quiet || matches!(e, Event::LeasesOff | Event::Timing { .. }) {
+            if !quiet || matches!(e, Event::LeasesOff | Event::Timing { .. } | Event::RecordUnfinished { .. }) {
                 say_err(&line);
             }
         }
