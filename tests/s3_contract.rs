@@ -70,24 +70,31 @@ fn is_refusal(e: &Error) -> bool {
     matches!(e, Error::AlreadyExists { .. } | Error::Precondition { .. })
 }
 
+/// Race `RACERS` puts of `key` in `mode` (each racer's body its own); how
+/// many succeeded. Every loser must be refused, nothing else.
+async fn race(s3: &Arc<AmazonS3>, key: &Path, mode: PutMode, kind: Kind, round: usize) -> usize {
+    let mut racers = tokio::task::JoinSet::new();
+    for r in 0..RACERS {
+        let (s3, key, mode) = (s3.clone(), key.clone(), mode.clone());
+        racers.spawn(async move {
+            let body = PutPayload::from(format!("{{\"run_id\": \"racer-{r}\", \"round\": {round}}}"));
+            s3.put_opts(&key, body, PutOptions::from(mode)).await
+        });
+    }
+    let mut won = 0;
+    while let Some(done) = racers.join_next().await {
+        match done.expect("a racer") {
+            Ok(_) => won += 1,
+            Err(e) => assert!(is_refusal(&e), "{}: round {round}: a loser got {e}", kind.name()),
+        }
+    }
+    won
+}
+
 async fn create_races(s3: Arc<AmazonS3>, kind: Kind) {
     for round in 0..ROUNDS {
         let key = Path::from(format!("leases/create/{round}.json"));
-        let mut racers = tokio::task::JoinSet::new();
-        for r in 0..RACERS {
-            let (s3, key) = (s3.clone(), key.clone());
-            racers.spawn(async move {
-                let body = PutPayload::from(format!("{{\"run_id\": \"racer-{r}\"}}"));
-                s3.put_opts(&key, body, PutOptions::from(PutMode::Create)).await
-            });
-        }
-        let mut won = 0;
-        while let Some(done) = racers.join_next().await {
-            match done.expect("a racer") {
-                Ok(_) => won += 1,
-                Err(e) => assert!(is_refusal(&e), "{}: round {round}: a loser got {e}", kind.name()),
-            }
-        }
+        let won = race(&s3, &key, PutMode::Create, kind, round).await;
         assert_eq!(won, 1, "{}: round {round}: {won} racers created the same lease", kind.name());
     }
 }
@@ -97,21 +104,7 @@ async fn update_races(s3: Arc<AmazonS3>, kind: Kind) {
         let key = Path::from(format!("leases/update/{round}.json"));
         let first = s3.put(&key, PutPayload::from(format!("{{\"save\": 0, \"round\": {round}}}"))).await.unwrap();
         let seen = UpdateVersion::from(first);
-        let mut racers = tokio::task::JoinSet::new();
-        for r in 0..RACERS {
-            let (s3, key, seen) = (s3.clone(), key.clone(), seen.clone());
-            racers.spawn(async move {
-                let body = PutPayload::from(format!("{{\"save\": 1, \"racer\": {r}}}"));
-                s3.put_opts(&key, body, PutOptions::from(PutMode::Update(seen))).await
-            });
-        }
-        let mut won = 0;
-        while let Some(done) = racers.join_next().await {
-            match done.expect("a racer") {
-                Ok(_) => won += 1,
-                Err(e) => assert!(is_refusal(&e), "{}: round {round}: a loser got {e}", kind.name()),
-            }
-        }
+        let won = race(&s3, &key, PutMode::Update(seen.clone()), kind, round).await;
         assert_eq!(won, 1, "{}: round {round}: {won} racers updated from the same ETag", kind.name());
         // The ETag every racer held is stale now.
         let late = s3.put_opts(&key, PutPayload::from_static(b"{}"), PutOptions::from(PutMode::Update(seen))).await;
