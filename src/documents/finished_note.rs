@@ -79,12 +79,14 @@ impl Finished {
         };
         m.iter()
             .map(|(name, v)| {
-                let o = v.as_object();
-                let claimed = match o.and_then(|o| o.get("claimed")) {
+                // The peer's `o.get("claimed")` crashes on anything else: read
+                // as "claimed nothing", a --rerun would append the batch again.
+                let o = v.as_object().ok_or_else(|| bad(&format!("outputs.{name}"), "not an object"))?;
+                let claimed = match o.get("claimed") {
                     Some(c) => string_list(c, &format!("outputs.{name}.claimed"))?,
                     None => Vec::new(),
                 };
-                let staged = o.and_then(|o| o.get("staged")).is_some_and(pyjson::truthy);
+                let staged = o.get("staged").is_some_and(pyjson::truthy);
                 Ok(FinishedOutput { name: name.clone(), claimed, staged })
             })
             .collect()
@@ -107,5 +109,19 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(note, fixture);
+    }
+
+    /// An output that is not an object is damage, as the peer crashes on it
+    /// (`o.get`), never "claimed nothing" (found in issue 12's docs pass).
+    #[test]
+    fn an_output_that_is_not_an_object_is_damage() {
+        for v in ["[1]", "\"x\"", "null", "0", "[]"] {
+            let text = format!(r#"{{"run_id": "r", "outputs": {{"events": {v}}}}}"#);
+            let note = Finished { doc: LeaseDoc::from_parsed(parse_doc(text.as_bytes()).unwrap()).0 };
+            assert!(note.outputs().is_err(), "{v}");
+        }
+        let ok = r#"{"run_id": "r", "outputs": {"events": {}}}"#;
+        let note = Finished { doc: LeaseDoc::from_parsed(parse_doc(ok.as_bytes()).unwrap()).0 };
+        assert_eq!(note.outputs().unwrap()[0].claimed, Vec::<String>::new());
     }
 }
