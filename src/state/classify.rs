@@ -71,7 +71,7 @@ fn blocks(b: &Batch, u: &UnreadableFile) -> bool {
     match u.kind {
         FileKind::Note => b.lease.is_none(),
         // A record that is all the batch has: nothing else can be said of it.
-        FileKind::Record if nothing_else(b) => true,
+        FileKind::Record if b.nothing_readable() => true,
         FileKind::Record => {
             let run = u.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
             let dead_lease = b
@@ -86,18 +86,6 @@ fn blocks(b: &Batch, u: &UnreadableFile) -> bool {
         }
         _ => true,
     }
-}
-
-/// No lease-folder file and no record that can be read: only unreadable files.
-fn nothing_else(b: &Batch) -> bool {
-    b.lease.is_none()
-        && b.orphans.is_empty()
-        && b.finished.is_none()
-        && b.records.is_empty()
-        && b.done_marks.is_empty()
-        && b.tombstones.is_empty()
-        && b.temp_files.is_empty()
-        && b.unknown_files.is_empty()
 }
 
 /// The state of a batch none of whose unreadable files (if any) decides it.

@@ -524,13 +524,18 @@ impl Batch {
     /// Whether nothing of it is left on disk (a batch read again whose files
     /// all went).
     pub fn is_empty(&self) -> bool {
+        self.nothing_readable() && self.unreadable.is_empty()
+    }
+
+    /// Whether it has no file that could be read: no lease-folder file, no
+    /// record (what it has, if anything, is unreadable).
+    pub fn nothing_readable(&self) -> bool {
         self.lease.is_none()
             && self.orphans.is_empty()
             && self.finished.is_none()
             && self.done_marks.is_empty()
             && self.tombstones.is_empty()
             && self.records.is_empty()
-            && self.unreadable.is_empty()
             && self.temp_files.is_empty()
             && self.unknown_files.is_empty()
     }
