@@ -21,6 +21,21 @@ pub struct LineageArg {
     pub lineage_dir: Option<PathBuf>,
 }
 
+/// One batch named on the command line: what `explain`, `takeover` and
+/// `finish` take.
+#[derive(Args, Debug, Clone)]
+pub struct BatchArg {
+    /// A batch key, a unique prefix of one, or the path of a lease-folder file.
+    pub batch: String,
+    #[command(flatten)]
+    pub dir: DirArg,
+    #[command(flatten)]
+    pub lineage: LineageArg,
+    /// The task, when a prefix names batches of several tasks.
+    #[arg(long, value_name = "U/P/T")]
+    pub task: Option<String>,
+}
+
 /// The variables of a batch as the peer's CLI takes them.
 #[derive(Args, Debug, Clone, Default)]
 pub struct VarArgs {

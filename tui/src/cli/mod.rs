@@ -17,7 +17,7 @@ mod table;
 
 pub(crate) use crate::console::print::{out, outln, print_json, say_err};
 pub use crate::console::{colour, exit, print, usecase};
-pub use args::{DirArg, LineageArg, VarArgs};
+pub use args::{BatchArg, DirArg, LineageArg, VarArgs};
 
 /// `ubunye demo` options.
 #[derive(Args, Debug, Clone)]
@@ -91,8 +91,8 @@ impl Command {
         let d = match self {
             Command::Leases(l) => match &l.command {
                 leases::LeasesCommand::List(a) => &a.dir,
-                leases::LeasesCommand::Explain(a) => &a.dir,
-                leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => &a.dir,
+                leases::LeasesCommand::Explain(a) => &a.which.dir,
+                leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => &a.which.dir,
             },
             Command::Runs(a) => &a.dir,
             Command::Doctor(a) => &a.dir,

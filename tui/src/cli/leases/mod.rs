@@ -6,7 +6,7 @@ mod repair;
 
 use clap::{Args, Subcommand};
 
-use crate::cli::{DirArg, LineageArg};
+use crate::cli::{BatchArg, DirArg, LineageArg};
 use ubunye::state::{self, Batch, Located, ScanOptions};
 use ubunye::sys::Sys;
 
@@ -109,16 +109,13 @@ pub fn locate(
     }
 }
 
-/// The explanation of the batch a query names (see [`locate`]).
+/// The explanation of the batch the command line names (see [`locate`]).
 pub fn explained(
-    dir: &DirArg,
-    lineage: &LineageArg,
-    query: &str,
-    task: Option<&str>,
+    which: &BatchArg,
     purpose: Purpose,
     sys: &Sys,
 ) -> Result<(state::Scan, ubunye::explain::Explanation), String> {
-    let (scan, batch) = locate(dir, lineage, query, task, purpose, sys)?;
-    let e = ubunye::explain::explain(&scan, batch, &dir.dir);
+    let (scan, batch) = locate(&which.dir, &which.lineage, &which.batch, which.task.as_deref(), purpose, sys)?;
+    let e = ubunye::explain::explain(&scan, batch, &which.dir.dir);
     Ok((scan, e))
 }

@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use clap::Args;
 
 use super::{Purpose, locate};
-use crate::cli::{DirArg, LineageArg, exit, say_err};
+use crate::cli::{BatchArg, exit, say_err};
 pub use ubunye::repair::Kind;
 use ubunye::repair::{self, RepairPlan};
 
@@ -17,15 +17,8 @@ On a terminal it then asks (default No); --yes answers for scripts; --dry-run on
 A live holder, stalled or not, is never taken over. There is no --force.\n\
 Each repair appends a line to <DIR>/.ubunye/repairs.jsonl.")]
 pub struct RepairArgs {
-    /// A batch key, a unique prefix of one, or the path of a lease-folder file.
-    pub batch: String,
     #[command(flatten)]
-    pub dir: DirArg,
-    #[command(flatten)]
-    pub lineage: LineageArg,
-    /// The task, when a prefix names batches of several tasks.
-    #[arg(long, value_name = "U/P/T")]
-    pub task: Option<String>,
+    pub which: BatchArg,
     /// Show the plan and change nothing.
     #[arg(long, conflicts_with = "yes")]
     pub dry_run: bool,
@@ -59,7 +52,7 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
     let sys = crate::console::machine::sys();
     // A dry run only looks: any prefix that names one batch will do.
     let purpose = if a.dry_run { Purpose::Look } else { Purpose::Repair };
-    let (scan, e) = match super::explained(&a.dir, &a.lineage, &a.batch, a.task.as_deref(), purpose, &sys) {
+    let (scan, e) = match super::explained(&a.which, purpose, &sys) {
         Ok(x) => x,
         Err(e) => {
             say_err(&e);
@@ -97,10 +90,10 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
     }
     // The state may have changed while the plan was read: look again, then let
     // the engine re-check everything as it acts.
-    let outcome = locate(&a.dir, &a.lineage, &plan.key, Some(&plan.task), Purpose::Repair, &sys)
+    let outcome = locate(&a.which.dir, &a.which.lineage, &plan.key, Some(&plan.task), Purpose::Repair, &sys)
         .map_err(|e| e.to_string())
         .and_then(|(_, current)| {
-            repair::execute(&a.dir.dir, &plan, &current, a.lineage.lineage_dir.clone(), sys.clone())
+            repair::execute(&a.which.dir.dir, &plan, &current, a.which.lineage.lineage_dir.clone(), sys.clone())
                 .map_err(|e| e.to_string())
         });
     if let Err(e) = repair::audit(&scan.root, &plan, &outcome, &sys) {
