@@ -13,6 +13,7 @@
 
 pub mod append;
 pub mod beneath;
+pub mod bucket;
 pub mod doctor;
 pub mod documents;
 pub mod error;

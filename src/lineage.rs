@@ -126,6 +126,17 @@ impl RunRecord {
         now: SystemTime,
         busy_for: std::time::Duration,
     ) -> std::io::Result<RunRecord> {
+        let rec = Self::draft(lineage_dir, spec, now, busy_for);
+        if let Some(parent) = rec.path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        rec.write()?;
+        Ok(rec)
+    }
+
+    /// The record with status `running`, not written anywhere yet: what a
+    /// store's run puts under its key ([`RunRecord::text`]).
+    pub fn draft(lineage_dir: &Path, spec: &RecordSpec, now: SystemTime, busy_for: std::time::Duration) -> RunRecord {
         let (u, p, t) = spec.task.parts();
         let mode =
             spec.variables.iter().find(|(k, _)| k == "mode").and_then(|(_, v)| v.to_json()).unwrap_or(Value::Null);
@@ -169,17 +180,16 @@ impl RunRecord {
         if let Some(cmd) = &spec.command {
             d.insert("command".into(), Value::Array(cmd.iter().map(|a| s(a)).collect()));
         }
-        let rec =
-            RunRecord { path: Self::path_for(lineage_dir, &spec.task, &spec.run_id), doc: d, started: now, busy_for };
-        if let Some(parent) = rec.path.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        rec.write()?;
-        Ok(rec)
+        RunRecord { path: Self::path_for(lineage_dir, &spec.task, &spec.run_id), doc: d, started: now, busy_for }
+    }
+
+    /// The record as written: the peer's layout.
+    pub fn text(&self) -> String {
+        pyjson::dumps(&Value::Object(self.doc.clone()), pyjson::Style::RECORD)
     }
 
     fn write(&self) -> std::io::Result<()> {
-        let text = pyjson::dumps(&Value::Object(self.doc.clone()), pyjson::Style::RECORD);
+        let text = self.text();
         match fsx::write_atomic(&self.path, text.as_bytes(), self.busy_for)? {
             true => Ok(()),
             false => Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "record in use")),
@@ -226,11 +236,16 @@ impl RunRecord {
     /// Rewrite the record with its final status (`success`, `error` or
     /// `interrupted`), `ended_at` and `duration_sec`.
     pub fn finish(&mut self, status: &str, error: Option<String>, now: SystemTime) -> std::io::Result<()> {
+        self.end_with(status, error, now);
+        self.write()
+    }
+
+    /// Set the final status, `ended_at` and `duration_sec`, without writing.
+    pub fn end_with(&mut self, status: &str, error: Option<String>, now: SystemTime) {
         let secs = now.duration_since(self.started).map(|d| d.as_secs_f64()).unwrap_or(0.0);
         self.doc.insert("ended_at".into(), Value::String(timefmt::iso_micros(now)));
         self.doc.insert("duration_sec".into(), pyjson::float_value((secs * 1000.0).round() / 1000.0));
         self.doc.insert("status".into(), Value::String(status.into()));
         self.doc.insert("error".into(), error.map(Value::String).unwrap_or(Value::Null));
-        self.write()
     }
 }

@@ -15,7 +15,7 @@ pub mod sentinel;
 mod spec;
 mod unleased;
 
-pub use spec::{ExecSpec, Lineage, Output, env_name, recorded_command};
+pub use spec::{ExecSpec, Lineage, Output, env_name, masked_command, recorded_command};
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -400,8 +400,12 @@ fn mask_token(arg: &str, secret: &str) -> String {
 /// `***`, as the peer masks them in records. A value of 4 characters or more is
 /// masked wherever it appears; a shorter one where it stands as a token.
 pub fn recorded_command(spec: &ExecSpec) -> Vec<String> {
-    let mut secrets: Vec<String> = spec
-        .variables
+    masked_command(&spec.variables, &spec.command)
+}
+
+/// [`recorded_command`] of any command line and variables.
+pub fn masked_command(variables: &Variables, command: &[OsString]) -> Vec<String> {
+    let mut secrets: Vec<String> = variables
         .iter()
         .filter(|(k, _)| crate::secrets::looks_secret(k))
         .filter_map(|(_, v)| match v {
@@ -410,7 +414,7 @@ pub fn recorded_command(spec: &ExecSpec) -> Vec<String> {
         })
         .collect();
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    spec.command
+    command
         .iter()
         .map(|a| {
             let mut s = a.to_string_lossy().into_owned();

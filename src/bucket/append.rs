@@ -1,0 +1,244 @@
+//! Claimed appends into a store. The command's files are in a local staging
+//! folder; each becomes one multipart upload under a key that carries the
+//! run's id. The order is the fence:
+//!
+//! 1. start every upload (invisible: no HEAD, no list shows it);
+//! 2. save every upload id and key in the lease (one conditional save: a
+//!    taker now knows what to abort);
+//! 3. send the parts;
+//! 4. complete each upload with `If-None-Match: *`: the object appears in one
+//!    step, never over another, and not at all once a taker aborted it;
+//! 5. mark the lease done (a conditional save: a run that lost its lease
+//!    stops here, and its taker deletes what step 4 made visible);
+//! 6. write the finished note (a conditional create).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::lease::{BucketError, Lease};
+use super::objects::{Objects, StoreError, Upload, Written};
+use super::recover::{Recovered, take_back};
+use super::url::StoreUrl;
+use crate::documents::{self, Map, writing_note};
+use crate::timefmt;
+
+/// A file to land, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Planned {
+    /// The output's name.
+    pub output: String,
+    /// The local file.
+    pub file: PathBuf,
+    /// Its key in the store.
+    pub key: String,
+}
+
+/// The name a file lands under: the run id after any leading `_` or `.`
+/// (so a hidden file stays hidden to readers), then the file's own name.
+pub fn landed_name(name: &str, run_id: &str) -> String {
+    let lead = name.len() - name.trim_start_matches(['_', '.']).len();
+    format!("{}{run_id}-{}", &name[..lead], &name[lead..])
+}
+
+/// Every file under `staging`, each with the key it lands under in `out`;
+/// the top `_SUCCESS` marker is left out. A symlink, a special file or a name
+/// that is not UTF-8 is refused, naming it.
+pub fn plan(output: &str, staging: &Path, out: &StoreUrl, run_id: &str) -> Result<Vec<Planned>, String> {
+    let mut found = Vec::new();
+    walk(staging, staging, &mut found)?;
+    found.sort();
+    let mut planned = Vec::new();
+    for rel in found {
+        let parts: Vec<&str> = rel.split('/').collect();
+        if parts == ["_SUCCESS"] {
+            continue;
+        }
+        let (dirs, name) = parts.split_at(parts.len() - 1);
+        let mut path = dirs.join("/");
+        if !path.is_empty() {
+            path.push('/');
+        }
+        path.push_str(&landed_name(name[0], run_id));
+        planned.push(Planned { output: output.into(), file: staging.join(&rel), key: out.key(&path) });
+    }
+    Ok(planned)
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("{}: cannot read the staging folder: {e}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {e}", dir.display()))?;
+        let path = entry.path();
+        let ty = entry.file_type().map_err(|e| format!("{}: {e}", path.display()))?;
+        let rel = path.strip_prefix(root).unwrap_or(&path);
+        let Some(rel_text) = rel.to_str().map(str::to_string) else {
+            return Err(format!("{}: its name is not UTF-8, which a key cannot hold: rename it", path.display()));
+        };
+        if ty.is_dir() {
+            walk(root, &path, out)?;
+        } else if ty.is_file() {
+            out.push(rel_text);
+        } else {
+            let what = if ty.is_symlink() { "a symlink" } else { "not a regular file" };
+            return Err(format!(
+                "{}: is {what}: only regular files are uploaded; write the file itself",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How landing ended short of a commit.
+#[derive(Debug, thiserror::Error)]
+pub enum LandError {
+    /// The lease was lost (or a save failed): nothing more was done; the
+    /// taker recovers what this run claimed.
+    #[error(transparent)]
+    Lease(#[from] BucketError),
+    /// An upload could not be made visible, or the store failed mid-way: what
+    /// this run had made visible was taken back (`rolled_back`).
+    #[error("{0}")]
+    Failed(StoreError, Box<Recovered>),
+    /// A completion was refused while the lease was still held: an object
+    /// had the key already, or the upload was aborted.
+    #[error(
+        "{url}: the upload was refused (the key exists, or the upload was aborted); what this run made visible was taken back"
+    )]
+    Refused {
+        /// The object.
+        url: String,
+        /// What was taken back.
+        rolled_back: Box<Recovered>,
+    },
+}
+
+/// Land `files` under `lease`, in the order of this module's doc; then write
+/// the finished note. Returns the number of files landed per output.
+pub fn land(
+    objects: &dyn Objects,
+    lease: &Lease,
+    outputs: &[String],
+    files: &[Planned],
+) -> Result<Vec<(String, usize)>, LandError> {
+    let keys: Vec<String> = files.iter().map(|f| f.key.clone()).collect();
+    let ids = objects.start_uploads(&keys).map_err(|e| LandError::Failed(e, Box::default()))?;
+    let uploads: Vec<Upload> = files
+        .iter()
+        .zip(&ids)
+        .map(|(f, id)| Upload { key: f.key.clone(), id: id.clone(), file: f.file.clone() })
+        .collect();
+    let claimed = lease.save(|d| {
+        let outs = d.outputs_mut();
+        for name in outputs {
+            let mut note = match writing_note(true, true) {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            };
+            let mine: Vec<&Upload> =
+                uploads.iter().zip(files).filter(|(_, f)| &f.output == name).map(|(u, _)| u).collect();
+            note.insert(
+                "claimed".into(),
+                Value::Array(mine.iter().map(|u| Value::String(objects.url(&u.key))).collect()),
+            );
+            let ups: Map = mine.iter().map(|u| (objects.url(&u.key), Value::String(u.id.clone()))).collect();
+            note.insert("uploads".into(), Value::Object(ups));
+            outs.insert(name.clone(), Value::Object(note));
+        }
+    });
+    if let Err(e) = claimed {
+        // Never claimed: abort them here (nobody else knows of them).
+        for u in &uploads {
+            let _ = objects.abort(&u.key, &u.id);
+        }
+        return Err(e.into());
+    }
+    let undo = |e: StoreError| -> LandError {
+        match lease.lost() {
+            Some(why) => LandError::Lease(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }),
+            None => {
+                let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
+                let _ = take_back(objects, &lease.doc(), &mut r);
+                LandError::Failed(e, Box::new(r))
+            }
+        }
+    };
+    let parts = objects.send_parts(&uploads).map_err(undo)?;
+    // The last look before anything becomes visible: a lease the heartbeat
+    // found lost stops here.
+    if let Some(why) = lease.lost() {
+        return Err(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }.into());
+    }
+    let done = objects.complete_new(&uploads.iter().cloned().zip(parts).collect::<Vec<_>>()).map_err(undo)?;
+    if let Some(i) = done.iter().position(|w| matches!(w, Written::Refused)) {
+        let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
+        let _ = take_back(objects, &lease.doc(), &mut r);
+        return Err(LandError::Refused { url: objects.url(&uploads[i].key), rolled_back: Box::new(r) });
+    }
+    lease.save(|d| {
+        for (_, note) in d.outputs_mut().iter_mut() {
+            if let Value::Object(m) = note {
+                m.insert("state".into(), Value::String("done".into()));
+            }
+        }
+        d.set("committed", Value::Bool(true));
+    })?;
+    write_note(objects, lease)?;
+    Ok(outputs.iter().map(|o| (o.clone(), files.iter().filter(|f| &f.output == o).count())).collect())
+}
+
+/// The finished note of the lease's run: a conditional create; a note there
+/// already must be this run's own (a taker finished the commit for it).
+fn write_note(objects: &dyn Objects, lease: &Lease) -> Result<(), BucketError> {
+    let place = lease.place();
+    let doc = lease.doc();
+    let now = timefmt::utc_z(std::time::SystemTime::now());
+    let Ok(Some(text)) = documents::finished_note(&doc, place.task.as_str(), &now) else { return Ok(()) };
+    let key = place.note_key();
+    if let Written::Done(_) = objects.create(&key, text.into_bytes())? {
+        return Ok(());
+    }
+    match objects.get(&key)? {
+        Some(got)
+            if documents::parse_doc(&got.body).is_ok_and(|p| match p {
+                documents::Parsed::Doc(m) => documents::LeaseDoc(m).is_run(lease.run_id()),
+                documents::Parsed::NotADoc => false,
+            }) =>
+        {
+            Ok(())
+        }
+        _ => Err(BucketError::Lost { url: objects.url(&key), why: "another run's finished note is there".into() }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn landed_names_carry_the_run_and_stay_hidden_if_hidden() {
+        assert_eq!(landed_name("part-0.csv", "R"), "R-part-0.csv");
+        assert_eq!(landed_name("_meta", "R"), "_R-meta");
+        assert_eq!(landed_name("._x", "R"), "._R-x");
+        assert_eq!(landed_name("__", "R"), "__R-");
+    }
+
+    #[test]
+    fn a_plan_names_every_file_and_refuses_a_symlink() {
+        let d = std::env::temp_dir().join(format!("ubunye-plan-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(d.join("dt=1")).unwrap();
+        std::fs::write(d.join("dt=1/a.csv"), "a").unwrap();
+        std::fs::write(d.join("_SUCCESS"), "").unwrap();
+        std::fs::write(d.join("b.csv"), "b").unwrap();
+        let out = StoreUrl::parse("s3://bkt/lake/ev").unwrap();
+        let p = plan("ev", &d, &out, "R").unwrap();
+        let keys: Vec<&str> = p.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["lake/ev/R-b.csv", "lake/ev/dt=1/R-a.csv"]);
+        std::os::unix::fs::symlink("/etc/passwd", d.join("link")).unwrap();
+        let e = plan("ev", &d, &out, "R").unwrap_err();
+        assert!(e.contains("link: is a symlink"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -1,0 +1,369 @@
+//! A batch's lease in a store (ADR 008 over conditional writes): taken by a
+//! conditional create, saved (heartbeat, claims, done mark) by a conditional
+//! update on the ETag last seen, each save changing the body (a counter,
+//! `saves`, since ETags are content hashes), and released by a conditional
+//! delete. A lease whose last write is older than the timeout by the store's
+//! own clock is dead; it is taken over by a conditional update naming the new
+//! holder and the dead lease inside it (`taking_over`), then a settle, then
+//! the recovery (`recover.rs`). A run whose conditional write is refused has
+//! lost its lease: every later step refuses.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use super::objects::{Objects, StoreError, Written};
+use super::recover::{Recovered, recover};
+use super::url::StoreUrl;
+use crate::documents::{self, LeaseDoc, Parsed};
+use crate::layout::TaskPath;
+use crate::sys::{Clock, Timing};
+use crate::{pyjson, timefmt};
+
+/// A batch's place in a store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The use case (`-d s3://bucket/prefix`).
+    pub uc: StoreUrl,
+    /// The task.
+    pub task: TaskPath,
+    /// The batch key (16 hex digits).
+    pub key: String,
+}
+
+impl Place {
+    /// `<prefix>/.ubunye/leases/<task>/<key>.json`
+    pub fn lease_key(&self) -> String {
+        self.uc.key(&format!(".ubunye/leases/{}/{}.json", self.task.as_str(), self.key))
+    }
+    /// `<prefix>/.ubunye/leases/<task>/<key>.finished.json`
+    pub fn note_key(&self) -> String {
+        self.uc.key(&format!(".ubunye/leases/{}/{}.finished.json", self.task.as_str(), self.key))
+    }
+    /// `<prefix>/.ubunye/lineage/<task>/<run_id>.json`
+    pub fn record_key(&self, run_id: &str) -> String {
+        self.uc.key(&format!(".ubunye/lineage/{}/{run_id}.json", self.task.as_str()))
+    }
+}
+
+/// Who takes the lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holder {
+    /// The run's id (a fresh uuid4): only this run ever writes it at the top
+    /// of a lease, so a refused write that finds it there was this run's own.
+    pub run_id: String,
+    /// Its host, for people (never to judge: hosts in a store are far apart).
+    pub host: String,
+    /// Its pid, for people.
+    pub pid: i32,
+}
+
+/// Why a run may not have the batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// A live run holds it: its run id, and the lease's age by the store's clock.
+    Busy {
+        /// The holder's run id.
+        run_id: String,
+        /// How long ago its lease was last written.
+        age: Duration,
+    },
+    /// A run finished it (its finished note is there).
+    Finished {
+        /// The run that finished it.
+        run_id: String,
+    },
+    /// Its lease or its note cannot be read: never judged free or dead.
+    Unreadable {
+        /// The object.
+        url: String,
+        /// Why.
+        why: String,
+    },
+}
+
+/// The errors of the protocol over a store.
+#[derive(Debug, thiserror::Error)]
+pub enum BucketError {
+    /// The store did not answer as asked.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// This run's lease was taken from it (or removed): nothing it does from
+    /// now on may become visible.
+    #[error("{url}: this run lost its lease: {why}")]
+    Lost {
+        /// The lease.
+        url: String,
+        /// What was found instead.
+        why: String,
+    },
+    /// The lease changed under every one of several tries.
+    #[error("{url}: the lease changed under each of {tries} tries; try again")]
+    Contended {
+        /// The lease.
+        url: String,
+        /// How many tries.
+        tries: usize,
+    },
+}
+
+/// The result of [`acquire`].
+pub enum Acquire {
+    /// This run holds the lease; what it recovered of a dead run, if it took
+    /// one over.
+    Held(Arc<Lease>, Option<Recovered>),
+    /// It may not have the batch.
+    Refused(Refused),
+}
+
+/// A lease this run holds.
+pub struct Lease {
+    objects: Arc<dyn Objects>,
+    place: Place,
+    run_id: String,
+    clock: Arc<dyn Clock>,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    doc: LeaseDoc,
+    etag: String,
+    lost: Option<String>,
+}
+
+/// The age of an object last written at `modified`, at `now` (both the
+/// store's clock); None when it is ahead of `now` by more than the tolerance
+/// (a clock that cannot be trusted: not judged).
+pub fn age_of(modified: SystemTime, now: SystemTime, timing: &Timing) -> Option<Duration> {
+    match now.duration_since(modified) {
+        Ok(d) => Some(d),
+        Err(e) if e.duration() <= timing.future_tolerance => Some(Duration::ZERO),
+        Err(_) => None,
+    }
+}
+
+fn saves_of(doc: &LeaseDoc) -> u64 {
+    doc.0.get("saves").and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The lease a holder writes first.
+fn fresh(holder: &Holder, task: &TaskPath, now: SystemTime) -> LeaseDoc {
+    let mut d = LeaseDoc::new(
+        &holder.run_id,
+        task.as_str(),
+        holder.pid,
+        None,
+        &holder.host,
+        timefmt::iso_micros(now),
+        timefmt::epoch_secs(now),
+    );
+    d.set("store", Value::String("s3".into()));
+    d.set("saves", Value::from(1u64));
+    d
+}
+
+/// Parse a lease object; its damage in words.
+fn read_doc(body: &[u8]) -> Result<LeaseDoc, String> {
+    match documents::parse_doc(body) {
+        Ok(p @ Parsed::Doc(_)) => {
+            let d = LeaseDoc::from_parsed(p);
+            d.notes().map_err(|e| e.to_string())?;
+            Ok(d)
+        }
+        Ok(Parsed::NotADoc) => Err("it is not a JSON object (a write cut short, or not a lease)".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Take the lease of `place` for `holder`: create it; or, when a dead run
+/// holds it, take it over and recover that run; or say why not. Once held,
+/// the finished note is read: a finished batch hands the lease back and is
+/// refused.
+pub fn acquire(
+    objects: Arc<dyn Objects>,
+    place: &Place,
+    holder: &Holder,
+    clock: Arc<dyn Clock>,
+    timing: &Timing,
+) -> Result<Acquire, BucketError> {
+    const TRIES: usize = 8;
+    let key = place.lease_key();
+    for _ in 0..TRIES {
+        let doc = fresh(holder, &place.task, clock.now());
+        let body = doc.to_json().into_bytes();
+        if let Written::Done(etag) = objects.create(&key, body)? {
+            let lease = Lease::new(objects.clone(), place, holder, clock.clone(), doc, etag);
+            return lease.check_finished(None);
+        }
+        let Some(got) = objects.get(&key)? else { continue };
+        let seen = match read_doc(&got.body) {
+            Ok(d) => d,
+            Err(why) => return Ok(Acquire::Refused(Refused::Unreadable { url: objects.url(&key), why })),
+        };
+        if seen.is_run(&holder.run_id) {
+            // A create retried after it had landed: ours.
+            let lease = Lease::new(objects.clone(), place, holder, clock.clone(), seen, got.etag);
+            return lease.check_finished(None);
+        }
+        let now = objects.now()?;
+        match age_of(got.modified, now, timing) {
+            Some(a) if a > timing.heartbeat_timeout => {}
+            Some(age) => return Ok(Acquire::Refused(Refused::Busy { run_id: seen.run_id(), age })),
+            None => {
+                return Ok(Acquire::Refused(Refused::Unreadable {
+                    url: objects.url(&key),
+                    why: "it was written after the store's own clock says now: its age cannot be told".into(),
+                }));
+            }
+        }
+        // The run to recover: the dead holder, or the run a dead taker was
+        // recovering (it claimed nothing of its own yet).
+        let target = match seen.0.get("taking_over") {
+            Some(Value::Object(m)) => LeaseDoc(m.clone()),
+            _ => seen.clone(),
+        };
+        if let Err(why) = target.notes() {
+            return Ok(Acquire::Refused(Refused::Unreadable { url: objects.url(&key), why: why.to_string() }));
+        }
+        let mut mine = fresh(holder, &place.task, clock.now());
+        mine.set("saves", Value::from(saves_of(&seen) + 1));
+        mine.set("taking_over", Value::Object(target.0.clone()));
+        let Written::Done(etag) = objects.update(&key, mine.to_json().into_bytes(), &got.etag)? else {
+            // Someone else changed it first: look again.
+            continue;
+        };
+        let lease = Lease::new(objects.clone(), place, holder, clock.clone(), mine, etag);
+        // As on disk: let a write the dead run had in flight land before
+        // anything of it is judged.
+        std::thread::sleep(timing.settle);
+        let recovered = recover(&*objects, place, &target, &holder.run_id, &*clock)?;
+        lease.save(|d| d.remove("taking_over"))?;
+        return lease.check_finished(Some(recovered));
+    }
+    Err(BucketError::Contended { url: objects.url(&key), tries: TRIES })
+}
+
+impl Lease {
+    fn new(
+        objects: Arc<dyn Objects>,
+        place: &Place,
+        holder: &Holder,
+        clock: Arc<dyn Clock>,
+        doc: LeaseDoc,
+        etag: String,
+    ) -> Arc<Lease> {
+        Arc::new(Lease {
+            objects,
+            place: place.clone(),
+            run_id: holder.run_id.clone(),
+            clock,
+            inner: Mutex::new(Inner { doc, etag, lost: None }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn url(&self) -> String {
+        self.objects.url(&self.place.lease_key())
+    }
+
+    /// The batch's place.
+    pub fn place(&self) -> &Place {
+        &self.place
+    }
+
+    /// This run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The lease as last saved.
+    pub fn doc(&self) -> LeaseDoc {
+        self.lock().doc.clone()
+    }
+
+    /// Why this run lost its lease, once it has.
+    pub fn lost(&self) -> Option<String> {
+        self.lock().lost.clone()
+    }
+
+    fn lose(&self, inner: &mut Inner, why: String) -> BucketError {
+        inner.lost.get_or_insert(why.clone());
+        BucketError::Lost { url: self.url(), why }
+    }
+
+    /// Save the lease changed by `change`, with a new heartbeat and counter,
+    /// only if it is still the one this run last saw. A refusal that finds
+    /// another run's lease (or none) loses it for good.
+    pub fn save(&self, change: impl FnOnce(&mut LeaseDoc)) -> Result<(), BucketError> {
+        let mut g = self.lock();
+        if let Some(why) = g.lost.clone() {
+            return Err(BucketError::Lost { url: self.url(), why });
+        }
+        let mut doc = g.doc.clone();
+        change(&mut doc);
+        let key = self.place.lease_key();
+        // Two tries: the second only after finding this run's own earlier
+        // write (a retried or timed-out save that had landed).
+        for _ in 0..2 {
+            doc.set("saves", Value::from(saves_of(&g.doc).max(saves_of(&doc)) + 1));
+            doc.set("heartbeat", pyjson::float_value(timefmt::epoch_secs(self.clock.now())));
+            match self.objects.update(&key, doc.to_json().into_bytes(), &g.etag)? {
+                Written::Done(etag) => {
+                    g.doc = doc;
+                    g.etag = etag;
+                    return Ok(());
+                }
+                Written::Refused => match self.objects.get(&key)? {
+                    Some(got) => match read_doc(&got.body) {
+                        Ok(d) if d.is_run(&self.run_id) => {
+                            g.etag = got.etag;
+                            let saves = saves_of(&d);
+                            g.doc.set("saves", Value::from(saves));
+                        }
+                        Ok(d) => return Err(self.lose(&mut g, format!("run {} holds it now", d.run_short()))),
+                        Err(why) => {
+                            return Err(self.lose(&mut g, format!("it was rewritten and cannot be read: {why}")));
+                        }
+                    },
+                    None => return Err(self.lose(&mut g, "it is gone".into())),
+                },
+            }
+        }
+        Err(self.lose(&mut g, "it changed under each save".into()))
+    }
+
+    /// After the lease is held: a finished batch hands it back and is refused.
+    fn check_finished(self: Arc<Self>, recovered: Option<Recovered>) -> Result<Acquire, BucketError> {
+        let key = self.place.note_key();
+        let Some(got) = self.objects.get(&key)? else { return Ok(Acquire::Held(self, recovered)) };
+        let refusal = match documents::parse_doc(&got.body) {
+            Ok(Parsed::Doc(m)) => Refused::Finished { run_id: LeaseDoc(m).run_id() },
+            Ok(Parsed::NotADoc) => Refused::Unreadable {
+                url: self.objects.url(&key),
+                why: "the finished note is not a JSON object".into(),
+            },
+            Err(e) => Refused::Unreadable { url: self.objects.url(&key), why: e.to_string() },
+        };
+        self.release()?;
+        Ok(Acquire::Refused(refusal))
+    }
+
+    /// Hand the lease back: delete it only if it is still this run's save.
+    /// True when it was this run's to delete.
+    pub fn release(&self) -> Result<bool, BucketError> {
+        let g = self.lock();
+        if g.lost.is_some() {
+            return Ok(false);
+        }
+        let key = self.place.lease_key();
+        if self.objects.delete_if(&key, &g.etag)? {
+            return Ok(true);
+        }
+        // A retried delete that had landed finds nothing: released.
+        Ok(self.objects.head(&key)?.is_none())
+    }
+}

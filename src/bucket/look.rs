@@ -1,0 +1,155 @@
+//! Inspection of a use case in a store: every batch's lease and note, judged
+//! by the store's clock. It only reads (a list, a GET per lease and note, a
+//! HEAD of the bucket for the clock): looking never writes.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use super::lease::age_of;
+use super::objects::{Objects, StoreError};
+use super::url::StoreUrl;
+use crate::documents::{self, LeaseDoc, Parsed};
+use crate::sys::Timing;
+
+/// A batch's state in a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StoreVerdict {
+    /// A run holds it: its lease was written within the timeout.
+    Live,
+    /// Its lease was last written longer ago than the timeout: the next run
+    /// takes it over.
+    Dead,
+    /// A run finished it (a finished note, no lease).
+    Finished,
+    /// Its lease or note cannot be read: never judged free or dead.
+    Unreadable,
+}
+
+impl StoreVerdict {
+    /// The word in tables and JSON.
+    pub fn word(self) -> &'static str {
+        match self {
+            StoreVerdict::Live => "live",
+            StoreVerdict::Dead => "dead",
+            StoreVerdict::Finished => "finished",
+            StoreVerdict::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// One batch of a use case in a store.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct StoreBatch {
+    /// Its task.
+    pub task: String,
+    /// Its key.
+    pub key: String,
+    /// Its state.
+    pub state: StoreVerdict,
+    /// The run that holds it, held it, or finished it.
+    pub run_id: Option<String>,
+    /// The lease's age by the store's clock, in seconds.
+    pub age_secs: Option<u64>,
+    /// Files its lease claims.
+    pub claims: usize,
+    /// Its lease (or note) object.
+    pub url: String,
+    /// Why it is unreadable.
+    pub why: Option<String>,
+}
+
+#[derive(Default)]
+struct Found {
+    lease: Option<String>,
+    note: Option<String>,
+}
+
+/// Every batch under `uc`, in task and key order, and the store's time they
+/// were judged at.
+pub fn look(
+    objects: &dyn Objects,
+    uc: &StoreUrl,
+    timing: &Timing,
+) -> Result<(SystemTime, Vec<StoreBatch>), StoreError> {
+    let now = objects.now()?;
+    let root = uc.key(".ubunye/leases/");
+    let mut batches: BTreeMap<(String, String), Found> = BTreeMap::new();
+    for l in objects.list(&root)? {
+        let Some(rest) = l.key.strip_prefix(&root) else { continue };
+        let Some((task, name)) = rest.rsplit_once('/') else { continue };
+        if let Some(key) = name.strip_suffix(".finished.json") {
+            if crate::layout::is_key(key) {
+                batches.entry((task.into(), key.into())).or_default().note = Some(l.key.clone());
+            }
+        } else if let Some(key) = name.strip_suffix(".json") {
+            if crate::layout::is_key(key) {
+                batches.entry((task.into(), key.into())).or_default().lease = Some(l.key.clone());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for ((task, key), found) in batches {
+        let mut b = StoreBatch {
+            task,
+            key,
+            state: StoreVerdict::Finished,
+            run_id: None,
+            age_secs: None,
+            claims: 0,
+            url: String::new(),
+            why: None,
+        };
+        if let Some(k) = &found.lease {
+            b.url = objects.url(k);
+            match objects.get(k)? {
+                // Released between the list and the read: judged by its note.
+                None if found.note.is_some() => {}
+                None => continue,
+                Some(got) => {
+                    judge_lease(&mut b, &got.body, age_of(got.modified, now, timing), timing);
+                    out.push(b);
+                    continue;
+                }
+            }
+        }
+        if let Some(k) = &found.note {
+            b.url = objects.url(k);
+            match objects.get(k)? {
+                None => continue,
+                Some(got) => match documents::parse_doc(&got.body) {
+                    Ok(Parsed::Doc(m)) => b.run_id = Some(LeaseDoc(m).run_id()),
+                    Ok(Parsed::NotADoc) => unreadable(&mut b, "the finished note is not a JSON object".into()),
+                    Err(e) => unreadable(&mut b, e.to_string()),
+                },
+            }
+        }
+        out.push(b);
+    }
+    Ok((now, out))
+}
+
+fn unreadable(b: &mut StoreBatch, why: String) {
+    b.state = StoreVerdict::Unreadable;
+    b.why = Some(why);
+}
+
+fn judge_lease(b: &mut StoreBatch, body: &[u8], age: Option<Duration>, timing: &Timing) {
+    let doc = match documents::parse_doc(body) {
+        Ok(p @ Parsed::Doc(_)) => LeaseDoc::from_parsed(p),
+        Ok(Parsed::NotADoc) => return unreadable(b, "the lease is not a JSON object".into()),
+        Err(e) => return unreadable(b, e.to_string()),
+    };
+    if let Err(e) = doc.notes() {
+        return unreadable(b, e.to_string());
+    }
+    b.run_id = Some(doc.run_id());
+    b.claims = doc.claim_count();
+    match age {
+        None => unreadable(b, "it was written after the store's clock says now: its age cannot be told".into()),
+        Some(a) => {
+            b.age_secs = Some(a.as_secs());
+            b.state = if a > timing.heartbeat_timeout { StoreVerdict::Dead } else { StoreVerdict::Live };
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! The protocol over an object store (issue 13): a batch's lease, claims,
+//! finished note and run record in a bucket that runs share, with nothing
+//! else shared. The documents are the peer's JSON, under the same layout as
+//! on disk (`<prefix>/.ubunye/leases/<task>/<key>.json`, `.finished.json`,
+//! `lineage/<task>/<run>.json`), so one state model reads both.
+//!
+//! What it rests on, each checked at the start of a run (`probe.rs`) and by
+//! the contract tests against real servers: a conditional create has one
+//! winner; a conditional update or delete on a stale ETag is refused; a
+//! multipart upload is invisible until completed and cannot be completed
+//! once aborted. The lease's age is told by the store's clock alone.
+//!
+//! - `url.rs`: `s3://bucket/prefix`.
+//! - `objects.rs`: the operations the protocol needs ([`Objects`]); `s3.rs`
+//!   over S3, `memory.rs` in memory for unit tests.
+//! - `lease.rs`: take, save, take over, release; `recover.rs`: a dead run's
+//!   lease recovered; `append.rs`: claimed uploads; `probe.rs`.
+//! - `run.rs`: `ubunye exec` against a store; `look.rs`: inspection.
+
+mod append;
+mod lease;
+mod look;
+mod memory;
+mod objects;
+mod probe;
+mod recover;
+mod run;
+mod s3;
+mod url;
+
+pub use append::{LandError, Planned, land, landed_name, plan};
+pub use lease::{Acquire, BucketError, Holder, Lease, Place, Refused, acquire, age_of};
+pub use look::{StoreBatch, StoreVerdict, look};
+pub use memory::Memory;
+pub use objects::{ErrorKind, Got, Listed, Objects, StoreError, Upload, Written};
+pub use probe::probe;
+pub use recover::{Recovered, claim_key, uploads_of};
+pub use run::{BucketEnd, BucketRun, run};
+pub use s3::S3;
+pub use url::{StoreUrl, is_store_url};

@@ -1,0 +1,127 @@
+//! Recovering a dead run's lease in a store: finish the commit of a run that
+//! had marked it done (write its finished note), or take back what it claimed:
+//! abort each claimed upload first (no completion can land after that), then
+//! HEAD each claimed key and delete what was completed. Only keys the lease
+//! claimed, and whose name carries the dead run's id, are ever deleted; no
+//! output is listed to decide what to delete.
+
+use serde_json::Value;
+
+use super::lease::Place;
+use super::objects::{Objects, StoreError, Written};
+use crate::documents::{self, LeaseDoc};
+use crate::pyjson;
+use crate::sys::Clock;
+use crate::timefmt;
+
+/// What was done for a dead run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Recovered {
+    /// Its run id ("" for a lease that named none).
+    pub run_id: String,
+    /// It had marked its lease done: its uploads are the batch.
+    pub finished: bool,
+    /// Its finished note was written now.
+    pub note_written: bool,
+    /// Uploads aborted.
+    pub aborted: usize,
+    /// Claimed objects that had been completed and were deleted (URLs).
+    pub removed: Vec<String>,
+    /// Claims left alone, and why (not in this bucket, or not named for the run).
+    pub left: Vec<(String, String)>,
+    /// Its run record said running and now says interrupted.
+    pub record_marked: bool,
+}
+
+/// The key of a claim (`s3://bucket/key`) in `bucket`.
+pub fn claim_key<'a>(bucket: &str, claim: &'a str) -> Option<&'a str> {
+    claim.strip_prefix("s3://")?.strip_prefix(bucket)?.strip_prefix('/')
+}
+
+/// The upload ids a lease's output note saved: claim -> id.
+pub fn uploads_of(doc: &LeaseDoc, output: &str) -> Vec<(String, String)> {
+    let Some(Value::Object(outputs)) = doc.0.get("outputs") else { return Vec::new() };
+    let Some(Value::Object(ups)) = outputs.get(output).and_then(|o| o.get("uploads")) else { return Vec::new() };
+    ups.iter().filter_map(|(k, v)| v.as_str().map(|id| (k.clone(), id.to_string()))).collect()
+}
+
+/// Recover `dead` (its notes already read without damage), taken over by
+/// run `by_run`.
+pub fn recover(
+    objects: &dyn Objects,
+    place: &Place,
+    dead: &LeaseDoc,
+    by_run: &str,
+    clock: &dyn Clock,
+) -> Result<Recovered, StoreError> {
+    let mut r = Recovered { run_id: dead.run_id(), ..Default::default() };
+    let now_z = timefmt::utc_z(clock.now());
+    if dead.committed() {
+        r.finished = true;
+        if let Ok(Some(text)) = documents::finished_note(dead, place.task.as_str(), &now_z) {
+            // A note there already is this run's own, written before it died.
+            r.note_written = matches!(objects.create(&place.note_key(), text.into_bytes())?, Written::Done(_));
+        }
+        return Ok(r);
+    }
+    take_back(objects, dead, &mut r)?;
+    r.record_marked = mark_interrupted(objects, place, &r.run_id, by_run, &now_z)?;
+    Ok(r)
+}
+
+/// Abort every claimed upload of `doc`, then delete each claimed object that
+/// was completed. Also a run's own rollback.
+pub fn take_back(objects: &dyn Objects, doc: &LeaseDoc, r: &mut Recovered) -> Result<(), StoreError> {
+    let run_id = doc.run_id();
+    for note in doc.notes().unwrap_or_default() {
+        let uploads = uploads_of(doc, &note.name);
+        for claim in &note.claimed {
+            let Some(key) = claim_key(objects.bucket(), claim) else {
+                r.left.push((claim.clone(), "not in this bucket".into()));
+                continue;
+            };
+            for (_, id) in uploads.iter().filter(|(c, _)| c == claim) {
+                objects.abort(key, id)?;
+                r.aborted += 1;
+            }
+            if objects.head(key)?.is_none() {
+                continue;
+            }
+            if run_id.is_empty() || !key.contains(&run_id) {
+                r.left.push((claim.clone(), format!("its name does not carry run {}", documents::short(&run_id))));
+                continue;
+            }
+            objects.delete(key)?;
+            r.removed.push(claim.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Rewrite a dead run's `running` record as `interrupted`. A record that
+/// cannot be read, or says anything else, is left alone.
+fn mark_interrupted(
+    objects: &dyn Objects,
+    place: &Place,
+    run_id: &str,
+    by_run: &str,
+    now_z: &str,
+) -> Result<bool, StoreError> {
+    if run_id.is_empty() || !crate::layout::run_id_is_safe(run_id) {
+        return Ok(false);
+    }
+    let key = place.record_key(run_id);
+    let Some(got) = objects.get(&key)? else { return Ok(false) };
+    let Ok(Value::Object(mut rec)) = serde_json::from_slice::<Value>(&got.body) else { return Ok(false) };
+    if rec.get("status").and_then(Value::as_str) != Some("running") {
+        return Ok(false);
+    }
+    let note = format!(
+        "The run did not finish; run {} took over its lease at {now_z} and removed the files it had appended.",
+        documents::short(by_run)
+    );
+    rec.insert("status".into(), Value::String("interrupted".into()));
+    rec.insert("error".into(), Value::String(note));
+    let text = pyjson::dumps(&Value::Object(rec), pyjson::Style::RECORD);
+    Ok(matches!(objects.update(&key, text.into_bytes(), &got.etag)?, Written::Done(_)))
+}

@@ -1,0 +1,279 @@
+//! `ubunye exec` against a store: the command runs on this machine and writes
+//! into local staging folders; the batch's lease, claims, note and record are
+//! in the bucket, and its files land there by claimed multipart uploads
+//! (`append.rs`) once it succeeds. A run that loses its lease makes nothing
+//! visible from then on, and its record never says success.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::SystemTime;
+
+use super::append::{LandError, land, plan};
+use super::lease::{Acquire, BucketError, Holder, Lease, Place, Refused, acquire};
+use super::objects::Objects;
+use super::probe::probe;
+use super::recover::Recovered;
+use super::url::StoreUrl;
+use crate::exec::child::{self, Ran};
+use crate::exec::env_name;
+use crate::layout::TaskPath;
+use crate::lineage::{RecordSpec, RunRecord};
+use crate::sys::Sys;
+use crate::vars::{PyValue, Variables};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct BucketRun {
+    /// The use case in the store (`-d s3://bucket/prefix`).
+    pub uc: StoreUrl,
+    /// The task.
+    pub task: TaskPath,
+    /// The batch's variables.
+    pub variables: Variables,
+    /// Its batch key.
+    pub key: String,
+    /// Its append outputs, by name, each in the use case's bucket.
+    pub appends: Vec<(String, StoreUrl)>,
+    /// A finished batch is skipped (exit 0), not refused.
+    pub resume: bool,
+    /// Whether a run record is written (under `<prefix>/.ubunye/lineage`).
+    pub lineage: bool,
+    /// The command and its arguments.
+    pub command: Vec<OsString>,
+    /// This run's id (a fresh uuid4).
+    pub run_id: String,
+    /// The program to start as the command's group keeper, if any.
+    pub keeper: Option<PathBuf>,
+}
+
+/// How a run against a store ended.
+#[derive(Debug)]
+pub enum BucketEnd {
+    /// The command succeeded and its files landed; the batch is finished.
+    Done {
+        /// Files landed per output.
+        landed: Vec<(String, usize)>,
+        /// A dead run taken over first.
+        recovered: Option<Recovered>,
+    },
+    /// `--resume` and a run finished the batch.
+    Skipped {
+        /// That run.
+        run_id: String,
+    },
+    /// The batch may not be run now.
+    Refused(Refused),
+    /// This run lost its lease: nothing more of it became visible.
+    Lost {
+        /// What was found instead.
+        why: String,
+    },
+    /// The command failed (or its files could not land): nothing of it is
+    /// visible.
+    Failed {
+        /// The exit code to give.
+        code: i32,
+        /// Why, in one line.
+        note: String,
+        /// A dead run taken over first.
+        recovered: Option<Recovered>,
+    },
+    /// The command could not be started.
+    NotStarted {
+        /// 126 or 127.
+        code: i32,
+        /// Why.
+        note: String,
+    },
+}
+
+fn child_env(spec: &BucketRun, staging: &[(String, PathBuf)]) -> Vec<(String, OsString)> {
+    let mut env = vec![
+        ("UBUNYE_RUN_ID".to_string(), OsString::from(&spec.run_id)),
+        ("UBUNYE_BATCH_KEY".to_string(), OsString::from(&spec.key)),
+        ("UBUNYE_TASK".to_string(), OsString::from(spec.task.as_str())),
+        ("UBUNYE_USECASE_DIR".to_string(), OsString::from(spec.uc.to_string())),
+    ];
+    for (k, v) in &spec.variables {
+        let value = match v {
+            PyValue::None => continue,
+            PyValue::Str(s) => s.clone(),
+            other => {
+                other.to_json().map(|j| crate::pyjson::dumps(&j, crate::pyjson::Style::COMPACT)).unwrap_or_default()
+            }
+        };
+        env.push((env_name("UBUNYE_VAR_", k), OsString::from(value)));
+    }
+    for (name, dir) in staging {
+        env.push((env_name("UBUNYE_OUT_", name), dir.clone().into_os_string()));
+    }
+    env
+}
+
+/// The run record, put under its key at each change; a failure to write it
+/// is not the run's failure (as on disk), only said.
+struct Record<'a> {
+    objects: &'a dyn Objects,
+    key: String,
+    rec: Option<RunRecord>,
+    unwritten: bool,
+}
+
+impl Record<'_> {
+    fn put(&mut self) {
+        if let Some(r) = &self.rec {
+            self.unwritten |= self.objects.put(&self.key, r.text().into_bytes()).is_err();
+        }
+    }
+    fn end(&mut self, status: &str, error: Option<String>) {
+        if let Some(r) = &mut self.rec {
+            r.end_with(status, error, SystemTime::now());
+        }
+        self.put();
+    }
+}
+
+/// The heartbeat: a save every `every` until told to stop; it stops by
+/// itself once the lease is lost.
+fn heartbeat(lease: Arc<Lease>, every: std::time::Duration) -> (mpsc::Sender<()>, std::thread::JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel::<()>();
+    let h = std::thread::spawn(move || {
+        while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(every) {
+            if let Err(BucketError::Lost { .. }) = lease.save(|_| {}) {
+                return;
+            }
+        }
+    });
+    (tx, h)
+}
+
+/// Run `spec` against `objects` (the use case's bucket).
+pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<BucketEnd, BucketError> {
+    // The bucket is there, the credentials are taken, and the store honours
+    // conditional writes: or nothing is done.
+    objects.now()?;
+    probe(&*objects, &spec.uc, &spec.run_id)?;
+    let place = Place { uc: spec.uc.clone(), task: spec.task.clone(), key: spec.key.clone() };
+    let holder = Holder { run_id: spec.run_id.clone(), host: sys.host.clone(), pid: sys.pid };
+    let (lease, recovered) = match acquire(objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing)? {
+        Acquire::Held(l, r) => (l, r),
+        Acquire::Refused(Refused::Finished { run_id }) if spec.resume => return Ok(BucketEnd::Skipped { run_id }),
+        Acquire::Refused(r) => return Ok(BucketEnd::Refused(r)),
+    };
+    let mut record = Record {
+        objects: &*objects,
+        key: place.record_key(&spec.run_id),
+        rec: spec.lineage.then(|| {
+            let rs = RecordSpec {
+                run_id: spec.run_id.clone(),
+                task: spec.task.clone(),
+                variables: spec.variables.clone(),
+                backend: "exec".into(),
+                command: Some(crate::exec::masked_command(&spec.variables, &spec.command)),
+            };
+            let mut r =
+                RunRecord::draft(std::path::Path::new(".ubunye/lineage"), &rs, SystemTime::now(), sys.timing.busy_for);
+            r.set_outputs(spec.appends.iter().map(|(n, u)| (n.clone(), "exec".into(), u.to_string())).collect());
+            r
+        }),
+        unwritten: false,
+    };
+    record.put();
+    let (stop, beat) = heartbeat(lease.clone(), sys.timing.heartbeat_every);
+    let finish = |stop: mpsc::Sender<()>, beat: std::thread::JoinHandle<()>| {
+        drop(stop);
+        let _ = beat.join();
+    };
+    let root = std::env::temp_dir().join(format!("ubunye-{}", spec.run_id));
+    let staging: Vec<(String, PathBuf)> = spec.appends.iter().map(|(n, _)| (n.clone(), root.join(n))).collect();
+    for (_, d) in &staging {
+        if let Err(e) = std::fs::create_dir_all(d) {
+            finish(stop, beat);
+            let note = format!("{}: cannot make the staging folder: {e}", d.display());
+            record.end("error", Some(note.clone()));
+            lease.release()?;
+            return Ok(BucketEnd::Failed { code: 1, note, recovered });
+        }
+    }
+    let cleanup = || {
+        let _ = std::fs::remove_dir_all(&root);
+    };
+    let ran = child::run(&spec.command, &child_env(spec, &staging), spec.keeper.as_deref(), &sys.timing);
+    let end = match ran {
+        Err(e) => {
+            let note = format!("cannot run the command: {e}");
+            finish(stop, beat);
+            record.end("error", Some(note.clone()));
+            cleanup();
+            lease.release()?;
+            return Ok(BucketEnd::Failed { code: 1, note, recovered });
+        }
+        Ok(Ran::NotStarted(why, e)) => {
+            let note = format!("cannot start '{}': {e}", spec.command[0].to_string_lossy());
+            finish(stop, beat);
+            record.end("error", Some(note.clone()));
+            cleanup();
+            lease.release()?;
+            return Ok(BucketEnd::NotStarted { code: why.exit_code(), note });
+        }
+        Ok(Ran::Ended(end)) => end,
+    };
+    if !end.success() {
+        let note = match end.signal {
+            Some(sig) => format!(
+                "CommandFailed: {} was killed by {}.",
+                spec.command[0].to_string_lossy(),
+                child::signal_name(sig)
+            ),
+            None => format!("CommandFailed: {} exited with code {}.", spec.command[0].to_string_lossy(), end.code),
+        };
+        finish(stop, beat);
+        record.end("error", Some(note.clone()));
+        cleanup();
+        lease.release()?;
+        return Ok(BucketEnd::Failed { code: end.code.max(1), note, recovered });
+    }
+    let mut files = Vec::new();
+    for ((name, dir), (_, out)) in staging.iter().zip(&spec.appends) {
+        match plan(name, dir, out, &spec.run_id) {
+            Ok(p) => files.extend(p),
+            Err(note) => {
+                finish(stop, beat);
+                record.end("error", Some(note.clone()));
+                cleanup();
+                lease.release()?;
+                return Ok(BucketEnd::Failed { code: 1, note, recovered });
+            }
+        }
+    }
+    let names: Vec<String> = spec.appends.iter().map(|(n, _)| n.clone()).collect();
+    let landed = land(&*objects, &lease, &names, &files);
+    finish(stop, beat);
+    cleanup();
+    match landed {
+        Ok(landed) => {
+            record.end("success", None);
+            lease.release()?;
+            Ok(BucketEnd::Done { landed, recovered })
+        }
+        Err(LandError::Lease(BucketError::Lost { why, .. })) => {
+            record.end(
+                "error",
+                Some(format!("LeaseLost: this run lost its lease ({why}); nothing more of it was made visible.")),
+            );
+            Ok(BucketEnd::Lost { why })
+        }
+        Err(LandError::Lease(e)) => {
+            record.end("error", Some(format!("{e}")));
+            Err(e)
+        }
+        Err(e) => {
+            let note = e.to_string();
+            record.end("error", Some(note.clone()));
+            lease.release()?;
+            Ok(BucketEnd::Failed { code: 1, note, recovered })
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! [`Objects`] over S3 and compatible stores, through `object_store` (feature
+//! `aws`): the endpoint, region and credentials come from the environment it
+//! reads (`AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, `AWS_REGION`,
+//! `AWS_ACCESS_KEY_ID`, ...). The three requests `object_store` cannot make
+//! (a DELETE with `If-Match`, a completion with `If-None-Match`, the store's
+//! `Date`) are signed by it and sent by the same HTTP stack. No credential,
+//! and no signed URL, ever reaches a message.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures_util::{StreamExt, TryStreamExt};
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::multipart::MultipartStore;
+use object_store::path::Path;
+use object_store::signer::{SignedUrlOptions, Signer};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
+use reqwest::Method;
+use reqwest::header::{HeaderValue, IF_MATCH, IF_NONE_MATCH};
+
+use super::objects::{ErrorKind, Got, Listed, Objects, StoreError, Upload, Written};
+
+/// Requests in flight at once for uploads and completions.
+const IN_FLIGHT: usize = 16;
+/// The size of each part of an upload (S3 takes 5 MiB to 5 GiB, the last part less).
+const PART: usize = 8 << 20;
+/// How long a request may take, and how long a connection.
+const TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT: Duration = Duration::from_secs(5);
+
+/// A bucket in S3 or a compatible store.
+pub struct S3 {
+    bucket: String,
+    store: Arc<AmazonS3>,
+    http: reqwest::Client,
+    rt: tokio::runtime::Runtime,
+}
+
+/// Whether the environment names credentials `object_store` can use without
+/// asking a metadata service (which, where there is none, only times out).
+fn has_credentials(var: &dyn Fn(&str) -> Option<String>) -> bool {
+    let set = |n: &str| var(n).is_some_and(|v| !v.trim().is_empty());
+    (set("AWS_ACCESS_KEY_ID") && set("AWS_SECRET_ACCESS_KEY"))
+        || set("AWS_WEB_IDENTITY_TOKEN_FILE")
+        || set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+        || set("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+        || set("AWS_UBUNYE_METADATA")
+}
+
+impl S3 {
+    /// The bucket `bucket`, reached as the environment says. Nothing is sent
+    /// yet: the first request tells whether the bucket is there.
+    pub fn from_env(bucket: &str) -> Result<S3, StoreError> {
+        let err = |kind, what: String| StoreError { kind, url: format!("s3://{bucket}"), what };
+        let var = |n: &str| std::env::var(n).ok();
+        if !has_credentials(&var) {
+            return Err(err(
+                ErrorKind::Denied,
+                "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_WEB_IDENTITY_TOKEN_FILE, or a container role; AWS_UBUNYE_METADATA=1 to ask the instance's metadata service)".into(),
+            ));
+        }
+        let mut b = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_retry(object_store::RetryConfig {
+                max_retries: 3,
+                retry_timeout: Duration::from_secs(20),
+                ..Default::default()
+            })
+            .with_client_options(
+                object_store::ClientOptions::new().with_timeout(TIMEOUT).with_connect_timeout(CONNECT),
+            );
+        if var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")).is_none() {
+            b = b.with_region("us-east-1");
+        }
+        let store = b.build().map_err(|e| err(ErrorKind::Other, one_line(&e.to_string())))?;
+        let http = reqwest::Client::builder()
+            .timeout(TIMEOUT)
+            .connect_timeout(CONNECT)
+            .build()
+            .map_err(|e| err(ErrorKind::Other, one_line(&e.without_url().to_string())))?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("ubunye-s3")
+            .enable_all()
+            .build()
+            .map_err(|e| err(ErrorKind::Other, format!("cannot start the request threads: {e}")))?;
+        Ok(S3 { bucket: bucket.into(), store: Arc::new(store), http, rt })
+    }
+
+    fn error(&self, key: &str, e: object_store::Error) -> StoreError {
+        of_store_error(&self.bucket, key, e)
+    }
+
+    /// A request `object_store` signs and we send, with `headers` signed too.
+    async fn signed(
+        &self,
+        method: Method,
+        key: &str,
+        query: &[(&str, &str)],
+        headers: &[(reqwest::header::HeaderName, &str)],
+        body: Option<String>,
+    ) -> Result<(u16, reqwest::header::HeaderMap, String), StoreError> {
+        let url_of = |k: &str| if k.is_empty() { format!("s3://{}", self.bucket) } else { self.url(k) };
+        let mut opts =
+            SignedUrlOptions::default().with_query(query.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        for (name, value) in headers {
+            let v = HeaderValue::from_str(value).map_err(|_| StoreError {
+                kind: ErrorKind::Other,
+                url: url_of(key),
+                what: format!("a header value the store cannot take: {value:?}"),
+            })?;
+            opts = opts.with_signed_header(name.clone(), v);
+        }
+        let url = self
+            .store
+            .signed_url_opts(method.clone(), &Path::from(key), Duration::from_secs(300), &opts)
+            .await
+            .map_err(|e| self.error(key, e))?;
+        let mut req = self.http.request(method, url);
+        for (name, value) in headers {
+            req = req.header(name.clone(), *value);
+        }
+        if let Some(b) = body {
+            req = req.body(b);
+        }
+        let resp = req.send().await.map_err(|e| StoreError {
+            kind: ErrorKind::Network,
+            url: url_of(key),
+            what: one_line(&e.without_url().to_string()),
+        })?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.map_err(|e| StoreError {
+            kind: ErrorKind::Network,
+            url: url_of(key),
+            what: one_line(&e.without_url().to_string()),
+        })?;
+        Ok((status, headers, text))
+    }
+
+    async fn complete_one(&self, u: &Upload, parts: &[String]) -> Result<Written, StoreError> {
+        let mut xml = String::from("<CompleteMultipartUpload>");
+        for (i, etag) in parts.iter().enumerate() {
+            xml.push_str(&format!("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, xml_text(etag)));
+        }
+        xml.push_str("</CompleteMultipartUpload>");
+        let (status, _, body) =
+            self.signed(Method::POST, &u.key, &[("uploadId", &u.id)], &[(IF_NONE_MATCH, "*")], Some(xml)).await?;
+        // S3 may answer 200 and put the error in the body.
+        let code = tag(&body, "Code");
+        match (status, code.as_deref()) {
+            (200, None) => Ok(Written::Done(tag(&body, "ETag").map(|e| xml_unescape(&e)).unwrap_or_default())),
+            (412, _) | (404, _) | (_, Some("NoSuchUpload" | "PreconditionFailed")) => Ok(Written::Refused),
+            (s, c) => Err(StoreError {
+                kind: ErrorKind::Other,
+                url: self.url(&u.key),
+                what: format!("completing the upload: HTTP {s}{}", c.map(|c| format!(" ({c})")).unwrap_or_default()),
+            }),
+        }
+    }
+
+    async fn send_one(&self, u: &Upload) -> Result<Vec<String>, StoreError> {
+        let local = |e: std::io::Error| StoreError {
+            kind: ErrorKind::Local,
+            url: u.file.display().to_string(),
+            what: format!("cannot read it: {e}"),
+        };
+        let path = Path::from(u.key.as_str());
+        let mut file = tokio::fs::File::open(&u.file).await.map_err(local)?;
+        let mut out = Vec::new();
+        loop {
+            let buf = read_part(&mut file).await.map_err(local)?;
+            let n = buf.len();
+            if n == 0 && !out.is_empty() {
+                break;
+            }
+            let part = self
+                .store
+                .put_part(&path, &u.id, out.len(), PutPayload::from(buf))
+                .await
+                .map_err(|e| self.error(&u.key, e))?;
+            out.push(part.content_id);
+            if n < PART {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Up to one part's bytes from `file`: fewer only at its end.
+async fn read_part(file: &mut tokio::fs::File) -> std::io::Result<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = vec![0u8; PART];
+    let mut filled = 0;
+    while filled < PART {
+        let n = file.read(&mut buf[filled..]).await?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    buf.truncate(filled);
+    Ok(buf)
+}
+
+/// The text of the first `<name>...</name>` in an XML answer.
+fn tag(body: &str, name: &str) -> Option<String> {
+    let open = format!("<{name}>");
+    let start = body.find(&open)? + open.len();
+    let end = body[start..].find(&format!("</{name}>"))? + start;
+    Some(body[start..end].to_string())
+}
+
+fn xml_text(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+fn xml_unescape(s: &str) -> String {
+    s.replace("&quot;", "\"").replace("&#34;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+}
+
+/// One line: a message from the stack may hold newlines.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The protocol's error for what `object_store` answered.
+fn of_store_error(bucket: &str, key: &str, e: object_store::Error) -> StoreError {
+    use object_store::Error as E;
+    let url = if key.is_empty() { format!("s3://{bucket}") } else { format!("s3://{bucket}/{key}") };
+    let text = one_line(&e.to_string());
+    let kind = match &e {
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => ErrorKind::Denied,
+        _ if text.contains("NoSuchBucket") => ErrorKind::NoBucket,
+        _ if text.contains("AccessDenied")
+            || text.contains("SignatureDoesNotMatch")
+            || text.contains("InvalidAccessKeyId") =>
+        {
+            ErrorKind::Denied
+        }
+        _ if text.contains("error sending request") || text.contains("timed out") || text.contains("connect") => {
+            ErrorKind::Network
+        }
+        _ => ErrorKind::Other,
+    };
+    let what = match kind {
+        ErrorKind::NoBucket => format!("the bucket '{bucket}' does not exist: create it, or check -d"),
+        ErrorKind::Denied => {
+            format!("the store refused the credentials: check AWS_ACCESS_KEY_ID and its secret ({text})")
+        }
+        ErrorKind::Network => {
+            format!("no answer from the store (after bounded retries): check AWS_ENDPOINT_URL and the network ({text})")
+        }
+        _ => text,
+    };
+    StoreError { kind, url, what }
+}
+
+fn is_refusal(e: &object_store::Error) -> bool {
+    use object_store::Error as E;
+    matches!(e, E::AlreadyExists { .. } | E::Precondition { .. } | E::NotModified { .. })
+}
+
+impl Objects for S3 {
+    fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Got>, StoreError> {
+        self.rt.block_on(async {
+            match self.store.get(&Path::from(key)).await {
+                Ok(r) => {
+                    let meta = r.meta.clone();
+                    let body = r.bytes().await.map_err(|e| self.error(key, e))?;
+                    Ok(Some(Got {
+                        body: body.to_vec(),
+                        etag: meta.e_tag.unwrap_or_default(),
+                        modified: SystemTime::from(meta.last_modified),
+                    }))
+                }
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(self.error(key, e)),
+            }
+        })
+    }
+
+    fn head(&self, key: &str) -> Result<Option<Listed>, StoreError> {
+        self.rt.block_on(async {
+            match self.store.head(&Path::from(key)).await {
+                Ok(m) => Ok(Some(Listed {
+                    key: key.into(),
+                    etag: m.e_tag.unwrap_or_default(),
+                    modified: SystemTime::from(m.last_modified),
+                    size: m.size,
+                })),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(self.error(key, e)),
+            }
+        })
+    }
+
+    fn create(&self, key: &str, body: Vec<u8>) -> Result<Written, StoreError> {
+        self.put_mode(key, body, PutMode::Create)
+    }
+
+    fn update(&self, key: &str, body: Vec<u8>, etag: &str) -> Result<Written, StoreError> {
+        self.put_mode(key, body, PutMode::Update(UpdateVersion { e_tag: Some(etag.into()), version: None }))
+    }
+
+    fn put(&self, key: &str, body: Vec<u8>) -> Result<String, StoreError> {
+        match self.put_mode(key, body, PutMode::Overwrite)? {
+            Written::Done(e) => Ok(e),
+            Written::Refused => {
+                Err(StoreError { kind: ErrorKind::Other, url: self.url(key), what: "a plain write was refused".into() })
+            }
+        }
+    }
+
+    fn delete_if(&self, key: &str, etag: &str) -> Result<bool, StoreError> {
+        self.rt.block_on(async {
+            let (status, _, body) = self.signed(Method::DELETE, key, &[], &[(IF_MATCH, etag)], None).await?;
+            match status {
+                200 | 204 => Ok(true),
+                404 | 412 => Ok(false),
+                s => Err(StoreError {
+                    kind: if s == 403 { ErrorKind::Denied } else { ErrorKind::Other },
+                    url: self.url(key),
+                    what: format!(
+                        "deleting it: HTTP {s}{}",
+                        tag(&body, "Code").map(|c| format!(" ({c})")).unwrap_or_default()
+                    ),
+                }),
+            }
+        })
+    }
+
+    fn delete(&self, key: &str) -> Result<(), StoreError> {
+        self.rt.block_on(async {
+            match self.store.delete(&Path::from(key)).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(self.error(key, e)),
+            }
+        })
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<Listed>, StoreError> {
+        self.rt.block_on(async {
+            let p = Path::from(prefix);
+            let found: Vec<_> =
+                self.store.list(if prefix.is_empty() { None } else { Some(&p) }).try_collect().await.map_err(|e| {
+                    match e {
+                        object_store::Error::NotFound { .. } => StoreError {
+                            kind: ErrorKind::NoBucket,
+                            url: format!("s3://{}", self.bucket),
+                            what: format!("the bucket '{}' does not exist: create it, or check -d", self.bucket),
+                        },
+                        e => self.error(prefix, e),
+                    }
+                })?;
+            Ok(found
+                .into_iter()
+                .map(|m| Listed {
+                    key: m.location.to_string(),
+                    etag: m.e_tag.unwrap_or_default(),
+                    modified: SystemTime::from(m.last_modified),
+                    size: m.size,
+                })
+                .collect())
+        })
+    }
+
+    fn now(&self) -> Result<SystemTime, StoreError> {
+        self.rt.block_on(async {
+            // HEAD of the bucket: it reads nothing, and says whether the
+            // bucket is there and the credentials are taken.
+            let (status, headers, _) = self.signed(Method::HEAD, "", &[], &[], None).await?;
+            let bucket_err = |kind, what: String| StoreError { kind, url: format!("s3://{}", self.bucket), what };
+            match status {
+                200 => {}
+                404 => {
+                    return Err(bucket_err(
+                        ErrorKind::NoBucket,
+                        format!("the bucket '{}' does not exist: create it, or check -d", self.bucket),
+                    ));
+                }
+                401 | 403 => {
+                    return Err(bucket_err(
+                        ErrorKind::Denied,
+                        "the store refused the credentials: check AWS_ACCESS_KEY_ID and its secret".into(),
+                    ));
+                }
+                s => return Err(bucket_err(ErrorKind::Other, format!("HEAD of the bucket: HTTP {s}"))),
+            }
+            let date = headers.get(reqwest::header::DATE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+            chrono::DateTime::parse_from_rfc2822(date).map(SystemTime::from).map_err(|_| {
+                bucket_err(
+                    ErrorKind::Unsupported,
+                    format!("the store's answer has no Date to read its clock by ({date:?})"),
+                )
+            })
+        })
+    }
+
+    fn start_uploads(&self, keys: &[String]) -> Result<Vec<String>, StoreError> {
+        self.rt.block_on(async {
+            futures_util::stream::iter(keys.iter().map(|k| async move {
+                self.store.create_multipart(&Path::from(k.as_str())).await.map_err(|e| self.error(k, e))
+            }))
+            .buffered(IN_FLIGHT)
+            .try_collect()
+            .await
+        })
+    }
+
+    fn send_parts(&self, uploads: &[Upload]) -> Result<Vec<Vec<String>>, StoreError> {
+        self.rt.block_on(async {
+            futures_util::stream::iter(uploads.iter().map(|u| self.send_one(u))).buffered(IN_FLIGHT).try_collect().await
+        })
+    }
+
+    fn complete_new(&self, uploads: &[(Upload, Vec<String>)]) -> Result<Vec<Written>, StoreError> {
+        self.rt.block_on(async {
+            futures_util::stream::iter(uploads.iter().map(|(u, p)| self.complete_one(u, p)))
+                .buffered(IN_FLIGHT)
+                .try_collect()
+                .await
+        })
+    }
+
+    fn abort(&self, key: &str, id: &str) -> Result<(), StoreError> {
+        self.rt.block_on(async {
+            match self.store.abort_multipart(&Path::from(key), &id.to_string()).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) if one_line(&e.to_string()).contains("NoSuchUpload") => Ok(()),
+                Err(e) => Err(self.error(key, e)),
+            }
+        })
+    }
+}
+
+impl S3 {
+    fn put_mode(&self, key: &str, body: Vec<u8>, mode: PutMode) -> Result<Written, StoreError> {
+        self.rt.block_on(async {
+            match self.store.put_opts(&Path::from(key), PutPayload::from(body), PutOptions::from(mode)).await {
+                Ok(r) => Ok(Written::Done(r.e_tag.unwrap_or_default())),
+                Err(e) if is_refusal(&e) => Ok(Written::Refused),
+                Err(object_store::Error::NotFound { .. }) => Err(StoreError {
+                    kind: ErrorKind::NoBucket,
+                    url: self.url(key),
+                    what: format!("the bucket '{}' does not exist: create it, or check -d", self.bucket),
+                }),
+                Err(e) => Err(self.error(key, e)),
+            }
+        })
+    }
+}
