@@ -13,7 +13,7 @@ use ubunye::bucket::{
     look, plan, probe,
 };
 use ubunye::layout::TaskPath;
-use ubunye::sys::Timing;
+use ubunye::sys::{Hook, Timing};
 use ubunye_testkit::{FakeClock, fast_timing};
 
 const T0: u64 = 1_780_000_000;
@@ -162,7 +162,7 @@ fn a_finished_batch_hands_the_lease_back_and_is_refused() {
     let a = w.held("run-a");
     let d = tempfile::tempdir().unwrap();
     let files = w.files(d.path(), "run-a", 2);
-    ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files).unwrap();
+    ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files, &Hook::default()).unwrap();
     assert!(a.release().unwrap());
     match w.take("run-b") {
         Acquire::Refused(Refused::Finished { run_id }) => assert_eq!(run_id, "run-a"),
@@ -172,7 +172,7 @@ fn a_finished_batch_hands_the_lease_back_and_is_refused() {
     let note = String::from_utf8(w.mem.get(&w.place.note_key()).unwrap().unwrap().body).unwrap();
     assert!(note.contains("s3://bkt/lake/ev/run-a-part-0.csv"), "{note}");
     assert_eq!(w.visible(), ["lake/ev/run-a-part-0.csv", "lake/ev/run-a-part-1.csv"]);
-    assert!(w.mem.open_uploads().is_empty());
+    assert!(w.mem.open_uploads("").unwrap().is_empty());
 }
 
 /// The zombie: a holder paused after its claims are saved and its parts
@@ -193,10 +193,10 @@ fn a_paused_holder_taken_over_makes_nothing_visible() {
         assert!(rec.removed.is_empty());
         b.release().unwrap();
     });
-    let e = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files).unwrap_err();
+    let e = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files, &Hook::default()).unwrap_err();
     assert!(matches!(e, LandError::Refused { .. } | LandError::Lease(BucketError::Lost { .. })), "{e}");
     assert!(w.visible().is_empty(), "{:?}", w.visible());
-    assert!(w.mem.open_uploads().is_empty());
+    assert!(w.mem.open_uploads("").unwrap().is_empty());
     assert!(w.mem.get(&w.place.note_key()).unwrap().is_none(), "the zombie wrote a finished note");
     assert!(a.save(|_| {}).is_err());
 }
@@ -220,7 +220,7 @@ fn a_holder_taken_over_after_completing_loses_what_it_completed() {
             b.release().unwrap();
         });
     });
-    let e = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files).unwrap_err();
+    let e = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files, &Hook::default()).unwrap_err();
     assert!(matches!(e, LandError::Lease(BucketError::Lost { .. })), "{e}");
     assert!(w.visible().is_empty(), "{:?}", w.visible());
     assert!(w.mem.get(&w.place.note_key()).unwrap().is_none());
@@ -244,7 +244,7 @@ fn a_dead_run_that_had_marked_done_is_finished_for_it() {
         }
     });
     // run-a resumes: its note is there already (its own), so it commits.
-    ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files).unwrap();
+    ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files, &Hook::default()).unwrap();
     assert_eq!(w.visible().len(), 2);
 }
 
@@ -261,7 +261,7 @@ fn a_taker_that_died_mid_recovery_is_taken_over_in_turn() {
     w.mem.before("complete_new", move || {
         w2.mem.fail_next("update");
     });
-    let _ = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files);
+    let _ = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files, &Hook::default());
     assert_eq!(w.visible().len(), 2, "run-a's files were completed");
     // run-b takes over and dies before it deletes anything.
     w.past_timeout();
@@ -284,7 +284,7 @@ fn a_store_failure_mid_landing_takes_back_what_became_visible() {
     // The done mark's save gets no answer (a network error).
     let mem = w.mem.clone();
     w.mem.before("complete_new", move || mem.fail_next("update"));
-    let e = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files).unwrap_err();
+    let e = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files, &Hook::default()).unwrap_err();
     assert!(matches!(e, LandError::Lease(BucketError::Store(_))), "{e}");
     // Still held: the next save works, and a takeover after it dies would
     // take back the completed files (the lease names them).
@@ -344,9 +344,9 @@ fn a_run_that_lost_its_lease_before_landing_completes_nothing() {
         let Acquire::Held(b, _) = w2.take("run-b") else { panic!("no takeover") };
         b.release().unwrap();
     });
-    let e = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files).unwrap_err();
+    let e = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files, &Hook::default()).unwrap_err();
     assert!(matches!(e, LandError::Lease(BucketError::Lost { .. })), "{e}");
-    assert!(w.mem.open_uploads().is_empty());
+    assert!(w.mem.open_uploads("").unwrap().is_empty());
     assert!(w.visible().is_empty());
 }
 

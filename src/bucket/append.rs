@@ -21,6 +21,7 @@ use super::objects::{Objects, StoreError, Upload, Written};
 use super::recover::{Recovered, take_back};
 use super::url::StoreUrl;
 use crate::documents::{self, Map, writing_note};
+use crate::sys::{Hook, Step};
 use crate::timefmt;
 
 /// A file to land, and where.
@@ -122,6 +123,7 @@ pub fn land(
     lease: &Lease,
     outputs: &[String],
     files: &[Planned],
+    hook: &Hook,
 ) -> Result<Vec<(String, usize)>, LandError> {
     let keys: Vec<String> = files.iter().map(|f| f.key.clone()).collect();
     let ids = objects.start_uploads(&keys).map_err(|e| LandError::Failed(e, Box::default()))?;
@@ -155,6 +157,7 @@ pub fn land(
         }
         return Err(e.into());
     }
+    hook.at(Step::UploadsClaimed);
     let undo = |e: StoreError| -> LandError {
         match lease.lost() {
             Some(why) => LandError::Lease(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }),
@@ -166,6 +169,7 @@ pub fn land(
         }
     };
     let parts = objects.send_parts(&uploads).map_err(undo)?;
+    hook.at(Step::PartsSent);
     // The last look before anything becomes visible: a lease the heartbeat
     // found lost stops here.
     if let Some(why) = lease.lost() {
@@ -177,6 +181,7 @@ pub fn land(
         let _ = take_back(objects, &lease.doc(), &mut r);
         return Err(LandError::Refused { url: objects.url(&uploads[i].key), rolled_back: Box::new(r) });
     }
+    hook.at(Step::Completed);
     lease.save(|d| {
         for (_, note) in d.outputs_mut().iter_mut() {
             if let Value::Object(m) = note {

@@ -91,13 +91,6 @@ impl Memory {
         self.lock().faults.push(op);
     }
 
-    /// The uploads started and neither completed nor aborted: (key, id).
-    pub fn open_uploads(&self) -> Vec<(String, String)> {
-        let mut v: Vec<_> = self.lock().uploads.iter().map(|(id, k)| (k.clone(), id.clone())).collect();
-        v.sort();
-        v
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -288,5 +281,17 @@ impl Objects for Memory {
             st.parts.remove(id);
         }
         Ok(())
+    }
+
+    fn open_uploads(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let mut v: Vec<_> = self
+            .lock()
+            .uploads
+            .iter()
+            .filter(|(_, k)| k.starts_with(prefix))
+            .map(|(id, k)| (k.clone(), id.clone()))
+            .collect();
+        v.sort();
+        Ok(v)
     }
 }

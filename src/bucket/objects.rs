@@ -121,4 +121,7 @@ pub trait Objects: Send + Sync {
     /// Abort an upload. No error when it is gone already (aborted, or
     /// completed: HEAD the key to know which).
     fn abort(&self, key: &str, id: &str) -> Result<(), StoreError>;
+    /// The uploads started under `prefix` and neither completed nor
+    /// aborted: (key, id), in key order.
+    fn open_uploads(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError>;
 }

@@ -249,7 +249,7 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         }
     }
     let names: Vec<String> = spec.appends.iter().map(|(n, _)| n.clone()).collect();
-    let landed = land(&*objects, &lease, &names, &files);
+    let landed = land(&*objects, &lease, &names, &files, &sys.hook);
     finish(stop, beat);
     cleanup();
     match landed {

@@ -44,31 +44,47 @@ fn has_credentials(var: &dyn Fn(&str) -> Option<String>) -> bool {
         || set("AWS_WEB_IDENTITY_TOKEN_FILE")
         || set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
         || set("AWS_CONTAINER_CREDENTIALS_FULL_URI")
-        || set("AWS_UBUNYE_METADATA")
+        || set("UBUNYE_S3_IMDS")
 }
 
 impl S3 {
     /// The bucket `bucket`, reached as the environment says. Nothing is sent
     /// yet: the first request tells whether the bucket is there.
     pub fn from_env(bucket: &str) -> Result<S3, StoreError> {
+        let vars: Vec<(String, String)> =
+            std::env::vars().filter(|(k, _)| k.starts_with("AWS_") || k == "UBUNYE_S3_IMDS").collect();
+        S3::from_vars(bucket, &vars)
+    }
+
+    /// The bucket `bucket`, reached as `vars` (`AWS_*` names and values, as
+    /// the environment would hold them) say. Without credentials named there
+    /// (keys, a web identity, a container role, or `UBUNYE_S3_IMDS=1` for an
+    /// EC2 instance role), it refuses at once rather than wait for a metadata
+    /// service that is not there.
+    pub fn from_vars(bucket: &str, vars: &[(String, String)]) -> Result<S3, StoreError> {
         let err = |kind, what: String| StoreError { kind, url: format!("s3://{bucket}"), what };
-        let var = |n: &str| std::env::var(n).ok();
+        let var = |n: &str| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone());
         if !has_credentials(&var) {
             return Err(err(
                 ErrorKind::Denied,
-                "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_WEB_IDENTITY_TOKEN_FILE, or a container role; AWS_UBUNYE_METADATA=1 to ask the instance's metadata service)".into(),
+                "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_WEB_IDENTITY_TOKEN_FILE, or a container role; UBUNYE_S3_IMDS=1 to ask an EC2 instance's metadata service)".into(),
             ));
         }
-        let mut b = AmazonS3Builder::from_env()
-            .with_bucket_name(bucket)
-            .with_retry(object_store::RetryConfig {
-                max_retries: 3,
-                retry_timeout: Duration::from_secs(20),
-                ..Default::default()
-            })
-            .with_client_options(
-                object_store::ClientOptions::new().with_timeout(TIMEOUT).with_connect_timeout(CONNECT),
-            );
+        // Timeouts first: a variable (AWS_ALLOW_HTTP, ...) may set more of
+        // the client's options, and must not be replaced by them.
+        let mut b = AmazonS3Builder::new().with_client_options(
+            object_store::ClientOptions::new().with_timeout(TIMEOUT).with_connect_timeout(CONNECT),
+        );
+        for (k, v) in vars {
+            if let Ok(key) = k.to_ascii_lowercase().parse() {
+                b = b.with_config(key, v);
+            }
+        }
+        let mut b = b.with_bucket_name(bucket).with_retry(object_store::RetryConfig {
+            max_retries: 3,
+            retry_timeout: Duration::from_secs(20),
+            ..Default::default()
+        });
         if var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")).is_none() {
             b = b.with_region("us-east-1");
         }
@@ -126,7 +142,7 @@ impl S3 {
         let resp = req.send().await.map_err(|e| StoreError {
             kind: ErrorKind::Network,
             url: url_of(key),
-            what: one_line(&e.without_url().to_string()),
+            what: no_answer(&e.without_url().to_string()),
         })?;
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
@@ -218,6 +234,10 @@ fn xml_text(s: &str) -> String {
 
 fn xml_unescape(s: &str) -> String {
     s.replace("&quot;", "\"").replace("&#34;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+}
+
+fn no_answer(text: &str) -> String {
+    format!("no answer from the store: check AWS_ENDPOINT_URL and the network ({})", one_line(text))
 }
 
 /// One line: a message from the stack may hold newlines.
@@ -425,6 +445,44 @@ impl Objects for S3 {
                 .buffered(IN_FLIGHT)
                 .try_collect()
                 .await
+        })
+    }
+
+    fn open_uploads(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
+        self.rt.block_on(async {
+            let mut out = Vec::new();
+            let (mut key_marker, mut id_marker) = (String::new(), String::new());
+            // Bounded: 1,000 pages of up to 1,000 uploads.
+            for _ in 0..1000 {
+                let mut q: Vec<(&str, &str)> = vec![("uploads", ""), ("prefix", prefix)];
+                if !key_marker.is_empty() {
+                    q.push(("key-marker", &key_marker));
+                    q.push(("upload-id-marker", &id_marker));
+                }
+                let (status, _, body) = self.signed(Method::GET, "", &q, &[], None).await?;
+                if status != 200 {
+                    return Err(StoreError {
+                        kind: ErrorKind::Other,
+                        url: format!("s3://{}/{prefix}", self.bucket),
+                        what: format!("listing the open uploads: HTTP {status}"),
+                    });
+                }
+                for upload in body.split("<Upload>").skip(1) {
+                    if let (Some(k), Some(id)) = (tag(upload, "Key"), tag(upload, "UploadId")) {
+                        out.push((xml_unescape(&k), xml_unescape(&id)));
+                    }
+                }
+                if tag(&body, "IsTruncated").as_deref() != Some("true") {
+                    break;
+                }
+                key_marker = tag(&body, "NextKeyMarker").map(|k| xml_unescape(&k)).unwrap_or_default();
+                id_marker = tag(&body, "NextUploadIdMarker").map(|k| xml_unescape(&k)).unwrap_or_default();
+                if key_marker.is_empty() {
+                    break;
+                }
+            }
+            out.sort();
+            Ok(out)
         })
     }
 

@@ -31,12 +31,14 @@ pub struct Knobs {
     pub in_place: bool,
     /// The test settings honoured, as `NAME=value`: empty in production.
     pub test_settings: Vec<String>,
+    /// `UBUNYE_TEST_STOP_AT`: the step at which the process stops itself.
+    pub stop_at: Option<String>,
 }
 
 impl Default for Knobs {
     /// Production: leases on, every fast path allowed, no test setting.
     fn default() -> Self {
-        Knobs { leases: true, exchange: true, in_place: true, test_settings: Vec::new() }
+        Knobs { leases: true, exchange: true, in_place: true, test_settings: Vec::new(), stop_at: None }
     }
 }
 
@@ -71,7 +73,8 @@ pub(super) fn read(var: impl Fn(&str) -> Option<OsString>, tests: bool) -> FromE
     if !tests {
         return FromEnv { timing, knobs, host: None };
     }
-    let waits: [(&str, Field); 4] = [
+    let waits: [(&str, Field); 5] = [
+        ("UBUNYE_TEST_TIMEOUT", |t| &mut t.heartbeat_timeout),
         ("UBUNYE_TEST_SETTLE", |t| &mut t.settle),
         ("UBUNYE_TEST_HEARTBEAT_EVERY", |t| &mut t.heartbeat_every),
         ("UBUNYE_TEST_BUSY_FOR", |t| &mut t.busy_for),
@@ -91,6 +94,12 @@ pub(super) fn read(var: impl Fn(&str) -> Option<OsString>, tests: bool) -> FromE
     if let Some(v) = text("UBUNYE_NO_IN_PLACE") {
         knobs.in_place = false;
         note(&mut knobs, "UBUNYE_NO_IN_PLACE", &v);
+    }
+    // A step (kebab-case, as `Step` serialises) at which the process stops
+    // itself with SIGSTOP: the zombie tests pause a holder there.
+    if let Some(v) = text("UBUNYE_TEST_STOP_AT").filter(|v| !v.is_empty()) {
+        note(&mut knobs, "UBUNYE_TEST_STOP_AT", &v);
+        knobs.stop_at = Some(v);
     }
     // Not UTF-8: not a host identity this engine could write; ignored.
     let host = var("UBUNYE_TEST_HOST").and_then(|v| v.into_string().ok());

@@ -176,6 +176,12 @@ pub enum Step {
     OutputsCleared,
     /// The lease was removed (release).
     Released,
+    /// In a store: every upload was started and saved in the lease; no part sent yet.
+    UploadsClaimed,
+    /// In a store: every part was sent; no upload completed yet.
+    PartsSent,
+    /// In a store: every upload was completed; the lease not yet marked done.
+    Completed,
 }
 
 /// The test hook: called at each [`Step`].
@@ -235,6 +241,14 @@ impl Sys {
     /// assertions; those honoured are in `knobs.test_settings`.
     pub fn from_env() -> Sys {
         let e = env::read(|name| std::env::var_os(name), cfg!(debug_assertions));
+        let hook = match e.knobs.stop_at.clone() {
+            None => Hook::default(),
+            Some(at) => Hook(Some(Arc::new(move |step: Step| {
+                if serde_json::to_value(step).ok().and_then(|v| v.as_str().map(|s| s == at)) == Some(true) {
+                    let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::STOP);
+                }
+            }))),
+        };
         Sys {
             clock: Arc::new(SystemClock),
             procs: Arc::new(ProcFs),
@@ -243,7 +257,7 @@ impl Sys {
             pid: std::process::id() as i32,
             timing: e.timing,
             knobs: e.knobs,
-            hook: Hook::default(),
+            hook,
         }
     }
 

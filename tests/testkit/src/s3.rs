@@ -174,6 +174,21 @@ impl Server {
         lines[lines.len().saturating_sub(20)..].join("\n")
     }
 
+    /// The environment a client of this server is given (`AWS_*`, as
+    /// `object_store` reads them).
+    pub fn vars(&self) -> Vec<(String, String)> {
+        [
+            ("AWS_ENDPOINT_URL", self.endpoint.as_str()),
+            ("AWS_ALLOW_HTTP", "true"),
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+            ("AWS_REGION", "us-east-1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+    }
+
     /// Its pid.
     pub fn pid(&self) -> u32 {
         self.child.id()

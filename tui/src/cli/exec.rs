@@ -99,7 +99,7 @@ pub struct ExecArgs {
     pub command: Vec<OsString>,
 }
 
-fn task_of(a: &ExecArgs) -> Result<TaskPath, String> {
+pub(super) fn task_of(a: &ExecArgs) -> Result<TaskPath, String> {
     match (&a.task, &a.usecase, &a.package, &a.task_name) {
         (Some(t), _, _, _) => TaskPath::parse(t),
         (None, Some(u), Some(p), Some(t)) => TaskPath::from_parts(u, p, t),

@@ -13,6 +13,7 @@ mod key;
 mod leases;
 mod python;
 mod runs;
+mod store;
 mod table;
 
 pub(crate) use crate::console::print::{out, outln, print_json, say_err};
@@ -197,7 +198,17 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         }
     };
     if let Some(dir) = cli.command.use_case_dir() {
-        if let Err(why) = usecase::check(dir) {
+        // A use case in a store (issue 13): `exec` and `leases list` read
+        // it; the other commands do not yet, and say so.
+        if dir.to_str().is_some_and(ubunye::bucket::is_store_url) {
+            if !matches!(&cli.command, Command::Leases(l) if matches!(l.command, leases::LeasesCommand::List(_))) {
+                say_err(&format!(
+                    "-d {}: this command does not read a use case in an object store yet; `ubunye leases list` and `ubunye exec` do",
+                    dir.display()
+                ));
+                return exit::USAGE;
+            }
+        } else if let Err(why) = usecase::check(dir) {
             say_err(&why);
             return exit::USAGE;
         }
@@ -206,8 +217,16 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
     let colour = colour::decide(cli.color, std::io::stdout().is_terminal());
     match &cli.command {
         Command::Key(a) => key::run(a),
-        Command::Exec(a) => exec::run(a),
-        Command::Leases(a) => leases::run(a, colour),
+        Command::Exec(a) => match store::store_dir(&a.dir) {
+            Some(dir) => store::exec(a, dir),
+            None => exec::run(a),
+        },
+        Command::Leases(l) => match &l.command {
+            leases::LeasesCommand::List(a) if store::store_dir(&a.dir).is_some() => {
+                store::list(a, store::store_dir(&a.dir).unwrap_or_default(), colour)
+            }
+            _ => leases::run(l, colour),
+        },
         Command::Runs(a) => runs::run(a, colour),
         Command::Doctor(a) => doctor::run(a),
         Command::Top(a) => crate::top::run(&crate::top::Options {

@@ -1,7 +1,7 @@
 //! `ubunye leases list|explain|takeover|finish`.
 
 mod explain;
-mod list;
+pub(crate) mod list;
 mod repair;
 
 use clap::{Args, Subcommand};

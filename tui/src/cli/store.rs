@@ -1,0 +1,302 @@
+//! `ubunye exec` and `ubunye leases list` with `-d s3://bucket/prefix`: the
+//! use case is in an object store (issue 13). The engine's protocol is in
+//! `ubunye::bucket`; this renders it.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use ubunye::bucket::{self, BucketEnd, BucketRun, Objects, Refused, S3, StoreUrl, StoreVerdict};
+use ubunye::documents::short;
+
+use super::exec::ExecArgs;
+use super::leases::list::ListArgs;
+use super::table;
+use super::{exit, say_err};
+use crate::console::print::outln;
+
+/// The store for a use case URL: one line and exit 2 for a URL that does not
+/// parse, exit 1 for a store that cannot be reached as configured.
+fn open(dir: &str) -> Result<(StoreUrl, Arc<dyn Objects>), i32> {
+    let uc = StoreUrl::parse(dir).map_err(|e| {
+        say_err(&format!("-d {dir}: {e}"));
+        exit::USAGE
+    })?;
+    let s3 = S3::from_env(&uc.bucket).map_err(|e| {
+        say_err(&e.to_string());
+        exit::REFUSED
+    })?;
+    Ok((uc, Arc::new(s3)))
+}
+
+/// The outputs of `--append NAME=URL`, each in the use case's bucket and
+/// outside its `.ubunye/`.
+fn appends(a: &ExecArgs, uc: &StoreUrl) -> Result<Vec<(String, StoreUrl)>, String> {
+    let mut out: Vec<(String, StoreUrl)> = Vec::new();
+    for spec in &a.appends {
+        let Some((name, url)) = spec.split_once('=') else {
+            return Err(format!("--append {spec}: give NAME=s3://bucket/prefix"));
+        };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(format!("--append {spec}: the name '{name}' must be letters, digits, '_' or '-'"));
+        }
+        if out.iter().any(|(n, _)| n == name) {
+            return Err(format!("--append {spec}: the output '{name}' is named twice"));
+        }
+        let u = StoreUrl::parse(url).map_err(|e| format!("--append {spec}: {url} {e}"))?;
+        if u.bucket != uc.bucket {
+            return Err(format!(
+                "--append {spec}: outputs must be in the use case's bucket ({}), so that one client holds the lease and the files",
+                uc.bucket
+            ));
+        }
+        let inner = StoreUrl { bucket: uc.bucket.clone(), prefix: uc.key(".ubunye") };
+        if u.prefix.is_empty() || inner.holds(&u.prefix) {
+            return Err(format!(
+                "--append {spec}: an output must be a prefix of its own, not the bucket's top or the use case's .ubunye"
+            ));
+        }
+        out.push((name.to_string(), u));
+    }
+    Ok(out)
+}
+
+/// The `-d` of a command, when it names a use case in a store.
+pub fn store_dir(d: &super::DirArg) -> Option<&str> {
+    d.dir.to_str().filter(|d| bucket::is_store_url(d))
+}
+
+/// `ubunye exec -d s3://...`.
+pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
+    let usage = |m: &str| {
+        say_err(m);
+        exit::USAGE
+    };
+    let task = match super::exec::task_of(a) {
+        Ok(t) => t,
+        Err(e) => return usage(&e),
+    };
+    let vars = match a.vars.variables() {
+        Ok(v) => v,
+        Err(e) => return usage(&e.to_string()),
+    };
+    if !a.overwrites.is_empty() {
+        return usage(&format!(
+            "-d {dir}: --overwrite to an object store is refused: a store has no atomic swap of a prefix, so readers could see a half-replaced output; use --append, or a table format (Delta Lake, Apache Iceberg) that replaces by a commit"
+        ));
+    }
+    if a.rerun {
+        return usage(&format!(
+            "-d {dir}: --rerun is not supported against a store yet (a finished note there is kept); remove nothing by hand: use a new batch, or run it on a disk"
+        ));
+    }
+    if a.lineage_dir.is_some() {
+        return usage(&format!(
+            "-d {dir}: --lineage-dir names a folder; a store's run records go under {dir}/.ubunye/lineage"
+        ));
+    }
+    if a.command.is_empty() {
+        return usage(
+            "give the command after --, for example: ubunye exec -d s3://bucket/uc --task demo/sales/ingest -dt 2025-01-01 --append events=s3://bucket/lake/events -- ./ingest.sh",
+        );
+    }
+    let uc = match StoreUrl::parse(dir) {
+        Ok(u) => u,
+        Err(e) => return usage(&format!("-d {dir}: {e}")),
+    };
+    let outs = match appends(a, &uc) {
+        Ok(o) => o,
+        Err(e) => return usage(&e),
+    };
+    let key = match ubunye::key::batch_key(task.as_str(), &vars) {
+        Ok(k) => k,
+        Err(e) => return usage(&e.to_string()),
+    };
+    if let Err(why) = ubunye::exec::child::find_command(&a.command[0]) {
+        let what = match why {
+            ubunye::error::Unstartable::NotFound => "no such program (give a path, or a program on PATH)",
+            ubunye::error::Unstartable::NotExecutable => {
+                "it is there but cannot be executed (chmod +x it, or name its interpreter, as in `sh CMD`)"
+            }
+        };
+        say_err(&format!("cannot start '{}': {what}; nothing was written", a.command[0].to_string_lossy()));
+        return why.exit_code();
+    }
+    let (uc, objects) = match open(dir) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let spec = BucketRun {
+        uc,
+        task,
+        variables: vars,
+        key,
+        appends: outs,
+        resume: a.resume,
+        lineage: !a.no_lineage,
+        command: a.command.clone(),
+        run_id: uuid::Uuid::new_v4().to_string(),
+        keeper: std::env::current_exe().ok(),
+    };
+    let sys = crate::console::machine::sys();
+    let refused = a.refused_exit;
+    let head = format!("{} {}", spec.task, spec.key);
+    match bucket::run(&spec, objects, &sys) {
+        Err(e) => {
+            say_err(&e.to_string());
+            exit::REFUSED
+        }
+        Ok(BucketEnd::Done { landed, recovered }) => {
+            if let Some(r) = recovered.filter(|_| !a.quiet) {
+                say_err(&took_over(&r));
+            }
+            if !a.quiet {
+                let files: Vec<String> = landed.iter().map(|(o, n)| format!("{o} +{n} file(s)")).collect();
+                let tail = if files.is_empty() { String::new() } else { format!(": {}", files.join(", ")) };
+                say_err(&format!("{head} done (run {}){tail}", short(&spec.run_id)));
+            }
+            exit::OK
+        }
+        Ok(BucketEnd::Skipped { run_id }) => {
+            if !a.quiet {
+                say_err(&format!("[SKIP] {head}: run {} finished it (--resume)", short(&run_id)));
+            }
+            exit::OK
+        }
+        Ok(BucketEnd::Refused(r)) => {
+            say_err(&refusal(&head, &r));
+            refused
+        }
+        Ok(BucketEnd::Lost { why }) => {
+            say_err(&format!(
+                "{head}: this run lost its lease ({why}); nothing more of it was made visible, and its taker takes back what it had"
+            ));
+            refused
+        }
+        Ok(BucketEnd::Failed { code, note, recovered }) => {
+            if let Some(r) = recovered.filter(|_| !a.quiet) {
+                say_err(&took_over(&r));
+            }
+            say_err(&format!("{head}: {note}"));
+            code
+        }
+        Ok(BucketEnd::NotStarted { code, note }) => {
+            say_err(&note);
+            code
+        }
+    }
+}
+
+fn took_over(r: &bucket::Recovered) -> String {
+    if r.finished {
+        format!("run {} had finished; its commit was completed (its finished note written).", short(&r.run_id))
+    } else {
+        format!(
+            "took over the lease of dead run {}: {} upload(s) aborted, {} object(s) it had made visible removed.",
+            short(&r.run_id),
+            r.aborted,
+            r.removed.len()
+        )
+    }
+}
+
+fn refusal(head: &str, r: &Refused) -> String {
+    match r {
+        Refused::Busy { run_id, age } => format!(
+            "refused: {head}: run {} holds it (its lease was written {} ago, by the store's clock); try again once it ends",
+            short(run_id),
+            ubunye::timefmt::age(*age)
+        ),
+        Refused::Finished { run_id } => {
+            format!("refused: {head}: run {} finished it; --resume skips a finished batch", short(run_id))
+        }
+        Refused::Unreadable { url, why } => format!(
+            "refused: {url}: cannot be read ({why}); a lease or note like this is never judged free or dead: look at it, and remove it only if no run is writing"
+        ),
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Out<'a> {
+    use_case: String,
+    clock: &'static str,
+    now: String,
+    batches: Vec<&'a bucket::StoreBatch>,
+}
+
+/// `ubunye leases list -d s3://...`.
+pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
+    let (uc, objects) = match open(dir) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let sys = crate::console::machine::sys();
+    let (now, batches) = match bucket::look(&*objects, &uc, &sys.timing) {
+        Ok(x) => x,
+        Err(e) => {
+            say_err(&e.to_string());
+            return exit::REFUSED;
+        }
+    };
+    let wanted = |b: &&bucket::StoreBatch| {
+        let state_ok = if a.states.is_empty() {
+            a.all || b.state != StoreVerdict::Finished
+        } else {
+            a.states.iter().any(|s| s == b.state.word())
+        };
+        state_ok && a.task.as_deref().is_none_or(|t| ubunye::state::task_matches(t, &b.task))
+    };
+    let mut rows: Vec<&bucket::StoreBatch> = batches.iter().filter(wanted).collect();
+    rows.sort_by_key(|b| (order(b.state), b.task.clone(), b.key.clone()));
+    if a.json {
+        crate::cli::print_json(&Out {
+            use_case: uc.to_string(),
+            clock: "store",
+            now: ubunye::timefmt::rfc3339(now),
+            batches: rows,
+        });
+        return exit::OK;
+    }
+    if rows.is_empty() {
+        outln(&format!(
+            "nothing to show in {uc}: {} batch(es){}",
+            batches.len(),
+            if a.all { "" } else { ", none needs attention (--all shows finished ones)" }
+        ));
+        return exit::OK;
+    }
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let header = ["STATE", "TASK", "KEY", "RUN", "AGE", "CLAIMS", "NOTE"];
+    let line = |i: usize| {
+        let b = rows[i];
+        let code = match b.state {
+            StoreVerdict::Unreadable | StoreVerdict::Dead => Some("31"),
+            StoreVerdict::Live => Some("33"),
+            StoreVerdict::Finished => Some("32"),
+        };
+        table::Line {
+            cells: vec![
+                b.state.word().to_string(),
+                b.task.clone(),
+                b.key.clone(),
+                b.run_id.as_deref().map(short).unwrap_or_default().to_string(),
+                b.age_secs.map(|s| ubunye::timefmt::age(std::time::Duration::from_secs(s))).unwrap_or_default(),
+                if b.state == StoreVerdict::Finished { String::new() } else { b.claims.to_string() },
+                b.why.clone().unwrap_or_default(),
+            ],
+            colour: code.filter(|_| colour).map(|c| (0, c)),
+        }
+    };
+    let _ = table::print(&mut out, &header, rows.len(), line, table::terminal_width());
+    let _ = out.flush();
+    exit::OK
+}
+
+/// Most severe first, as on disk.
+fn order(s: StoreVerdict) -> u8 {
+    match s {
+        StoreVerdict::Unreadable => 0,
+        StoreVerdict::Dead => 1,
+        StoreVerdict::Live => 2,
+        StoreVerdict::Finished => 3,
+    }
+}

@@ -1,0 +1,280 @@
+//! `ubunye exec` and `ubunye leases list` against a use case in an object
+//! store (issue 13), on real S3-compatible servers started on 127.0.0.1 for
+//! the test and stopped by their pid (SeaweedFS, and moto as a second
+//! implementation; `scripts/s3-env`). Each server's tests run in their own
+//! test function, so the two run side by side.
+//!
+//! - a run lands its files once, with names that carry its run id; a second
+//!   run is refused, `--resume` skips;
+//! - the zombie: a holder stopped (SIGSTOP) past the timeout at each step of
+//!   its landing, taken over, then continued: nothing it uploads becomes
+//!   visible, it never commits, its record never says success, and no upload
+//!   is left open;
+//! - races: 8 racers for one batch, 25 rounds, one winner each;
+//! - bad input: one line, the documented exit code, nothing written.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ubunye::bucket::{Acquire, Holder, Objects, Place, Refused, S3, StoreUrl, acquire};
+use ubunye::layout::TaskPath;
+use ubunye_testkit::s3::{BUCKET, Kind, Server, servers_bin};
+
+struct Store {
+    server: Server,
+    s3: Arc<S3>,
+}
+
+fn start(kind: Kind, test: &str) -> Option<Store> {
+    let bin = servers_bin(test)?;
+    let server = Server::start(kind, &bin);
+    let s3 = Arc::new(S3::from_vars(BUCKET, &server.vars()).expect("a client"));
+    // weed makes its bucket a moment after it answers: bounded wait.
+    let t = Instant::now();
+    while s3.now().is_err() || s3.put("ready", b"1".to_vec()).is_err() {
+        assert!(t.elapsed() < Duration::from_secs(60), "{}: the bucket took no write within 60 s", kind.name());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    s3.delete("ready").unwrap();
+    Some(Store { server, s3 })
+}
+
+impl Store {
+    fn ubunye(&self) -> Command {
+        let mut c = Command::new(common::bin());
+        c.env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
+        c.envs(self.server.vars());
+        // Short waits for the tests (honoured by a debug build only).
+        c.env("UBUNYE_TEST_TIMEOUT", "3s")
+            .env("UBUNYE_TEST_HEARTBEAT_EVERY", "500ms")
+            .env("UBUNYE_TEST_SETTLE", "100ms");
+        c.stdin(Stdio::null());
+        c
+    }
+    fn keys(&self, prefix: &str) -> Vec<String> {
+        self.s3.list(prefix).unwrap().into_iter().map(|l| l.key).collect()
+    }
+    fn text(&self, key: &str) -> Option<String> {
+        self.s3.get(key).unwrap().map(|g| String::from_utf8(g.body).unwrap())
+    }
+}
+
+fn exec_args(uc: &str, dt: &str, script: &str) -> Vec<String> {
+    [
+        "exec",
+        "-d",
+        uc,
+        "--task",
+        "demo/sales/ingest",
+        "-dt",
+        dt,
+        "--append",
+        &format!("events=s3://{BUCKET}/lake/{dt}"),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+/// Three files, one of 12 MiB (two parts).
+const WRITE: &str = "echo a > $UBUNYE_OUT_EVENTS/part-0.csv; mkdir $UBUNYE_OUT_EVENTS/k=1; \
+    echo b > $UBUNYE_OUT_EVENTS/k=1/part-1.csv; head -c 12582912 /dev/zero > $UBUNYE_OUT_EVENTS/big.bin";
+
+fn output(c: &mut Command) -> (i32, String) {
+    let o = c.output().expect("run ubunye");
+    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+fn record_status(st: &Store, run: &str) -> Option<String> {
+    let key = format!("uc/.ubunye/lineage/demo/sales/ingest/{run}.json");
+    let text = st.text(&key)?;
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["status"].as_str().map(str::to_string)
+}
+
+fn lands_once_and_refuses_a_second_run(st: &Store) {
+    let uc = format!("s3://{BUCKET}/uc");
+    let (code, err) = output(st.ubunye().args(exec_args(&uc, "d1", WRITE)));
+    assert_eq!(code, 0, "{err}");
+    let keys = st.keys("lake/d1/");
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    let run = keys[0].trim_start_matches("lake/d1/")[..36].to_string();
+    assert!(keys.iter().all(|k| k.contains(&run)), "every name carries the run id: {keys:?}");
+    assert!(keys.iter().any(|k| k.ends_with(&format!("k=1/{run}-part-1.csv"))), "{keys:?}");
+    assert_eq!(st.s3.head(&format!("lake/d1/{run}-big.bin")).unwrap().unwrap().size, 12 << 20);
+    assert_eq!(record_status(st, &run).as_deref(), Some("success"));
+    assert!(st.s3.open_uploads("").unwrap().is_empty());
+    let leases = st.keys("uc/.ubunye/leases/");
+    assert_eq!(leases.len(), 1, "only the finished note is left: {leases:?}");
+    let (code, err) = output(st.ubunye().args(exec_args(&uc, "d1", WRITE)));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("finished it"), "{err}");
+    let (code, err) = output(st.ubunye().arg("exec").arg("--resume").args(&exec_args(&uc, "d1", WRITE)[1..]));
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("[SKIP]"), "{err}");
+    assert_eq!(st.keys("lake/d1/").len(), 3);
+    let o = st.ubunye().args(["leases", "list", "-d", &uc, "--all", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["batches"][0]["state"], "finished");
+    assert_eq!(v["batches"][0]["run_id"], run.as_str());
+}
+
+fn wait_stopped(child: &Child) {
+    let t = Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap_or_default();
+        let state = stat.rsplit(')').next().and_then(|r| r.split_whitespace().next()).unwrap_or("");
+        if state == "T" {
+            return;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "the holder never reached its stop ({stat})");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A holder stopped at `step`, taken over once its lease is dead by the
+/// store's clock, then continued.
+fn zombie(st: &Store, step: &str, dt: &str) {
+    let uc = format!("s3://{BUCKET}/uc");
+    let mut a = st.ubunye();
+    a.args(exec_args(&uc, dt, WRITE)).env("UBUNYE_TEST_STOP_AT", step).stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut zombie = a.spawn().unwrap();
+    wait_stopped(&zombie);
+    // Past the 3 s timeout by the store's clock (1 s resolution).
+    std::thread::sleep(Duration::from_millis(4500));
+    let (code, err) = output(st.ubunye().args(exec_args(&uc, dt, WRITE)));
+    assert_eq!(code, 0, "{step}: the taker: {err}");
+    assert!(err.contains("took over the lease of dead run"), "{step}: {err}");
+    let pid = rustix::process::Pid::from_child(&zombie);
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = zombie.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "{step}: the zombie never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut zerr = String::new();
+    std::io::Read::read_to_string(zombie.stderr.as_mut().unwrap(), &mut zerr).unwrap();
+    assert_eq!(status.code(), Some(1), "{step}: the zombie: {zerr}");
+    assert!(zerr.contains("lost its lease"), "{step}: {zerr}");
+    let keys = st.keys(&format!("lake/{dt}/"));
+    assert_eq!(keys.len(), 3, "{step}: only the taker's files: {keys:?}");
+    let taker = keys[0].trim_start_matches(&format!("lake/{dt}/"))[..36].to_string();
+    assert!(keys.iter().all(|k| k.contains(&taker)), "{step}: a file of the zombie is visible: {keys:?}");
+    let note_key =
+        st.keys("uc/.ubunye/leases/").into_iter().filter(|k| k.ends_with(".finished.json")).collect::<Vec<_>>();
+    let notes: Vec<String> = note_key.iter().filter_map(|k| st.text(k)).filter(|t| t.contains(&taker)).collect();
+    assert_eq!(notes.len(), 1, "{step}: the finished note names the taker");
+    // The zombie's record: never success.
+    let records = st.keys("uc/.ubunye/lineage/demo/sales/ingest/");
+    for r in records {
+        let run = r.rsplit('/').next().unwrap().trim_end_matches(".json").to_string();
+        if run != taker && st.text(&r).unwrap().contains(&format!("lake/{dt}")) {
+            assert_ne!(record_status(st, &run).as_deref(), Some("success"), "{step}: the zombie's record says success");
+        }
+    }
+    assert!(st.s3.open_uploads("lake/").unwrap().is_empty(), "{step}: an upload is left open");
+    assert!(!st.keys("uc/.ubunye/leases/").iter().any(|k| !k.ends_with(".finished.json")), "{step}: a lease is left");
+}
+
+fn races(st: &Store, rounds: usize) {
+    let clock: Arc<dyn ubunye::sys::Clock> = Arc::new(ubunye::sys::SystemClock);
+    let timing = ubunye::sys::Timing { settle: Duration::from_millis(50), ..ubunye::sys::Timing::peer() };
+    for round in 0..rounds {
+        let place = Place {
+            uc: StoreUrl::parse(&format!("s3://{BUCKET}/races")).unwrap(),
+            task: TaskPath::parse("demo/race/one").unwrap(),
+            key: format!("{round:016x}"),
+        };
+        let won: Vec<_> = std::thread::scope(|s| {
+            let racers: Vec<_> = (0..8)
+                .map(|r| {
+                    let (place, clock, s3) = (place.clone(), clock.clone(), st.s3.clone());
+                    s.spawn(move || {
+                        let holder = Holder { run_id: format!("racer-{round}-{r}"), host: "h".into(), pid: r };
+                        match acquire(s3 as Arc<dyn Objects>, &place, &holder, clock, &timing) {
+                            Ok(Acquire::Held(l, _)) => Some(l),
+                            Ok(Acquire::Refused(Refused::Busy { .. })) => None,
+                            Ok(Acquire::Refused(r)) => panic!("round {round}: a racer was refused as {r:?}"),
+                            Err(e) => panic!("round {round}: a racer failed: {e}"),
+                        }
+                    })
+                })
+                .collect();
+            racers.into_iter().filter_map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(won.len(), 1, "round {round}: {} racers hold one batch", won.len());
+        assert!(won[0].release().unwrap());
+    }
+}
+
+fn bad_input(st: &Store, kind: Kind) {
+    let uc = format!("s3://{BUCKET}/uc");
+    let before = st.keys("");
+    for (args, code, says) in [
+        (vec!["leases", "list", "-d", "s3://Bad_Bucket/uc"], 2, "not a bucket name"),
+        (vec!["leases", "list", "-d", "s3://no-such-bucket/uc"], 1, "does not exist"),
+        (vec!["leases", "explain", "-d", &uc, "0123"], 2, "does not read a use case in an object store yet"),
+    ] {
+        let (c, err) = output(st.ubunye().args(&args));
+        assert_eq!(c, code, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert!(!err.contains(ubunye_testkit::s3::SECRET_KEY), "a secret was printed");
+    }
+    let mut over = exec_args(&uc, "d9", "true");
+    over[7] = "--overwrite".into();
+    let (c, err) = output(st.ubunye().args(&over));
+    assert_eq!(c, 2, "{err}");
+    assert!(err.contains("--overwrite to an object store is refused"), "{err}");
+    // moto takes any credentials; SeaweedFS checks them.
+    if kind == Kind::SeaweedFs {
+        let (c, err) =
+            output(st.ubunye().args(exec_args(&uc, "d9", "true")).env("AWS_SECRET_ACCESS_KEY", "wrong-secret"));
+        assert_eq!(c, 1, "{err}");
+        assert!(err.contains("refused the credentials"), "{err}");
+        assert!(!err.contains("wrong-secret"), "a secret was printed: {err}");
+    }
+    let (c, err) = output(st.ubunye().args(exec_args(&uc, "d9", "true")).env_remove("AWS_ACCESS_KEY_ID"));
+    assert_eq!(c, 1, "{err}");
+    assert!(err.contains("no credentials"), "{err}");
+    let (c, err) = output(st.ubunye().args(exec_args(&uc, "d9", "true")).env("AWS_ENDPOINT_URL", "http://127.0.0.1:9"));
+    assert_eq!(c, 1, "{err}");
+    assert!(err.contains("no answer from the store"), "{err}");
+    assert_eq!(st.keys(""), before, "bad input wrote something");
+}
+
+fn all(kind: Kind, test: &str, rounds: usize) {
+    let Some(st) = start(kind, test) else { return };
+    let t = Instant::now();
+    let lap = |what: &str| eprintln!("{}: {what} at {:.1} s", kind.name(), t.elapsed().as_secs_f64());
+    bad_input(&st, kind);
+    lap("bad input");
+    lands_once_and_refuses_a_second_run(&st);
+    lap("a run");
+    for (i, step) in ["uploads-claimed", "parts-sent", "completed"].iter().enumerate() {
+        zombie(&st, step, &format!("z{i}"));
+    }
+    lap("zombies");
+    races(&st, rounds);
+    lap("races");
+}
+
+#[test]
+fn seaweedfs() {
+    all(Kind::SeaweedFs, "store::seaweedfs", 25);
+}
+
+#[test]
+fn moto() {
+    all(Kind::Moto, "store::moto", 25);
+}
