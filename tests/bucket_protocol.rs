@@ -75,18 +75,18 @@ impl World {
 #[test]
 fn one_holder_a_second_is_refused_and_a_dead_one_is_taken_over() {
     let w = world();
-    let a = w.held("run-a");
-    match w.take("run-b") {
-        Acquire::Refused(Refused::Busy { run_id, .. }) => assert_eq!(run_id, "run-a"),
+    let a = w.held("run-aaaa");
+    match w.take("run-bbbb") {
+        Acquire::Refused(Refused::Busy { run_id, .. }) => assert_eq!(run_id, "run-aaaa"),
         _ => panic!("a live lease was not refused"),
     }
     // Just within the timeout (by the store's clock): still live.
     w.clock.advance(w.timing.heartbeat_timeout);
-    assert!(matches!(w.take("run-b"), Acquire::Refused(Refused::Busy { .. })));
+    assert!(matches!(w.take("run-bbbb"), Acquire::Refused(Refused::Busy { .. })));
     w.clock.advance(Duration::from_secs(2));
-    let Acquire::Held(b, Some(rec)) = w.take("run-b") else { panic!("a dead lease was not taken over") };
-    assert_eq!(rec.run_id, "run-a");
-    assert!(w.lease_body().unwrap().contains("\"run_id\": \"run-b\""));
+    let Acquire::Held(b, Some(rec)) = w.take("run-bbbb") else { panic!("a dead lease was not taken over") };
+    assert_eq!(rec.run_id, "run-aaaa");
+    assert!(w.lease_body().unwrap().contains("\"run_id\": \"run-bbbb\""));
     assert!(!w.lease_body().unwrap().contains("taking_over"), "the takeover's note of the dead run is cleared");
     // The dead holder wakes: every save is refused, and its release leaves
     // the taker's lease alone.
@@ -102,7 +102,7 @@ fn one_holder_a_second_is_refused_and_a_dead_one_is_taken_over() {
 #[test]
 fn every_save_changes_the_body_so_an_etag_is_never_seen_twice() {
     let w = world();
-    let a = w.held("run-a");
+    let a = w.held("run-aaaa");
     let mut etags = vec![w.mem.head(&w.place.lease_key()).unwrap().unwrap().etag];
     for _ in 0..3 {
         a.save(|_| {}).unwrap();
@@ -118,7 +118,7 @@ fn every_save_changes_the_body_so_an_etag_is_never_seen_twice() {
 fn a_write_that_landed_but_was_answered_refused_is_recognised_as_this_runs_own() {
     let w = world();
     w.mem.lie_next("create");
-    let a = w.held("run-a");
+    let a = w.held("run-aaaa");
     w.mem.lie_next("update");
     a.save(|d| d.set("x", 1.into())).unwrap();
     a.save(|_| {}).unwrap();
@@ -132,7 +132,7 @@ fn an_unreadable_lease_is_never_judged_dead_and_is_left_as_it_is() {
     w.mem.put(&w.place.lease_key(), b"{\"run_id\": \"x\", \"outp".to_vec()).unwrap();
     w.past_timeout();
     let before = w.mem.snapshot();
-    match w.take("run-b") {
+    match w.take("run-bbbb") {
         Acquire::Refused(Refused::Unreadable { url, why }) => {
             assert!(url.ends_with(".ubunye/leases/demo/sales/ingest/0123456789abcdef.json"), "{url}");
             assert!(why.contains("not a JSON object"), "{why}");
@@ -143,35 +143,35 @@ fn an_unreadable_lease_is_never_judged_dead_and_is_left_as_it_is() {
     // Claims in a shape the peer would crash on: also refused, never taken over.
     w.mem.put(&w.place.lease_key(), br#"{"run_id": "x", "outputs": {"ev": {"claimed": [1]}}}"#.to_vec()).unwrap();
     w.past_timeout();
-    assert!(matches!(w.take("run-b"), Acquire::Refused(Refused::Unreadable { .. })));
+    assert!(matches!(w.take("run-bbbb"), Acquire::Refused(Refused::Unreadable { .. })));
 }
 
 #[test]
 fn a_lease_from_the_stores_future_is_not_judged() {
     let w = world();
-    let _a = w.held("run-a");
+    let _a = w.held("run-aaaa");
     // The store's clock steps back (a fault of its own): the lease looks
     // written ahead of now, and its age cannot be told.
     w.clock.set(UNIX_EPOCH + Duration::from_secs(T0) - w.timing.future_tolerance - Duration::from_secs(5));
-    assert!(matches!(w.take("run-b"), Acquire::Refused(Refused::Unreadable { .. })));
+    assert!(matches!(w.take("run-bbbb"), Acquire::Refused(Refused::Unreadable { .. })));
 }
 
 #[test]
 fn a_finished_batch_hands_the_lease_back_and_is_refused() {
     let w = world();
-    let a = w.held("run-a");
+    let a = w.held("run-aaaa");
     let d = tempfile::tempdir().unwrap();
-    let files = w.files(d.path(), "run-a", 2);
+    let files = w.files(d.path(), "run-aaaa", 2);
     ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files, &Hook::default()).unwrap();
     assert!(a.release().unwrap());
-    match w.take("run-b") {
-        Acquire::Refused(Refused::Finished { run_id }) => assert_eq!(run_id, "run-a"),
+    match w.take("run-bbbb") {
+        Acquire::Refused(Refused::Finished { run_id }) => assert_eq!(run_id, "run-aaaa"),
         _ => panic!("a finished batch was not refused"),
     }
     assert!(w.lease_body().is_none(), "the refused run handed its lease back");
     let note = String::from_utf8(w.mem.get(&w.place.note_key()).unwrap().unwrap().body).unwrap();
-    assert!(note.contains("s3://bkt/lake/ev/run-a-part-0.csv"), "{note}");
-    assert_eq!(w.visible(), ["lake/ev/run-a-part-0.csv", "lake/ev/run-a-part-1.csv"]);
+    assert!(note.contains("s3://bkt/lake/ev/run-aaaa-part-0.csv"), "{note}");
+    assert_eq!(w.visible(), ["lake/ev/run-aaaa-part-0.csv", "lake/ev/run-aaaa-part-1.csv"]);
     assert!(w.mem.open_uploads("").unwrap().is_empty());
 }
 
@@ -181,14 +181,14 @@ fn a_finished_batch_hands_the_lease_back_and_is_refused() {
 #[test]
 fn a_paused_holder_taken_over_makes_nothing_visible() {
     let w = Arc::new(world());
-    let a = w.held("run-a");
+    let a = w.held("run-aaaa");
     let d = tempfile::tempdir().unwrap();
-    let files = w.files(d.path(), "run-a", 3);
+    let files = w.files(d.path(), "run-aaaa", 3);
     let w2 = w.clone();
     w.mem.before("complete_new", move || {
-        // While run-a is paused: the timeout passes and run-b takes over.
+        // While run-aaaa is paused: the timeout passes and run-bbbb takes over.
         w2.past_timeout();
-        let Acquire::Held(b, Some(rec)) = w2.take("run-b") else { panic!("no takeover") };
+        let Acquire::Held(b, Some(rec)) = w2.take("run-bbbb") else { panic!("no takeover") };
         assert_eq!(rec.aborted, 3, "{rec:?}");
         assert!(rec.removed.is_empty());
         b.release().unwrap();
@@ -206,16 +206,16 @@ fn a_paused_holder_taken_over_makes_nothing_visible() {
 #[test]
 fn a_holder_taken_over_after_completing_loses_what_it_completed() {
     let w = Arc::new(world());
-    let a = w.held("run-a");
+    let a = w.held("run-aaaa");
     let d = tempfile::tempdir().unwrap();
-    let files = w.files(d.path(), "run-a", 2);
+    let files = w.files(d.path(), "run-aaaa", 2);
     let w2 = w.clone();
     // The done mark is the first update after the completions.
     w.mem.before("complete_new", move || {
         let w3 = w2.clone();
         w2.mem.before("update", move || {
             w3.past_timeout();
-            let Acquire::Held(b, Some(rec)) = w3.take("run-b") else { panic!("no takeover") };
+            let Acquire::Held(b, Some(rec)) = w3.take("run-bbbb") else { panic!("no takeover") };
             assert_eq!(rec.removed.len(), 2, "{rec:?}");
             b.release().unwrap();
         });
@@ -231,19 +231,19 @@ fn a_holder_taken_over_after_completing_loses_what_it_completed() {
 #[test]
 fn a_dead_run_that_had_marked_done_is_finished_for_it() {
     let w = Arc::new(world());
-    let a = w.held("run-a");
+    let a = w.held("run-aaaa");
     let d = tempfile::tempdir().unwrap();
-    let files = w.files(d.path(), "run-a", 2);
+    let files = w.files(d.path(), "run-aaaa", 2);
     let w2 = w.clone();
-    // The note's create is the first create after the done mark: run-a dies there.
+    // The note's create is the first create after the done mark: run-aaaa dies there.
     w.mem.before("create", move || {
         w2.past_timeout();
-        match w2.take("run-b") {
-            Acquire::Refused(Refused::Finished { run_id }) => assert_eq!(run_id, "run-a"),
+        match w2.take("run-bbbb") {
+            Acquire::Refused(Refused::Finished { run_id }) => assert_eq!(run_id, "run-aaaa"),
             _ => panic!("the done run's commit was not completed"),
         }
     });
-    // run-a resumes: its note is there already (its own), so it commits.
+    // run-aaaa resumes: its note is there already (its own), so it commits.
     ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files, &Hook::default()).unwrap();
     assert_eq!(w.visible().len(), 2);
 }
@@ -253,24 +253,24 @@ fn a_dead_run_that_had_marked_done_is_finished_for_it() {
 #[test]
 fn a_taker_that_died_mid_recovery_is_taken_over_in_turn() {
     let w = Arc::new(world());
-    let a = w.held("run-a");
+    let a = w.held("run-aaaa");
     let d = tempfile::tempdir().unwrap();
-    let files = w.files(d.path(), "run-a", 2);
-    // run-a dies after its completions, before the done mark.
+    let files = w.files(d.path(), "run-aaaa", 2);
+    // run-aaaa dies after its completions, before the done mark.
     let w2 = w.clone();
     w.mem.before("complete_new", move || {
         w2.mem.fail_next("update");
     });
     let _ = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files, &Hook::default());
-    assert_eq!(w.visible().len(), 2, "run-a's files were completed");
-    // run-b takes over and dies before it deletes anything.
+    assert_eq!(w.visible().len(), 2, "run-aaaa's files were completed");
+    // run-bbbb takes over and dies before it deletes anything.
     w.past_timeout();
     w.mem.fail_next("head");
-    assert!(acquire(w.objects(), &w.place, &holder("run-b"), w.clock.clone(), &w.timing).is_err());
+    assert!(acquire(w.objects(), &w.place, &holder("run-bbbb"), w.clock.clone(), &w.timing).is_err());
     assert!(w.lease_body().unwrap().contains("taking_over"));
     w.past_timeout();
-    let Acquire::Held(_c, Some(rec)) = w.take("run-c") else { panic!("no takeover of the dead taker") };
-    assert_eq!(rec.run_id, "run-a", "the run to recover is the one the dead taker was recovering");
+    let Acquire::Held(_c, Some(rec)) = w.take("run-cccc") else { panic!("no takeover of the dead taker") };
+    assert_eq!(rec.run_id, "run-aaaa", "the run to recover is the one the dead taker was recovering");
     assert_eq!(rec.removed.len(), 2);
     assert!(w.visible().is_empty());
 }
@@ -278,9 +278,9 @@ fn a_taker_that_died_mid_recovery_is_taken_over_in_turn() {
 #[test]
 fn a_store_failure_mid_landing_takes_back_what_became_visible() {
     let w = world();
-    let a = w.held("run-a");
+    let a = w.held("run-aaaa");
     let d = tempfile::tempdir().unwrap();
-    let files = w.files(d.path(), "run-a", 2);
+    let files = w.files(d.path(), "run-aaaa", 2);
     // The done mark's save gets no answer (a network error).
     let mem = w.mem.clone();
     w.mem.before("complete_new", move || mem.fail_next("update"));
@@ -289,13 +289,13 @@ fn a_store_failure_mid_landing_takes_back_what_became_visible() {
     // Still held: the next save works, and a takeover after it dies would
     // take back the completed files (the lease names them).
     assert!(a.save(|_| {}).is_ok());
-    assert!(w.lease_body().unwrap().contains("run-a-part-0.csv"));
+    assert!(w.lease_body().unwrap().contains("run-aaaa-part-0.csv"));
 }
 
 #[test]
 fn the_probe_passes_on_a_store_that_keeps_the_rules() {
     let w = world();
-    probe(&*w.mem, &w.place.uc, "run-a").unwrap();
+    probe(&*w.mem, &w.place.uc, "run-aaaa").unwrap();
     assert!(w.mem.snapshot().is_empty(), "the probe leaves nothing");
 }
 
@@ -304,7 +304,7 @@ fn looking_judges_every_batch_by_the_stores_clock_and_writes_nothing() {
     let w = world();
     let task = "demo/sales/ingest";
     let k = |key: &str, suffix: &str| format!("uc/.ubunye/leases/{task}/{key}{suffix}");
-    let _live = w.held("run-a");
+    let _live = w.held("run-aaaa");
     w.mem.put(&k("1111111111111111", ".finished.json"), br#"{"run_id": "run-f", "outputs": {}}"#.to_vec()).unwrap();
     w.mem.put(&k("2222222222222222", ".json"), b"not json".to_vec()).unwrap();
     w.mem.put(&k("3333333333333333", ".json"), br#"{"run_id": "run-d"}"#.to_vec()).unwrap();
@@ -333,15 +333,15 @@ fn looking_judges_every_batch_by_the_stores_clock_and_writes_nothing() {
 #[test]
 fn a_run_that_lost_its_lease_before_landing_completes_nothing() {
     let w = Arc::new(world());
-    let a = w.held("run-a");
+    let a = w.held("run-aaaa");
     let d = tempfile::tempdir().unwrap();
-    let files = w.files(d.path(), "run-a", 2);
+    let files = w.files(d.path(), "run-aaaa", 2);
     let w2 = w.clone();
     // Taken over while its uploads start: the claims save is refused, and
     // the uploads nobody else knows of are aborted.
     w.mem.before("start_uploads", move || {
         w2.past_timeout();
-        let Acquire::Held(b, _) = w2.take("run-b") else { panic!("no takeover") };
+        let Acquire::Held(b, _) = w2.take("run-bbbb") else { panic!("no takeover") };
         b.release().unwrap();
     });
     let e = ubunye::bucket::land(&*w.mem, &a, &["ev".into()], &files, &Hook::default()).unwrap_err();
@@ -355,10 +355,10 @@ fn time_is_the_stores_not_this_machines() {
     // The lease's age is the store's clock minus the store's stamp: this
     // machine's clock (the heartbeat field) plays no part.
     let w = world();
-    let _a = w.held("run-a");
+    let _a = w.held("run-aaaa");
     let mut body = w.lease_body().unwrap();
     body = body.replace("\"heartbeat\": ", "\"heartbeat\": 1.0, \"was\": ");
     w.mem.put(&w.place.lease_key(), body.into_bytes()).unwrap();
-    assert!(matches!(w.take("run-b"), Acquire::Refused(Refused::Busy { .. })));
+    assert!(matches!(w.take("run-bbbb"), Acquire::Refused(Refused::Busy { .. })));
     let _ = SystemTime::now();
 }

@@ -42,6 +42,16 @@ pub fn landed_name(name: &str, run_id: &str) -> String {
     format!("{}{run_id}-{}", &name[..lead], &name[lead..])
 }
 
+/// Whether `key` has the name [`landed_name`] gives a file of run `run_id`:
+/// what a recovery checks before it deletes a claimed object.
+pub fn is_landed_by(key: &str, run_id: &str) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    let rest = name.trim_start_matches(['_', '.']);
+    crate::layout::run_id_is_safe(run_id)
+        && run_id.len() >= 8
+        && rest.strip_prefix(run_id).is_some_and(|r| r.starts_with('-'))
+}
+
 /// Every file under `staging`, each with the key it lands under in `out`;
 /// the top `_SUCCESS` marker is left out. A symlink, a special file or a name
 /// that is not UTF-8 is refused, naming it.
@@ -221,6 +231,18 @@ fn write_note(objects: &dyn Objects, lease: &Lease) -> Result<(), BucketError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_name_landed_by_the_run_counts_as_its_own() {
+        let run = "a62c7fc5-98c2-4e9d-a076-52f9b61c4711";
+        assert!(is_landed_by(&format!("lake/ev/k=1/{run}-part-0.csv"), run));
+        assert!(is_landed_by(&format!("lake/ev/_{run}-meta"), run));
+        assert!(!is_landed_by(&format!("lake/ev/x{run}-part-0.csv"), run), "the run id inside another name");
+        assert!(!is_landed_by(&format!("lake/{run}-ev/part-0.csv"), run), "the run id in a folder");
+        assert!(!is_landed_by("lake/ev/a-part.csv", "a"), "a run id too short to prove anything");
+        assert!(!is_landed_by("lake/ev/-x", ""));
+        assert!(!is_landed_by("lake/ev/../x-y", "../x"));
+    }
 
     #[test]
     fn landed_names_carry_the_run_and_stay_hidden_if_hidden() {

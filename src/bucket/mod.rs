@@ -28,7 +28,7 @@ mod run;
 mod s3;
 mod url;
 
-pub use append::{LandError, Planned, land, landed_name, plan};
+pub use append::{LandError, Planned, is_landed_by, land, landed_name, plan};
 pub use lease::{Acquire, BucketError, Holder, Lease, Place, Refused, acquire, age_of};
 pub use look::{StoreBatch, StoreVerdict, look};
 pub use memory::Memory;

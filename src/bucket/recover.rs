@@ -87,7 +87,7 @@ pub fn take_back(objects: &dyn Objects, doc: &LeaseDoc, r: &mut Recovered) -> Re
             if objects.head(key)?.is_none() {
                 continue;
             }
-            if run_id.is_empty() || !key.contains(&run_id) {
+            if !super::append::is_landed_by(key, &run_id) {
                 r.left.push((claim.clone(), format!("its name does not carry run {}", documents::short(&run_id))));
                 continue;
             }
