@@ -362,3 +362,32 @@ fn time_is_the_stores_not_this_machines() {
     assert!(matches!(w.take("run-bbbb"), Acquire::Refused(Refused::Busy { .. })));
     let _ = SystemTime::now();
 }
+
+/// Killed after its uploads started, before their ids were saved: the taker
+/// finds them by listing the open uploads of each claimed key, and aborts them.
+#[test]
+fn uploads_whose_ids_were_never_saved_are_found_and_aborted() {
+    let w = world();
+    let a = w.held("run-aaaa");
+    let d = tempfile::tempdir().unwrap();
+    let files = w.files(d.path(), "run-aaaa", 3);
+    // What land() has done when it is killed between its two saves: the
+    // keys are in the lease, the uploads started, their ids not saved.
+    let urls: Vec<serde_json::Value> = files.iter().map(|f| format!("s3://bkt/{}", f.key).into()).collect();
+    a.save(|d| {
+        d.outputs_mut().insert(
+            "ev".into(),
+            serde_json::json!({"appends": true, "exact": true, "state": "writing", "claimed": urls}),
+        );
+    })
+    .unwrap();
+    w.mem.start_uploads(&files.iter().map(|f| f.key.clone()).collect::<Vec<_>>()).unwrap();
+    assert_eq!(w.mem.open_uploads("").unwrap().len(), 3);
+    // An upload of another key (a foreign one) is left alone.
+    w.mem.start_uploads(&["lake/ev/foreign.csv".into()]).unwrap();
+    w.past_timeout();
+    let Acquire::Held(_b, Some(rec)) = w.take("run-bbbb") else { panic!("no takeover") };
+    assert_eq!(rec.aborted, 3, "{rec:?}");
+    let open: Vec<String> = w.mem.open_uploads("").unwrap().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(open, ["lake/ev/foreign.csv"]);
+}

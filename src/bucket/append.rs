@@ -2,9 +2,10 @@
 //! folder; each becomes one multipart upload under a key that carries the
 //! run's id. The order is the fence:
 //!
-//! 1. start every upload (invisible: no HEAD, no list shows it);
-//! 2. save every upload id and key in the lease (one conditional save: a
-//!    taker now knows what to abort);
+//! 1. save every key in the lease (a conditional save: a taker now knows
+//!    what to look for, and lists the open uploads of each key to abort);
+//! 2. start every upload (invisible: no HEAD, no object list shows it), and
+//!    save their ids in the lease (a taker aborts them by id);
 //! 3. send the parts;
 //! 4. complete each upload with `If-None-Match: *`: the object appears in one
 //!    step, never over another, and not at all once a taker aborted it;
@@ -135,33 +136,55 @@ pub fn land(
     files: &[Planned],
     hook: &Hook,
 ) -> Result<Vec<(String, usize)>, LandError> {
-    let keys: Vec<String> = files.iter().map(|f| f.key.clone()).collect();
-    let ids = objects.start_uploads(&keys).map_err(|e| LandError::Failed(e, Box::default()))?;
-    let uploads: Vec<Upload> = files
-        .iter()
-        .zip(&ids)
-        .map(|(f, id)| Upload { key: f.key.clone(), id: id.clone(), file: f.file.clone() })
-        .collect();
-    let claimed = lease.save(|d| {
+    // 1. The keys first: a run killed while its uploads start leaves no
+    // upload a taker cannot find (it lists the open uploads of each claimed key).
+    lease.save(|d| {
         let outs = d.outputs_mut();
         for name in outputs {
             let mut note = match writing_note(true, true) {
                 Value::Object(m) => m,
                 _ => Map::new(),
             };
-            let mine: Vec<&Upload> =
-                uploads.iter().zip(files).filter(|(_, f)| &f.output == name).map(|(u, _)| u).collect();
-            note.insert(
-                "claimed".into(),
-                Value::Array(mine.iter().map(|u| Value::String(objects.url(&u.key))).collect()),
-            );
-            let ups: Map = mine.iter().map(|u| (objects.url(&u.key), Value::String(u.id.clone()))).collect();
-            note.insert("uploads".into(), Value::Object(ups));
+            let mine = files.iter().filter(|f| &f.output == name).map(|f| Value::String(objects.url(&f.key)));
+            note.insert("claimed".into(), Value::Array(mine.collect()));
             outs.insert(name.clone(), Value::Object(note));
         }
+    })?;
+    hook.at(Step::KeysClaimed);
+    let keys: Vec<String> = files.iter().map(|f| f.key.clone()).collect();
+    let undo_claimed = |e: StoreError| -> LandError {
+        match lease.lost() {
+            Some(why) => LandError::Lease(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }),
+            None => {
+                let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
+                let _ = take_back(objects, &lease.doc(), &mut r);
+                LandError::Failed(e, Box::new(r))
+            }
+        }
+    };
+    let ids = objects.start_uploads(&keys).map_err(undo_claimed)?;
+    let uploads: Vec<Upload> = files
+        .iter()
+        .zip(&ids)
+        .map(|(f, id)| Upload { key: f.key.clone(), id: id.clone(), file: f.file.clone() })
+        .collect();
+    // 2. Their upload ids: a taker aborts them by id.
+    let saved = lease.save(|d| {
+        for (name, note) in d.outputs_mut().iter_mut() {
+            if let Value::Object(m) = note {
+                let ups: Map = uploads
+                    .iter()
+                    .zip(files)
+                    .filter(|(_, f)| &f.output == name)
+                    .map(|(u, _)| (objects.url(&u.key), Value::String(u.id.clone())))
+                    .collect();
+                m.insert("uploads".into(), Value::Object(ups));
+            }
+        }
     });
-    if let Err(e) = claimed {
-        // Never claimed: abort them here (nobody else knows of them).
+    if let Err(e) = saved {
+        // Lost between the two saves: abort them here too (the taker finds
+        // them by listing, and aborting twice is harmless).
         for u in &uploads {
             let _ = objects.abort(&u.key, &u.id);
         }

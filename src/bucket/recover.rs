@@ -74,7 +74,17 @@ pub fn recover(
 pub fn take_back(objects: &dyn Objects, doc: &LeaseDoc, r: &mut Recovered) -> Result<(), StoreError> {
     let run_id = doc.run_id();
     for note in doc.notes().unwrap_or_default() {
-        let uploads = uploads_of(doc, &note.name);
+        let mut uploads = uploads_of(doc, &note.name);
+        let keys: Vec<&str> = note.claimed.iter().filter_map(|c| claim_key(objects.bucket(), c)).collect();
+        if uploads.len() < keys.len() {
+            // Killed while its uploads started: their ids were never saved.
+            // The open uploads of exactly its claimed keys are its own.
+            for (key, id) in objects.open_uploads(&common_prefix(&keys))? {
+                if keys.contains(&key.as_str()) {
+                    uploads.push((objects.url(&key), id));
+                }
+            }
+        }
         for claim in &note.claimed {
             let Some(key) = claim_key(objects.bucket(), claim) else {
                 r.left.push((claim.clone(), "not in this bucket".into()));
@@ -96,6 +106,20 @@ pub fn take_back(objects: &dyn Objects, doc: &LeaseDoc, r: &mut Recovered) -> Re
         }
     }
     Ok(())
+}
+
+/// The longest prefix of every key (to list the open uploads under).
+fn common_prefix(keys: &[&str]) -> String {
+    let Some(first) = keys.first() else { return String::new() };
+    let mut n = first.len();
+    for k in &keys[1..] {
+        n = n.min(first.bytes().zip(k.bytes()).take_while(|(a, b)| a == b).count());
+    }
+    let mut n = n.min(first.len());
+    while !first.is_char_boundary(n) {
+        n -= 1;
+    }
+    first[..n].to_string()
 }
 
 /// Rewrite a dead run's `running` record as `interrupted`. A record that

@@ -176,6 +176,8 @@ pub enum Step {
     OutputsCleared,
     /// The lease was removed (release).
     Released,
+    /// In a store: every key to land was saved in the lease; no upload started yet.
+    KeysClaimed,
     /// In a store: every upload was started and saved in the lease; no part sent yet.
     UploadsClaimed,
     /// In a store: every part was sent; no upload completed yet.

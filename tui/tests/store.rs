@@ -261,7 +261,7 @@ fn all(kind: Kind, test: &str, rounds: usize) {
     lap("bad input");
     lands_once_and_refuses_a_second_run(&st);
     lap("a run");
-    for (i, step) in ["uploads-claimed", "parts-sent", "completed"].iter().enumerate() {
+    for (i, step) in ["keys-claimed", "uploads-claimed", "parts-sent", "completed"].iter().enumerate() {
         zombie(&st, step, &format!("z{i}"));
     }
     lap("zombies");
