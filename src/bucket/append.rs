@@ -43,16 +43,6 @@ pub fn landed_name(name: &str, run_id: &str) -> String {
     format!("{}{run_id}-{}", &name[..lead], &name[lead..])
 }
 
-/// Whether `key` has the name [`landed_name`] gives a file of run `run_id`:
-/// what a recovery checks before it deletes a claimed object.
-pub fn is_landed_by(key: &str, run_id: &str) -> bool {
-    let name = key.rsplit('/').next().unwrap_or(key);
-    let rest = name.trim_start_matches(['_', '.']);
-    crate::layout::run_id_is_safe(run_id)
-        && run_id.len() >= 8
-        && rest.strip_prefix(run_id).is_some_and(|r| r.starts_with('-'))
-}
-
 /// Every file under `staging`, each with the key it lands under in `out`;
 /// the top `_SUCCESS` marker is left out. A symlink, a special file or a name
 /// that is not UTF-8 is refused, naming it.
@@ -65,6 +55,9 @@ pub fn plan(output: &str, staging: &Path, out: &StoreUrl, run_id: &str) -> Resul
         let parts: Vec<&str> = rel.split('/').collect();
         if parts == ["_SUCCESS"] {
             continue;
+        }
+        if let Err(why) = super::url::plain_key(&rel) {
+            return Err(format!("{}: its name {why}; rename it", staging.join(&rel).display()));
         }
         let (dirs, name) = parts.split_at(parts.len() - 1);
         let mut path = dirs.join("/");
@@ -132,7 +125,7 @@ pub enum LandError {
 pub fn land(
     objects: &dyn Objects,
     lease: &Lease,
-    outputs: &[String],
+    outputs: &[(String, StoreUrl)],
     files: &[Planned],
     hook: &Hook,
 ) -> Result<Vec<(String, usize)>, LandError> {
@@ -140,11 +133,12 @@ pub fn land(
     // upload a taker cannot find (it lists the open uploads of each claimed key).
     lease.save(|d| {
         let outs = d.outputs_mut();
-        for name in outputs {
+        for (name, url) in outputs {
             let mut note = match writing_note(true, true) {
                 Value::Object(m) => m,
                 _ => Map::new(),
             };
+            note.insert("url".into(), Value::String(url.to_string()));
             let mine = files.iter().filter(|f| &f.output == name).map(|f| Value::String(objects.url(&f.key)));
             note.insert("claimed".into(), Value::Array(mine.collect()));
             outs.insert(name.clone(), Value::Object(note));
@@ -157,7 +151,7 @@ pub fn land(
             Some(why) => LandError::Lease(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }),
             None => {
                 let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
-                let _ = take_back(objects, &lease.doc(), &mut r);
+                let _ = take_back(objects, &lease.doc(), &lease.place().uc, std::time::Duration::ZERO, &mut r);
                 LandError::Failed(e, Box::new(r))
             }
         }
@@ -196,35 +190,42 @@ pub fn land(
             Some(why) => LandError::Lease(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }),
             None => {
                 let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
-                let _ = take_back(objects, &lease.doc(), &mut r);
+                let _ = take_back(objects, &lease.doc(), &lease.place().uc, std::time::Duration::ZERO, &mut r);
                 LandError::Failed(e, Box::new(r))
             }
         }
     };
     let parts = objects.send_parts(&uploads).map_err(undo)?;
     hook.at(Step::PartsSent);
-    // The last look before anything becomes visible: a lease the heartbeat
-    // found lost stops here.
-    if let Some(why) = lease.lost() {
-        return Err(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }.into());
-    }
+    // The last look before anything becomes visible: the lease as it is now.
+    lease.still_held()?;
     let done = objects.complete_new(&uploads.iter().cloned().zip(parts).collect::<Vec<_>>()).map_err(undo)?;
     if let Some(i) = done.iter().position(|w| matches!(w, Written::Refused)) {
         let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
-        let _ = take_back(objects, &lease.doc(), &mut r);
+        let _ = take_back(objects, &lease.doc(), &lease.place().uc, std::time::Duration::ZERO, &mut r);
         return Err(LandError::Refused { url: objects.url(&uploads[i].key), rolled_back: Box::new(r) });
     }
     hook.at(Step::Completed);
-    lease.save(|d| {
+    let marked = lease.save(|d| {
         for (_, note) in d.outputs_mut().iter_mut() {
             if let Value::Object(m) = note {
                 m.insert("state".into(), Value::String("done".into()));
             }
         }
         d.set("committed", Value::Bool(true));
-    })?;
+    });
+    if let Err(e) = marked {
+        if lease.lost().is_some() {
+            // Taken over after the completions: take back what this run made
+            // visible now, not only when its taker looks (the names are its
+            // own; the taker deletes the same ones, which is harmless).
+            let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
+            let _ = take_back(objects, &lease.doc(), &lease.place().uc, std::time::Duration::ZERO, &mut r);
+        }
+        return Err(e.into());
+    }
     write_note(objects, lease)?;
-    Ok(outputs.iter().map(|o| (o.clone(), files.iter().filter(|f| &f.output == o).count())).collect())
+    Ok(outputs.iter().map(|(o, _)| (o.clone(), files.iter().filter(|f| &f.output == o).count())).collect())
 }
 
 /// The finished note of the lease's run: a conditional create; a note there
@@ -254,18 +255,6 @@ fn write_note(objects: &dyn Objects, lease: &Lease) -> Result<(), BucketError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_name_landed_by_the_run_counts_as_its_own() {
-        let run = "a62c7fc5-98c2-4e9d-a076-52f9b61c4711";
-        assert!(is_landed_by(&format!("lake/ev/k=1/{run}-part-0.csv"), run));
-        assert!(is_landed_by(&format!("lake/ev/_{run}-meta"), run));
-        assert!(!is_landed_by(&format!("lake/ev/x{run}-part-0.csv"), run), "the run id inside another name");
-        assert!(!is_landed_by(&format!("lake/{run}-ev/part-0.csv"), run), "the run id in a folder");
-        assert!(!is_landed_by("lake/ev/a-part.csv", "a"), "a run id too short to prove anything");
-        assert!(!is_landed_by("lake/ev/-x", ""));
-        assert!(!is_landed_by("lake/ev/../x-y", "../x"));
-    }
 
     #[test]
     fn landed_names_carry_the_run_and_stay_hidden_if_hidden() {

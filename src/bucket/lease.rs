@@ -115,6 +115,10 @@ pub enum Acquire {
     Held(Arc<Lease>, Option<Recovered>),
     /// It may not have the batch.
     Refused(Refused),
+    /// It took over a dead run that had marked its lease done, completed its
+    /// commit (the finished note), and handed the lease back: the batch is
+    /// finished, by that run.
+    Completed(Recovered),
 }
 
 /// A lease this run holds.
@@ -164,11 +168,15 @@ fn fresh(holder: &Holder, task: &TaskPath, now: SystemTime) -> LeaseDoc {
 }
 
 /// Parse a lease object; its damage in words.
-fn read_doc(body: &[u8]) -> Result<LeaseDoc, String> {
+pub(super) fn read_doc(body: &[u8], uc: &StoreUrl) -> Result<LeaseDoc, String> {
     match documents::parse_doc(body) {
         Ok(p @ Parsed::Doc(_)) => {
             let d = LeaseDoc::from_parsed(p);
-            d.notes().map_err(|e| e.to_string())?;
+            super::claims::store_claims(&d, uc)?;
+            if let Some(t) = d.0.get("taking_over") {
+                let Value::Object(m) = t else { return Err("taking_over is not a lease".into()) };
+                super::claims::store_claims(&LeaseDoc(m.clone()), uc).map_err(|e| format!("taking_over: {e}"))?;
+            }
             Ok(d)
         }
         Ok(Parsed::NotADoc) => Err("it is not a JSON object (a write cut short, or not a lease)".into()),
@@ -197,7 +205,7 @@ pub fn acquire(
             return lease.check_finished(None);
         }
         let Some(got) = objects.get(&key)? else { continue };
-        let seen = match read_doc(&got.body) {
+        let seen = match read_doc(&got.body, &place.uc) {
             Ok(d) => d,
             Err(why) => return Ok(Acquire::Refused(Refused::Unreadable { url: objects.url(&key), why })),
         };
@@ -223,9 +231,6 @@ pub fn acquire(
             Some(Value::Object(m)) => LeaseDoc(m.clone()),
             _ => seen.clone(),
         };
-        if let Err(why) = target.notes() {
-            return Ok(Acquire::Refused(Refused::Unreadable { url: objects.url(&key), why: why.to_string() }));
-        }
         let mut mine = fresh(holder, &place.task, clock.now());
         mine.set("saves", Value::from(saves_of(&seen) + 1));
         mine.set("taking_over", Value::Object(target.0.clone()));
@@ -234,10 +239,10 @@ pub fn acquire(
             continue;
         };
         let lease = Lease::new(objects.clone(), place, holder, clock.clone(), mine, etag);
-        // As on disk: let a write the dead run had in flight land before
-        // anything of it is judged.
-        std::thread::sleep(timing.settle);
-        let recovered = recover(&*objects, place, &target, &holder.run_id, &*clock)?;
+        // The dead run's next save is refused from here on. Its uploads are
+        // aborted at once (the fence), then, after the settle, what it had
+        // completed is looked for and deleted.
+        let recovered = recover(&*objects, place, &target, &holder.run_id, &*clock, timing.settle)?;
         lease.save(|d| d.remove("taking_over"))?;
         return lease.check_finished(Some(recovered));
     }
@@ -318,7 +323,7 @@ impl Lease {
                     return Ok(());
                 }
                 Written::Refused => match self.objects.get(&key)? {
-                    Some(got) => match read_doc(&got.body) {
+                    Some(got) => match read_doc(&got.body, &self.place.uc) {
                         Ok(d) if d.is_run(&self.run_id) => {
                             g.etag = got.etag;
                             let saves = saves_of(&d);
@@ -336,10 +341,34 @@ impl Lease {
         Err(self.lose(&mut g, "it changed under each save".into()))
     }
 
+    /// Whether the lease is still the one this run last saved, read now (not
+    /// the heartbeat's last word): the last look before anything becomes
+    /// visible.
+    pub fn still_held(&self) -> Result<(), BucketError> {
+        let etag = {
+            let g = self.lock();
+            if let Some(why) = g.lost.clone() {
+                return Err(BucketError::Lost { url: self.url(), why });
+            }
+            g.etag.clone()
+        };
+        let now = self.objects.head(&self.place.lease_key())?;
+        let mut g = self.lock();
+        match now {
+            Some(h) if h.etag == etag || h.etag == g.etag => Ok(()),
+            Some(_) => Err(self.lose(&mut g, "another run saved it since this run's last save".into())),
+            None => Err(self.lose(&mut g, "it is gone".into())),
+        }
+    }
+
     /// After the lease is held: a finished batch hands it back and is refused.
     fn check_finished(self: Arc<Self>, recovered: Option<Recovered>) -> Result<Acquire, BucketError> {
         let key = self.place.note_key();
         let Some(got) = self.objects.get(&key)? else { return Ok(Acquire::Held(self, recovered)) };
+        if let Some(r) = recovered.filter(|r| r.finished) {
+            self.release()?;
+            return Ok(Acquire::Completed(r));
+        }
         let refusal = match documents::parse_doc(&got.body) {
             Ok(Parsed::Doc(m)) => Refused::Finished { run_id: LeaseDoc(m).run_id() },
             Ok(Parsed::NotADoc) => Refused::Unreadable {

@@ -72,7 +72,6 @@ pub fn look(
     uc: &StoreUrl,
     timing: &Timing,
 ) -> Result<(SystemTime, Vec<StoreBatch>), StoreError> {
-    let now = objects.now()?;
     let root = uc.key(".ubunye/leases/");
     let mut batches: BTreeMap<(String, String), Found> = BTreeMap::new();
     for l in objects.list(&root)? {
@@ -88,6 +87,13 @@ pub fn look(
             }
         }
     }
+    // Every lease and note read, many in flight.
+    let wanted: Vec<String> = batches.values().flat_map(|f| f.lease.iter().chain(&f.note).cloned()).collect();
+    let mut read: std::collections::HashMap<String, Option<super::objects::Got>> =
+        wanted.iter().cloned().zip(objects.get_many(&wanted)?).collect();
+    // The store's time after every read: a lease saved while the listing ran
+    // is never "ahead" of it (its age is at most the listing's time too long).
+    let now = objects.now()?;
     let mut out = Vec::new();
     for ((task, key), found) in batches {
         let mut b = StoreBatch {
@@ -102,12 +108,12 @@ pub fn look(
         };
         if let Some(k) = &found.lease {
             b.url = objects.url(k);
-            match objects.get(k)? {
+            match read.remove(k).flatten() {
                 // Released between the list and the read: judged by its note.
                 None if found.note.is_some() => {}
                 None => continue,
                 Some(got) => {
-                    judge_lease(&mut b, &got.body, age_of(got.modified, now, timing), timing);
+                    judge_lease(&mut b, &got.body, age_of(got.modified, now, timing), timing, uc);
                     out.push(b);
                     continue;
                 }
@@ -115,7 +121,7 @@ pub fn look(
         }
         if let Some(k) = &found.note {
             b.url = objects.url(k);
-            match objects.get(k)? {
+            match read.remove(k).flatten() {
                 None => continue,
                 Some(got) => match documents::parse_doc(&got.body) {
                     Ok(Parsed::Doc(m)) => b.run_id = Some(LeaseDoc(m).run_id()),
@@ -134,15 +140,11 @@ fn unreadable(b: &mut StoreBatch, why: String) {
     b.why = Some(why);
 }
 
-fn judge_lease(b: &mut StoreBatch, body: &[u8], age: Option<Duration>, timing: &Timing) {
-    let doc = match documents::parse_doc(body) {
-        Ok(p @ Parsed::Doc(_)) => LeaseDoc::from_parsed(p),
-        Ok(Parsed::NotADoc) => return unreadable(b, "the lease is not a JSON object".into()),
-        Err(e) => return unreadable(b, e.to_string()),
+fn judge_lease(b: &mut StoreBatch, body: &[u8], age: Option<Duration>, timing: &Timing, uc: &StoreUrl) {
+    let doc = match super::lease::read_doc(body, uc) {
+        Ok(d) => d,
+        Err(why) => return unreadable(b, why),
     };
-    if let Err(e) = doc.notes() {
-        return unreadable(b, e.to_string());
-    }
     b.run_id = Some(doc.run_id());
     b.claims = doc.claim_count();
     match age {

@@ -18,23 +18,29 @@
 //! - `run.rs`: `ubunye exec` against a store; `look.rs`: inspection.
 
 mod append;
+mod claims;
+mod inspect;
 mod lease;
 mod look;
 mod memory;
 mod objects;
 mod probe;
 mod recover;
+mod repair;
 mod run;
 mod s3;
 mod url;
 
-pub use append::{LandError, Planned, is_landed_by, land, landed_name, plan};
+pub use append::{LandError, Planned, land, landed_name, plan};
+pub use claims::{OutputClaims, is_landed_by, is_run_uuid, store_claims};
+pub use inspect::{ClaimView, Explained, Found, StoreFinding, doctor, explain, find, recorded_outputs};
 pub use lease::{Acquire, BucketError, Holder, Lease, Place, Refused, acquire, age_of};
 pub use look::{StoreBatch, StoreVerdict, look};
 pub use memory::Memory;
 pub use objects::{ErrorKind, Got, Listed, Objects, StoreError, Upload, Written};
 pub use probe::probe;
 pub use recover::{Recovered, claim_key, uploads_of};
+pub use repair::{TakeoverEnd, takeover};
 pub use run::{BucketEnd, BucketRun, run};
 pub use s3::S3;
 pub use url::{StoreUrl, is_store_url};

@@ -94,6 +94,11 @@ pub trait Objects: Send + Sync {
     }
     /// The object, or None when there is none.
     fn get(&self, key: &str) -> Result<Option<Got>, StoreError>;
+    /// Each object, or None where there is none: many in flight where the
+    /// store allows (a listing reads thousands).
+    fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Got>>, StoreError> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
     /// The object's metadata, or None when there is none.
     fn head(&self, key: &str) -> Result<Option<Listed>, StoreError>;
     /// Write `body` only if no object has the key (`If-None-Match: *`).

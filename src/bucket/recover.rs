@@ -7,8 +7,10 @@
 
 use serde_json::Value;
 
+use super::claims::store_claims;
 use super::lease::Place;
 use super::objects::{Objects, StoreError, Written};
+use super::url::StoreUrl;
 use crate::documents::{self, LeaseDoc};
 use crate::pyjson;
 use crate::sys::Clock;
@@ -53,6 +55,7 @@ pub fn recover(
     dead: &LeaseDoc,
     by_run: &str,
     clock: &dyn Clock,
+    settle: std::time::Duration,
 ) -> Result<Recovered, StoreError> {
     let mut r = Recovered { run_id: dead.run_id(), ..Default::default() };
     let now_z = timefmt::utc_z(clock.now());
@@ -64,45 +67,54 @@ pub fn recover(
         }
         return Ok(r);
     }
-    take_back(objects, dead, &mut r)?;
+    take_back(objects, dead, &place.uc, settle, &mut r)?;
     r.record_marked = mark_interrupted(objects, place, &r.run_id, by_run, &now_z)?;
     Ok(r)
 }
 
-/// Abort every claimed upload of `doc`, then delete each claimed object that
-/// was completed. Also a run's own rollback.
-pub fn take_back(objects: &dyn Objects, doc: &LeaseDoc, r: &mut Recovered) -> Result<(), StoreError> {
-    let run_id = doc.run_id();
-    for note in doc.notes().unwrap_or_default() {
-        let mut uploads = uploads_of(doc, &note.name);
-        let keys: Vec<&str> = note.claimed.iter().filter_map(|c| claim_key(objects.bucket(), c)).collect();
+/// Abort every claimed upload of `doc` (a lease in `uc`), then delete each
+/// claimed object that was completed. Also a run's own rollback. A lease
+/// whose claims do not check (`claims.rs`) is left alone, all of it.
+pub fn take_back(
+    objects: &dyn Objects,
+    doc: &LeaseDoc,
+    uc: &StoreUrl,
+    settle: std::time::Duration,
+    r: &mut Recovered,
+) -> Result<(), StoreError> {
+    let outputs = match store_claims(doc, uc) {
+        Ok(o) => o,
+        Err(why) => {
+            r.left.push((objects.url(&uc.key(".ubunye/leases")), why));
+            return Ok(());
+        }
+    };
+    for o in outputs {
+        let mut uploads = o.uploads.clone();
+        let keys: Vec<&str> = o.keys.iter().map(String::as_str).collect();
         if uploads.len() < keys.len() {
             // Killed while its uploads started: their ids were never saved.
             // The open uploads of exactly its claimed keys are its own.
             for (key, id) in objects.open_uploads(&common_prefix(&keys))? {
-                if keys.contains(&key.as_str()) {
-                    uploads.push((objects.url(&key), id));
+                if keys.contains(&key.as_str()) && !uploads.iter().any(|(_, i)| *i == id) {
+                    uploads.push((key, id));
                 }
             }
         }
-        for claim in &note.claimed {
-            let Some(key) = claim_key(objects.bucket(), claim) else {
-                r.left.push((claim.clone(), "not in this bucket".into()));
-                continue;
-            };
-            for (_, id) in uploads.iter().filter(|(c, _)| c == claim) {
+        for key in &keys {
+            for (_, id) in uploads.iter().filter(|(k, _)| k == key) {
                 objects.abort(key, id)?;
                 r.aborted += 1;
             }
-            if objects.head(key)?.is_none() {
-                continue;
+        }
+        // The fence is up: no completion can land from now on. Let one the
+        // store accepted just before it show, then look.
+        std::thread::sleep(settle);
+        for key in &keys {
+            if objects.head(key)?.is_some() {
+                objects.delete(key)?;
+                r.removed.push(objects.url(key));
             }
-            if !super::append::is_landed_by(key, &run_id) {
-                r.left.push((claim.clone(), format!("its name does not carry run {}", documents::short(&run_id))));
-                continue;
-            }
-            objects.delete(key)?;
-            r.removed.push(claim.clone());
         }
     }
     Ok(())

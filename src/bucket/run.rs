@@ -65,6 +65,15 @@ pub enum BucketEnd {
     },
     /// The batch may not be run now.
     Refused(Refused),
+    /// A dead run had finished (marked its lease done): its commit was
+    /// completed, and the batch is finished by it. A skip with `resume`, a
+    /// refusal without.
+    Completed {
+        /// What was done for it.
+        recovered: Recovered,
+        /// Whether the run was asked to skip a finished batch.
+        resume: bool,
+    },
     /// This run lost its lease: nothing more of it became visible.
     Lost {
         /// What was found instead.
@@ -161,6 +170,7 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         Acquire::Held(l, r) => (l, r),
         Acquire::Refused(Refused::Finished { run_id }) if spec.resume => return Ok(BucketEnd::Skipped { run_id }),
         Acquire::Refused(r) => return Ok(BucketEnd::Refused(r)),
+        Acquire::Completed(r) => return Ok(BucketEnd::Completed { recovered: r, resume: spec.resume }),
     };
     let mut record = Record {
         objects: &*objects,
@@ -248,8 +258,7 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
             }
         }
     }
-    let names: Vec<String> = spec.appends.iter().map(|(n, _)| n.clone()).collect();
-    let landed = land(&*objects, &lease, &names, &files, &sys.hook);
+    let landed = land(&*objects, &lease, &spec.appends, &files, &sys.hook);
     finish(stop, beat);
     cleanup();
     match landed {

@@ -288,20 +288,12 @@ impl Objects for S3 {
     }
 
     fn get(&self, key: &str) -> Result<Option<Got>, StoreError> {
+        self.rt.block_on(self.get_one(key))
+    }
+
+    fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Got>>, StoreError> {
         self.rt.block_on(async {
-            match self.store.get(&Path::from(key)).await {
-                Ok(r) => {
-                    let meta = r.meta.clone();
-                    let body = r.bytes().await.map_err(|e| self.error(key, e))?;
-                    Ok(Some(Got {
-                        body: body.to_vec(),
-                        etag: meta.e_tag.unwrap_or_default(),
-                        modified: SystemTime::from(meta.last_modified),
-                    }))
-                }
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(self.error(key, e)),
-            }
+            futures_util::stream::iter(keys.iter().map(|k| self.get_one(k))).buffered(IN_FLIGHT).try_collect().await
         })
     }
 
@@ -498,6 +490,22 @@ impl Objects for S3 {
 }
 
 impl S3 {
+    async fn get_one(&self, key: &str) -> Result<Option<Got>, StoreError> {
+        match self.store.get(&Path::from(key)).await {
+            Ok(r) => {
+                let meta = r.meta.clone();
+                let body = r.bytes().await.map_err(|e| self.error(key, e))?;
+                Ok(Some(Got {
+                    body: body.to_vec(),
+                    etag: meta.e_tag.unwrap_or_default(),
+                    modified: SystemTime::from(meta.last_modified),
+                }))
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.error(key, e)),
+        }
+    }
+
     fn put_mode(&self, key: &str, body: Vec<u8>, mode: PutMode) -> Result<Written, StoreError> {
         self.rt.block_on(async {
             match self.store.put_opts(&Path::from(key), PutPayload::from(body), PutOptions::from(mode)).await {

@@ -38,6 +38,7 @@ impl StoreUrl {
                 if let Some(c) = seg.chars().find(|c| c.is_control() || matches!(c, '?' | '#' | '\\')) {
                     return Err(format!("has {c:?} in it: keys here are plain text without ?, # or \\"));
                 }
+                plain_key(seg)?;
             }
         }
         Ok(StoreUrl { bucket: bucket.to_string(), prefix: prefix.to_string() })
@@ -73,6 +74,24 @@ impl fmt::Display for StoreUrl {
             write!(f, "s3://{}/{}", self.bucket, self.prefix)
         }
     }
+}
+
+/// Refuse a key (or a part of one) that the S3 client would send changed:
+/// `object_store` percent-encodes `~ % [ ] { } ^ | < > " * `` ` and a few
+/// more, so the object would land under another name than the one given.
+pub fn plain_key(key: &str) -> Result<(), String> {
+    let sent = object_store::path::Path::from(key);
+    if sent.as_ref() == key.trim_matches('/') {
+        return Ok(());
+    }
+    let odd: String = key
+        .chars()
+        .filter(|c| object_store::path::Path::from(c.to_string().as_str()).as_ref() != c.to_string())
+        .collect();
+    Err(format!(
+        "has {} in it, which the S3 client would send encoded (the object would land under another name): use letters, digits and - _ . = , + @ ! ( ) only",
+        if odd.is_empty() { "a name".to_string() } else { format!("{odd:?}") }
+    ))
 }
 
 /// S3's rules for a bucket name: 3 to 63 of a-z, 0-9, '.' and '-',
@@ -120,6 +139,8 @@ mod tests {
             ("s3://bkt/a/../b", "'..' segment"),
             ("s3://bkt/a?b", "'?'"),
             ("s3://bkt/a\nb", "'\\n'"),
+            ("s3://bkt/uc~1", "\"~\""),
+            ("s3://bkt/a/b[1]", "\"[]\""),
         ] {
             let e = StoreUrl::parse(bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

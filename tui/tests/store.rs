@@ -205,6 +205,7 @@ fn races(st: &Store, rounds: usize) {
                             Ok(Acquire::Held(l, _)) => Some(l),
                             Ok(Acquire::Refused(Refused::Busy { .. })) => None,
                             Ok(Acquire::Refused(r)) => panic!("round {round}: a racer was refused as {r:?}"),
+                            Ok(Acquire::Completed(r)) => panic!("round {round}: a racer completed {r:?}"),
                             Err(e) => panic!("round {round}: a racer failed: {e}"),
                         }
                     })
@@ -223,7 +224,9 @@ fn bad_input(st: &Store, kind: Kind) {
     for (args, code, says) in [
         (vec!["leases", "list", "-d", "s3://Bad_Bucket/uc"], 2, "not a bucket name"),
         (vec!["leases", "list", "-d", "s3://no-such-bucket/uc"], 1, "does not exist"),
-        (vec!["leases", "explain", "-d", &uc, "0123"], 2, "does not read a use case in an object store yet"),
+        (vec!["runs", "-d", &uc], 2, "does not read a use case in an object store yet"),
+        (vec!["leases", "explain", "-d", &uc, "0123"], 2, "no batch's key starts with '0123'"),
+        (vec!["leases", "takeover", "-d", &uc, "01", "--yes"], 2, "4 hex digits"),
     ] {
         let (c, err) = output(st.ubunye().args(&args));
         assert_eq!(c, code, "{args:?}: {err}");
@@ -231,6 +234,25 @@ fn bad_input(st: &Store, kind: Kind) {
         assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
         assert!(!err.contains(ubunye_testkit::s3::SECRET_KEY), "a secret was printed");
     }
+    // An output above the use case's state, two outputs that overlap, and a
+    // name the S3 client would send encoded (review 13, findings 4 and 7).
+    for (append, says) in
+        [(format!("e=s3://{BUCKET}/uc"), "inside or above"), (format!("e=s3://{BUCKET}/lake/ev~1"), "encoded")]
+    {
+        let mut args = exec_args(&uc, "d9", "true");
+        args[8] = append.clone();
+        let (c, err) = output(st.ubunye().args(&args));
+        assert_eq!(c, 2, "{append}: {err}");
+        assert!(err.contains(says), "{append}: {err}");
+    }
+    let mut two = exec_args(&uc, "d9", "true");
+    two.splice(9..9, ["--append".to_string(), format!("f=s3://{BUCKET}/lake/d9/sub")]);
+    let (c, err) = output(st.ubunye().args(&two));
+    assert_eq!(c, 2, "{err}");
+    assert!(err.contains("overlaps"), "{err}");
+    let (c, err) = output(st.ubunye().args(["leases", "list", "-d", &format!("s3://{BUCKET}/uc~1")]));
+    assert_eq!(c, 2, "{err}");
+    assert!(err.contains("encoded"), "{err}");
     let mut over = exec_args(&uc, "d9", "true");
     over[7] = "--overwrite".into();
     let (c, err) = output(st.ubunye().args(&over));
@@ -253,7 +275,66 @@ fn bad_input(st: &Store, kind: Kind) {
     assert_eq!(st.keys(""), before, "bad input wrote something");
 }
 
-fn all(kind: Kind, test: &str, rounds: usize) {
+/// A run killed (SIGKILL) after its parts were sent: `leases list`,
+/// `explain` and `doctor` name its dead lease and open uploads, and change
+/// nothing; `takeover --dry-run` changes nothing; `takeover --yes` aborts
+/// its uploads and hands the batch back.
+fn repairs(st: &Store) {
+    let uc = format!("s3://{BUCKET}/uc");
+    let mut a = st.ubunye();
+    a.args(exec_args(&uc, "r1", WRITE))
+        .env("UBUNYE_TEST_STOP_AT", "parts-sent")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = a.spawn().unwrap();
+    wait_stopped(&child);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(4500));
+    let key = String::from_utf8(
+        Command::new(common::bin()).args(["key", "--task", "demo/sales/ingest", "-dt", "r1"]).output().unwrap().stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let picture = || (st.keys(""), st.s3.open_uploads("").unwrap());
+    let before = picture();
+    let o = st.ubunye().args(["leases", "list", "-d", &uc, "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let row = v["batches"].as_array().unwrap().iter().find(|b| b["key"] == key.as_str()).cloned().unwrap();
+    assert_eq!(row["state"], "dead", "{row}");
+    let (c, text) = {
+        let o = st.ubunye().args(["leases", "explain", "-d", &uc, &key[..8]]).output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    assert_eq!(c, Some(0), "{text}");
+    assert!(text.contains(": dead") && text.contains("3 upload(s) open"), "{text}");
+    let o = st.ubunye().args(["doctor", "-d", &uc]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "doctor finds the dead lease");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("dead-lease"));
+    let o = st.ubunye().args(["leases", "takeover", "-d", &uc, &key[..8], "--dry-run"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--dry-run: nothing was changed"));
+    assert_eq!(picture(), before, "looking and a dry run changed the bucket");
+    let o = st.ubunye().args(["leases", "takeover", "-d", &uc, &key[..8], "--yes"]).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out} {}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("3 upload(s) aborted"), "{out}");
+    assert!(st.s3.open_uploads("").unwrap().is_empty());
+    assert!(st.keys("lake/r1/").is_empty());
+    let o = st.ubunye().args(["doctor", "-d", &uc]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    // A stray upload no lease names (a run killed before it saved its keys,
+    // or not one of ours) is named by doctor, and left alone.
+    let id = st.s3.start_uploads(&["lake/r1/stray.csv".into()]).unwrap();
+    let o = st.ubunye().args(["doctor", "-d", &uc, "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["findings"][0]["kind"], "stray-upload", "{v}");
+    assert_eq!(st.s3.open_uploads("").unwrap(), [("lake/r1/stray.csv".to_string(), id[0].clone())]);
+    st.s3.abort("lake/r1/stray.csv", &id[0]).unwrap();
+}
+
+fn runs_and_zombies(kind: Kind, test: &str) {
     let Some(st) = start(kind, test) else { return };
     let t = Instant::now();
     let lap = |what: &str| eprintln!("{}: {what} at {:.1} s", kind.name(), t.elapsed().as_secs_f64());
@@ -265,16 +346,31 @@ fn all(kind: Kind, test: &str, rounds: usize) {
         zombie(&st, step, &format!("z{i}"));
     }
     lap("zombies");
-    races(&st, rounds);
-    lap("races");
+    repairs(&st);
+    lap("repairs");
+}
+
+// Each server's races in a test of their own, beside its other tests:
+// SeaweedFS makes a conditional write that meets another wait a whole second
+// (a lock of its own), so its 25 rounds take over a minute.
+#[test]
+fn seaweedfs_races() {
+    let Some(st) = start(Kind::SeaweedFs, "store::seaweedfs_races") else { return };
+    races(&st, 25);
 }
 
 #[test]
-fn seaweedfs() {
-    all(Kind::SeaweedFs, "store::seaweedfs", 25);
+fn seaweedfs_runs_and_zombies() {
+    runs_and_zombies(Kind::SeaweedFs, "store::seaweedfs_runs_and_zombies");
 }
 
 #[test]
-fn moto() {
-    all(Kind::Moto, "store::moto", 25);
+fn moto_races() {
+    let Some(st) = start(Kind::Moto, "store::moto_races") else { return };
+    races(&st, 25);
+}
+
+#[test]
+fn moto_runs_and_zombies() {
+    runs_and_zombies(Kind::Moto, "store::moto_runs_and_zombies");
 }

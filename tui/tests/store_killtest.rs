@@ -97,7 +97,11 @@ fn verify(s3: &S3, kills: usize, takeover_kills: usize) -> Table {
             }
         }
     }
-    t.open_uploads = s3.open_uploads("").unwrap().len();
+    let open = s3.open_uploads("").unwrap();
+    if !open.is_empty() {
+        eprintln!("open uploads left: {:?}", open.iter().map(|(k, _)| k).take(10).collect::<Vec<_>>());
+    }
+    t.open_uploads = open.len();
     t.leases_left =
         s3.list("uc/.ubunye/leases/").unwrap().iter().filter(|l| !l.key.ends_with(".finished.json")).count();
     t

@@ -6,11 +6,11 @@ use std::ffi::OsString;
 use clap::{Args, Parser, Subcommand};
 
 mod args;
-mod doctor;
+pub(crate) mod doctor;
 mod exec;
 mod generate;
 mod key;
-mod leases;
+pub(crate) mod leases;
 mod python;
 mod runs;
 mod store;
@@ -198,12 +198,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         }
     };
     if let Some(dir) = cli.command.use_case_dir() {
-        // A use case in a store (issue 13): `exec` and `leases list` read
-        // it; the other commands do not yet, and say so.
+        // A use case in a store (issue 13): `exec`, `leases` and `doctor`
+        // read it; `runs` and `top` do not yet, and say so.
         if dir.to_str().is_some_and(ubunye::bucket::is_store_url) {
-            if !matches!(&cli.command, Command::Leases(l) if matches!(l.command, leases::LeasesCommand::List(_))) {
+            if matches!(&cli.command, Command::Runs(_) | Command::Top(_)) {
                 say_err(&format!(
-                    "-d {}: this command does not read a use case in an object store yet; `ubunye leases list` and `ubunye exec` do",
+                    "-d {}: this command does not read a use case in an object store yet; `ubunye exec`, `ubunye leases` and `ubunye doctor` do",
                     dir.display()
                 ));
                 return exit::USAGE;
@@ -221,14 +221,35 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             Some(dir) => store::exec(a, dir),
             None => exec::run(a),
         },
-        Command::Leases(l) => match &l.command {
-            leases::LeasesCommand::List(a) if store::store_dir(&a.dir).is_some() => {
-                store::list(a, store::store_dir(&a.dir).unwrap_or_default(), colour)
+        Command::Leases(l) => {
+            use leases::LeasesCommand as L;
+            match &l.command {
+                L::List(a) => match store::store_dir(&a.dir) {
+                    Some(dir) => store::list(a, dir, colour),
+                    None => leases::run(l, colour),
+                },
+                L::Explain(a) => match store::store_dir(&a.which.dir) {
+                    Some(dir) => store::explain(a, dir),
+                    None => leases::run(l, colour),
+                },
+                L::Takeover(a) | L::Finish(a) => match store::store_dir(&a.which.dir) {
+                    Some(dir) => {
+                        let kind = if matches!(l.command, L::Finish(_)) {
+                            leases::repair::Kind::Finish
+                        } else {
+                            leases::repair::Kind::Takeover
+                        };
+                        store::repair(a, kind, dir)
+                    }
+                    None => leases::run(l, colour),
+                },
             }
-            _ => leases::run(l, colour),
-        },
+        }
         Command::Runs(a) => runs::run(a, colour),
-        Command::Doctor(a) => doctor::run(a),
+        Command::Doctor(a) => match store::store_dir(&a.dir) {
+            Some(dir) => store::doctor(a, dir),
+            None => doctor::run(a),
+        },
         Command::Top(a) => crate::top::run(&crate::top::Options {
             dir: a.dir.dir.clone(),
             watch: a.watch.clone(),

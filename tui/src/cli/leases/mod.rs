@@ -1,8 +1,8 @@
 //! `ubunye leases list|explain|takeover|finish`.
 
-mod explain;
+pub(crate) mod explain;
 pub(crate) mod list;
-mod repair;
+pub(crate) mod repair;
 
 use clap::{Args, Subcommand};
 

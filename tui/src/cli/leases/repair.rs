@@ -38,7 +38,7 @@ fn render_plan(p: &RepairPlan) -> String {
     o
 }
 
-fn ask(question: &str) -> bool {
+pub(crate) fn ask(question: &str) -> bool {
     crate::cli::out(&format!("{question} [y/N] "));
     let _ = std::io::stdout().flush();
     let mut line = String::new();

@@ -14,9 +14,13 @@ use super::table;
 use super::{exit, say_err};
 use crate::console::print::outln;
 
+mod inspect;
+
+pub use inspect::{doctor, explain, repair};
+
 /// The store for a use case URL: one line and exit 2 for a URL that does not
 /// parse, exit 1 for a store that cannot be reached as configured.
-fn open(dir: &str) -> Result<(StoreUrl, Arc<dyn Objects>), i32> {
+pub(crate) fn open(dir: &str) -> Result<(StoreUrl, Arc<dyn Objects>), i32> {
     let uc = StoreUrl::parse(dir).map_err(|e| {
         say_err(&format!("-d {dir}: {e}"));
         exit::USAGE
@@ -49,10 +53,15 @@ fn appends(a: &ExecArgs, uc: &StoreUrl) -> Result<Vec<(String, StoreUrl)>, Strin
                 uc.bucket
             ));
         }
-        let inner = StoreUrl { bucket: uc.bucket.clone(), prefix: uc.key(".ubunye") };
-        if u.prefix.is_empty() || inner.holds(&u.prefix) {
+        let state = StoreUrl { bucket: uc.bucket.clone(), prefix: uc.key(".ubunye") };
+        if u.prefix.is_empty() || state.holds(&u.prefix) || u.holds(&state.prefix) {
             return Err(format!(
-                "--append {spec}: an output must be a prefix of its own, not the bucket's top or the use case's .ubunye"
+                "--append {spec}: an output must be a prefix of its own, neither the bucket's top nor inside or above the use case's {state}"
+            ));
+        }
+        if let Some((_, other)) = out.iter().find(|(_, o)| o.holds(&u.prefix) || u.holds(&o.prefix)) {
+            return Err(format!(
+                "--append {spec}: it overlaps the output {other}; give each output a prefix of its own"
             ));
         }
         out.push((name.to_string(), u));
@@ -162,6 +171,19 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
             }
             exit::OK
         }
+        Ok(BucketEnd::Completed { recovered, resume }) => {
+            if !a.quiet || !resume {
+                say_err(&took_over(&recovered));
+            }
+            if resume {
+                if !a.quiet {
+                    say_err(&format!("[SKIP] {head}: run {} finished it (--resume)", short(&recovered.run_id)));
+                }
+                return exit::OK;
+            }
+            say_err(&refusal(&head, &Refused::Finished { run_id: recovered.run_id.clone() }));
+            refused
+        }
         Ok(BucketEnd::Refused(r)) => {
             say_err(&refusal(&head, &r));
             refused
@@ -186,7 +208,7 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
     }
 }
 
-fn took_over(r: &bucket::Recovered) -> String {
+pub(crate) fn took_over(r: &bucket::Recovered) -> String {
     if r.finished {
         format!("run {} had finished; its commit was completed (its finished note written).", short(&r.run_id))
     } else {
@@ -199,7 +221,7 @@ fn took_over(r: &bucket::Recovered) -> String {
     }
 }
 
-fn refusal(head: &str, r: &Refused) -> String {
+pub(crate) fn refusal(head: &str, r: &Refused) -> String {
     match r {
         Refused::Busy { run_id, age } => format!(
             "refused: {head}: run {} holds it (its lease was written {} ago, by the store's clock); try again once it ends",

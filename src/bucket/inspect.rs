@@ -1,0 +1,330 @@
+//! One batch of a use case in a store, looked at closely (`leases explain`,
+//! and the plan `leases takeover` shows), and what `doctor` finds there. It
+//! only reads: lists, GETs, HEADs and the bucket's clock.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use super::lease::Place;
+use super::look::{StoreBatch, StoreVerdict, look};
+use super::objects::{Objects, StoreError};
+use super::recover::{claim_key, uploads_of};
+use super::url::StoreUrl;
+use crate::documents::{self, LeaseDoc, Parsed};
+use crate::layout::TaskPath;
+use crate::sys::Timing;
+
+/// What a key prefix names in a store.
+#[derive(Debug)]
+pub enum Found {
+    /// One batch.
+    One(StoreBatch),
+    /// Several: the query needs more digits, or `--task`.
+    Several(Vec<StoreBatch>),
+    /// None; how many batches there are.
+    None(usize),
+}
+
+/// The batch whose key starts with `query` (of task `task`, when given).
+pub fn find(
+    objects: &dyn Objects,
+    uc: &StoreUrl,
+    query: &str,
+    task: Option<&str>,
+    timing: &Timing,
+) -> Result<(SystemTime, Found), StoreError> {
+    let (now, batches) = look(objects, uc, timing)?;
+    let all = batches.len();
+    let mut hits: Vec<StoreBatch> =
+        batches.into_iter().filter(|b| b.key.starts_with(query) && task.is_none_or(|t| b.task == t)).collect();
+    Ok((
+        now,
+        match hits.len() {
+            0 => Found::None(all),
+            1 => Found::One(hits.remove(0)),
+            _ => Found::Several(hits),
+        },
+    ))
+}
+
+/// A claimed file, and where it is.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ClaimView {
+    /// The output it was claimed for.
+    pub output: String,
+    /// `s3://bucket/key`.
+    pub url: String,
+    /// Its upload id, if saved in the lease.
+    pub upload_id: Option<String>,
+    /// Its upload is still open (started, neither completed nor aborted).
+    pub upload_open: bool,
+    /// An object has the key: the upload was completed.
+    pub visible: bool,
+}
+
+/// One batch in a store, closely.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Explained {
+    /// Its row, as `leases list` shows it.
+    pub batch: StoreBatch,
+    /// The store's time it was judged at (RFC 3339).
+    pub now: String,
+    /// The timeout a lease's age is held to, in seconds.
+    pub timeout_secs: u64,
+    /// The lease's fields, for people: who wrote it.
+    pub host: Option<String>,
+    /// Its pid (on its own host).
+    pub pid: Option<i64>,
+    /// When its run started (its own clock).
+    pub started_at: Option<String>,
+    /// Its save counter.
+    pub saves: Option<u64>,
+    /// It marked itself done (`committed`).
+    pub committed: bool,
+    /// A taker that died while recovering this run names it here.
+    pub taking_over: Option<String>,
+    /// Its claims.
+    pub claims: Vec<ClaimView>,
+    /// The status in the holder's (or finisher's) run record.
+    pub record_status: Option<String>,
+    /// What happens next, in words.
+    pub next: Vec<String>,
+}
+
+/// Look closely at `batch` (found by [`find`] at `now`).
+pub fn explain(
+    objects: &dyn Objects,
+    uc: &StoreUrl,
+    batch: &StoreBatch,
+    now: SystemTime,
+    timing: &Timing,
+) -> Result<Explained, StoreError> {
+    let task = TaskPath::parse(&batch.task).ok();
+    let mut e = Explained {
+        batch: batch.clone(),
+        now: crate::timefmt::rfc3339(now),
+        timeout_secs: timing.heartbeat_timeout.as_secs(),
+        host: None,
+        pid: None,
+        started_at: None,
+        saves: None,
+        committed: false,
+        taking_over: None,
+        claims: Vec::new(),
+        record_status: None,
+        next: Vec::new(),
+    };
+    let lease = match &task {
+        Some(t) if batch.state != StoreVerdict::Finished => {
+            let place = Place { uc: uc.clone(), task: t.clone(), key: batch.key.clone() };
+            objects.get(&place.lease_key())?.and_then(|g| match documents::parse_doc(&g.body) {
+                Ok(Parsed::Doc(m)) => Some(LeaseDoc(m)),
+                _ => None,
+            })
+        }
+        _ => None,
+    };
+    if let Some(d) = &lease {
+        e.host = d.host().map(str::to_string);
+        e.pid = d.pid().ok();
+        e.started_at = d.started_at().map(str::to_string);
+        e.saves = d.0.get("saves").and_then(Value::as_u64);
+        e.committed = d.committed();
+        e.taking_over = match d.0.get("taking_over") {
+            Some(Value::Object(m)) => Some(LeaseDoc(m.clone()).run_id()),
+            _ => None,
+        };
+        let recover = match d.0.get("taking_over") {
+            Some(Value::Object(m)) => LeaseDoc(m.clone()),
+            _ => d.clone(),
+        };
+        e.claims = claims(objects, &recover)?;
+    }
+    if let (Some(t), Some(run)) = (&task, &batch.run_id) {
+        let place = Place { uc: uc.clone(), task: t.clone(), key: batch.key.clone() };
+        if crate::layout::run_id_is_safe(run) && !run.is_empty() {
+            e.record_status = objects
+                .get(&place.record_key(run))?
+                .and_then(|g| serde_json::from_slice::<Value>(&g.body).ok())
+                .and_then(|v| v.get("status").and_then(Value::as_str).map(str::to_string));
+        }
+    }
+    e.next = next(&e, timing);
+    Ok(e)
+}
+
+fn claims(objects: &dyn Objects, doc: &LeaseDoc) -> Result<Vec<ClaimView>, StoreError> {
+    let mut out = Vec::new();
+    for note in doc.notes().unwrap_or_default() {
+        let ids = uploads_of(doc, &note.name);
+        let keys: Vec<&str> = note.claimed.iter().filter_map(|c| claim_key(objects.bucket(), c)).collect();
+        let open: Vec<(String, String)> = match keys.first() {
+            Some(_) => {
+                let prefix = keys.iter().fold(keys[0].to_string(), |p, k| {
+                    let n = p.bytes().zip(k.bytes()).take_while(|(a, b)| a == b).count();
+                    let mut n = n.min(p.len());
+                    while !p.is_char_boundary(n) {
+                        n -= 1;
+                    }
+                    p[..n].to_string()
+                });
+                objects.open_uploads(&prefix)?
+            }
+            None => Vec::new(),
+        };
+        for claim in &note.claimed {
+            let key = claim_key(objects.bucket(), claim);
+            out.push(ClaimView {
+                output: note.name.clone(),
+                url: claim.clone(),
+                upload_id: ids.iter().find(|(c, _)| c == claim).map(|(_, id)| id.clone()),
+                upload_open: key.is_some_and(|k| open.iter().any(|(ok, _)| ok == k)),
+                visible: match key {
+                    Some(k) => objects.head(k)?.is_some(),
+                    None => false,
+                },
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn next(e: &Explained, timing: &Timing) -> Vec<String> {
+    let run = e.batch.run_id.as_deref().map(documents::short).unwrap_or_else(|| "?".into());
+    let age = e.batch.age_secs.map(Duration::from_secs).unwrap_or_default();
+    let open = e.claims.iter().filter(|c| c.upload_open).count();
+    let visible = e.claims.iter().filter(|c| c.visible).count();
+    match e.batch.state {
+        StoreVerdict::Live => vec![
+            format!(
+                "run {run} holds the batch: its lease was written {} ago by the store's clock, within the {} timeout",
+                crate::timefmt::age(age),
+                crate::timefmt::age(timing.heartbeat_timeout)
+            ),
+            format!(
+                "a run of the batch is refused while it lives; if it stops saving, its lease is dead {} after its last save",
+                crate::timefmt::age(timing.heartbeat_timeout)
+            ),
+        ],
+        StoreVerdict::Dead if e.committed => vec![
+            format!("run {run} is dead, and had marked its lease done: its uploads are the batch"),
+            "the next run (or `ubunye leases takeover`) writes its finished note and hands the lease back".into(),
+        ],
+        StoreVerdict::Dead => vec![
+            format!(
+                "run {run} is dead: its lease was last written {} ago, past the {} timeout",
+                crate::timefmt::age(age),
+                crate::timefmt::age(timing.heartbeat_timeout)
+            ),
+            format!(
+                "the next run (or `ubunye leases takeover`) aborts its {} claimed upload(s) ({open} still open), then deletes the {visible} claimed object(s) it had completed, and marks its record interrupted",
+                e.claims.len()
+            ),
+        ],
+        StoreVerdict::Finished => {
+            vec![format!("run {run} finished the batch: a run of it is refused, and `--resume` skips it")]
+        }
+        StoreVerdict::Unreadable => vec![
+            format!("{} cannot be read: it is never judged free or dead", e.batch.url),
+            "look at it; remove it only if no run is writing (a run that lost its lease finds out at its next save)"
+                .into(),
+        ],
+    }
+}
+
+/// What doctor finds in a store.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct StoreFinding {
+    /// `stray-upload`, `unreadable`, `dead-lease`, `running-record`.
+    pub kind: &'static str,
+    /// The object (or upload) it is about.
+    pub url: String,
+    /// What it is, and what to do.
+    pub what: String,
+}
+
+/// The outputs the use case's run records name (their `location`), in this
+/// bucket: where its runs upload.
+pub fn recorded_outputs(objects: &dyn Objects, uc: &StoreUrl) -> Result<Vec<StoreUrl>, StoreError> {
+    let keys: Vec<String> = objects.list(&uc.key(".ubunye/lineage/"))?.into_iter().map(|l| l.key).collect();
+    let mut out: Vec<StoreUrl> = Vec::new();
+    for got in objects.get_many(&keys)?.into_iter().flatten() {
+        let Ok(v) = serde_json::from_slice::<Value>(&got.body) else { continue };
+        for step in v.get("outputs").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(u) = step.get("location").and_then(Value::as_str).and_then(|l| StoreUrl::parse(l).ok()) {
+                if u.bucket == objects.bucket() && !out.contains(&u) {
+                    out.push(u);
+                }
+            }
+        }
+    }
+    out.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+    Ok(out)
+}
+
+/// Findings in a use case in a store: unreadable and dead leases, and open
+/// uploads that no lease names under the outputs its run records name.
+pub fn doctor(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Vec<StoreFinding>, StoreError> {
+    let outputs = recorded_outputs(objects, uc)?;
+    let (_, batches) = look(objects, uc, timing)?;
+    let mut named: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for b in &batches {
+        match b.state {
+            StoreVerdict::Unreadable => out.push(StoreFinding {
+                kind: "unreadable",
+                url: b.url.clone(),
+                what: format!(
+                    "{}; never judged free or dead: look at it",
+                    b.why.clone().unwrap_or_default()
+                ),
+            }),
+            StoreVerdict::Dead => out.push(StoreFinding {
+                kind: "dead-lease",
+                url: b.url.clone(),
+                what: format!(
+                    "run {} is dead with {} claim(s): the next run of the batch takes it over, or `ubunye leases takeover {}`",
+                    b.run_id.as_deref().map(documents::short).unwrap_or_else(|| "?".into()),
+                    b.claims,
+                    &b.key[..8.min(b.key.len())]
+                ),
+            }),
+            _ => {}
+        }
+        if b.state == StoreVerdict::Live || b.state == StoreVerdict::Dead {
+            let Some(lease_key) = claim_key(objects.bucket(), &b.url) else { continue };
+            if let Some(got) = objects.get(lease_key)? {
+                if let Ok(Parsed::Doc(m)) = documents::parse_doc(&got.body) {
+                    let d = LeaseDoc(m);
+                    let docs = [
+                        Some(d.clone()),
+                        d.0.get("taking_over").and_then(Value::as_object).map(|m| LeaseDoc(m.clone())),
+                    ];
+                    for doc in docs.into_iter().flatten() {
+                        for n in doc.notes().unwrap_or_default() {
+                            named.extend(
+                                n.claimed.iter().filter_map(|c| claim_key(objects.bucket(), c).map(str::to_string)),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for o in outputs.iter().filter(|o| o.bucket == objects.bucket()) {
+        let prefix = if o.prefix.is_empty() { String::new() } else { format!("{}/", o.prefix) };
+        for (key, id) in objects.open_uploads(&prefix)? {
+            if !named.contains(&key) {
+                out.push(StoreFinding {
+                    kind: "stray-upload",
+                    url: objects.url(&key),
+                    what: format!(
+                        "an open upload (id {id}) that no lease names: a run killed before it saved its keys, or not one of ours. It is invisible to readers; a lifecycle rule (AbortIncompleteMultipartUpload) removes it"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(out)
+}

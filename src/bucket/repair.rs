@@ -1,0 +1,44 @@
+//! `ubunye leases takeover` of a batch in a store: exactly what the next run
+//! of the batch would do (take the dead lease over, settle, recover), then
+//! hand the lease back. A live lease is never taken.
+
+use std::sync::Arc;
+
+use super::lease::{Acquire, BucketError, Holder, Place, Refused, acquire};
+use super::objects::Objects;
+use super::recover::Recovered;
+use crate::sys::{Clock, Timing};
+
+/// How a takeover ended.
+#[derive(Debug)]
+pub enum TakeoverEnd {
+    /// A dead run's lease was taken over, recovered, and released.
+    TookOver(Recovered),
+    /// A dead run had marked its lease done: its commit was completed.
+    Completed(Recovered),
+    /// There was no lease (a run released it meanwhile): nothing to do.
+    Free,
+    /// Refused: a live holder, a finished batch, an unreadable file.
+    Refused(Refused),
+}
+
+/// Take over the batch at `place` as `holder`, then release it.
+pub fn takeover(
+    objects: Arc<dyn Objects>,
+    place: &Place,
+    holder: &Holder,
+    clock: Arc<dyn Clock>,
+    timing: &Timing,
+) -> Result<TakeoverEnd, BucketError> {
+    Ok(match acquire(objects, place, holder, clock, timing)? {
+        Acquire::Held(lease, recovered) => {
+            lease.release()?;
+            match recovered {
+                Some(r) => TakeoverEnd::TookOver(r),
+                None => TakeoverEnd::Free,
+            }
+        }
+        Acquire::Completed(r) => TakeoverEnd::Completed(r),
+        Acquire::Refused(r) => TakeoverEnd::Refused(r),
+    })
+}

@@ -1,0 +1,244 @@
+//! `ubunye leases explain|takeover|finish` and `ubunye doctor` with
+//! `-d s3://bucket/prefix`.
+
+use std::io::IsTerminal;
+
+use ubunye::bucket::{self, Explained, Found, Holder, Place, StoreVerdict, TakeoverEnd};
+use ubunye::documents::short;
+use ubunye::layout::TaskPath;
+
+use super::{open, refusal, took_over};
+use crate::cli::doctor::DoctorArgs;
+use crate::cli::leases::explain::ExplainArgs;
+use crate::cli::leases::repair::{Kind, RepairArgs, ask};
+use crate::cli::{BatchArg, exit, out, outln, print_json, say_err};
+
+/// The one batch `which` names in the store at `dir`, explained; or the exit code.
+fn one(
+    which: &BatchArg,
+    dir: &str,
+    repair: bool,
+) -> Result<(ubunye::bucket::StoreUrl, std::sync::Arc<dyn ubunye::bucket::Objects>, Explained), i32> {
+    let usage = |m: String| {
+        say_err(&m);
+        exit::USAGE
+    };
+    let q = which.batch.as_str();
+    if q.is_empty() || !q.chars().all(|c| c.is_ascii_hexdigit()) || q.len() > 16 {
+        return Err(usage(format!(
+            "'{q}' is not a batch key or a prefix of one (hex digits): `ubunye leases list -d {dir} --all` shows the keys"
+        )));
+    }
+    if repair && q.len() < crate::cli::leases::REPAIR_PREFIX {
+        return Err(usage(format!("a repair takes 4 hex digits of the key or more, not '{q}'")));
+    }
+    let (uc, objects) = open(dir)?;
+    let sys = crate::console::machine::sys();
+    let store_err = |e: ubunye::bucket::StoreError| {
+        say_err(&e.to_string());
+        exit::REFUSED
+    };
+    let (now, found) = bucket::find(&*objects, &uc, q, which.task.as_deref(), &sys.timing).map_err(store_err)?;
+    let batch = match found {
+        Found::One(b) => b,
+        Found::None(n) => {
+            return Err(usage(format!(
+                "no batch's key starts with '{q}' in {uc} ({n} batch(es); `ubunye leases list -d {dir} --all` shows them)"
+            )));
+        }
+        Found::Several(bs) => {
+            let names: Vec<String> = bs.iter().take(5).map(|b| format!("{} {}", b.task, b.key)).collect();
+            return Err(usage(format!(
+                "'{q}' names {} batches in {uc}: {}{}; give more digits, or --task",
+                bs.len(),
+                names.join(", "),
+                if bs.len() > 5 { ", ..." } else { "" }
+            )));
+        }
+    };
+    let e = bucket::explain(&*objects, &uc, &batch, now, &sys.timing).map_err(store_err)?;
+    Ok((uc, objects, e))
+}
+
+fn render(e: &Explained) -> String {
+    let b = &e.batch;
+    let mut o = format!("{} {}: {}\n", b.task, b.key, b.state.word());
+    o.push_str(&format!("  object  {}\n", b.url));
+    if let Some(run) = &b.run_id {
+        let mut who = format!("  run     {run}");
+        if let Some(h) = &e.host {
+            who.push_str(&format!(" on {h}"));
+        }
+        if let Some(p) = e.pid {
+            who.push_str(&format!(" (pid {p})"));
+        }
+        if let Some(s) = &e.started_at {
+            who.push_str(&format!(", started {s}"));
+        }
+        if let Some(n) = e.saves {
+            who.push_str(&format!(", {n} save(s)"));
+        }
+        o.push_str(&format!("{who}\n"));
+    }
+    if let Some(a) = b.age_secs {
+        o.push_str(&format!(
+            "  age     {} by the store's clock (timeout {}), at {}\n",
+            ubunye::timefmt::age(std::time::Duration::from_secs(a)),
+            ubunye::timefmt::age(std::time::Duration::from_secs(e.timeout_secs)),
+            e.now
+        ));
+    }
+    if e.committed {
+        o.push_str("  done    its lease is marked done (committed)\n");
+    }
+    if let Some(t) = &e.taking_over {
+        o.push_str(&format!("  taking over  run {t} (a taker died while recovering it)\n"));
+    }
+    if let Some(s) = &e.record_status {
+        o.push_str(&format!("  record  {s}\n"));
+    }
+    if let Some(why) = &b.why {
+        o.push_str(&format!("  why     {why}\n"));
+    }
+    if !e.claims.is_empty() {
+        let visible = e.claims.iter().filter(|c| c.visible).count();
+        let open = e.claims.iter().filter(|c| c.upload_open).count();
+        o.push_str(&format!("  claims  {}: {visible} visible, {open} upload(s) open\n", e.claims.len()));
+        for c in &e.claims {
+            let state = match (c.visible, c.upload_open) {
+                (true, _) => "visible",
+                (false, true) => "upload open",
+                (false, false) => "not there",
+            };
+            o.push_str(&format!("    {} {}  {state}\n", c.output, c.url));
+        }
+    }
+    o.push_str("Next:\n");
+    for n in &e.next {
+        o.push_str(&format!("  {n}\n"));
+    }
+    o
+}
+
+/// `ubunye leases explain -d s3://...`.
+pub fn explain(a: &ExplainArgs, dir: &str) -> i32 {
+    match one(&a.which, dir, false) {
+        Ok((_, _, e)) => {
+            if a.json {
+                print_json(&e);
+            } else {
+                out(&render(&e));
+            }
+            exit::OK
+        }
+        Err(code) => code,
+    }
+}
+
+/// `ubunye leases takeover|finish -d s3://...`.
+pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
+    let (uc, objects, e) = match one(&a.which, dir, !a.dry_run) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let b = &e.batch;
+    let head = format!("{} {}", b.task, b.key);
+    let why_not = match (b.state, kind) {
+        (StoreVerdict::Dead, Kind::Finish) if !e.committed => Some(
+            "its run had not marked its lease done: nothing to finish; `ubunye leases takeover` takes it back"
+                .to_string(),
+        ),
+        (StoreVerdict::Dead, _) => None,
+        (StoreVerdict::Live, _) => Some(format!(
+            "run {} holds it (live): a live lease is never taken over",
+            b.run_id.as_deref().map(short).unwrap_or_default()
+        )),
+        (StoreVerdict::Finished, _) => Some("it is finished: nothing to take over".into()),
+        (StoreVerdict::Unreadable, _) => Some(format!("{} cannot be read: it is never judged free or dead", b.url)),
+    };
+    if let Some(why) = why_not {
+        say_err(&format!("refused: {head}: {why}"));
+        return exit::REFUSED;
+    }
+    let plan = render(&e);
+    if a.dry_run {
+        if a.json {
+            print_json(&e);
+        } else {
+            out(&plan);
+            outln("(--dry-run: nothing was changed)");
+        }
+        return exit::OK;
+    }
+    if !a.yes {
+        if !std::io::stdin().is_terminal() {
+            say_err("not on a terminal, so nobody can confirm: add --yes to repair, or --dry-run to only see the plan");
+            return exit::USAGE;
+        }
+        out(&plan);
+        if !ask("Go ahead?") {
+            outln("Nothing was done.");
+            return exit::REFUSED;
+        }
+    } else if !a.json {
+        out(&plan);
+    }
+    let sys = crate::console::machine::sys();
+    let Ok(task) = TaskPath::parse(&b.task) else {
+        say_err(&format!("{}: the task '{}' is not <usecase>/<package>/<task>", b.url, b.task));
+        return exit::REFUSED;
+    };
+    let place = Place { uc, task, key: b.key.clone() };
+    let holder = Holder { run_id: uuid::Uuid::new_v4().to_string(), host: sys.host.clone(), pid: sys.pid };
+    // The engine re-checks everything as it acts: a lease that came alive
+    // since the plan is refused.
+    match bucket::takeover(objects, &place, &holder, sys.clock.clone(), &sys.timing) {
+        Ok(TakeoverEnd::TookOver(r)) | Ok(TakeoverEnd::Completed(r)) => {
+            if a.json {
+                print_json(&r);
+            } else {
+                outln(&took_over(&r));
+                outln(&format!("{head}: released."));
+            }
+            exit::OK
+        }
+        Ok(TakeoverEnd::Free) => {
+            outln(&format!("{head}: its lease was released meanwhile: nothing to do."));
+            exit::OK
+        }
+        Ok(TakeoverEnd::Refused(r)) => {
+            say_err(&refusal(&head, &r));
+            exit::REFUSED
+        }
+        Err(e) => {
+            say_err(&e.to_string());
+            exit::REFUSED
+        }
+    }
+}
+
+/// `ubunye doctor -d s3://...`.
+pub fn doctor(a: &DoctorArgs, dir: &str) -> i32 {
+    let (uc, objects) = match open(dir) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let sys = crate::console::machine::sys();
+    let findings = match bucket::doctor(&*objects, &uc, &sys.timing) {
+        Ok(f) => f,
+        Err(e) => {
+            say_err(&e.to_string());
+            return exit::REFUSED;
+        }
+    };
+    if a.json {
+        print_json(&serde_json::json!({"use_case": uc.to_string(), "findings": findings}));
+    } else if findings.is_empty() {
+        outln(&format!("no findings in {uc}"));
+    } else {
+        for f in &findings {
+            outln(&format!("{}  {}  {}", f.kind, f.url, f.what));
+        }
+    }
+    if findings.is_empty() { exit::OK } else { exit::REFUSED }
+}
