@@ -21,28 +21,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{StreamExt, TryStreamExt};
-use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::aws::AmazonS3;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use ubunye::bucket::{Acquire, Holder, Objects, Place, S3, StoreUrl, acquire, land, look, plan};
 use ubunye::layout::TaskPath;
 use ubunye::sys::{Clock, Hook, SystemClock, Timing};
-use ubunye_testkit::s3::{ACCESS_KEY, BUCKET, Kind, SECRET_KEY, Server, servers_bin};
+use ubunye_testkit::s3::{BUCKET, Kind, Server, servers_bin};
 
 const IN_FLIGHT: usize = 16;
 
 fn raw(server: &Server) -> Arc<AmazonS3> {
-    Arc::new(
-        AmazonS3Builder::new()
-            .with_endpoint(&server.endpoint)
-            .with_allow_http(true)
-            .with_bucket_name(BUCKET)
-            .with_region("us-east-1")
-            .with_access_key_id(ACCESS_KEY)
-            .with_secret_access_key(SECRET_KEY)
-            .build()
-            .unwrap(),
-    )
+    Arc::new(server.client(10))
 }
 
 fn runtime() -> tokio::runtime::Runtime {

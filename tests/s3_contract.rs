@@ -17,11 +17,11 @@
 
 use std::sync::Arc;
 
-use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::aws::AmazonS3;
 use object_store::multipart::MultipartStore;
 use object_store::path::Path;
 use object_store::{Error, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
-use ubunye_testkit::s3::{ACCESS_KEY, BUCKET, Kind, SECRET_KEY, Server, servers_bin};
+use ubunye_testkit::s3::{Kind, Server, servers_bin};
 
 const RACERS: usize = 8;
 /// Rounds per race. SeaweedFS takes 2.5-3.5 s a round when 8 conditional
@@ -31,19 +31,9 @@ const RACERS: usize = 8;
 const ROUNDS: usize = 8;
 
 fn client(server: &Server) -> Arc<AmazonS3> {
-    let s3 = AmazonS3Builder::new()
-        .with_endpoint(&server.endpoint)
-        .with_allow_http(true)
-        .with_bucket_name(BUCKET)
-        .with_region("us-east-1")
-        .with_access_key_id(ACCESS_KEY)
-        .with_secret_access_key(SECRET_KEY)
-        // No retries: a refusal must come back as it is, once (the engine's
-        // own retries are bounded and idempotent, issue 13).
-        .with_retry(object_store::RetryConfig { max_retries: 0, ..Default::default() })
-        .build()
-        .expect("an S3 client for the test server");
-    Arc::new(s3)
+    // No retries: a refusal must come back as it is, once (the engine's own
+    // retries are bounded and idempotent, issue 13).
+    Arc::new(server.client(0))
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -146,17 +146,15 @@ pub fn land(
     })?;
     hook.at(Step::KeysClaimed);
     let keys: Vec<String> = files.iter().map(|f| f.key.clone()).collect();
-    let undo_claimed = |e: StoreError| -> LandError {
+    // A store failure once the keys are claimed: what this run made visible
+    // is taken back (a lost lease is left to its taker).
+    let undo = |e: StoreError| -> LandError {
         match lease.lost() {
             Some(why) => LandError::Lease(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }),
-            None => {
-                let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
-                let _ = take_back(objects, &lease.doc(), &lease.place().uc, std::time::Duration::ZERO, &mut r);
-                LandError::Failed(e, Box::new(r))
-            }
+            None => LandError::Failed(e, Box::new(own_take_back(objects, lease))),
         }
     };
-    let ids = objects.start_uploads(&keys).map_err(undo_claimed)?;
+    let ids = objects.start_uploads(&keys).map_err(undo)?;
     let uploads: Vec<Upload> = files
         .iter()
         .zip(&ids)
@@ -185,24 +183,13 @@ pub fn land(
         return Err(e.into());
     }
     hook.at(Step::UploadsClaimed);
-    let undo = |e: StoreError| -> LandError {
-        match lease.lost() {
-            Some(why) => LandError::Lease(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }),
-            None => {
-                let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
-                let _ = take_back(objects, &lease.doc(), &lease.place().uc, std::time::Duration::ZERO, &mut r);
-                LandError::Failed(e, Box::new(r))
-            }
-        }
-    };
     let parts = objects.send_parts(&uploads).map_err(undo)?;
     hook.at(Step::PartsSent);
     // The last look before anything becomes visible: the lease as it is now.
     lease.still_held()?;
     let done = objects.complete_new(&uploads.iter().cloned().zip(parts).collect::<Vec<_>>()).map_err(undo)?;
     if let Some(i) = done.iter().position(|w| matches!(w, Written::Refused)) {
-        let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
-        let _ = take_back(objects, &lease.doc(), &lease.place().uc, std::time::Duration::ZERO, &mut r);
+        let r = own_take_back(objects, lease);
         return Err(LandError::Refused { url: objects.url(&uploads[i].key), rolled_back: Box::new(r) });
     }
     hook.at(Step::Completed);
@@ -219,13 +206,19 @@ pub fn land(
             // Taken over after the completions: take back what this run made
             // visible now, not only when its taker looks (the names are its
             // own; the taker deletes the same ones, which is harmless).
-            let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
-            let _ = take_back(objects, &lease.doc(), &lease.place().uc, std::time::Duration::ZERO, &mut r);
+            own_take_back(objects, lease);
         }
         return Err(e.into());
     }
     write_note(objects, lease)?;
     Ok(outputs.iter().map(|(o, _)| (o.clone(), files.iter().filter(|f| &f.output == o).count())).collect())
+}
+
+/// This run's own rollback: its uploads aborted, what it completed deleted.
+fn own_take_back(objects: &dyn Objects, lease: &Lease) -> Recovered {
+    let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
+    let _ = take_back(objects, &lease.doc(), &lease.place().uc, std::time::Duration::ZERO, &mut r);
+    r
 }
 
 /// The finished note of the lease's run: a conditional create; a note there

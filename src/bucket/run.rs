@@ -21,7 +21,7 @@ use crate::exec::env_name;
 use crate::layout::TaskPath;
 use crate::lineage::{RecordSpec, RunRecord};
 use crate::sys::Sys;
-use crate::vars::{PyValue, Variables};
+use crate::vars::Variables;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -105,16 +105,7 @@ fn child_env(spec: &BucketRun, staging: &[(String, PathBuf)]) -> Vec<(String, Os
         ("UBUNYE_TASK".to_string(), OsString::from(spec.task.as_str())),
         ("UBUNYE_USECASE_DIR".to_string(), OsString::from(spec.uc.to_string())),
     ];
-    for (k, v) in &spec.variables {
-        let value = match v {
-            PyValue::None => continue,
-            PyValue::Str(s) => s.clone(),
-            other => {
-                other.to_json().map(|j| crate::pyjson::dumps(&j, crate::pyjson::Style::COMPACT)).unwrap_or_default()
-            }
-        };
-        env.push((env_name("UBUNYE_VAR_", k), OsString::from(value)));
-    }
+    env.extend(crate::exec::variables_env(&spec.variables));
     for (name, dir) in staging {
         env.push((env_name("UBUNYE_OUT_", name), dir.clone().into_os_string()));
     }

@@ -154,7 +154,18 @@ fn child_env(spec: &ExecSpec, key: &str, prepared: &[Prepared<'_>]) -> Vec<(Stri
         ("UBUNYE_TASK".to_string(), OsString::from(spec.task.as_str())),
         ("UBUNYE_USECASE_DIR".to_string(), spec.usecase_dir.clone().into_os_string()),
     ];
-    for (k, v) in &spec.variables {
+    env.extend(variables_env(&spec.variables));
+    for p in prepared {
+        env.push((p.out.env.clone(), p.staging.clone().into_os_string()));
+    }
+    env
+}
+
+/// Each variable as `UBUNYE_VAR_<NAME>` (a `None` is left out; a value that
+/// is not text as its compact JSON), as the command gets them.
+pub fn variables_env(vars: &crate::vars::Variables) -> Vec<(String, OsString)> {
+    let mut env = Vec::new();
+    for (k, v) in vars {
         let value = match v {
             PyValue::None => continue,
             PyValue::Str(s) => s.clone(),
@@ -163,9 +174,6 @@ fn child_env(spec: &ExecSpec, key: &str, prepared: &[Prepared<'_>]) -> Vec<(Stri
             }
         };
         env.push((env_name("UBUNYE_VAR_", k), OsString::from(value)));
-    }
-    for p in prepared {
-        env.push((p.out.env.clone(), p.staging.clone().into_os_string()));
     }
     env
 }

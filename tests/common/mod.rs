@@ -85,4 +85,5 @@ fn run_with(
     Ok((acquired, ended))
 }
 
+pub mod bucket;
 pub mod driver;

@@ -10,10 +10,12 @@
 //! `UBUNYE_KILL_BATCHES` (default 8) size it; `scripts/killtest` runs it at any
 //! size and prints the table.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ubunye_testkit::Rng;
 
@@ -185,13 +187,7 @@ fn run_killtest(kills: usize, seed: u64, batches: usize) -> Table {
             // A takeover of a batch a killed run left, killed at a random moment.
             let key = &left[rng.below(left.len() as u64) as usize];
             let mut child = takeover(&uc, key).spawn().unwrap();
-            let wait = Duration::from_millis(rng.below(80));
-            let start = Instant::now();
-            while start.elapsed() < wait && child.try_wait().unwrap().is_none() {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            if child.try_wait().unwrap().is_none() {
-                child.kill().unwrap();
+            if common::kill_after(&mut child, Duration::from_millis(rng.below(80))) {
                 takeover_kills += 1;
             }
             let out = child.wait_with_output().unwrap();
@@ -205,16 +201,7 @@ fn run_killtest(kills: usize, seed: u64, batches: usize) -> Table {
         }
         let batch = rng.below(batches as u64) as usize;
         let mut child = exec(&uc, batch).spawn().unwrap();
-        let wait = Duration::from_millis(rng.below(150));
-        let start = Instant::now();
-        while start.elapsed() < wait {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap();
+        if common::kill_after(&mut child, Duration::from_millis(rng.below(150))) {
             done += 1;
         }
         let out = child.wait_with_output().unwrap();

@@ -137,13 +137,7 @@ fn killtest(kind: Kind, kills: usize, seed: u64) {
         // takes it over if it is dead, or is refused.
         let leased = s3.head(&format!("uc/.ubunye/leases/demo/sales/ingest/{}.json", keys[batch])).unwrap().is_some();
         let mut child = exec(&server, batch).spawn().unwrap();
-        let wait = Duration::from_millis(rng.below(300));
-        let t = Instant::now();
-        while t.elapsed() < wait && child.try_wait().unwrap().is_none() {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        if child.try_wait().unwrap().is_none() {
-            child.kill().unwrap();
+        if common::kill_after(&mut child, Duration::from_millis(rng.below(300))) {
             if leased { takeover_kills += 1 } else { done += 1 }
         }
         let out = child.wait_with_output().unwrap();

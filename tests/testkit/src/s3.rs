@@ -189,6 +189,21 @@ impl Server {
         .collect()
     }
 
+    /// An `object_store` client of its bucket, with at most `retries`
+    /// retries (0: a refusal comes back as it is, once).
+    pub fn client(&self, retries: usize) -> object_store::aws::AmazonS3 {
+        object_store::aws::AmazonS3Builder::new()
+            .with_endpoint(&self.endpoint)
+            .with_allow_http(true)
+            .with_bucket_name(BUCKET)
+            .with_region("us-east-1")
+            .with_access_key_id(ACCESS_KEY)
+            .with_secret_access_key(SECRET_KEY)
+            .with_retry(object_store::RetryConfig { max_retries: retries, ..Default::default() })
+            .build()
+            .expect("an S3 client for the test server")
+    }
+
     /// Its pid.
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -120,3 +120,17 @@ pub fn on_a_terminal(
     let _ = done.send(());
     Some((o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).replace('\r', "")))
 }
+
+/// SIGKILL `child` once `wait` has passed, unless it ended before: whether
+/// it was killed (the kill tests' one move).
+pub fn kill_after(child: &mut std::process::Child, wait: Duration) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < wait && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if child.try_wait().unwrap().is_none() {
+        child.kill().unwrap();
+        return true;
+    }
+    false
+}

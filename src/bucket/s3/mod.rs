@@ -19,6 +19,9 @@ use reqwest::Method;
 use reqwest::header::{HeaderValue, IF_MATCH, IF_NONE_MATCH};
 
 use super::objects::{ErrorKind, Got, Listed, Objects, StoreError, Upload, Written};
+use answers::{is_refusal, no_answer, of_store_error, one_line, tag, xml_text, xml_unescape};
+
+mod answers;
 
 /// Requests in flight at once for uploads and completions.
 const IN_FLIGHT: usize = 16;
@@ -218,68 +221,6 @@ async fn read_part(file: &mut tokio::fs::File) -> std::io::Result<Vec<u8>> {
     }
     buf.truncate(filled);
     Ok(buf)
-}
-
-/// The text of the first `<name>...</name>` in an XML answer.
-fn tag(body: &str, name: &str) -> Option<String> {
-    let open = format!("<{name}>");
-    let start = body.find(&open)? + open.len();
-    let end = body[start..].find(&format!("</{name}>"))? + start;
-    Some(body[start..end].to_string())
-}
-
-fn xml_text(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
-fn xml_unescape(s: &str) -> String {
-    s.replace("&quot;", "\"").replace("&#34;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-}
-
-fn no_answer(text: &str) -> String {
-    format!("no answer from the store: check AWS_ENDPOINT_URL and the network ({})", one_line(text))
-}
-
-/// One line: a message from the stack may hold newlines.
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The protocol's error for what `object_store` answered.
-fn of_store_error(bucket: &str, key: &str, e: object_store::Error) -> StoreError {
-    use object_store::Error as E;
-    let url = if key.is_empty() { format!("s3://{bucket}") } else { format!("s3://{bucket}/{key}") };
-    let text = one_line(&e.to_string());
-    let kind = match &e {
-        E::PermissionDenied { .. } | E::Unauthenticated { .. } => ErrorKind::Denied,
-        _ if text.contains("NoSuchBucket") => ErrorKind::NoBucket,
-        _ if text.contains("AccessDenied")
-            || text.contains("SignatureDoesNotMatch")
-            || text.contains("InvalidAccessKeyId") =>
-        {
-            ErrorKind::Denied
-        }
-        _ if text.contains("error sending request") || text.contains("timed out") || text.contains("connect") => {
-            ErrorKind::Network
-        }
-        _ => ErrorKind::Other,
-    };
-    let what = match kind {
-        ErrorKind::NoBucket => format!("the bucket '{bucket}' does not exist: create it, or check -d"),
-        ErrorKind::Denied => {
-            format!("the store refused the credentials: check AWS_ACCESS_KEY_ID and its secret ({text})")
-        }
-        ErrorKind::Network => {
-            format!("no answer from the store (after bounded retries): check AWS_ENDPOINT_URL and the network ({text})")
-        }
-        _ => text,
-    };
-    StoreError { kind, url, what }
-}
-
-fn is_refusal(e: &object_store::Error) -> bool {
-    use object_store::Error as E;
-    matches!(e, E::AlreadyExists { .. } | E::Precondition { .. } | E::NotModified { .. })
 }
 
 impl Objects for S3 {

@@ -1,0 +1,101 @@
+//! The in-memory world of the object-store protocol tests: a store that
+//! keeps S3's rules on a fake clock, one batch's place in it, and the runs
+//! that race for it.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use ubunye::bucket::{Acquire, Holder, LandError, Lease, Memory, Objects, Place, Planned, StoreUrl, acquire, plan};
+use ubunye::layout::TaskPath;
+use ubunye::sys::{Hook, Timing};
+use ubunye_testkit::{FakeClock, fast_timing};
+
+pub const T0: u64 = 1_780_000_000;
+
+pub struct World {
+    pub clock: Arc<FakeClock>,
+    pub mem: Arc<Memory>,
+    pub place: Place,
+    pub timing: Timing,
+}
+
+pub fn world() -> World {
+    let clock = FakeClock::at(UNIX_EPOCH + Duration::from_secs(T0));
+    let mem = Arc::new(Memory::new("bkt", clock.clone()));
+    let place = Place {
+        uc: StoreUrl::parse("s3://bkt/uc").unwrap(),
+        task: TaskPath::parse("demo/sales/ingest").unwrap(),
+        key: "0123456789abcdef".into(),
+    };
+    World { clock, mem, place, timing: fast_timing() }
+}
+
+pub fn out() -> StoreUrl {
+    StoreUrl::parse("s3://bkt/lake/ev").unwrap()
+}
+
+pub fn holder(run: &str) -> Holder {
+    Holder { run_id: run.into(), host: "h".into(), pid: 1 }
+}
+
+impl World {
+    pub fn objects(&self) -> Arc<dyn Objects> {
+        self.mem.clone()
+    }
+    pub fn take(&self, run: &str) -> Acquire {
+        acquire(self.objects(), &self.place, &holder(run), self.clock.clone(), &self.timing).expect("no store error")
+    }
+    pub fn held(&self, run: &str) -> Arc<Lease> {
+        match self.take(run) {
+            Acquire::Held(l, _) => l,
+            Acquire::Refused(r) => panic!("{run} was refused: {r:?}"),
+            Acquire::Completed(r) => panic!("{run} completed a dead run's commit: {r:?}"),
+        }
+    }
+    pub fn past_timeout(&self) {
+        self.clock.advance(self.timing.heartbeat_timeout + Duration::from_secs(2));
+    }
+    pub fn lease_body(&self) -> Option<String> {
+        self.mem.get(&self.place.lease_key()).unwrap().map(|g| String::from_utf8(g.body).unwrap())
+    }
+    /// A staging folder with `n` files, planned into `s3://bkt/lake/ev`.
+    pub fn files(&self, dir: &Path, run: &str, n: usize) -> Vec<ubunye::bucket::Planned> {
+        std::fs::create_dir_all(dir).unwrap();
+        for i in 0..n {
+            std::fs::write(dir.join(format!("part-{i}.csv")), format!("row {i} of {run}\n")).unwrap();
+        }
+        plan("ev", dir, &StoreUrl::parse("s3://bkt/lake/ev").unwrap(), run).unwrap()
+    }
+    pub fn visible(&self) -> Vec<String> {
+        self.mem.list("lake/").unwrap().into_iter().map(|l| l.key).collect()
+    }
+}
+
+/// Three runs' ids (full uuids, as runs make them).
+pub const A: &str = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
+pub const B: &str = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb";
+pub const C: &str = "cccccccc-cccc-4ccc-8ccc-cccccccccccc";
+
+impl World {
+    /// Run A holds the lease, with `n` files staged to land.
+    pub fn landing(&self, n: usize) -> (Arc<Lease>, tempfile::TempDir, Vec<Planned>) {
+        let a = self.held(A);
+        let d = tempfile::tempdir().unwrap();
+        let files = self.files(d.path(), A, n);
+        (a, d, files)
+    }
+    /// Land `files` under `lease` into `s3://bkt/lake/ev`.
+    pub fn land(&self, lease: &Lease, files: &[Planned]) -> Result<Vec<(String, usize)>, LandError> {
+        ubunye::bucket::land(&*self.mem, lease, &[("ev".into(), out())], files, &Hook::default())
+    }
+    /// The timeout passes, and run B takes the lease over: its lease and
+    /// what it recovered.
+    pub fn take_over(&self) -> (Arc<Lease>, ubunye::bucket::Recovered) {
+        self.past_timeout();
+        match self.take(B) {
+            Acquire::Held(b, Some(rec)) => (b, rec),
+            _ => panic!("no takeover"),
+        }
+    }
+}
