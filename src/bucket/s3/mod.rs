@@ -186,9 +186,14 @@ impl S3 {
         };
         let path = Path::from(u.key.as_str());
         let mut file = tokio::fs::File::open(&u.file).await.map_err(local)?;
+        let mut left = file.metadata().await.map_err(local)?.len();
         let mut out = Vec::new();
         loop {
-            let buf = read_part(&mut file).await.map_err(local)?;
+            // A part's buffer no larger than what is left (plus one byte, to
+            // see the end): small files are most files.
+            let want = usize::try_from(left.saturating_add(1)).unwrap_or(PART).min(PART);
+            let buf = read_part(&mut file, want).await.map_err(local)?;
+            left = left.saturating_sub(buf.len() as u64);
             let n = buf.len();
             if n == 0 && !out.is_empty() {
                 break;
@@ -207,12 +212,12 @@ impl S3 {
     }
 }
 
-/// Up to one part's bytes from `file`: fewer only at its end.
-async fn read_part(file: &mut tokio::fs::File) -> std::io::Result<Vec<u8>> {
+/// Up to `want` bytes from `file`: fewer only at its end.
+async fn read_part(file: &mut tokio::fs::File, want: usize) -> std::io::Result<Vec<u8>> {
     use tokio::io::AsyncReadExt;
-    let mut buf = vec![0u8; PART];
+    let mut buf = vec![0u8; want];
     let mut filled = 0;
-    while filled < PART {
+    while filled < want {
         let n = file.read(&mut buf[filled..]).await?;
         if n == 0 {
             break;
