@@ -165,8 +165,11 @@ fn the_probe_refuses_a_store_that_breaks_a_promise() {
         fn abort(&self, k: &str, id: &str) -> Result<(), ubunye::bucket::StoreError> {
             if self.ignore == "abort" { Ok(()) } else { self.mem.abort(k, id) }
         }
-        fn open_uploads(&self, p: &str) -> Result<Vec<(String, String)>, ubunye::bucket::StoreError> {
-            self.mem.open_uploads(p)
+        fn open_uploads_aged(
+            &self,
+            p: &str,
+        ) -> Result<Vec<(String, String, Option<SystemTime>)>, ubunye::bucket::StoreError> {
+            self.mem.open_uploads_aged(p)
         }
     }
     let w = world();
@@ -184,4 +187,57 @@ fn a_name_the_s3_client_would_change_is_refused_naming_the_file() {
     std::fs::write(d.path().join("a~b[1].csv"), "x").unwrap();
     let e = plan("ev", d.path(), &out(), A).unwrap_err();
     assert!(e.contains("a~b[1].csv") && e.contains("rename it"), "{e}");
+}
+
+/// Review 13b, finding 3: a dead run's lease beside its own finished note
+/// (left by a kill after the note, or put back by a restore): its claims are
+/// the batch, and are kept; the taker says the batch is finished.
+#[test]
+fn a_lease_beside_its_own_finished_note_keeps_its_files() {
+    let w = world();
+    let (a, _d, files) = w.landing(2);
+    let stale = w.mem.get(&w.place.lease_key()).unwrap().unwrap().body;
+    w.land(&a, &files).unwrap();
+    assert!(a.release().unwrap());
+    // The lease as it was mid-landing, put back beside the note.
+    let mut doc: serde_json::Value = serde_json::from_slice(&stale).unwrap();
+    doc["outputs"] = serde_json::json!({"ev": {"appends": true, "exact": true, "state": "writing",
+        "url": "s3://bkt/lake/ev", "claimed": w.visible().iter().map(|k| format!("s3://bkt/{k}")).collect::<Vec<_>>()}});
+    w.mem.put(&w.place.lease_key(), doc.to_string().into_bytes()).unwrap();
+    w.past_timeout();
+    match w.take(B) {
+        Acquire::Completed { recovered, finished_by } => {
+            assert_eq!(finished_by, A);
+            assert!(recovered.finished && recovered.removed.is_empty(), "{recovered:?}");
+        }
+        _ => panic!("not told finished"),
+    }
+    assert_eq!(w.visible().len(), 2, "the finished batch's files were deleted");
+    assert!(w.lease_body().is_none(), "the lease was handed back");
+}
+
+/// Review 13b, finding 7: an upload started by a retried request whose first
+/// answer was lost (an id nobody saved) is aborted by the run itself.
+#[test]
+fn an_upload_of_a_claimed_key_that_no_save_names_is_aborted() {
+    let w = Arc::new(world());
+    let (a, _d, files) = w.landing(2);
+    let (w2, key) = (w.clone(), files[0].key.clone());
+    w.mem.before("start_uploads", move || {
+        // The first try of the request, whose answer never came back.
+        w2.mem.start_uploads(std::slice::from_ref(&key)).unwrap();
+    });
+    w.land(&a, &files).unwrap();
+    assert!(w.mem.open_uploads("").unwrap().is_empty(), "{:?}", w.mem.open_uploads(""));
+}
+
+/// Review 13b, finding 6: a release whose first try gets no answer is tried
+/// again; the batch is handed back.
+#[test]
+fn a_release_without_an_answer_is_tried_again() {
+    let w = world();
+    let a = w.held(A);
+    w.mem.fail_next("delete_if");
+    assert!(a.release().unwrap());
+    assert!(w.mem.get(&w.place.lease_key()).unwrap().is_none());
 }

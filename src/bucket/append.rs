@@ -183,6 +183,18 @@ pub fn land(
         return Err(e.into());
     }
     hook.at(Step::UploadsClaimed);
+    // An upload started by a retried request whose first answer was lost has
+    // an id nobody saved: abort it now (review 13b, finding 7).
+    let saved_ids: Vec<&str> = uploads.iter().map(|u| u.id.as_str()).collect();
+    if let Ok(open) =
+        objects.open_uploads(&super::recover::common_prefix(&keys.iter().map(String::as_str).collect::<Vec<_>>()))
+    {
+        for (key, id) in open {
+            if keys.contains(&key) && !saved_ids.contains(&id.as_str()) {
+                let _ = objects.abort(&key, &id);
+            }
+        }
+    }
     let parts = objects.send_parts(&uploads).map_err(undo)?;
     hook.at(Step::PartsSent);
     // The last look before anything becomes visible: the lease as it is now.
@@ -201,7 +213,30 @@ pub fn land(
         }
         d.set("committed", Value::Bool(true));
     });
+    // A done mark whose answer was lost may have landed: read the lease to
+    // know (review 13b, finding 2). Committed: go on. Not committed and still
+    // this run's: one more try, else take back. Another run's: lost.
+    let marked = match marked {
+        Err(BucketError::Store(e)) => match lease.reread() {
+            Ok(true) => Ok(()),
+            Ok(false) => lease
+                .save(|d| {
+                    for (_, note) in d.outputs_mut().iter_mut() {
+                        if let Value::Object(m) = note {
+                            m.insert("state".into(), Value::String("done".into()));
+                        }
+                    }
+                    d.set("committed", Value::Bool(true));
+                })
+                .map_err(|_| BucketError::Store(e)),
+            Err(lost) => Err(lost),
+        },
+        other => other,
+    };
     if let Err(e) = marked {
+        if let BucketError::Store(store) = e {
+            return Err(LandError::Failed(store, Box::new(own_take_back(objects, lease))));
+        }
         if lease.lost().is_some() {
             // Taken over after the completions: take back what this run made
             // visible now, not only when its taker looks (the names are its

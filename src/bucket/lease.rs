@@ -115,10 +115,16 @@ pub enum Acquire {
     Held(Arc<Lease>, Option<Recovered>),
     /// It may not have the batch.
     Refused(Refused),
-    /// It took over a dead run that had marked its lease done, completed its
-    /// commit (the finished note), and handed the lease back: the batch is
-    /// finished, by that run.
-    Completed(Recovered),
+    /// It took over a dead run's lease and found the batch finished: the
+    /// dead run had marked its lease done (its commit was completed for it),
+    /// or a finished note was there. The lease was handed back; what the
+    /// recovery did, and the run the note names.
+    Completed {
+        /// What was done for the dead run.
+        recovered: Recovered,
+        /// The run the finished note names.
+        finished_by: String,
+    },
 }
 
 /// A lease this run holds.
@@ -184,6 +190,14 @@ pub(super) fn read_doc(body: &[u8], uc: &StoreUrl) -> Result<LeaseDoc, String> {
     }
 }
 
+/// The run a batch's finished note names, if there is a note.
+fn note_run(objects: &dyn Objects, place: &Place) -> Result<Option<String>, StoreError> {
+    Ok(objects.get(&place.note_key())?.map(|got| match documents::parse_doc(&got.body) {
+        Ok(Parsed::Doc(m)) => LeaseDoc(m).run_id(),
+        _ => String::new(),
+    }))
+}
+
 /// Take the lease of `place` for `holder`: create it; or, when a dead run
 /// holds it, take it over and recover that run; or say why not. Once held,
 /// the finished note is read: a finished batch hands the lease back and is
@@ -239,10 +253,18 @@ pub fn acquire(
             continue;
         };
         let lease = Lease::new(objects.clone(), place, holder, clock.clone(), mine, etag);
-        // The dead run's next save is refused from here on. Its uploads are
-        // aborted at once (the fence), then, after the settle, what it had
-        // completed is looked for and deleted.
-        let recovered = recover(&*objects, place, &target, &holder.run_id, &*clock, timing.settle)?;
+        // A finished note that names the dead run: its claims are the batch
+        // (a lease of it left beside its note, or put back by a restore),
+        // never taken back (review 13b, finding 3).
+        let noted = note_run(&*objects, place)?;
+        let recovered = if noted.as_deref() == Some(target.run_id().as_str()) && !target.run_id().is_empty() {
+            Recovered { run_id: target.run_id(), finished: true, ..Default::default() }
+        } else {
+            // The dead run's next save is refused from here on. Its uploads
+            // are aborted at once (the fence), then, after the settle, what it
+            // had completed is looked for and deleted.
+            recover(&*objects, place, &target, &holder.run_id, &*clock, timing.settle)?
+        };
         lease.save(|d| d.remove("taking_over"))?;
         return lease.check_finished(Some(recovered));
     }
@@ -365,9 +387,14 @@ impl Lease {
     fn check_finished(self: Arc<Self>, recovered: Option<Recovered>) -> Result<Acquire, BucketError> {
         let key = self.place.note_key();
         let Some(got) = self.objects.get(&key)? else { return Ok(Acquire::Held(self, recovered)) };
-        if let Some(r) = recovered.filter(|r| r.finished) {
+        if let Some(r) = recovered {
+            // Whatever the recovery did is told, with the refusal or the skip.
+            let finished_by = match documents::parse_doc(&got.body) {
+                Ok(Parsed::Doc(m)) => LeaseDoc(m).run_id(),
+                _ => r.run_id.clone(),
+            };
             self.release()?;
-            return Ok(Acquire::Completed(r));
+            return Ok(Acquire::Completed { recovered: r, finished_by });
         }
         let refusal = match documents::parse_doc(&got.body) {
             Ok(Parsed::Doc(m)) => Refused::Finished { run_id: LeaseDoc(m).run_id() },
@@ -382,17 +409,45 @@ impl Lease {
     }
 
     /// Hand the lease back: delete it only if it is still this run's save.
-    /// True when it was this run's to delete.
+    /// True when it was this run's to delete. A store error is tried again
+    /// (three tries in all): a delete that had landed finds nothing the next
+    /// time, which counts as released.
     pub fn release(&self) -> Result<bool, BucketError> {
         let g = self.lock();
         if g.lost.is_some() {
             return Ok(false);
         }
         let key = self.place.lease_key();
-        if self.objects.delete_if(&key, &g.etag)? {
-            return Ok(true);
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let attempt = self.objects.delete_if(&key, &g.etag).and_then(|deleted| match deleted {
+                true => Ok(true),
+                false => Ok(self.objects.head(&key)?.is_none()),
+            });
+            match attempt {
+                Err(_) if tries < 3 => std::thread::sleep(std::time::Duration::from_millis(200)),
+                other => return Ok(other?),
+            }
         }
-        // A retried delete that had landed finds nothing: released.
-        Ok(self.objects.head(&key)?.is_none())
+    }
+
+    /// Read the lease again after a save whose answer was lost: whether it
+    /// says `committed`, if it is still this run's (its ETag then adopted);
+    /// lost if another run's or gone.
+    pub fn reread(&self) -> Result<bool, BucketError> {
+        let got = self.objects.get(&self.place.lease_key())?;
+        let mut g = self.lock();
+        match got.map(|got| (read_doc(&got.body, &self.place.uc), got.etag)) {
+            Some((Ok(d), etag)) if d.is_run(&self.run_id) => {
+                let committed = d.committed();
+                g.doc = d;
+                g.etag = etag;
+                Ok(committed)
+            }
+            Some((Ok(d), _)) => Err(self.lose(&mut g, format!("run {} holds it now", d.run_short()))),
+            Some((Err(why), _)) => Err(self.lose(&mut g, format!("it was rewritten and cannot be read: {why}"))),
+            None => Err(self.lose(&mut g, "it is gone".into())),
+        }
     }
 }

@@ -16,6 +16,8 @@ struct State {
     objects: BTreeMap<String, (Vec<u8>, String, SystemTime)>,
     /// id -> key, for uploads started and neither completed nor aborted.
     uploads: HashMap<String, String>,
+    /// id -> when it was started.
+    started: HashMap<String, SystemTime>,
     /// id -> the bytes its parts carry.
     parts: HashMap<String, Vec<u8>>,
     next_upload: u64,
@@ -230,6 +232,7 @@ impl Objects for Memory {
                 st.next_upload += 1;
                 let id = format!("upload-{}", st.next_upload);
                 st.uploads.insert(id.clone(), k.clone());
+                st.started.insert(id.clone(), self.stamp());
                 id
             })
             .collect())
@@ -283,13 +286,13 @@ impl Objects for Memory {
         Ok(())
     }
 
-    fn open_uploads(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
-        let mut v: Vec<_> = self
-            .lock()
+    fn open_uploads_aged(&self, prefix: &str) -> Result<Vec<(String, String, Option<SystemTime>)>, StoreError> {
+        let st = self.lock();
+        let mut v: Vec<_> = st
             .uploads
             .iter()
             .filter(|(_, k)| k.starts_with(prefix))
-            .map(|(id, k)| (k.clone(), id.clone()))
+            .map(|(id, k)| (k.clone(), id.clone(), st.started.get(id).copied()))
             .collect();
         v.sort();
         Ok(v)

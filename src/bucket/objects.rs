@@ -128,5 +128,10 @@ pub trait Objects: Send + Sync {
     fn abort(&self, key: &str, id: &str) -> Result<(), StoreError>;
     /// The uploads started under `prefix` and neither completed nor
     /// aborted: (key, id), in key order.
-    fn open_uploads(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError>;
+    fn open_uploads(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(self.open_uploads_aged(prefix)?.into_iter().map(|(k, id, _)| (k, id)).collect())
+    }
+    /// The same, each with when the store started it (None where it does
+    /// not say).
+    fn open_uploads_aged(&self, prefix: &str) -> Result<Vec<(String, String, Option<SystemTime>)>, StoreError>;
 }

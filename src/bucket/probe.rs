@@ -58,18 +58,21 @@ pub fn probe(objects: &dyn Objects, uc: &StoreUrl, run_id: &str) -> Result<(), S
     fence(objects, uc, run_id)
 }
 
-/// What probes of runs killed in them left: their uploads (aborted at once:
-/// a probe whose upload another run aborts still passes, as it checks only
-/// that a completion is refused) and their objects older than an hour (a
-/// probe in progress is never older).
+/// What probes of runs killed in them left, once it is older than any probe
+/// in progress can be (ten minutes by the store's clock; a probe takes under
+/// a second): their uploads, and their objects.
 fn sweep(objects: &dyn Objects, uc: &StoreUrl) -> Result<(), StoreError> {
     let prefix = uc.key(".ubunye/probe/");
-    for (key, id) in objects.open_uploads(&prefix)? {
-        objects.abort(&key, &id)?;
-    }
     let now = objects.now()?;
+    let old =
+        |t: std::time::SystemTime| now.duration_since(t).is_ok_and(|age| age > std::time::Duration::from_secs(600));
+    for (key, id, started) in objects.open_uploads_aged(&prefix)? {
+        if started.is_some_and(old) {
+            objects.abort(&key, &id)?;
+        }
+    }
     for o in objects.list(&prefix)? {
-        if now.duration_since(o.modified).is_ok_and(|age| age > std::time::Duration::from_secs(3600)) {
+        if old(o.modified) {
             objects.delete(&o.key)?;
         }
     }

@@ -121,7 +121,7 @@ pub fn take_back(
 }
 
 /// The longest prefix of every key (to list the open uploads under).
-fn common_prefix(keys: &[&str]) -> String {
+pub(super) fn common_prefix(keys: &[&str]) -> String {
     let Some(first) = keys.first() else { return String::new() };
     let mut n = first.len();
     for k in &keys[1..] {

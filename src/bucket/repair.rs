@@ -14,8 +14,9 @@ use crate::sys::{Clock, Timing};
 pub enum TakeoverEnd {
     /// A dead run's lease was taken over, recovered, and released.
     TookOver(Recovered),
-    /// A dead run had marked its lease done: its commit was completed.
-    Completed(Recovered),
+    /// The batch was finished (a dead run had marked its lease done, or its
+    /// note was there): what the recovery did, and the run the note names.
+    Completed(Recovered, String),
     /// There was no lease (a run released it meanwhile): nothing to do.
     Free,
     /// Refused: a live holder, a finished batch, an unreadable file.
@@ -38,7 +39,7 @@ pub fn takeover(
                 None => TakeoverEnd::Free,
             }
         }
-        Acquire::Completed(r) => TakeoverEnd::Completed(r),
+        Acquire::Completed { recovered, finished_by } => TakeoverEnd::Completed(recovered, finished_by),
         Acquire::Refused(r) => TakeoverEnd::Refused(r),
     })
 }

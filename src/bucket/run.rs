@@ -57,6 +57,10 @@ pub enum BucketEnd {
         landed: Vec<(String, usize)>,
         /// A dead run taken over first.
         recovered: Option<Recovered>,
+        /// Why the lease could not be handed back after the commit (the
+        /// batch is finished either way; the next run finds its note once
+        /// the lease is dead).
+        unreleased: Option<String>,
     },
     /// `--resume` and a run finished the batch.
     Skipped {
@@ -71,6 +75,8 @@ pub enum BucketEnd {
     Completed {
         /// What was done for it.
         recovered: Recovered,
+        /// The run the finished note names.
+        finished_by: String,
         /// Whether the run was asked to skip a finished batch.
         resume: bool,
     },
@@ -161,7 +167,9 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         Acquire::Held(l, r) => (l, r),
         Acquire::Refused(Refused::Finished { run_id }) if spec.resume => return Ok(BucketEnd::Skipped { run_id }),
         Acquire::Refused(r) => return Ok(BucketEnd::Refused(r)),
-        Acquire::Completed(r) => return Ok(BucketEnd::Completed { recovered: r, resume: spec.resume }),
+        Acquire::Completed { recovered, finished_by } => {
+            return Ok(BucketEnd::Completed { recovered, finished_by, resume: spec.resume });
+        }
     };
     let mut record = Record {
         objects: &*objects,
@@ -255,8 +263,14 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
     match landed {
         Ok(landed) => {
             record.end("success", None);
-            lease.release()?;
-            Ok(BucketEnd::Done { landed, recovered })
+            // Finished: a lease that cannot be handed back now is said, not
+            // a failure (review 13b, finding 6).
+            let unreleased = match lease.release() {
+                Ok(true) => None,
+                Ok(false) => Some("it had changed since this run's last save".to_string()),
+                Err(e) => Some(e.to_string()),
+            };
+            Ok(BucketEnd::Done { landed, recovered, unreleased })
         }
         Err(LandError::Lease(BucketError::Lost { why, .. })) => {
             record.end(

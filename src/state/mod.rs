@@ -25,7 +25,7 @@ use crate::sys::Now;
 pub use classify::{classify, rejudge};
 pub use history::{Happened, HistoryEntry};
 pub use locate::{Located, locate};
-pub use read::{read_record, task_dirs};
+pub use read::{read_record, record_of, task_dirs};
 pub use scan::{
     BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_one, scan_tasks, shorten,
 };

@@ -251,16 +251,21 @@ fn text(v: Option<Value>) -> Option<String> {
 
 /// Read one run record (only the fields the state needs).
 pub fn read_record(path: &Path) -> Result<RecordInfo, UnreadableFile> {
+    let bytes = crate::fsx::read_regular(path).map_err(|e| UnreadableFile::new(path, e.to_string()))?;
+    record_of(&bytes, path)
+}
+
+/// A run record's bytes, read from `path` (a file, or an object's URL).
+pub fn record_of(bytes: &[u8], path: &Path) -> Result<RecordInfo, UnreadableFile> {
     let unreadable = |why: String| UnreadableFile::new(path, why);
-    let bytes = crate::fsx::read_regular(path).map_err(|e| unreadable(e.to_string()))?;
     let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let mut damaged = None;
     // The usual record parses straight into the fields the state needs (the
     // rest of its 3 KB is skipped, never built): a scan reads 100,000.
-    let head: RecordHead = match serde_json::from_slice(&bytes) {
+    let head: RecordHead = match serde_json::from_slice(bytes) {
         Ok(h) => h,
         Err(_) => {
-            let s = std::str::from_utf8(&bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))?;
+            let s = std::str::from_utf8(bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))?;
             match serde_json::from_str::<Value>(s) {
                 Ok(v) if v.is_object() => serde_json::from_value(v).map_err(|e| unreadable(e.to_string()))?,
                 Ok(_) => {

@@ -50,7 +50,7 @@ impl World {
         match self.take(run) {
             Acquire::Held(l, _) => l,
             Acquire::Refused(r) => panic!("{run} was refused: {r:?}"),
-            Acquire::Completed(r) => panic!("{run} completed a dead run's commit: {r:?}"),
+            Acquire::Completed { recovered: r, .. } => panic!("{run} completed a dead run's commit: {r:?}"),
         }
     }
     pub fn past_timeout(&self) {
@@ -88,6 +88,18 @@ impl World {
     /// Land `files` under `lease` into `s3://bkt/lake/ev`.
     pub fn land(&self, lease: &Lease, files: &[Planned]) -> Result<Vec<(String, usize)>, LandError> {
         ubunye::bucket::land(&*self.mem, lease, &[("ev".into(), out())], files, &Hook::default())
+    }
+    /// Land `files` under `lease`, the run killed (a panic, caught) at `step`.
+    pub fn killed_at(&self, lease: &Lease, files: &[Planned], step: ubunye::sys::Step) {
+        let hook = Hook(Some(Arc::new(move |s| {
+            if s == step {
+                panic!("killed at {s:?}");
+            }
+        })));
+        let run = std::panic::AssertUnwindSafe(|| {
+            let _ = ubunye::bucket::land(&*self.mem, lease, &[("ev".into(), out())], files, &hook);
+        });
+        assert!(std::panic::catch_unwind(run).is_err(), "the run was not killed at {step:?}");
     }
     /// The timeout passes, and run B takes the lease over: its lease and
     /// what it recovered.

@@ -124,6 +124,15 @@ fn lands_once_and_refuses_a_second_run(st: &Store) {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["batches"][0]["state"], "finished");
     assert_eq!(v["batches"][0]["run_id"], run.as_str());
+    let o = st.ubunye().args(["runs", "-d", &uc, "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mine: Vec<&serde_json::Value> =
+        v["records"].as_array().unwrap().iter().filter(|r| r["run_id"] == run.as_str()).collect();
+    assert_eq!(mine.len(), 1, "{v}");
+    assert_eq!(mine[0]["status"], "success");
+    assert_eq!(mine[0]["task"], "demo/sales/ingest");
+    let o = st.ubunye().args(["runs", "-d", &uc, "--status", "success"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&run[..8]));
 }
 
 fn wait_stopped(child: &Child) {
@@ -205,7 +214,9 @@ fn races(st: &Store, rounds: usize) {
                             Ok(Acquire::Held(l, _)) => Some(l),
                             Ok(Acquire::Refused(Refused::Busy { .. })) => None,
                             Ok(Acquire::Refused(r)) => panic!("round {round}: a racer was refused as {r:?}"),
-                            Ok(Acquire::Completed(r)) => panic!("round {round}: a racer completed {r:?}"),
+                            Ok(Acquire::Completed { recovered: r, .. }) => {
+                                panic!("round {round}: a racer completed {r:?}")
+                            }
                             Err(e) => panic!("round {round}: a racer failed: {e}"),
                         }
                     })
@@ -224,7 +235,7 @@ fn bad_input(st: &Store, kind: Kind) {
     for (args, code, says) in [
         (vec!["leases", "list", "-d", "s3://Bad_Bucket/uc"], 2, "not a bucket name"),
         (vec!["leases", "list", "-d", "s3://no-such-bucket/uc"], 1, "does not exist"),
-        (vec!["runs", "-d", &uc], 2, "does not read a use case in an object store yet"),
+        (vec!["top", "-d", &uc], 2, "does not watch a use case in an object store yet"),
         (vec!["leases", "explain", "-d", &uc, "0123"], 2, "no batch's key starts with '0123'"),
         (vec!["leases", "takeover", "-d", &uc, "01", "--yes"], 2, "4 hex digits"),
     ] {
@@ -245,6 +256,17 @@ fn bad_input(st: &Store, kind: Kind) {
         assert_eq!(c, 2, "{append}: {err}");
         assert!(err.contains(says), "{append}: {err}");
     }
+    // A task the client would send encoded (review 13b, finding 5); an
+    // endpoint with a password in it (finding 1): one line, no secret.
+    let mut odd = exec_args(&uc, "d9", "true");
+    odd[4] = "démo/ventes/ingest".into();
+    let (c, err) = output(st.ubunye().args(&odd));
+    assert_eq!(c, 2, "{err}");
+    assert!(err.contains("the task 'démo/ventes/ingest'"), "{err}");
+    let with_password = st.server.endpoint.replace("http://", "http://alice:s3cr3t@");
+    let (c, err) = output(st.ubunye().args(exec_args(&uc, "d9", "true")).env("AWS_ENDPOINT_URL", &with_password));
+    assert_eq!(c, 1, "{err}");
+    assert!(err.contains("holds a user name or password") && !err.contains("s3cr3t"), "{err}");
     let mut two = exec_args(&uc, "d9", "true");
     two.splice(9..9, ["--append".to_string(), format!("f=s3://{BUCKET}/lake/d9/sub")]);
     let (c, err) = output(st.ubunye().args(&two));

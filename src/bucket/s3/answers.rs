@@ -26,7 +26,24 @@ pub(super) fn no_answer(text: &str) -> String {
 
 /// One line: a message from the stack may hold newlines.
 pub(super) fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    without_userinfo(&s.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// `s` with any `user:password@` of a URL in it cut out: a message never
+/// carries a credential, even one put in the endpoint.
+pub(super) fn without_userinfo(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find("://") {
+        out.push_str(&rest[..i + 3]);
+        rest = &rest[i + 3..];
+        let end = rest.find(|c: char| c == '/' || c.is_whitespace()).unwrap_or(rest.len());
+        if let Some(at) = rest[..end].rfind('@') {
+            rest = &rest[at + 1..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The protocol's error for what `object_store` answered.
@@ -64,4 +81,19 @@ pub(super) fn of_store_error(bucket: &str, key: &str, e: object_store::Error) ->
 pub(super) fn is_refusal(e: &object_store::Error) -> bool {
     use object_store::Error as E;
     matches!(e, E::AlreadyExists { .. } | E::Precondition { .. } | E::NotModified { .. })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_credential_of_a_url_reaches_a_message() {
+        assert_eq!(
+            one_line("Error performing PUT http://alice:s3cr3t@127.0.0.1:9/bkt/k in 1ms\n  (retried)"),
+            "Error performing PUT http://127.0.0.1:9/bkt/k in 1ms (retried)"
+        );
+        assert_eq!(without_userinfo("https://u@h/x and s3://bkt/a@b"), "https://h/x and s3://bkt/a@b");
+        assert_eq!(without_userinfo("no url here: a@b"), "no url here: a@b");
+    }
 }

@@ -23,6 +23,13 @@ use answers::{is_refusal, no_answer, of_store_error, one_line, tag, xml_text, xm
 
 mod answers;
 
+/// The key as the store holds it: parsed as it is (a key listed from the
+/// store may hold `%`), never encoded twice. The engine's own keys are
+/// plain (`url::plain_key`), so for them this is the key itself.
+fn path(key: &str) -> Path {
+    Path::parse(key).unwrap_or_else(|_| Path::from(key))
+}
+
 /// Requests in flight at once for uploads and completions.
 const IN_FLIGHT: usize = 16;
 /// The size of each part of an upload (S3 takes 5 MiB to 5 GiB, the last part less).
@@ -75,6 +82,16 @@ impl S3 {
         }
         // Timeouts first: a variable (AWS_ALLOW_HTTP, ...) may set more of
         // the client's options, and must not be replaced by them.
+        for name in ["AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_ENDPOINT_URL_S3"] {
+            if var(name).is_some_and(|v| answers::without_userinfo(&v) != v) {
+                return Err(err(
+                    ErrorKind::Denied,
+                    format!(
+                        "{name} holds a user name or password (user:password@host): S3 signs each request with the access key instead; give the endpoint without them"
+                    ),
+                ));
+            }
+        }
         let mut b = AmazonS3Builder::new().with_client_options(
             object_store::ClientOptions::new().with_timeout(TIMEOUT).with_connect_timeout(CONNECT),
         );
@@ -132,7 +149,7 @@ impl S3 {
         }
         let url = self
             .store
-            .signed_url_opts(method.clone(), &Path::from(key), Duration::from_secs(300), &opts)
+            .signed_url_opts(method.clone(), &path(key), Duration::from_secs(300), &opts)
             .await
             .map_err(|e| self.error(key, e))?;
         let mut req = self.http.request(method, url);
@@ -184,7 +201,7 @@ impl S3 {
             url: u.file.display().to_string(),
             what: format!("cannot read it: {e}"),
         };
-        let path = Path::from(u.key.as_str());
+        let at = path(&u.key);
         let mut file = tokio::fs::File::open(&u.file).await.map_err(local)?;
         let mut left = file.metadata().await.map_err(local)?.len();
         let mut out = Vec::new();
@@ -200,7 +217,7 @@ impl S3 {
             }
             let part = self
                 .store
-                .put_part(&path, &u.id, out.len(), PutPayload::from(buf))
+                .put_part(&at, &u.id, out.len(), PutPayload::from(buf))
                 .await
                 .map_err(|e| self.error(&u.key, e))?;
             out.push(part.content_id);
@@ -245,7 +262,7 @@ impl Objects for S3 {
 
     fn head(&self, key: &str) -> Result<Option<Listed>, StoreError> {
         self.rt.block_on(async {
-            match self.store.head(&Path::from(key)).await {
+            match self.store.head(&path(key)).await {
                 Ok(m) => Ok(Some(Listed {
                     key: key.into(),
                     etag: m.e_tag.unwrap_or_default(),
@@ -295,7 +312,7 @@ impl Objects for S3 {
 
     fn delete(&self, key: &str) -> Result<(), StoreError> {
         self.rt.block_on(async {
-            match self.store.delete(&Path::from(key)).await {
+            match self.store.delete(&path(key)).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
                 Err(e) => Err(self.error(key, e)),
             }
@@ -304,7 +321,7 @@ impl Objects for S3 {
 
     fn list(&self, prefix: &str) -> Result<Vec<Listed>, StoreError> {
         self.rt.block_on(async {
-            let p = Path::from(prefix);
+            let p = path(prefix);
             let found: Vec<_> =
                 self.store.list(if prefix.is_empty() { None } else { Some(&p) }).try_collect().await.map_err(|e| {
                     match e {
@@ -362,9 +379,10 @@ impl Objects for S3 {
 
     fn start_uploads(&self, keys: &[String]) -> Result<Vec<String>, StoreError> {
         self.rt.block_on(async {
-            futures_util::stream::iter(keys.iter().map(|k| async move {
-                self.store.create_multipart(&Path::from(k.as_str())).await.map_err(|e| self.error(k, e))
-            }))
+            futures_util::stream::iter(
+                keys.iter()
+                    .map(|k| async move { self.store.create_multipart(&path(k)).await.map_err(|e| self.error(k, e)) }),
+            )
             .buffered(IN_FLIGHT)
             .try_collect()
             .await
@@ -386,7 +404,7 @@ impl Objects for S3 {
         })
     }
 
-    fn open_uploads(&self, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
+    fn open_uploads_aged(&self, prefix: &str) -> Result<Vec<(String, String, Option<SystemTime>)>, StoreError> {
         self.rt.block_on(async {
             let mut out = Vec::new();
             let (mut key_marker, mut id_marker) = (String::new(), String::new());
@@ -407,7 +425,10 @@ impl Objects for S3 {
                 }
                 for upload in body.split("<Upload>").skip(1) {
                     if let (Some(k), Some(id)) = (tag(upload, "Key"), tag(upload, "UploadId")) {
-                        out.push((xml_unescape(&k), xml_unescape(&id)));
+                        let initiated = tag(upload, "Initiated")
+                            .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+                            .map(SystemTime::from);
+                        out.push((xml_unescape(&k), xml_unescape(&id), initiated));
                     }
                 }
                 if tag(&body, "IsTruncated").as_deref() != Some("true") {
@@ -426,7 +447,7 @@ impl Objects for S3 {
 
     fn abort(&self, key: &str, id: &str) -> Result<(), StoreError> {
         self.rt.block_on(async {
-            match self.store.abort_multipart(&Path::from(key), &id.to_string()).await {
+            match self.store.abort_multipart(&path(key), &id.to_string()).await {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
                 Err(e) if one_line(&e.to_string()).contains("NoSuchUpload") => Ok(()),
                 Err(e) => Err(self.error(key, e)),
@@ -437,7 +458,7 @@ impl Objects for S3 {
 
 impl S3 {
     async fn get_one(&self, key: &str) -> Result<Option<Got>, StoreError> {
-        match self.store.get(&Path::from(key)).await {
+        match self.store.get(&path(key)).await {
             Ok(r) => {
                 let meta = r.meta.clone();
                 let body = r.bytes().await.map_err(|e| self.error(key, e))?;
@@ -454,7 +475,7 @@ impl S3 {
 
     fn put_mode(&self, key: &str, body: Vec<u8>, mode: PutMode) -> Result<Written, StoreError> {
         self.rt.block_on(async {
-            match self.store.put_opts(&Path::from(key), PutPayload::from(body), PutOptions::from(mode)).await {
+            match self.store.put_opts(&path(key), PutPayload::from(body), PutOptions::from(mode)).await {
                 Ok(r) => Ok(Written::Done(r.e_tag.unwrap_or_default())),
                 Err(e) if is_refusal(&e) => Ok(Written::Refused),
                 Err(object_store::Error::NotFound { .. }) => Err(StoreError {

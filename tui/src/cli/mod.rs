@@ -12,7 +12,7 @@ mod generate;
 mod key;
 pub(crate) mod leases;
 mod python;
-mod runs;
+pub(crate) mod runs;
 mod store;
 mod table;
 
@@ -198,12 +198,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         }
     };
     if let Some(dir) = cli.command.use_case_dir() {
-        // A use case in a store (issue 13): `exec`, `leases` and `doctor`
-        // read it; `runs` and `top` do not yet, and say so.
+        // A use case in a store (issue 13): `exec`, `leases`, `runs` and
+        // `doctor` read it; `top` does not yet, and says so.
         if dir.to_str().is_some_and(ubunye::bucket::is_store_url) {
-            if matches!(&cli.command, Command::Runs(_) | Command::Top(_)) {
+            if matches!(&cli.command, Command::Top(_)) {
                 say_err(&format!(
-                    "-d {}: this command does not read a use case in an object store yet; `ubunye exec`, `ubunye leases` and `ubunye doctor` do",
+                    "-d {}: `ubunye top` does not watch a use case in an object store yet; `ubunye leases list`, `explain`, `runs` and `doctor` read it",
                     dir.display()
                 ));
                 return exit::USAGE;
@@ -245,7 +245,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
                 },
             }
         }
-        Command::Runs(a) => runs::run(a, colour),
+        Command::Runs(a) => match store::store_dir(&a.dir) {
+            Some(dir) => store::runs(a, dir, colour),
+            None => runs::run(a, colour),
+        },
         Command::Doctor(a) => match store::store_dir(&a.dir) {
             Some(dir) => store::doctor(a, dir),
             None => doctor::run(a),

@@ -100,6 +100,20 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
             }
         }
     }
+    show(a, &lineage.display().to_string(), records, &problems, all, colour)
+}
+
+/// Filter, sort, cut and print `records` (`all`: how many there are without
+/// the filters), read from `place` (a folder, or a store's URL).
+pub(crate) fn show(
+    a: &RunsArgs,
+    place: &str,
+    mut records: Vec<(String, RecordInfo)>,
+    problems: &[UnreadableFile],
+    all: usize,
+    colour: bool,
+) -> i32 {
+    records.retain(|(t, _)| a.task.as_deref().is_none_or(|f| state::task_matches(f, t)));
     let cutoff = a.since.and_then(|d| std::time::SystemTime::now().checked_sub(d));
     records.retain(|(_, r)| {
         a.status.is_none_or(|s| r.status.as_deref() == Some(s.word()))
@@ -113,11 +127,10 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
     filters.extend(a.since.map(|d| format!("--since {}", humantime::format_duration(d))));
     let nothing = match (records.is_empty(), filters.is_empty()) {
         (false, _) => None,
-        (true, true) => Some(format!("No run records in {}.", lineage.display())),
+        (true, true) => Some(format!("No run records in {place}.")),
         (true, false) => Some(format!(
-            "No run records match {} in {}; without {}: {all} record(s).",
+            "No run records match {} in {place}; without {}: {all} record(s).",
             filters.join(" "),
-            lineage.display(),
             if filters.len() == 1 { "it" } else { "them" }
         )),
     };
@@ -132,7 +145,7 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
         }
         return exit::OK;
     }
-    for p in &problems {
+    for p in problems {
         say_err(&format!("{}: {}", p.path.display(), p.why));
     }
     if let Some(why) = nothing {

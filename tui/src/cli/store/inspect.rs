@@ -193,7 +193,7 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     // The engine re-checks everything as it acts: a lease that came alive
     // since the plan is refused.
     match bucket::takeover(objects, &place, &holder, sys.clock.clone(), &sys.timing) {
-        Ok(TakeoverEnd::TookOver(r)) | Ok(TakeoverEnd::Completed(r)) => {
+        Ok(TakeoverEnd::TookOver(r)) | Ok(TakeoverEnd::Completed(r, _)) => {
             if a.json {
                 print_json(&r);
             } else {
@@ -241,4 +241,29 @@ pub fn doctor(a: &DoctorArgs, dir: &str) -> i32 {
         }
     }
     if findings.is_empty() { exit::OK } else { exit::REFUSED }
+}
+
+/// `ubunye runs -d s3://...`.
+pub fn runs(a: &crate::cli::runs::RunsArgs, dir: &str, colour: bool) -> i32 {
+    if a.lineage.lineage_dir.is_some() {
+        say_err(&format!(
+            "-d {dir}: --lineage-dir names a folder; a store's run records are under {dir}/.ubunye/lineage"
+        ));
+        return exit::USAGE;
+    }
+    let (uc, objects) = match open(dir) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    match bucket::records(&*objects, &uc) {
+        Ok((records, problems)) => {
+            let all = records.len() + problems.len();
+            let place = format!("s3://{}/{}", uc.bucket, uc.key(".ubunye/lineage"));
+            crate::cli::runs::show(a, &place, records, &problems, all, colour)
+        }
+        Err(e) => {
+            say_err(&e.to_string());
+            exit::REFUSED
+        }
+    }
 }

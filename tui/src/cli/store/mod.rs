@@ -16,7 +16,7 @@ use crate::console::print::outln;
 
 mod inspect;
 
-pub use inspect::{doctor, explain, repair};
+pub use inspect::{doctor, explain, repair, runs};
 
 /// The store for a use case URL: one line and exit 2 for a URL that does not
 /// parse, exit 1 for a store that cannot be reached as configured.
@@ -84,6 +84,10 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
         Ok(t) => t,
         Err(e) => return usage(&e),
     };
+    // The task names keys of the lease, the note and the record.
+    if let Err(why) = bucket::plain_key(task.as_str()) {
+        return usage(&format!("the task '{task}' {why}"));
+    }
     let vars = match a.vars.variables() {
         Ok(v) => v,
         Err(e) => return usage(&e.to_string()),
@@ -154,7 +158,7 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
             say_err(&e.to_string());
             exit::REFUSED
         }
-        Ok(BucketEnd::Done { landed, recovered }) => {
+        Ok(BucketEnd::Done { landed, recovered, unreleased }) => {
             if let Some(r) = recovered.filter(|_| !a.quiet) {
                 say_err(&took_over(&r));
             }
@@ -162,6 +166,12 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
                 let files: Vec<String> = landed.iter().map(|(o, n)| format!("{o} +{n} file(s)")).collect();
                 let tail = if files.is_empty() { String::new() } else { format!(": {}", files.join(", ")) };
                 say_err(&format!("{head} done (run {}){tail}", short(&spec.run_id)));
+            }
+            // Said even with --quiet: the next run is refused until the lease is dead.
+            if let Some(why) = unreleased {
+                say_err(&format!(
+                    "warning: {head} is finished, but its lease could not be handed back ({why}): a run of the batch is refused until the lease is dead, then finds the finished note; `ubunye leases takeover` hands it back sooner"
+                ));
             }
             exit::OK
         }
@@ -171,17 +181,17 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
             }
             exit::OK
         }
-        Ok(BucketEnd::Completed { recovered, resume }) => {
+        Ok(BucketEnd::Completed { recovered, finished_by, resume }) => {
             if !a.quiet || !resume {
                 say_err(&took_over(&recovered));
             }
             if resume {
                 if !a.quiet {
-                    say_err(&format!("[SKIP] {head}: run {} finished it (--resume)", short(&recovered.run_id)));
+                    say_err(&format!("[SKIP] {head}: run {} finished it (--resume)", short(&finished_by)));
                 }
                 return exit::OK;
             }
-            say_err(&refusal(&head, &Refused::Finished { run_id: recovered.run_id.clone() }));
+            say_err(&refusal(&head, &Refused::Finished { run_id: finished_by }));
             refused
         }
         Ok(BucketEnd::Refused(r)) => {
@@ -209,8 +219,10 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
 }
 
 pub(crate) fn took_over(r: &bucket::Recovered) -> String {
-    if r.finished {
+    if r.finished && r.note_written {
         format!("run {} had finished; its commit was completed (its finished note written).", short(&r.run_id))
+    } else if r.finished {
+        format!("run {} had finished (its finished note is there); its files were kept.", short(&r.run_id))
     } else {
         format!(
             "took over the lease of dead run {}: {} upload(s) aborted, {} object(s) it had made visible removed.",
