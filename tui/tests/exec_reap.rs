@@ -247,7 +247,18 @@ fn a_takeover_kills_a_dead_runs_group_only_when_the_group_is_the_runs() {
         .process_group(0)
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Once the hopper runs (its python past exec: a process in the middle of
+    // execve can show an empty environment for a moment, a window noted in
+    // docs/reliability.md, review 13b): bounded, 10 s.
+    let start = std::time::Instant::now();
+    while !marked(&mark)
+        .iter()
+        .any(|p| fs::read(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.windows(6).any(|w| w == b"hop.py")))
+    {
+        assert!(start.elapsed() < Duration::from_secs(10), "the hopper did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(100));
     let stopped = ubunye::reap::stop_run_processes(&run_id);
     let _ = group.wait();
     let mut left = marked(&mark);
