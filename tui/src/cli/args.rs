@@ -8,7 +8,8 @@ use clap::Args;
 /// The use-case folder.
 #[derive(Args, Debug, Clone)]
 pub struct DirArg {
-    /// The use-case folder (the Python engine's `ubunye run -d`).
+    /// The use-case folder (the Python engine's `ubunye run -d`), or
+    /// s3://bucket/prefix for a use case in an object store.
     #[arg(short = 'd', long = "usecase-dir", visible_alias = "dir", value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
 }

@@ -30,12 +30,21 @@ use ubunye::layout::TaskPath;
 ///
 /// The command also gets UBUNYE_RUN_ID, UBUNYE_BATCH_KEY, UBUNYE_TASK,
 /// UBUNYE_USECASE_DIR and each variable as UBUNYE_VAR_<NAME>.
+///
+/// With -d s3://bucket/prefix the lease, notes and records are in an object
+/// store (credentials and endpoint from AWS_*), and each --append is an
+/// s3:// prefix in the same bucket: the command writes into a local staging
+/// folder, and its files land as claimed multipart uploads under
+/// <run id>-<name>, which a takeover of a dead run aborts (see
+/// docs/object-storage.md). --overwrite and --rerun are refused there.
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
   ubunye exec -d uc -u demo -p sales -t ingest -dt 2025-01-01 \\
     --append events=out/events -- ./ingest.sh
   ubunye exec -d uc --task demo/sales/summary -dt 2025-01-01 \\
     --overwrite totals=out/summary -- duckdb -c \"COPY ...\"
+  ubunye exec -d s3://bucket/uc --task demo/sales/ingest -dt 2025-01-01 \\
+    --append events=s3://bucket/lake/events -- ./ingest.sh
 
 Exit codes:
   0      done, or skipped with --resume
@@ -67,7 +76,8 @@ pub struct ExecArgs {
     pub task_name: Option<String>,
     #[command(flatten)]
     pub vars: VarArgs,
-    /// An append output, NAME=PATH (a folder, relative to -d). Repeatable.
+    /// An append output, NAME=PATH (a folder, relative to -d; an s3:// prefix
+    /// with -d s3://...). Repeatable.
     #[arg(long = "append", value_name = "NAME=PATH")]
     pub appends: Vec<String>,
     /// An overwrite output, NAME=PATH (a folder, relative to -d). Repeatable.
