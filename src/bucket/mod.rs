@@ -2,7 +2,8 @@
 //! finished note and run record in a bucket that runs share, with nothing
 //! else shared. The documents are the peer's JSON, under the same layout as
 //! on disk (`<prefix>/.ubunye/leases/<task>/<key>.json`, `.finished.json`,
-//! `lineage/<task>/<run>.json`), so one state model reads both.
+//! `lineage/<task>/<run>.json`); docs/object-storage.md maps it against ADR
+//! 008.
 //!
 //! What it rests on, each checked at the start of a run (`probe.rs`) and by
 //! the contract tests against real servers: a conditional create has one
@@ -10,12 +11,15 @@
 //! multipart upload is invisible until completed and cannot be completed
 //! once aborted. The lease's age is told by the store's clock alone.
 //!
-//! - `url.rs`: `s3://bucket/prefix`.
-//! - `objects.rs`: the operations the protocol needs ([`Objects`]); `s3.rs`
-//!   over S3, `memory.rs` in memory for unit tests.
-//! - `lease.rs`: take, save, take over, release; `recover.rs`: a dead run's
-//!   lease recovered; `append.rs`: claimed uploads; `probe.rs`.
-//! - `run.rs`: `ubunye exec` against a store; `look.rs`: inspection.
+//! - `url.rs`: `s3://bucket/prefix`, and the names the client sends as given.
+//! - `objects.rs`: the operations the protocol needs ([`Objects`]); `s3/`
+//!   over S3 (`answers.rs` reads its replies), `memory.rs` in memory for tests.
+//! - `lease.rs`: take, save, take over, release; `claims.rs`: what a lease
+//!   claims, read strictly; `recover.rs`: a dead run's lease recovered;
+//!   `append.rs`: claimed uploads; `probe.rs`: the check at a run's start.
+//! - `run.rs`: `ubunye exec` against a store; `repair.rs`: `leases takeover`.
+//! - `look.rs` (`leases list`), `inspect.rs` (`explain`, `doctor`),
+//!   `records.rs` (`runs`): they only read.
 
 mod append;
 mod claims;
