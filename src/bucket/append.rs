@@ -131,7 +131,19 @@ pub fn land(
 ) -> Result<Vec<(String, usize)>, LandError> {
     // 1. The keys first: a run killed while its uploads start leaves no
     // upload a taker cannot find (it lists the open uploads of each claimed key).
+    let replacing = lease.replacing();
     lease.save(|d| {
+        if let Some(rep) = &replacing {
+            // A --rerun: what the finished run claimed, removed once this
+            // run has committed (its note replaced first).
+            let files: Map = rep
+                .claimed
+                .iter()
+                .map(|(n, c)| (n.clone(), Value::Array(c.iter().cloned().map(Value::String).collect())))
+                .collect();
+            d.set("replaces", Value::Object(files));
+            d.set("replaces_run", Value::String(rep.run_id.clone()));
+        }
         let outs = d.outputs_mut();
         for (name, url) in outputs {
             let mut note = match writing_note(true, true) {
@@ -246,7 +258,21 @@ pub fn land(
         return Err(e.into());
     }
     write_note(objects, lease)?;
+    remove_replaced(objects, &lease.doc(), &lease.place().uc);
     Ok(outputs.iter().map(|(o, _)| (o.clone(), files.iter().filter(|f| &f.output == o).count())).collect())
+}
+
+/// Remove the files a `--rerun` lease replaces (its note already names the
+/// new run). What cannot be removed now is removed by the next takeover of a
+/// lease left behind, or stays named in the lease.
+pub fn remove_replaced(objects: &dyn Objects, doc: &crate::documents::LeaseDoc, uc: &StoreUrl) -> Vec<String> {
+    let mut removed = Vec::new();
+    for key in super::claims::store_replaces(doc, uc).unwrap_or_default() {
+        if objects.head(&key).ok().flatten().is_some() && objects.delete(&key).is_ok() {
+            removed.push(objects.url(&key));
+        }
+    }
+    removed
 }
 
 /// This run's own rollback: its uploads aborted, what it completed deleted.
@@ -264,7 +290,12 @@ fn write_note(objects: &dyn Objects, lease: &Lease) -> Result<(), BucketError> {
     let now = timefmt::utc_z(std::time::SystemTime::now());
     let Ok(Some(text)) = documents::finished_note(&doc, place.task.as_str(), &now) else { return Ok(()) };
     let key = place.note_key();
-    if let Written::Done(_) = objects.create(&key, text.into_bytes())? {
+    let written = match lease.replacing() {
+        // A --rerun replaces exactly the note it read.
+        Some(rep) => objects.update(&key, text.into_bytes(), &rep.etag)?,
+        None => objects.create(&key, text.into_bytes())?,
+    };
+    if let Written::Done(_) = written {
         return Ok(());
     }
     match objects.get(&key)? {

@@ -36,6 +36,62 @@ pub fn is_landed_by(key: &str, run_id: &str) -> bool {
     is_run_uuid(run_id) && rest.strip_prefix(run_id).is_some_and(|r| r.starts_with('-'))
 }
 
+/// The finished batch a `--rerun` replaces: its note as read, and what its
+/// run claimed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replacing {
+    /// The note's ETag: the new note replaces exactly this one.
+    pub etag: String,
+    /// The run that finished it.
+    pub run_id: String,
+    /// Its claimed files per output (`s3://` URLs), to remove after the commit.
+    pub claimed: Vec<(String, Vec<String>)>,
+}
+
+/// The finished batch a note (`body`, its ETag `etag`) holds, for a
+/// `--rerun` to replace: None when the note names no run or its outputs
+/// cannot be read (it is refused as on any run), the damage when what it
+/// claimed is not what a run landed.
+pub fn replacing_of(body: &[u8], etag: &str, uc: &StoreUrl) -> Option<Result<Replacing, String>> {
+    let Ok(crate::documents::Parsed::Doc(m)) = crate::documents::parse_doc(body) else { return None };
+    let note = crate::documents::Finished { doc: m };
+    let (Some(run), Ok(outputs)) = (note.run_id().map(str::to_string), note.outputs()) else { return None };
+    let claimed: Vec<(String, Vec<String>)> = outputs.into_iter().map(|o| (o.name, o.claimed)).collect();
+    // Checked as the lease will be.
+    let mut probe = LeaseDoc::default();
+    probe.set("replaces_run", Value::String(run.clone()));
+    let files: serde_json::Map<String, Value> = claimed
+        .iter()
+        .map(|(n, c)| (n.clone(), Value::Array(c.iter().cloned().map(Value::String).collect())))
+        .collect();
+    probe.set("replaces", Value::Object(files));
+    Some(store_replaces(&probe, uc).map(|_| Replacing { etag: etag.to_string(), run_id: run, claimed }))
+}
+
+/// The keys a `--rerun` lease replaces (`replaces`: output -> the finished
+/// run's claimed URLs, `replaces_run`: that run), checked as claims are:
+/// each in the bucket, outside `.ubunye/`, named as that run lands its files.
+pub fn store_replaces(doc: &LeaseDoc, uc: &StoreUrl) -> Result<Vec<String>, String> {
+    let replaces = doc.replaces().map_err(|e| e.to_string())?;
+    if replaces.iter().all(|(_, files)| files.is_empty()) {
+        return Ok(Vec::new());
+    }
+    let run = doc.0.get("replaces_run").and_then(Value::as_str).unwrap_or_default();
+    let state = StoreUrl { bucket: uc.bucket.clone(), prefix: uc.key(".ubunye") };
+    let mut keys = Vec::new();
+    for (_, files) in replaces {
+        for f in files {
+            let key =
+                claim_key(&uc.bucket, &f).ok_or_else(|| format!("replaces {f}, which is not in s3://{}", uc.bucket))?;
+            if state.holds(key) || !is_landed_by(key, run) {
+                return Err(format!("replaces {f}, which is not a file run '{run}' landed"));
+            }
+            keys.push(key.to_string());
+        }
+    }
+    Ok(keys)
+}
+
 /// The claims of `doc` (a lease in `uc`'s bucket), checked; the damage in
 /// words when any is not what a run of this engine writes.
 pub fn store_claims(doc: &LeaseDoc, uc: &StoreUrl) -> Result<Vec<OutputClaims>, String> {

@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use super::claims::Replacing;
 use super::objects::{Objects, StoreError, Written};
 use super::recover::{Recovered, recover};
 use super::url::StoreUrl;
@@ -57,6 +58,9 @@ pub struct Holder {
     pub host: String,
     /// Its pid, for people.
     pub pid: i32,
+    /// It replaces a finished batch (`--rerun`): a finished note does not
+    /// refuse it; its files are replaced once this run has committed.
+    pub rerun: bool,
 }
 
 /// Why a run may not have the batch.
@@ -140,6 +144,7 @@ struct Inner {
     doc: LeaseDoc,
     etag: String,
     lost: Option<String>,
+    replacing: Option<Replacing>,
 }
 
 /// The age of an object last written at `modified`, at `now` (both the
@@ -179,6 +184,7 @@ pub(super) fn read_doc(body: &[u8], uc: &StoreUrl) -> Result<LeaseDoc, String> {
         Ok(p @ Parsed::Doc(_)) => {
             let d = LeaseDoc::from_parsed(p);
             super::claims::store_claims(&d, uc)?;
+            super::claims::store_replaces(&d, uc)?;
             if let Some(t) = d.0.get("taking_over") {
                 let Value::Object(m) = t else { return Err("taking_over is not a lease".into()) };
                 super::claims::store_claims(&LeaseDoc(m.clone()), uc).map_err(|e| format!("taking_over: {e}"))?;
@@ -216,7 +222,7 @@ pub fn acquire(
         let body = doc.to_json().into_bytes();
         if let Written::Done(etag) = objects.create(&key, body)? {
             let lease = Lease::new(objects.clone(), place, holder, clock.clone(), doc, etag);
-            return lease.check_finished(None);
+            return lease.check_finished(None, holder.rerun);
         }
         let Some(got) = objects.get(&key)? else { continue };
         let seen = match read_doc(&got.body, &place.uc) {
@@ -226,7 +232,7 @@ pub fn acquire(
         if seen.is_run(&holder.run_id) {
             // A create retried after it had landed: ours.
             let lease = Lease::new(objects.clone(), place, holder, clock.clone(), seen, got.etag);
-            return lease.check_finished(None);
+            return lease.check_finished(None, holder.rerun);
         }
         let now = objects.now()?;
         match age_of(got.modified, now, timing) {
@@ -258,7 +264,9 @@ pub fn acquire(
         // never taken back (review 13b, finding 3).
         let noted = note_run(&*objects, place)?;
         let recovered = if noted.as_deref() == Some(target.run_id().as_str()) && !target.run_id().is_empty() {
-            Recovered { run_id: target.run_id(), finished: true, ..Default::default() }
+            // Its commit is done; a --rerun's removals may not be.
+            let removed = super::append::remove_replaced(&*objects, &target, &place.uc);
+            Recovered { run_id: target.run_id(), finished: true, removed, ..Default::default() }
         } else {
             // The dead run's next save is refused from here on. Its uploads
             // are aborted at once (the fence), then, after the settle, what it
@@ -266,7 +274,7 @@ pub fn acquire(
             recover(&*objects, place, &target, &holder.run_id, &*clock, timing.settle)?
         };
         lease.save(|d| d.remove("taking_over"))?;
-        return lease.check_finished(Some(recovered));
+        return lease.check_finished(Some(recovered), holder.rerun);
     }
     Err(BucketError::Contended { url: objects.url(&key), tries: TRIES })
 }
@@ -285,7 +293,7 @@ impl Lease {
             place: place.clone(),
             run_id: holder.run_id.clone(),
             clock,
-            inner: Mutex::new(Inner { doc, etag, lost: None }),
+            inner: Mutex::new(Inner { doc, etag, lost: None, replacing: None }),
         })
     }
 
@@ -383,10 +391,30 @@ impl Lease {
         }
     }
 
-    /// After the lease is held: a finished batch hands it back and is refused.
-    fn check_finished(self: Arc<Self>, recovered: Option<Recovered>) -> Result<Acquire, BucketError> {
+    /// The finished batch this `--rerun` replaces, if any.
+    pub fn replacing(&self) -> Option<Replacing> {
+        self.lock().replacing.clone()
+    }
+
+    /// After the lease is held: a finished batch hands it back and is
+    /// refused; with `rerun`, it is kept to be replaced.
+    fn check_finished(self: Arc<Self>, recovered: Option<Recovered>, rerun: bool) -> Result<Acquire, BucketError> {
         let key = self.place.note_key();
         let Some(got) = self.objects.get(&key)? else { return Ok(Acquire::Held(self, recovered)) };
+        if rerun {
+            match super::claims::replacing_of(&got.body, &got.etag, &self.place.uc) {
+                Some(Ok(rep)) => {
+                    self.lock().replacing = Some(rep);
+                    return Ok(Acquire::Held(self, recovered));
+                }
+                Some(Err(why)) => {
+                    self.release()?;
+                    let why = format!("a --rerun cannot replace it: it {why}");
+                    return Ok(Acquire::Refused(Refused::Unreadable { url: self.objects.url(&key), why }));
+                }
+                None => {}
+            }
+        }
         if let Some(r) = recovered {
             // Whatever the recovery did is told, with the refusal or the skip.
             let finished_by = match documents::parse_doc(&got.body) {

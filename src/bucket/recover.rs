@@ -62,14 +62,31 @@ pub fn recover(
     if dead.committed() {
         r.finished = true;
         if let Ok(Some(text)) = documents::finished_note(dead, place.task.as_str(), &now_z) {
-            // A note there already is this run's own, written before it died.
-            r.note_written = matches!(objects.create(&place.note_key(), text.into_bytes())?, Written::Done(_));
+            // A note there already is this run's own, written before it died,
+            // or, for a --rerun, the note of the run it replaces.
+            r.note_written = match objects.create(&place.note_key(), text.clone().into_bytes())? {
+                Written::Done(_) => true,
+                Written::Refused => replace_note(objects, place, dead, text)?,
+            };
         }
+        r.removed = super::append::remove_replaced(objects, dead, &place.uc);
         return Ok(r);
     }
     take_back(objects, dead, &place.uc, settle, &mut r)?;
     r.record_marked = mark_interrupted(objects, place, &r.run_id, by_run, &now_z)?;
     Ok(r)
+}
+
+/// The note of the run a --rerun `dead` replaces, replaced by `text` (the
+/// dead run's): true when it was.
+fn replace_note(objects: &dyn Objects, place: &Place, dead: &LeaseDoc, text: String) -> Result<bool, StoreError> {
+    let Some(replaced) = dead.0.get("replaces_run").and_then(Value::as_str) else { return Ok(false) };
+    let Some(got) = objects.get(&place.note_key())? else { return Ok(false) };
+    let names = serde_json::from_slice::<Value>(&got.body).ok().and_then(|v| v.get("run_id").cloned());
+    if names.as_ref().and_then(Value::as_str) != Some(replaced) {
+        return Ok(false);
+    }
+    Ok(matches!(objects.update(&place.note_key(), text.into_bytes(), &got.etag)?, Written::Done(_)))
 }
 
 /// Abort every claimed upload of `doc` (a lease in `uc`), then delete each

@@ -38,6 +38,9 @@ pub struct BucketRun {
     pub appends: Vec<(String, StoreUrl)>,
     /// A finished batch is skipped (exit 0), not refused.
     pub resume: bool,
+    /// A finished batch is replaced: its files are removed once this run
+    /// has committed.
+    pub rerun: bool,
     /// Whether a run record is written (under `<prefix>/.ubunye/lineage`).
     pub lineage: bool,
     /// The command and its arguments.
@@ -162,7 +165,7 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
     objects.now()?;
     probe(&*objects, &spec.uc, &spec.run_id)?;
     let place = Place { uc: spec.uc.clone(), task: spec.task.clone(), key: spec.key.clone() };
-    let holder = Holder { run_id: spec.run_id.clone(), host: sys.host.clone(), pid: sys.pid };
+    let holder = Holder { run_id: spec.run_id.clone(), host: sys.host.clone(), pid: sys.pid, rerun: spec.rerun };
     let (lease, recovered) = match acquire(objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing)? {
         Acquire::Held(l, r) => (l, r),
         Acquire::Refused(Refused::Finished { run_id }) if spec.resume => return Ok(BucketEnd::Skipped { run_id }),

@@ -36,7 +36,7 @@ pub fn out() -> StoreUrl {
 }
 
 pub fn holder(run: &str) -> Holder {
-    Holder { run_id: run.into(), host: "h".into(), pid: 1 }
+    Holder { run_id: run.into(), host: "h".into(), pid: 1, rerun: false }
 }
 
 impl World {

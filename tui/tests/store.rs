@@ -133,6 +133,17 @@ fn lands_once_and_refuses_a_second_run(st: &Store) {
     assert_eq!(mine[0]["task"], "demo/sales/ingest");
     let o = st.ubunye().args(["runs", "-d", &uc, "--status", "success"]).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stdout).contains(&run[..8]));
+    // --rerun replaces the batch: the new run's files, then the old ones
+    // removed, the note naming the new run.
+    let (code, err) = output(st.ubunye().arg("exec").arg("--rerun").args(&exec_args(&uc, "d1", WRITE)[1..]));
+    assert_eq!(code, 0, "{err}");
+    let keys = st.keys("lake/d1/");
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(keys.iter().all(|k| !k.contains(&run)), "the replaced run's files are gone: {keys:?}");
+    let o = st.ubunye().args(["leases", "list", "-d", &uc, "--all", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rerun = keys[0].trim_start_matches("lake/d1/")[..36].to_string();
+    assert_eq!(v["batches"][0]["run_id"], rerun.as_str());
 }
 
 fn wait_stopped(child: &Child) {
@@ -209,7 +220,8 @@ fn races(st: &Store, rounds: usize) {
                 .map(|r| {
                     let (place, clock, s3) = (place.clone(), clock.clone(), st.s3.clone());
                     s.spawn(move || {
-                        let holder = Holder { run_id: format!("racer-{round}-{r}"), host: "h".into(), pid: r };
+                        let holder =
+                            Holder { run_id: format!("racer-{round}-{r}"), host: "h".into(), pid: r, rerun: false };
                         match acquire(s3 as Arc<dyn Objects>, &place, &holder, clock, &timing) {
                             Ok(Acquire::Held(l, _)) => Some(l),
                             Ok(Acquire::Refused(Refused::Busy { .. })) => None,

@@ -36,7 +36,7 @@ use ubunye::layout::TaskPath;
 /// s3:// prefix in the same bucket: the command writes into a local staging
 /// folder, and its files land as claimed multipart uploads under
 /// <run id>-<name>, which a takeover of a dead run aborts (see
-/// docs/object-storage.md). --overwrite and --rerun are refused there.
+/// docs/object-storage.md). --overwrite is refused there.
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
   ubunye exec -d uc -u demo -p sales -t ingest -dt 2025-01-01 \\

@@ -189,7 +189,8 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
         return exit::REFUSED;
     };
     let place = Place { uc, task, key: b.key.clone() };
-    let holder = Holder { run_id: uuid::Uuid::new_v4().to_string(), host: sys.host.clone(), pid: sys.pid };
+    let holder =
+        Holder { run_id: uuid::Uuid::new_v4().to_string(), host: sys.host.clone(), pid: sys.pid, rerun: false };
     // The engine re-checks everything as it acts: a lease that came alive
     // since the plan is refused.
     match bucket::takeover(objects, &place, &holder, sys.clock.clone(), &sys.timing) {

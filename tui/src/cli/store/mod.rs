@@ -97,11 +97,6 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
             "-d {dir}: --overwrite to an object store is refused: a store has no atomic swap of a prefix, so readers could see a half-replaced output; use --append, or a table format (Delta Lake, Apache Iceberg) that replaces by a commit"
         ));
     }
-    if a.rerun {
-        return usage(&format!(
-            "-d {dir}: --rerun is not supported against a store yet (a finished note there is kept); remove nothing by hand: use a new batch, or run it on a disk"
-        ));
-    }
     if a.lineage_dir.is_some() {
         return usage(&format!(
             "-d {dir}: --lineage-dir names a folder; a store's run records go under {dir}/.ubunye/lineage"
@@ -145,6 +140,7 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
         key,
         appends: outs,
         resume: a.resume,
+        rerun: a.rerun,
         lineage: !a.no_lineage,
         command: a.command.clone(),
         run_id: uuid::Uuid::new_v4().to_string(),
