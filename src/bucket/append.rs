@@ -136,13 +136,7 @@ pub fn land(
         if let Some(rep) = &replacing {
             // A --rerun: what the finished run claimed, removed once this
             // run has committed (its note replaced first).
-            let files: Map = rep
-                .claimed
-                .iter()
-                .map(|(n, c)| (n.clone(), Value::Array(c.iter().cloned().map(Value::String).collect())))
-                .collect();
-            d.set("replaces", Value::Object(files));
-            d.set("replaces_run", Value::String(rep.run_id.clone()));
+            rep.write_into(d);
         }
         let outs = d.outputs_mut();
         for (name, url) in outputs {

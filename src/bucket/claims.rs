@@ -57,15 +57,25 @@ pub fn replacing_of(body: &[u8], etag: &str, uc: &StoreUrl) -> Option<Result<Rep
     let note = crate::documents::Finished { doc: m };
     let (Some(run), Ok(outputs)) = (note.run_id().map(str::to_string), note.outputs()) else { return None };
     let claimed: Vec<(String, Vec<String>)> = outputs.into_iter().map(|o| (o.name, o.claimed)).collect();
+    let rep = Replacing { etag: etag.to_string(), run_id: run, claimed };
     // Checked as the lease will be.
     let mut probe = LeaseDoc::default();
-    probe.set("replaces_run", Value::String(run.clone()));
-    let files: serde_json::Map<String, Value> = claimed
-        .iter()
-        .map(|(n, c)| (n.clone(), Value::Array(c.iter().cloned().map(Value::String).collect())))
-        .collect();
-    probe.set("replaces", Value::Object(files));
-    Some(store_replaces(&probe, uc).map(|_| Replacing { etag: etag.to_string(), run_id: run, claimed }))
+    rep.write_into(&mut probe);
+    Some(store_replaces(&probe, uc).map(|_| rep))
+}
+
+impl Replacing {
+    /// Put what it replaces into a lease: `replaces` (output -> the finished
+    /// run's claimed URLs) and `replaces_run`.
+    pub fn write_into(&self, d: &mut LeaseDoc) {
+        let files: serde_json::Map<String, Value> = self
+            .claimed
+            .iter()
+            .map(|(n, c)| (n.clone(), Value::Array(c.iter().cloned().map(Value::String).collect())))
+            .collect();
+        d.set("replaces", Value::Object(files));
+        d.set("replaces_run", Value::String(self.run_id.clone()));
+    }
 }
 
 /// The keys a `--rerun` lease replaces (`replaces`: output -> the finished
