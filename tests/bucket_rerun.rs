@@ -129,3 +129,65 @@ fn a_rerun_killed_after_its_note_has_its_removals_done_by_the_next_run() {
     }
     assert_eq!((w.of(A), w.of(B)), (0, 3), "{:?}", w.visible());
 }
+
+/// Review 13c, finding 1: a finished note that claims files outside this
+/// run's output (another output's, another use case's, or one its run never
+/// landed) is not replaced: the rerun is refused, nothing is deleted.
+#[test]
+fn a_rerun_replaces_only_files_under_its_own_output() {
+    let w = world();
+    let (b, _d, _files) = finished_then_rerun(&w);
+    let mut rep = b.replacing().unwrap();
+    let out = vec![("ev".to_string(), out())];
+    assert!(rep.check_against(&out, &w.place.uc).is_ok());
+    rep.claimed = vec![("ev".into(), vec![format!("s3://bkt/lake2/ev/{A}-y.csv")])];
+    let e = rep.check_against(&out, &w.place.uc).unwrap_err();
+    assert!(e.contains("not under its output"), "{e}");
+    rep.claimed = vec![("other".into(), vec![format!("s3://bkt/lake/other/{A}-y.csv")])];
+    let e = rep.check_against(&out, &w.place.uc).unwrap_err();
+    assert!(e.contains("does not write"), "{e}");
+    // A lease whose `replaces` reaches outside its output is unreadable to
+    // a taker: never acted on.
+    let mut doc = ubunye::documents::LeaseDoc(
+        serde_json::json!({"run_id": B, "outputs": {"ev": {"url": "s3://bkt/lake/ev", "claimed": []}},
+            "replaces_run": A, "replaces": {"ev": [format!("s3://bkt/lake/other/{A}-y.csv")]}})
+        .as_object()
+        .unwrap()
+        .clone(),
+    );
+    assert!(ubunye::bucket::store_replaces(&doc, &w.place.uc).is_err());
+    doc.0.insert("replaces".into(), serde_json::json!({"ev": [format!("s3://bkt/lake/ev/{A}-y.csv")]}));
+    assert!(ubunye::bucket::store_replaces(&doc, &w.place.uc).is_ok());
+}
+
+/// Review 13c, finding 2: an old file that cannot be removed keeps the lease
+/// (the batch is committed), and the next run removes it.
+#[test]
+fn an_old_file_that_cannot_be_removed_is_removed_by_the_next_run() {
+    let w = Arc::new(world());
+    let (b, _d, files) = finished_then_rerun(&w);
+    let w2 = w.clone();
+    // The first delete after the note names B: the removal of an old file.
+    w.mem.before("complete_new", move || {
+        let w3 = w2.clone();
+        w2.mem.before("update", move || {
+            let w4 = w3.clone();
+            w3.mem.before("update", move || w4.mem.fail_next("delete"));
+        });
+    });
+    let landed = w.land(&b, &files).unwrap();
+    assert_eq!(landed.replaced_left, 1);
+    assert_eq!(w.of(A), 1, "{:?}", w.visible());
+    assert_eq!(w.note_run(), B);
+    // The lease is kept (the run does not release it); once dead, the next
+    // run removes what was left.
+    w.past_timeout();
+    match w.take(C) {
+        Acquire::Completed { recovered, finished_by } => {
+            assert_eq!(finished_by, B);
+            assert_eq!(recovered.removed.len(), 1, "{recovered:?}");
+        }
+        _ => panic!("not finished for it"),
+    }
+    assert_eq!((w.of(A), w.of(B)), (0, 3), "{:?}", w.visible());
+}

@@ -96,6 +96,16 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) -> Result<(), String> {
     Ok(())
 }
 
+/// A landing that committed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Landed {
+    /// Files landed per output.
+    pub files: Vec<(String, usize)>,
+    /// Files a `--rerun` replaces that could not be removed yet: the lease
+    /// must be kept, so that the next run of the batch removes them.
+    pub replaced_left: usize,
+}
+
 /// How landing ended short of a commit.
 #[derive(Debug, thiserror::Error)]
 pub enum LandError {
@@ -128,7 +138,7 @@ pub fn land(
     outputs: &[(String, StoreUrl)],
     files: &[Planned],
     hook: &Hook,
-) -> Result<Vec<(String, usize)>, LandError> {
+) -> Result<Landed, LandError> {
     // 1. The keys first: a run killed while its uploads start leaves no
     // upload a taker cannot find (it lists the open uploads of each claimed key).
     let replacing = lease.replacing();
@@ -252,21 +262,29 @@ pub fn land(
         return Err(e.into());
     }
     write_note(objects, lease)?;
-    remove_replaced(objects, &lease.doc(), &lease.place().uc);
-    Ok(outputs.iter().map(|(o, _)| (o.clone(), files.iter().filter(|f| &f.output == o).count())).collect())
+    let (_, replaced_left) = remove_replaced(objects, &lease.doc(), &lease.place().uc);
+    Ok(Landed {
+        files: outputs.iter().map(|(o, _)| (o.clone(), files.iter().filter(|f| &f.output == o).count())).collect(),
+        replaced_left,
+    })
 }
 
 /// Remove the files a `--rerun` lease replaces (its note already names the
-/// new run). What cannot be removed now is removed by the next takeover of a
-/// lease left behind, or stays named in the lease.
-pub fn remove_replaced(objects: &dyn Objects, doc: &crate::documents::LeaseDoc, uc: &StoreUrl) -> Vec<String> {
-    let mut removed = Vec::new();
+/// new run): the URLs removed, and how many could not be. A lease with any
+/// left is kept, so that the next takeover removes them (never forgotten).
+pub fn remove_replaced(objects: &dyn Objects, doc: &crate::documents::LeaseDoc, uc: &StoreUrl) -> (Vec<String>, usize) {
+    let (mut removed, mut left) = (Vec::new(), 0);
     for key in super::claims::store_replaces(doc, uc).unwrap_or_default() {
-        if objects.head(&key).ok().flatten().is_some() && objects.delete(&key).is_ok() {
-            removed.push(objects.url(&key));
+        match objects.head(&key).and_then(|h| match h {
+            Some(_) => objects.delete(&key).map(|_| true),
+            None => Ok(false),
+        }) {
+            Ok(true) => removed.push(objects.url(&key)),
+            Ok(false) => {}
+            Err(_) => left += 1,
         }
     }
-    removed
+    (removed, left)
 }
 
 /// This run's own rollback: its uploads aborted, what it completed deleted.

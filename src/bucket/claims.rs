@@ -65,6 +65,20 @@ pub fn replacing_of(body: &[u8], etag: &str, uc: &StoreUrl) -> Option<Result<Rep
 }
 
 impl Replacing {
+    /// Refuse a note whose files are not under this run's outputs of the
+    /// same names (`outputs`: its `--append`s).
+    pub fn check_against(&self, outputs: &[(String, StoreUrl)], uc: &StoreUrl) -> Result<(), String> {
+        for (name, files) in self.claimed.iter().filter(|(_, f)| !f.is_empty()) {
+            let Some((_, under)) = outputs.iter().find(|(n, _)| n == name) else {
+                return Err(format!("claims files of the output '{name}', which this run does not write"));
+            };
+            for f in files {
+                replaced_key(f, &self.run_id, uc, Some(under))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Put what it replaces into a lease: `replaces` (output -> the finished
     /// run's claimed URLs) and `replaces_run`.
     pub fn write_into(&self, d: &mut LeaseDoc) {
@@ -87,19 +101,36 @@ pub fn store_replaces(doc: &LeaseDoc, uc: &StoreUrl) -> Result<Vec<String>, Stri
         return Ok(Vec::new());
     }
     let run = doc.0.get("replaces_run").and_then(Value::as_str).unwrap_or_default();
-    let state = StoreUrl { bucket: uc.bucket.clone(), prefix: uc.key(".ubunye") };
+    let probe = doc.0.get("outputs").is_none();
     let mut keys = Vec::new();
-    for (_, files) in replaces {
+    for (name, files) in replaces {
+        // Under this run's own output of the same name (review 13c): a note
+        // cannot make a rerun delete another output's, or use case's, files.
+        let under = match doc.0.get("outputs").and_then(|o| o.get(&name)).and_then(|n| n.get("url")) {
+            Some(Value::String(u)) => Some(StoreUrl::parse(u).map_err(|e| format!("outputs.{name}.url {u} {e}"))?),
+            _ if probe => None,
+            _ => return Err(format!("replaces files of the output '{name}', which this run does not write")),
+        };
         for f in files {
-            let key =
-                claim_key(&uc.bucket, &f).ok_or_else(|| format!("replaces {f}, which is not in s3://{}", uc.bucket))?;
-            if state.holds(key) || !is_landed_by(key, run) {
-                return Err(format!("replaces {f}, which is not a file run '{run}' landed"));
-            }
-            keys.push(key.to_string());
+            keys.push(replaced_key(&f, run, uc, under.as_ref())?);
         }
     }
     Ok(keys)
+}
+
+/// A file a rerun replaces, checked: in the bucket, outside `.ubunye/`,
+/// under `under` (the output it is replaced in) when given, named as `run`
+/// lands its files.
+fn replaced_key(f: &str, run: &str, uc: &StoreUrl, under: Option<&StoreUrl>) -> Result<String, String> {
+    let state = StoreUrl { bucket: uc.bucket.clone(), prefix: uc.key(".ubunye") };
+    let key = claim_key(&uc.bucket, f).ok_or_else(|| format!("replaces {f}, which is not in s3://{}", uc.bucket))?;
+    if let Some(u) = under.filter(|u| !u.holds(key) || key == u.prefix) {
+        return Err(format!("replaces {f}, which is not under its output {u}"));
+    }
+    if state.holds(key) || !is_landed_by(key, run) {
+        return Err(format!("replaces {f}, which is not a file run '{run}' landed"));
+    }
+    Ok(key.to_string())
 }
 
 /// The claims of `doc` (a lease in `uc`'s bucket), checked; the damage in

@@ -265,7 +265,7 @@ pub fn acquire(
         let noted = note_run(&*objects, place)?;
         let recovered = if noted.as_deref() == Some(target.run_id().as_str()) && !target.run_id().is_empty() {
             // Its commit is done; a --rerun's removals may not be.
-            let removed = super::append::remove_replaced(&*objects, &target, &place.uc);
+            let removed = super::recover::removed_all(&*objects, place, &target)?;
             Recovered { run_id: target.run_id(), finished: true, removed, ..Default::default() }
         } else {
             // The dead run's next save is refused from here on. Its uploads

@@ -36,7 +36,7 @@ mod run;
 mod s3;
 mod url;
 
-pub use append::{LandError, Planned, land, landed_name, plan};
+pub use append::{LandError, Landed, Planned, land, landed_name, plan};
 pub use claims::{OutputClaims, Replacing, is_landed_by, is_run_uuid, replacing_of, store_claims, store_replaces};
 pub use inspect::{ClaimView, Explained, Found, StoreFinding, doctor, explain, find, recorded_outputs};
 pub use lease::{Acquire, BucketError, Holder, Lease, Place, Refused, acquire, age_of};

@@ -69,12 +69,27 @@ pub fn recover(
                 Written::Refused => replace_note(objects, place, dead, text)?,
             };
         }
-        r.removed = super::append::remove_replaced(objects, dead, &place.uc);
+        r.removed = removed_all(objects, place, dead)?;
         return Ok(r);
     }
     take_back(objects, dead, &place.uc, settle, &mut r)?;
     r.record_marked = mark_interrupted(objects, place, &r.run_id, by_run, &now_z)?;
     Ok(r)
+}
+
+/// Remove what a committed --rerun lease replaces; an error (so that the
+/// lease is kept for the next takeover) when any cannot be removed.
+pub(super) fn removed_all(objects: &dyn Objects, place: &Place, doc: &LeaseDoc) -> Result<Vec<String>, StoreError> {
+    match super::append::remove_replaced(objects, doc, &place.uc) {
+        (removed, 0) => Ok(removed),
+        (_, left) => Err(StoreError {
+            kind: super::objects::ErrorKind::Other,
+            url: objects.url(&place.lease_key()),
+            what: format!(
+                "{left} file(s) a --rerun replaces could not be removed: the lease is kept, and the next takeover removes them"
+            ),
+        }),
+    }
 }
 
 /// The note of the run a --rerun `dead` replaces, replaced by `text` (the

@@ -167,7 +167,18 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
     let place = Place { uc: spec.uc.clone(), task: spec.task.clone(), key: spec.key.clone() };
     let holder = Holder { run_id: spec.run_id.clone(), host: sys.host.clone(), pid: sys.pid, rerun: spec.rerun };
     let (lease, recovered) = match acquire(objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing)? {
-        Acquire::Held(l, r) => (l, r),
+        Acquire::Held(l, r) => {
+            // A --rerun replaces only files under this run's own outputs.
+            if let Some(why) = l.replacing().and_then(|rep| rep.check_against(&spec.appends, &spec.uc).err()) {
+                l.release()?;
+                let url = objects.url(&place.note_key());
+                return Ok(BucketEnd::Refused(Refused::Unreadable {
+                    url,
+                    why: format!("a --rerun cannot replace it: it {why}"),
+                }));
+            }
+            (l, r)
+        }
         Acquire::Refused(Refused::Finished { run_id }) if spec.resume => return Ok(BucketEnd::Skipped { run_id }),
         Acquire::Refused(r) => return Ok(BucketEnd::Refused(r)),
         Acquire::Completed { recovered, finished_by } => {
@@ -267,13 +278,21 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         Ok(landed) => {
             record.end("success", None);
             // Finished: a lease that cannot be handed back now is said, not
-            // a failure (review 13b, finding 6).
-            let unreleased = match lease.release() {
-                Ok(true) => None,
-                Ok(false) => Some("it had changed since this run's last save".to_string()),
-                Err(e) => Some(e.to_string()),
+            // a failure (review 13b, finding 6). One whose --rerun left
+            // replaced files is kept on purpose: the next run removes them.
+            let unreleased = if landed.replaced_left > 0 {
+                Some(format!(
+                    "{} replaced file(s) could not be removed; the lease is kept so that the next run of the batch removes them",
+                    landed.replaced_left
+                ))
+            } else {
+                match lease.release() {
+                    Ok(true) => None,
+                    Ok(false) => Some("it had changed since this run's last save".to_string()),
+                    Err(e) => Some(e.to_string()),
+                }
             };
-            Ok(BucketEnd::Done { landed, recovered, unreleased })
+            Ok(BucketEnd::Done { landed: landed.files, recovered, unreleased })
         }
         Err(LandError::Lease(BucketError::Lost { why, .. })) => {
             record.end(

@@ -86,7 +86,7 @@ impl World {
         (a, d, files)
     }
     /// Land `files` under `lease` into `s3://bkt/lake/ev`.
-    pub fn land(&self, lease: &Lease, files: &[Planned]) -> Result<Vec<(String, usize)>, LandError> {
+    pub fn land(&self, lease: &Lease, files: &[Planned]) -> Result<ubunye::bucket::Landed, LandError> {
         ubunye::bucket::land(&*self.mem, lease, &[("ev".into(), out())], files, &Hook::default())
     }
     /// Land `files` under `lease`, the run killed (a panic, caught) at `step`.

@@ -215,10 +215,17 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
 }
 
 pub(crate) fn took_over(r: &bucket::Recovered) -> String {
+    let replaced = match r.removed.len() {
+        0 => String::new(),
+        n => format!(", and the {n} file(s) its --rerun replaces removed"),
+    };
     if r.finished && r.note_written {
-        format!("run {} had finished; its commit was completed (its finished note written).", short(&r.run_id))
+        format!(
+            "run {} had finished; its commit was completed (its finished note written){replaced}.",
+            short(&r.run_id)
+        )
     } else if r.finished {
-        format!("run {} had finished (its finished note is there); its files were kept.", short(&r.run_id))
+        format!("run {} had finished (its finished note is there); its files were kept{replaced}.", short(&r.run_id))
     } else {
         format!(
             "took over the lease of dead run {}: {} upload(s) aborted, {} object(s) it had made visible removed.",
