@@ -29,6 +29,27 @@ impl World {
     }
 }
 
+/// Run `f` at the replacement of the note: the second update after the
+/// completions (the first is the done mark).
+fn at_the_note(w: &Arc<World>, f: impl FnOnce(&World) + Send + 'static) {
+    let w2 = w.clone();
+    w.mem.before("complete_new", move || {
+        let w3 = w2.clone();
+        w2.mem.before("update", move || {
+            let w4 = w3.clone();
+            w3.mem.before("update", move || f(&w4));
+        });
+    });
+}
+
+/// Land under `lease`, the run killed (a panic, caught) by a hook.
+fn land_killed(w: &World, lease: &Lease, files: &[ubunye::bucket::Planned]) {
+    let run = std::panic::AssertUnwindSafe(|| {
+        let _ = w.land(lease, files);
+    });
+    assert!(std::panic::catch_unwind(run).is_err(), "the run was not killed");
+}
+
 /// Run A finishes the batch with 2 files; run B's --rerun stages 3.
 fn finished_then_rerun(w: &World) -> (Arc<Lease>, tempfile::TempDir, Vec<ubunye::bucket::Planned>) {
     let (a, _d, files) = w.landing(2);
@@ -75,17 +96,9 @@ fn a_rerun_killed_before_its_done_mark_leaves_the_old_batch() {
 fn a_rerun_killed_after_its_done_mark_is_finished_by_the_next_run() {
     let w = Arc::new(world());
     let (b, _d, files) = finished_then_rerun(&w);
-    // The first update after the completions is the done mark; the second,
-    // the note's replacement: killed there.
-    let w2 = w.clone();
-    w.mem.before("complete_new", move || {
-        let w3 = w2.clone();
-        w2.mem.before("update", move || w3.mem.before("update", || panic!("killed before the note")));
-    });
-    let run = std::panic::AssertUnwindSafe(|| {
-        let _ = w.land(&b, &files);
-    });
-    assert!(std::panic::catch_unwind(run).is_err());
+    // Killed as the note is to be replaced.
+    at_the_note(&w, |_| panic!("killed before the note"));
+    land_killed(&w, &b, &files);
     assert_eq!(w.note_run(), A);
     w.past_timeout();
     match w.take(C) {
@@ -105,18 +118,8 @@ fn a_rerun_killed_after_its_note_has_its_removals_done_by_the_next_run() {
     let w = Arc::new(world());
     let (b, _d, files) = finished_then_rerun(&w);
     // Killed at the first look for an old file, after the note is B's.
-    let w2 = w.clone();
-    w.mem.before("complete_new", move || {
-        let w3 = w2.clone();
-        w2.mem.before("update", move || {
-            let w4 = w3.clone();
-            w3.mem.before("update", move || w4.mem.before("head", || panic!("killed before the removals")));
-        });
-    });
-    let run = std::panic::AssertUnwindSafe(|| {
-        let _ = w.land(&b, &files);
-    });
-    assert!(std::panic::catch_unwind(run).is_err());
+    at_the_note(&w, |w| w.mem.before("head", || panic!("killed before the removals")));
+    land_killed(&w, &b, &files);
     assert_eq!(w.note_run(), B);
     assert_eq!(w.of(A), 2, "not removed yet");
     w.past_timeout();
@@ -166,15 +169,8 @@ fn a_rerun_replaces_only_files_under_its_own_output() {
 fn an_old_file_that_cannot_be_removed_is_removed_by_the_next_run() {
     let w = Arc::new(world());
     let (b, _d, files) = finished_then_rerun(&w);
-    let w2 = w.clone();
     // The first delete after the note names B: the removal of an old file.
-    w.mem.before("complete_new", move || {
-        let w3 = w2.clone();
-        w2.mem.before("update", move || {
-            let w4 = w3.clone();
-            w3.mem.before("update", move || w4.mem.fail_next("delete"));
-        });
-    });
+    at_the_note(&w, |w| w.mem.fail_next("delete"));
     let landed = w.land(&b, &files).unwrap();
     assert_eq!(landed.replaced_left, 1);
     assert_eq!(w.of(A), 1, "{:?}", w.visible());

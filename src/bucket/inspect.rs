@@ -159,19 +159,9 @@ fn claims(objects: &dyn Objects, doc: &LeaseDoc) -> Result<Vec<ClaimView>, Store
     for note in doc.notes().unwrap_or_default() {
         let ids = uploads_of(doc, &note.name);
         let keys: Vec<&str> = note.claimed.iter().filter_map(|c| claim_key(objects.bucket(), c)).collect();
-        let open: Vec<(String, String)> = match keys.first() {
-            Some(_) => {
-                let prefix = keys.iter().fold(keys[0].to_string(), |p, k| {
-                    let n = p.bytes().zip(k.bytes()).take_while(|(a, b)| a == b).count();
-                    let mut n = n.min(p.len());
-                    while !p.is_char_boundary(n) {
-                        n -= 1;
-                    }
-                    p[..n].to_string()
-                });
-                objects.open_uploads(&prefix)?
-            }
-            None => Vec::new(),
+        let open: Vec<(String, String)> = match keys.is_empty() {
+            false => objects.open_uploads(&super::recover::common_prefix(&keys))?,
+            true => Vec::new(),
         };
         for claim in &note.claimed {
             let key = claim_key(objects.bucket(), claim);
