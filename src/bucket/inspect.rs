@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::lease::Place;
-use super::look::{StoreBatch, StoreVerdict, look};
+use super::look::{StoreBatch, StoreVerdict, look, look_where};
 use super::objects::{Objects, StoreError};
 use super::recover::{claim_key, uploads_of};
 use super::url::StoreUrl;
@@ -34,10 +34,9 @@ pub fn find(
     task: Option<&str>,
     timing: &Timing,
 ) -> Result<(SystemTime, Found), StoreError> {
-    let (now, batches) = look(objects, uc, timing)?;
-    let all = batches.len();
-    let mut hits: Vec<StoreBatch> =
-        batches.into_iter().filter(|b| b.key.starts_with(query) && task.is_none_or(|t| b.task == t)).collect();
+    // Only the batches the query names are read, not every lease.
+    let (now, mut hits, all) =
+        look_where(objects, uc, timing, &|t, k| k.starts_with(query) && task.is_none_or(|want| t == want))?;
     Ok((
         now,
         match hits.len() {

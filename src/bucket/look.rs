@@ -72,6 +72,17 @@ pub fn look(
     uc: &StoreUrl,
     timing: &Timing,
 ) -> Result<(SystemTime, Vec<StoreBatch>), StoreError> {
+    look_where(objects, uc, timing, &|_, _| true).map(|(now, batches, _)| (now, batches))
+}
+
+/// [`look`] at the batches `wanted(task, key)` picks out of the listing
+/// (only theirs are read), and how many batches the listing held.
+pub fn look_where(
+    objects: &dyn Objects,
+    uc: &StoreUrl,
+    timing: &Timing,
+    wanted: &dyn Fn(&str, &str) -> bool,
+) -> Result<(SystemTime, Vec<StoreBatch>, usize), StoreError> {
     let root = uc.key(".ubunye/leases/");
     let mut batches: BTreeMap<(String, String), Found> = BTreeMap::new();
     for l in objects.list(&root)? {
@@ -87,6 +98,8 @@ pub fn look(
             }
         }
     }
+    let listed = batches.len();
+    batches.retain(|(task, key), _| wanted(task, key));
     // Every lease and note read, many in flight.
     let wanted: Vec<String> = batches.values().flat_map(|f| f.lease.iter().chain(&f.note).cloned()).collect();
     let mut read: std::collections::HashMap<String, Option<super::objects::Got>> =
@@ -132,7 +145,7 @@ pub fn look(
         }
         out.push(b);
     }
-    Ok((now, out))
+    Ok((now, out, listed))
 }
 
 fn unreadable(b: &mut StoreBatch, why: String) {
