@@ -241,7 +241,9 @@ fn a_done_mark_without_an_answer_is_read_again() {
 #[test]
 fn the_probe_passes_on_a_store_that_keeps_the_rules() {
     let w = world();
-    probe(&*w.mem, &w.place.uc, A).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    probe(&*w.mem, &w.place.uc, A, scratch.path()).unwrap();
+    assert_eq!(std::fs::read_dir(scratch.path()).unwrap().count(), 0, "the probe leaves no local file");
     assert!(w.mem.snapshot().is_empty(), "the probe leaves nothing");
     assert!(w.mem.open_uploads("").unwrap().is_empty());
     // A probe killed part way left an upload and an object: the next probes
@@ -249,11 +251,11 @@ fn the_probe_passes_on_a_store_that_keeps_the_rules() {
     // finding 4), and remove them once they are ten minutes old.
     w.mem.start_uploads(&["uc/.ubunye/probe/x.aborted".into()]).unwrap();
     w.mem.put("uc/.ubunye/probe/x", b"probe 1".to_vec()).unwrap();
-    probe(&*w.mem, &w.place.uc, B).unwrap();
+    probe(&*w.mem, &w.place.uc, B, scratch.path()).unwrap();
     assert_eq!(w.mem.open_uploads("").unwrap().len(), 1, "a young probe upload stays");
     assert_eq!(w.mem.snapshot().len(), 1, "a young probe object stays");
     w.clock.advance(Duration::from_secs(601));
-    probe(&*w.mem, &w.place.uc, C).unwrap();
+    probe(&*w.mem, &w.place.uc, C, scratch.path()).unwrap();
     assert!(w.mem.open_uploads("").unwrap().is_empty());
     assert!(w.mem.snapshot().is_empty());
 }

@@ -173,9 +173,10 @@ fn the_probe_refuses_a_store_that_breaks_a_promise() {
         }
     }
     let w = world();
+    let scratch = tempfile::tempdir().unwrap();
     for ignore in ["if-none-match", "if-match", "delete-if-match", "abort", "complete-if-none-match", "clock"] {
         let store = Careless { mem: Memory::new("bkt", w.clock.clone()), ignore };
-        let e = probe(&store, &w.place.uc, A).unwrap_err();
+        let e = probe(&store, &w.place.uc, A, scratch.path()).unwrap_err();
         assert_eq!(e.kind, ubunye::bucket::ErrorKind::Unsupported, "{ignore}: {e}");
         assert!(e.to_string().contains("refused"), "{ignore}: {e}");
     }

@@ -15,7 +15,8 @@
 //! - `objects.rs`: the operations the protocol needs ([`Objects`]); `s3/`
 //!   over S3 (`answers.rs` reads its replies), `memory.rs` in memory for tests.
 //! - `lease.rs`: take, save, take over, release; `claims.rs`: what a lease
-//!   claims, read strictly; `recover.rs`: a dead run's lease recovered;
+//!   claims, read strictly; `staging.rs`: a run's local folder, swept once
+//!   its run is dead; `recover.rs`: a dead run's lease recovered;
 //!   `append.rs`: claimed uploads; `probe.rs`: the check at a run's start.
 //! - `run.rs`: `ubunye exec` against a store; `repair.rs`: `leases takeover`.
 //! - `look.rs` (`leases list`), `inspect.rs` (`explain`, `doctor`),
@@ -34,6 +35,7 @@ mod recover;
 mod repair;
 mod run;
 mod s3;
+mod staging;
 mod url;
 
 pub use append::{LandError, Landed, Planned, land, landed_name, plan};
@@ -49,4 +51,5 @@ pub use recover::{Recovered, claim_key, uploads_of};
 pub use repair::{TakeoverEnd, takeover};
 pub use run::{BucketEnd, BucketRun, run};
 pub use s3::S3;
+pub use staging::{Staging, sweep as sweep_staging};
 pub use url::{StoreUrl, is_store_url, plain_key};

@@ -12,7 +12,10 @@ use super::url::StoreUrl;
 
 /// Refuse a store that does not honour `If-None-Match: *` on create,
 /// `If-Match` on update, or `If-Match` on delete.
-pub fn probe(objects: &dyn Objects, uc: &StoreUrl, run_id: &str) -> Result<(), StoreError> {
+///
+/// `scratch` is a local folder of this run's (its staging root) where the
+/// fence's test part is written and removed.
+pub fn probe(objects: &dyn Objects, uc: &StoreUrl, run_id: &str, scratch: &std::path::Path) -> Result<(), StoreError> {
     sweep(objects, uc)?;
     let key = uc.key(&format!(".ubunye/probe/{run_id}"));
     let unsupported = |what: &str| StoreError {
@@ -55,7 +58,7 @@ pub fn probe(objects: &dyn Objects, uc: &StoreUrl, run_id: &str) -> Result<(), S
         let _ = objects.delete(&key);
     }
     result?;
-    fence(objects, uc, run_id)
+    fence(objects, uc, run_id, scratch)
 }
 
 /// What probes of runs killed in them left, once it is older than any probe
@@ -90,9 +93,9 @@ fn unsupported_at(objects: &dyn Objects, key: &str, what: &str) -> StoreError {
 }
 
 /// The multipart fence and the clock.
-fn fence(objects: &dyn Objects, uc: &StoreUrl, run_id: &str) -> Result<(), StoreError> {
+fn fence(objects: &dyn Objects, uc: &StoreUrl, run_id: &str, scratch: &std::path::Path) -> Result<(), StoreError> {
     let unsupported = unsupported_at;
-    let local = std::env::temp_dir().join(format!("ubunye-probe-{run_id}"));
+    let local = scratch.join(".probe-part");
     std::fs::write(&local, b"probe part").map_err(|e| StoreError {
         kind: ErrorKind::Local,
         url: local.display().to_string(),

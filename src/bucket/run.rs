@@ -12,9 +12,10 @@ use std::time::SystemTime;
 
 use super::append::{LandError, land, plan};
 use super::lease::{Acquire, BucketError, Holder, Lease, Place, Refused, acquire};
-use super::objects::Objects;
+use super::objects::{ErrorKind, Objects, StoreError};
 use super::probe::probe;
 use super::recover::Recovered;
+use super::staging::{self, Staging};
 use super::url::StoreUrl;
 use crate::exec::child::{self, Ran};
 use crate::exec::env_name;
@@ -163,7 +164,12 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
     // The bucket is there, the credentials are taken, and the store honours
     // conditional writes: or nothing is done.
     objects.now()?;
-    probe(&*objects, &spec.uc, &spec.run_id)?;
+    let staged = Staging::make(&staging::base(), &spec.run_id).map_err(|e| StoreError {
+        kind: ErrorKind::Local,
+        url: staging::base().display().to_string(),
+        what: format!("cannot make this run's staging folder: {e}"),
+    })?;
+    probe(&*objects, &spec.uc, &spec.run_id, staged.root())?;
     let place = Place { uc: spec.uc.clone(), task: spec.task.clone(), key: spec.key.clone() };
     let holder = Holder { run_id: spec.run_id.clone(), host: sys.host.clone(), pid: sys.pid, rerun: spec.rerun };
     let (lease, recovered) = match acquire(objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing)? {
@@ -209,7 +215,7 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         drop(stop);
         let _ = beat.join();
     };
-    let root = std::env::temp_dir().join(format!("ubunye-{}", spec.run_id));
+    let root = staged.root();
     let staging: Vec<(String, PathBuf)> = spec.appends.iter().map(|(n, _)| (n.clone(), root.join(n))).collect();
     for (_, d) in &staging {
         if let Err(e) = std::fs::create_dir_all(d) {
@@ -221,7 +227,9 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         }
     }
     let cleanup = || {
-        let _ = std::fs::remove_dir_all(&root);
+        for (_, d) in &staging {
+            let _ = std::fs::remove_dir_all(d);
+        }
     };
     let ran = child::run(&spec.command, &child_env(spec, &staging), spec.keeper.as_deref(), &sys.timing);
     let end = match ran {

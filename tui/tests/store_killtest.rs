@@ -30,7 +30,7 @@ fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
 }
 
-fn exec(server: &Server, batch: usize) -> Command {
+fn exec(server: &Server, tmp: &std::path::Path, batch: usize) -> Command {
     let dir = if batch % 2 == 1 { "$UBUNYE_OUT_EVENTS/dt=$UBUNYE_VAR_DT" } else { "$UBUNYE_OUT_EVENTS" };
     let job = format!(
         "mkdir -p \"{dir}\"; for i in $(seq 1 {FILES}); do printf '%s:%s\\n' \"$UBUNYE_VAR_DT\" $i > \"{dir}/part-$i.txt\"; sleep 0.01; done"
@@ -39,6 +39,7 @@ fn exec(server: &Server, batch: usize) -> Command {
     c.env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .envs(server.vars())
+        .env("TMPDIR", tmp)
         .env("UBUNYE_TEST_TIMEOUT", "1s")
         .env("UBUNYE_TEST_HEARTBEAT_EVERY", "250ms")
         .env("UBUNYE_TEST_SETTLE", "40ms")
@@ -62,6 +63,8 @@ struct Table {
     probe_uploads: usize,
     leases_left: usize,
     foreign_lost: usize,
+    /// Local staging folders (and their locks) left in the runs' TMPDIR.
+    staging_left: usize,
 }
 
 fn verify(s3: &S3, kills: usize, takeover_kills: usize) -> Table {
@@ -116,6 +119,9 @@ fn verify(s3: &S3, kills: usize, takeover_kills: usize) -> Table {
 fn killtest(kind: Kind, kills: usize, seed: u64) {
     let Some(bin) = servers_bin(&format!("store_killtest::{}", kind.name())) else { return };
     let server = Server::start(kind, &bin);
+    // The runs' own TMPDIR, where each stages its command's files: what a
+    // killed run left there must be swept by the runs after it.
+    let tmp = tempfile::tempdir().unwrap();
     let s3 = Arc::new(S3::from_vars(BUCKET, &server.vars()).unwrap());
     let t0 = Instant::now();
     while s3.now().is_err() || s3.put(FOREIGN, b"not a run's".to_vec()).is_err() {
@@ -142,7 +148,7 @@ fn killtest(kind: Kind, kills: usize, seed: u64) {
         // The batch's lease is there now (left by a killed run): this run
         // takes it over if it is dead, or is refused.
         let leased = s3.head(&format!("uc/.ubunye/leases/demo/sales/ingest/{}.json", keys[batch])).unwrap().is_some();
-        let mut child = exec(&server, batch).spawn().unwrap();
+        let mut child = exec(&server, tmp.path(), batch).spawn().unwrap();
         if common::kill_after(&mut child, Duration::from_millis(rng.below(300))) {
             if leased { takeover_kills += 1 } else { done += 1 }
         }
@@ -158,25 +164,30 @@ fn killtest(kind: Kind, kills: usize, seed: u64) {
             );
         }
     }
+    let base = tmp.path().join(format!("ubunye-staging-{}", rustix::process::getuid().as_raw()));
+    let before_clean = std::fs::read_dir(&base).map(|d| d.count()).unwrap_or(0);
     // Every lease a killed run left is dead by now; one clean pass.
     std::thread::sleep(Duration::from_millis(2500));
     for b in 0..BATCHES {
-        let out = exec(&server, b).output().unwrap();
+        let out = exec(&server, tmp.path(), b).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "clean pass b{b:03}: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let t = verify(&s3, done, takeover_kills);
+    let mut t = verify(&s3, done, takeover_kills);
+    t.staging_left = std::fs::read_dir(&base).map(|d| d.count()).unwrap_or(0);
     eprintln!(
-        "{}: {BATCHES} batches x {FILES} files, {} SIGKILLs at random moments in {runs} runs (seed {seed}): {} of runs that found no lease, {} of runs that found a killed run's lease (to take over once dead); then one clean pass with --resume, in {:.0} s",
+        "{}: {BATCHES} batches x {FILES} files, {} SIGKILLs at random moments in {runs} runs (seed {seed}): {} of runs that found no lease, {} of runs that found a killed run's lease (to take over once dead); then one clean pass with --resume, in {:.0} s; {before_clean} staging entries of killed runs were on the disk before it",
         kind.name(),
         t.kills + t.takeover_kills,
         t.kills,
         t.takeover_kills,
         start.elapsed().as_secs_f64()
     );
-    eprintln!("missing doubled corrupt open-uploads leases-left foreign-lost (probe uploads left to sweep)");
     eprintln!(
-        "{:>7} {:>7} {:>7} {:>12} {:>11} {:>12}  ({})",
-        t.missing, t.doubled, t.corrupt, t.open_uploads, t.leases_left, t.foreign_lost, t.probe_uploads
+        "missing doubled corrupt open-uploads leases-left foreign-lost staging-left (probe uploads left to sweep)"
+    );
+    eprintln!(
+        "{:>7} {:>7} {:>7} {:>12} {:>11} {:>12} {:>13}  ({})",
+        t.missing, t.doubled, t.corrupt, t.open_uploads, t.leases_left, t.foreign_lost, t.staging_left, t.probe_uploads
     );
     assert_eq!(
         t,
