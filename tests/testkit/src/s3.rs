@@ -125,6 +125,9 @@ impl Server {
                     .arg(format!("-admin.port={admin}"))
                     .args(["-s3.port.iceberg=0", "-s3.port.lance=0"])
                     .arg(format!("-s3.config={}", config.display()))
+                    // Its sockets in its own folder, not left in /tmp.
+                    .arg(format!("-s3.localSocket={}", dir.path().join("s3.sock").display()))
+                    .arg(format!("-filer.localSocket={}", dir.path().join("filer.sock").display()))
                     .arg(format!("-bucket={BUCKET}"))
                     .args(["-admin.ui=false", "-webdav=false", "-master.telemetry=false"])
                     .current_dir(dir.path());
