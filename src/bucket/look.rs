@@ -2,11 +2,11 @@
 //! by the store's clock. It only reads (a list, a GET per lease and note, a
 //! HEAD of the bucket for the clock): looking never writes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, SystemTime};
 
 use super::lease::age_of;
-use super::objects::{Objects, StoreError};
+use super::objects::{Got, Listed, Objects, StoreError};
 use super::url::StoreUrl;
 use crate::documents::{self, LeaseDoc, Parsed};
 use crate::sys::Timing;
@@ -61,8 +61,8 @@ pub struct StoreBatch {
 
 #[derive(Default)]
 struct Found {
-    lease: Option<String>,
-    note: Option<String>,
+    lease: Option<Listed>,
+    note: Option<Listed>,
 }
 
 /// Every batch under `uc`, in task and key order, and the store's time they
@@ -83,6 +83,78 @@ pub fn look_where(
     timing: &Timing,
     wanted: &dyn Fn(&str, &str) -> bool,
 ) -> Result<(SystemTime, Vec<StoreBatch>, usize), StoreError> {
+    let mut batches = listing(objects, uc)?;
+    let listed = batches.len();
+    batches.retain(|(task, key), _| wanted(task, key));
+    // Every lease and note read, many in flight.
+    let keys: Vec<String> =
+        batches.values().flat_map(|f| f.lease.iter().chain(&f.note)).map(|l| l.key.clone()).collect();
+    let read: HashMap<String, Option<Got>> = keys.iter().cloned().zip(objects.get_many(&keys)?).collect();
+    // The store's time after every read: a lease saved while the listing ran
+    // is never "ahead" of it (its age is at most the listing's time too long).
+    let now = objects.now()?;
+    Ok((now, judge_all(objects, uc, timing, batches, read, now), listed))
+}
+
+/// `look` again and again (the dashboard over a store, which polls: object
+/// stores send no events), reading only the leases and notes whose ETag or
+/// modification time in the listing changed since the last look. A look
+/// costs one listing, one HEAD of the bucket and a GET per changed object;
+/// its verdicts are those [`look`] gives on the same objects.
+#[derive(Debug, Default)]
+pub struct Poller {
+    seen: HashMap<String, (Listed, Option<Got>)>,
+}
+
+/// One look of a [`Poller`].
+#[derive(Debug)]
+pub struct Polled {
+    /// The store's time the batches were judged at.
+    pub now: SystemTime,
+    /// Every batch, as [`look`] gives them.
+    pub batches: Vec<StoreBatch>,
+    /// How many objects this look read (GETs).
+    pub read: usize,
+}
+
+impl Poller {
+    /// A poller that has seen nothing yet: its first look reads everything.
+    pub fn new() -> Poller {
+        Poller::default()
+    }
+
+    /// Every batch under `uc`, as [`look`] gives them.
+    pub fn look(&mut self, objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Polled, StoreError> {
+        let batches = listing(objects, uc)?;
+        let listed: HashMap<&str, &Listed> =
+            batches.values().flat_map(|f| f.lease.iter().chain(&f.note)).map(|l| (l.key.as_str(), l)).collect();
+        let changed: Vec<String> = listed
+            .values()
+            .filter(|l| self.seen.get(&l.key).is_none_or(|(was, _)| was.etag != l.etag || was.modified != l.modified))
+            .map(|l| l.key.clone())
+            .collect();
+        let fresh = objects.get_many(&changed)?;
+        let read_now = changed.len();
+        // What is still listed and unchanged is kept; what went is forgotten.
+        let mut seen = HashMap::with_capacity(listed.len());
+        for key in listed.keys() {
+            if let Some(old) = self.seen.remove(*key) {
+                seen.insert(key.to_string(), old);
+            }
+        }
+        for (key, got) in changed.into_iter().zip(fresh) {
+            let l = (*listed[key.as_str()]).clone();
+            seen.insert(key, (l, got));
+        }
+        self.seen = seen;
+        let read = self.seen.iter().map(|(k, (_, g))| (k.clone(), g.clone())).collect();
+        let now = objects.now()?;
+        Ok(Polled { now, batches: judge_all(objects, uc, timing, batches, read, now), read: read_now })
+    }
+}
+
+/// The leases and notes under `uc`'s lease folder, by task and key.
+fn listing(objects: &dyn Objects, uc: &StoreUrl) -> Result<BTreeMap<(String, String), Found>, StoreError> {
     let root = uc.key(".ubunye/leases/");
     let mut batches: BTreeMap<(String, String), Found> = BTreeMap::new();
     for l in objects.list(&root)? {
@@ -90,23 +162,29 @@ pub fn look_where(
         let Some((task, name)) = rest.rsplit_once('/') else { continue };
         if let Some(key) = name.strip_suffix(".finished.json") {
             if crate::layout::is_key(key) {
-                batches.entry((task.into(), key.into())).or_default().note = Some(l.key.clone());
+                let id = (task.to_string(), key.to_string());
+                batches.entry(id).or_default().note = Some(l);
             }
         } else if let Some(key) = name.strip_suffix(".json") {
             if crate::layout::is_key(key) {
-                batches.entry((task.into(), key.into())).or_default().lease = Some(l.key.clone());
+                let id = (task.to_string(), key.to_string());
+                batches.entry(id).or_default().lease = Some(l);
             }
         }
     }
-    let listed = batches.len();
-    batches.retain(|(task, key), _| wanted(task, key));
-    // Every lease and note read, many in flight.
-    let wanted: Vec<String> = batches.values().flat_map(|f| f.lease.iter().chain(&f.note).cloned()).collect();
-    let mut read: std::collections::HashMap<String, Option<super::objects::Got>> =
-        wanted.iter().cloned().zip(objects.get_many(&wanted)?).collect();
-    // The store's time after every read: a lease saved while the listing ran
-    // is never "ahead" of it (its age is at most the listing's time too long).
-    let now = objects.now()?;
+    Ok(batches)
+}
+
+/// Each batch judged by what was read of its lease and note (`read`: by
+/// key, None for an object gone since the listing).
+fn judge_all(
+    objects: &dyn Objects,
+    uc: &StoreUrl,
+    timing: &Timing,
+    batches: BTreeMap<(String, String), Found>,
+    mut read: HashMap<String, Option<Got>>,
+    now: SystemTime,
+) -> Vec<StoreBatch> {
     let mut out = Vec::new();
     for ((task, key), found) in batches {
         let mut b = StoreBatch {
@@ -119,9 +197,9 @@ pub fn look_where(
             url: String::new(),
             why: None,
         };
-        if let Some(k) = &found.lease {
-            b.url = objects.url(k);
-            match read.remove(k).flatten() {
+        if let Some(l) = &found.lease {
+            b.url = objects.url(&l.key);
+            match read.remove(&l.key).flatten() {
                 // Released between the list and the read: judged by its note.
                 None if found.note.is_some() => {}
                 None => continue,
@@ -132,9 +210,9 @@ pub fn look_where(
                 }
             }
         }
-        if let Some(k) = &found.note {
-            b.url = objects.url(k);
-            match read.remove(k).flatten() {
+        if let Some(l) = &found.note {
+            b.url = objects.url(&l.key);
+            match read.remove(&l.key).flatten() {
                 None => continue,
                 Some(got) => match documents::parse_doc(&got.body) {
                     Ok(Parsed::Doc(m)) => b.run_id = Some(LeaseDoc(m).run_id()),
@@ -145,7 +223,7 @@ pub fn look_where(
         }
         out.push(b);
     }
-    Ok((now, out, listed))
+    out
 }
 
 fn unreadable(b: &mut StoreBatch, why: String) {

@@ -37,6 +37,7 @@ pub struct Memory {
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
     before: Mutex<Vec<Before>>,
+    calls: Mutex<std::collections::BTreeMap<&'static str, usize>>,
 }
 
 fn etag_of(body: &[u8]) -> String {
@@ -48,7 +49,13 @@ fn etag_of(body: &[u8]) -> String {
 impl Memory {
     /// An empty bucket named `bucket`, whose clock is `clock`.
     pub fn new(bucket: &str, clock: Arc<dyn Clock>) -> Memory {
-        Memory { bucket: bucket.into(), clock, state: Mutex::new(State::default()), before: Mutex::new(Vec::new()) }
+        Memory {
+            bucket: bucket.into(),
+            clock,
+            state: Mutex::new(State::default()),
+            before: Mutex::new(Vec::new()),
+            calls: Mutex::new(Default::default()),
+        }
     }
 
     /// Carry out the next `op` and then answer as a retry of it would:
@@ -68,7 +75,14 @@ impl Memory {
         self.lock().objects.iter().map(|(k, (b, _, _))| (k.clone(), b.clone())).collect()
     }
 
+    /// How many calls of `op` (`get`, `list`, ...) it has answered: what a
+    /// test counts to show a read was not made.
+    pub fn calls(&self, op: &str) -> usize {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).get(op).copied().unwrap_or(0)
+    }
+
     fn hook(&self, op: &'static str) {
+        *self.calls.lock().unwrap_or_else(|e| e.into_inner()).entry(op).or_default() += 1;
         let f = {
             let mut b = self.before.lock().unwrap_or_else(|e| e.into_inner());
             b.iter().position(|(o, _)| *o == op).map(|i| b.remove(i).1)
