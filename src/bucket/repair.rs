@@ -4,9 +4,13 @@
 
 use std::sync::Arc;
 
+use super::inspect::Explained;
 use super::lease::{Acquire, BucketError, Holder, Place, Refused, acquire};
+use super::look::StoreVerdict;
 use super::objects::Objects;
 use super::recover::Recovered;
+use crate::documents::short;
+use crate::repair::Kind;
 use crate::sys::{Clock, Timing};
 
 /// How a takeover ended.
@@ -42,4 +46,24 @@ pub fn takeover(
         Acquire::Completed { recovered, finished_by } => TakeoverEnd::Completed(recovered, finished_by),
         Acquire::Refused(r) => TakeoverEnd::Refused(r),
     })
+}
+
+/// Whether `kind` applies to the batch `e` explains, or why not (one line):
+/// what `leases takeover|finish` and the dashboard ask before they show a
+/// plan. [`takeover`] checks again as it acts.
+pub fn applies(e: &Explained, kind: Kind) -> Result<(), String> {
+    let b = &e.batch;
+    match (b.state, kind) {
+        (StoreVerdict::Dead, Kind::Finish) if !e.committed => {
+            Err("its run had not marked its lease done: nothing to finish; `ubunye leases takeover` takes it back"
+                .into())
+        }
+        (StoreVerdict::Dead, _) => Ok(()),
+        (StoreVerdict::Live, _) => Err(format!(
+            "run {} holds it (live): a live lease is never taken over",
+            b.run_id.as_deref().map(short).unwrap_or_default()
+        )),
+        (StoreVerdict::Finished, _) => Err("it is finished: nothing to take over".into()),
+        (StoreVerdict::Unreadable, _) => Err(format!("{} cannot be read: it is never judged free or dead", b.url)),
+    }
 }

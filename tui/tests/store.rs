@@ -11,7 +11,8 @@
 //!   visible, it never commits, its record never says success, and no upload
 //!   is left open;
 //! - races: 8 racers for one batch, 25 rounds, one winner each;
-//! - bad input: one line, the documented exit code, nothing written.
+//! - bad input: one line, the documented exit code, nothing written;
+//! - `ubunye top` over the store in a terminal (tmux): live, dead, taken over.
 
 mod common;
 
@@ -247,7 +248,10 @@ fn bad_input(st: &Store, kind: Kind) {
     for (args, code, says) in [
         (vec!["leases", "list", "-d", "s3://Bad_Bucket/uc"], 2, "not a bucket name"),
         (vec!["leases", "list", "-d", "s3://no-such-bucket/uc"], 1, "does not exist"),
-        (vec!["top", "-d", &uc], 2, "does not watch a use case in an object store yet"),
+        (vec!["top", "-d", &uc], 2, "top needs a terminal"),
+        (vec!["top", "-d", "s3://no-such-bucket/uc"], 1, "does not exist"),
+        (vec!["top", "--watch", "notify", "-d", &uc], 2, "a store sends no events"),
+        (vec!["top", "--interval", "0s", "-d", &uc], 2, "--interval 0"),
         (vec!["leases", "explain", "-d", &uc, "0123"], 2, "no batch's key starts with '0123'"),
         (vec!["leases", "takeover", "-d", &uc, "01", "--yes"], 2, "4 hex digits"),
     ] {
@@ -407,4 +411,64 @@ fn moto_races() {
 #[test]
 fn moto_runs_and_zombies() {
     runs_and_zombies(Kind::Moto, "store::moto_runs_and_zombies");
+}
+
+/// `ubunye top -d s3://...` in a real terminal (tmux) over moto: a live run
+/// shows live; SIGKILLed, its lease turns dead by the store's clock (the
+/// test's 3 s timeout); `t` shows the plan, `y` takes it over and the batch
+/// leaves the table; `q`, and the terminal is as it was.
+#[test]
+fn moto_top_in_a_terminal() {
+    use common::tmux::{Tmux, require_tmux};
+    if !require_tmux("store::moto_top_in_a_terminal") {
+        return;
+    }
+    let Some(st) = start(Kind::Moto, "store::moto_top_in_a_terminal") else { return };
+    let uc = format!("s3://{BUCKET}/uc");
+    let mut run = st
+        .ubunye()
+        .args(exec_args(&uc, "t1", "echo a > $UBUNYE_OUT_EVENTS/part-0.csv; exec sleep 600"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while st.keys("uc/.ubunye/leases/").is_empty() {
+        assert!(Instant::now() < until, "the run took no lease");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let d = tempfile::tempdir().unwrap();
+    let t = Tmux { socket: format!("ubunye-store-{}", std::process::id()) };
+    t.run(&["new-session", "-d", "-s", "e2e", "-x", "110", "-y", "30", "sh"]);
+    let env: Vec<String> = st.server.vars().into_iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let (before, after) = (d.path().join("before"), d.path().join("after"));
+    let line = format!(
+        "stty -a > {b}; env {env} UBUNYE_TEST_TIMEOUT=3s {bin} top -d {uc} --interval 300ms; c=$?; stty -a > {a}; echo TOP-EXITED $c",
+        b = before.display(),
+        a = after.display(),
+        env = env.join(" "),
+        bin = common::bin().display(),
+    );
+    t.keys(&[&line, "Enter"]);
+    t.wait("the live run", |p| p.contains("● live") && p.contains("demo/sales/ingest"));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    t.wait("the dead row, by the store's clock", |p| p.contains("✖ dead") && !p.contains("● live"));
+    t.keys(&["t"]);
+    let plan = t.wait("the plan", |p| p.contains("Take it over?"));
+    assert!(plan.contains("[ No ]") && plan.contains("marks its record interrupted"), "{plan}");
+    t.keys(&["y"]);
+    let done = t.wait("the outcome", |p| p.contains("released."));
+    assert!(done.contains("took over the lease of dead run"), "{done}");
+    t.keys(&["Escape"]);
+    t.wait("the batch gone", |p| p.contains("no batch in this use case yet"));
+    assert!(st.s3.open_uploads("").unwrap().is_empty());
+    let records = st.keys("uc/.ubunye/lineage/demo/sales/ingest/");
+    assert_eq!(records.len(), 1, "{records:?}");
+    let run = records[0].rsplit('/').next().unwrap().trim_end_matches(".json");
+    assert_eq!(record_status(&st, run).as_deref(), Some("interrupted"));
+    t.keys(&["q"]);
+    t.wait("top to exit", |p| p.contains("TOP-EXITED 0"));
+    assert_eq!(std::fs::read_to_string(&before).unwrap(), std::fs::read_to_string(&after).unwrap());
+    assert_eq!(t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).trim(), "0");
 }

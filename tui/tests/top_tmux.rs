@@ -11,54 +11,8 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ubunye");
 
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn cmd(&self) -> Command {
-        let mut c = Command::new("tmux");
-        c.args(["-L", &self.socket, "-f", "/dev/null"]);
-        c
-    }
-    fn run(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().expect("tmux runs");
-        assert!(out.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-    fn pane(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "e2e"])
-    }
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "e2e"];
-        args.extend_from_slice(keys);
-        self.run(&args);
-    }
-    /// Wait until the pane shows what `ok` wants; fail with the pane after 15 s.
-    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let until = Instant::now() + Duration::from_secs(15);
-        loop {
-            let p = self.pane();
-            if ok(&p) {
-                return p;
-            }
-            if Instant::now() > until {
-                panic!("timed out waiting for {what}; the pane:\n{p}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd().arg("kill-server").output();
-    }
-}
-
-fn tmux_present() -> bool {
-    Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success())
-}
+mod common;
+use common::tmux::{Tmux, tmux_present};
 
 /// A live `ubunye exec` run that keeps running.
 fn live_run(uc: &Path) -> Child {

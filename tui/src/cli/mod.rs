@@ -112,6 +112,10 @@ impl Command {
 /// Enter shows a batch's whole report (`leases explain`); t takes a dead batch
 /// over and f finishes a pending one, each after showing exactly what it will
 /// do (default No); ? lists every key; q quits. Looking changes nothing.
+///
+/// With `-d s3://bucket/prefix` it watches a use case in an object store: it
+/// lists the leases every --interval and reads again only what changed; the
+/// store's own clock judges them (as `leases list` does).
 #[derive(Args, Debug, Clone)]
 pub struct TopArgs {
     #[command(flatten)]
@@ -198,19 +202,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         }
     };
     if let Some(dir) = cli.command.use_case_dir() {
-        // A use case in a store (issue 13): `exec`, `leases`, `runs` and
-        // `doctor` read it; `top` does not yet, and says so.
-        if dir.to_str().is_some_and(ubunye::bucket::is_store_url) {
-            if matches!(&cli.command, Command::Top(_)) {
-                say_err(&format!(
-                    "-d {}: `ubunye top` does not watch a use case in an object store yet; `ubunye leases list`, `explain`, `runs` and `doctor` read it",
-                    dir.display()
-                ));
+        // A use case in a store (issue 13): its URL is checked by the
+        // command itself.
+        let in_store = dir.to_str().is_some_and(ubunye::bucket::is_store_url);
+        if !in_store {
+            if let Err(why) = usecase::check(dir) {
+                say_err(&why);
                 return exit::USAGE;
             }
-        } else if let Err(why) = usecase::check(dir) {
-            say_err(&why);
-            return exit::USAGE;
         }
     }
     use std::io::IsTerminal;
@@ -253,6 +252,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             Some(dir) => store::doctor(a, dir),
             None => doctor::run(a),
         },
+        Command::Top(a) if a.dir.dir.to_str().is_some_and(ubunye::bucket::is_store_url) => {
+            if a.watch == "notify" {
+                say_err("a store sends no events: `top -d s3://...` polls every --interval; drop --watch notify");
+                return exit::USAGE;
+            }
+            crate::top::store::run(a.dir.dir.to_str().unwrap_or_default(), a.interval, colour)
+        }
         Command::Top(a) => crate::top::run(&crate::top::Options {
             dir: a.dir.dir.clone(),
             watch: a.watch.clone(),

@@ -3,6 +3,7 @@
 
 mod explain;
 mod repair;
+pub mod store;
 
 pub use explain::render as explanation;
 pub use repair::outcome as repair_outcome;

@@ -11,6 +11,10 @@ use ubunye::state::ScanHead;
 use crate::top::model::Kept;
 use crate::top::popup::RepairDone;
 
+/// A batch's report read from a store: its text and whether a takeover
+/// applies (`Err`: why not); or why it could not be read.
+pub type StoreReport = Result<(String, Result<(), String>), String>;
+
 /// Everything that can happen.
 #[derive(Debug)]
 pub enum Event {
@@ -38,4 +42,20 @@ pub enum Event {
     Repaired(Box<RepairDone>),
     /// SIGTERM, SIGHUP or SIGINT arrived.
     Signal(i32),
+    /// The dashboard over a store ([`crate::top::store`]): a look at it.
+    StoreLooked(Box<Result<ubunye::bucket::Polled, String>>),
+    /// A batch's report read from the store: its text, and whether a
+    /// takeover applies (or why not); for the detail pane or, with `plan`,
+    /// the takeover popup.
+    StoreExplained {
+        task: String,
+        key: String,
+        plan: bool,
+        report: Box<StoreReport>,
+    },
+    /// A takeover over a store ended: whether done, and what it said.
+    StoreRepaired {
+        ok: bool,
+        text: String,
+    },
 }

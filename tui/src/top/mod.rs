@@ -8,7 +8,8 @@
 //!   [`ui`]: drawing; [`popup`]: the two-phase repair; [`model`]: the data,
 //!   kept up to date from file events; [`watch`]: notify or poll; [`term`]:
 //!   the terminal, restored on every exit; [`filter`]: the `/` filter;
-//!   [`view`]: the three views.
+//!   [`view`]: the three views; [`store`]: the dashboard over a use case in
+//!   an object store (polled).
 
 pub mod app;
 pub mod event;
@@ -18,6 +19,7 @@ pub mod keys;
 pub mod model;
 pub mod popup;
 pub mod runtime;
+pub mod store;
 pub mod term;
 pub mod ui;
 pub mod view;

@@ -13,6 +13,7 @@ use assert_cmd::Command;
 pub use ubunye_testkit::*;
 
 pub mod dash;
+pub mod tmux;
 pub mod trees;
 
 /// The binary under test (`UBUNYE_TEST_BIN` runs a test against another

@@ -3,15 +3,15 @@
 
 use std::io::IsTerminal;
 
-use ubunye::bucket::{self, Explained, Found, Holder, Place, StoreVerdict, TakeoverEnd};
-use ubunye::documents::short;
+use ubunye::bucket::{self, Explained, Found, Holder, Place, TakeoverEnd};
 use ubunye::layout::TaskPath;
 
-use super::{open, refusal, took_over};
+use super::open;
 use crate::cli::doctor::DoctorArgs;
 use crate::cli::leases::explain::ExplainArgs;
 use crate::cli::leases::repair::{Kind, RepairArgs, ask};
 use crate::cli::{BatchArg, exit, out, outln, print_json, say_err};
+use crate::report::store::{explained as render, takeover_outcome};
 
 /// The one batch `which` names in the store at `dir`, explained; or the exit code.
 fn one(
@@ -60,66 +60,6 @@ fn one(
     Ok((uc, objects, e))
 }
 
-fn render(e: &Explained) -> String {
-    let b = &e.batch;
-    let mut o = format!("{} {}: {}\n", b.task, b.key, b.state.word());
-    o.push_str(&format!("  object  {}\n", b.url));
-    if let Some(run) = &b.run_id {
-        let mut who = format!("  run     {run}");
-        if let Some(h) = &e.host {
-            who.push_str(&format!(" on {h}"));
-        }
-        if let Some(p) = e.pid {
-            who.push_str(&format!(" (pid {p})"));
-        }
-        if let Some(s) = &e.started_at {
-            who.push_str(&format!(", started {s}"));
-        }
-        if let Some(n) = e.saves {
-            who.push_str(&format!(", {n} save(s)"));
-        }
-        o.push_str(&format!("{who}\n"));
-    }
-    if let Some(a) = b.age_secs {
-        o.push_str(&format!(
-            "  age     {} by the store's clock (timeout {}), at {}\n",
-            ubunye::timefmt::age(std::time::Duration::from_secs(a)),
-            ubunye::timefmt::age(std::time::Duration::from_secs(e.timeout_secs)),
-            e.now
-        ));
-    }
-    if e.committed {
-        o.push_str("  done    its lease is marked done (committed)\n");
-    }
-    if let Some(t) = &e.taking_over {
-        o.push_str(&format!("  taking over  run {t} (a taker died while recovering it)\n"));
-    }
-    if let Some(s) = &e.record_status {
-        o.push_str(&format!("  record  {s}\n"));
-    }
-    if let Some(why) = &b.why {
-        o.push_str(&format!("  why     {why}\n"));
-    }
-    if !e.claims.is_empty() {
-        let visible = e.claims.iter().filter(|c| c.visible).count();
-        let open = e.claims.iter().filter(|c| c.upload_open).count();
-        o.push_str(&format!("  claims  {}: {visible} visible, {open} upload(s) open\n", e.claims.len()));
-        for c in &e.claims {
-            let state = match (c.visible, c.upload_open) {
-                (true, _) => "visible",
-                (false, true) => "upload open",
-                (false, false) => "not there",
-            };
-            o.push_str(&format!("    {} {}  {state}\n", c.output, c.url));
-        }
-    }
-    o.push_str("Next:\n");
-    for n in &e.next {
-        o.push_str(&format!("  {n}\n"));
-    }
-    o
-}
-
 /// `ubunye leases explain -d s3://...`.
 pub fn explain(a: &ExplainArgs, dir: &str) -> i32 {
     match one(&a.which, dir, false) {
@@ -143,19 +83,7 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     };
     let b = &e.batch;
     let head = format!("{} {}", b.task, b.key);
-    let why_not = match (b.state, kind) {
-        (StoreVerdict::Dead, Kind::Finish) if !e.committed => Some(
-            "its run had not marked its lease done: nothing to finish; `ubunye leases takeover` takes it back"
-                .to_string(),
-        ),
-        (StoreVerdict::Dead, _) => None,
-        (StoreVerdict::Live, _) => Some(format!(
-            "run {} holds it (live): a live lease is never taken over",
-            b.run_id.as_deref().map(short).unwrap_or_default()
-        )),
-        (StoreVerdict::Finished, _) => Some("it is finished: nothing to take over".into()),
-        (StoreVerdict::Unreadable, _) => Some(format!("{} cannot be read: it is never judged free or dead", b.url)),
-    };
+    let why_not = bucket::applies(&e, kind).err();
     if let Some(why) = why_not {
         say_err(&format!("refused: {head}: {why}"));
         return exit::REFUSED;
@@ -193,28 +121,20 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
         Holder { run_id: uuid::Uuid::new_v4().to_string(), host: sys.host.clone(), pid: sys.pid, rerun: false };
     // The engine re-checks everything as it acts: a lease that came alive
     // since the plan is refused.
-    match bucket::takeover(objects, &place, &holder, sys.clock.clone(), &sys.timing) {
-        Ok(TakeoverEnd::TookOver(r)) | Ok(TakeoverEnd::Completed(r, _)) => {
-            if a.json {
-                print_json(&r);
-            } else {
-                outln(&took_over(&r));
-                outln(&format!("{head}: released."));
-            }
-            exit::OK
+    let ended = bucket::takeover(objects, &place, &holder, sys.clock.clone(), &sys.timing);
+    if a.json {
+        if let Ok(TakeoverEnd::TookOver(r) | TakeoverEnd::Completed(r, _)) = &ended {
+            print_json(r);
+            return exit::OK;
         }
-        Ok(TakeoverEnd::Free) => {
-            outln(&format!("{head}: its lease was released meanwhile: nothing to do."));
-            exit::OK
-        }
-        Ok(TakeoverEnd::Refused(r)) => {
-            say_err(&refusal(&head, &r));
-            exit::REFUSED
-        }
-        Err(e) => {
-            say_err(&e.to_string());
-            exit::REFUSED
-        }
+    }
+    let (ok, text) = takeover_outcome(&head, &ended);
+    if ok {
+        outln(&text);
+        exit::OK
+    } else {
+        say_err(&text);
+        exit::REFUSED
     }
 }
 

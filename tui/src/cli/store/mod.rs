@@ -6,6 +6,8 @@ use std::io::Write;
 use std::sync::Arc;
 
 use ubunye::bucket::{self, BucketEnd, BucketRun, Objects, Refused, S3, StoreUrl, StoreVerdict};
+
+use crate::report::store::{order, refusal, took_over};
 use ubunye::documents::short;
 
 use super::exec::ExecArgs;
@@ -214,44 +216,6 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
     }
 }
 
-pub(crate) fn took_over(r: &bucket::Recovered) -> String {
-    let replaced = match r.removed.len() {
-        0 => String::new(),
-        n => format!(", and the {n} file(s) its --rerun replaces removed"),
-    };
-    if r.finished && r.note_written {
-        format!(
-            "run {} had finished; its commit was completed (its finished note written){replaced}.",
-            short(&r.run_id)
-        )
-    } else if r.finished {
-        format!("run {} had finished (its finished note is there); its files were kept{replaced}.", short(&r.run_id))
-    } else {
-        format!(
-            "took over the lease of dead run {}: {} upload(s) aborted, {} object(s) it had made visible removed.",
-            short(&r.run_id),
-            r.aborted,
-            r.removed.len()
-        )
-    }
-}
-
-pub(crate) fn refusal(head: &str, r: &Refused) -> String {
-    match r {
-        Refused::Busy { run_id, age } => format!(
-            "refused: {head}: run {} holds it (its lease was written {} ago, by the store's clock); try again once it ends",
-            short(run_id),
-            ubunye::timefmt::age(*age)
-        ),
-        Refused::Finished { run_id } => {
-            format!("refused: {head}: run {} finished it; --resume skips a finished batch", short(run_id))
-        }
-        Refused::Unreadable { url, why } => format!(
-            "refused: {url}: cannot be read ({why}); a lease or note like this is never judged free or dead: look at it, and remove it only if no run is writing"
-        ),
-    }
-}
-
 #[derive(serde::Serialize)]
 struct Out<'a> {
     use_case: String,
@@ -317,7 +281,7 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
                 b.key.clone(),
                 b.run_id.as_deref().map(short).unwrap_or_default().to_string(),
                 b.age_secs.map(|s| ubunye::timefmt::age(std::time::Duration::from_secs(s))).unwrap_or_default(),
-                if b.state == StoreVerdict::Finished { String::new() } else { b.claims.to_string() },
+                crate::top::store::draw::claims(b),
                 b.why.clone().unwrap_or_default(),
             ],
             colour: code.filter(|_| colour).map(|c| (0, c)),
@@ -326,14 +290,4 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
     let _ = table::print(&mut out, &header, rows.len(), line, table::terminal_width());
     let _ = out.flush();
     exit::OK
-}
-
-/// Most severe first, as on disk.
-fn order(s: StoreVerdict) -> u8 {
-    match s {
-        StoreVerdict::Unreadable => 0,
-        StoreVerdict::Dead => 1,
-        StoreVerdict::Live => 2,
-        StoreVerdict::Finished => 3,
-    }
 }

@@ -358,6 +358,8 @@ impl App {
             }
             Event::Repaired(done) => self.on_repaired(*done),
             Event::Signal(sig) => vec![Effect::Quit(128 + sig)],
+            // The dashboard over a store has its own app (`top::store`).
+            Event::StoreLooked(_) | Event::StoreExplained { .. } | Event::StoreRepaired { .. } => Vec::new(),
         }
     }
 

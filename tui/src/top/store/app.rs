@@ -1,0 +1,543 @@
+//! The state of the dashboard over a store, and its update: an event in,
+//! effects out (pure: no I/O here, so that every key is tested without a
+//! terminal or a server). The keys, the footer and the `?` help come from
+//! one table, [`KEYS`], per context.
+
+use std::time::{Duration, SystemTime};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ubunye::bucket::{Polled, StoreBatch, StoreVerdict};
+
+use crate::report::store::order;
+
+/// Where a key is pressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ctx {
+    /// The table (and the detail pane under it).
+    Main,
+    /// Typing a filter after `/`.
+    Filter,
+    /// The takeover popup, asking.
+    Popup,
+    /// A popup that only tells (a refusal, an outcome, a read under way).
+    Notice,
+    /// The `?` help.
+    Help,
+}
+
+/// What a key does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Act {
+    Up,
+    Down,
+    First,
+    Last,
+    PageUp,
+    PageDown,
+    Detail,
+    Filter,
+    All,
+    Takeover,
+    Copy,
+    Help,
+    Quit,
+    /// In the popup: the other answer; yes; no (close).
+    Toggle,
+    Yes,
+    No,
+    /// In the filter: done typing; clear it.
+    Done,
+    Clear,
+}
+
+/// One binding: the context, the keys (as shown), what it does.
+pub struct Binding {
+    pub ctx: Ctx,
+    pub keys: &'static [KeyCode],
+    pub shown: &'static str,
+    pub what: &'static str,
+    pub act: Act,
+    /// Offered in the footer.
+    pub footer: bool,
+}
+
+const fn b(
+    ctx: Ctx,
+    keys: &'static [KeyCode],
+    shown: &'static str,
+    what: &'static str,
+    act: Act,
+    footer: bool,
+) -> Binding {
+    Binding { ctx, keys, shown, what, act, footer }
+}
+
+use KeyCode::{Backspace, Char as C, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up};
+
+/// Every key of the dashboard over a store.
+pub const KEYS: &[Binding] = &[
+    b(Ctx::Main, &[Up, C('k')], "↑/k", "previous batch", Act::Up, false),
+    b(Ctx::Main, &[Down, C('j')], "↓/j", "next batch", Act::Down, true),
+    b(Ctx::Main, &[Home, C('g')], "g", "first batch", Act::First, false),
+    b(Ctx::Main, &[End, C('G')], "G", "last batch", Act::Last, false),
+    b(Ctx::Main, &[PageUp], "PgUp", "a page up", Act::PageUp, false),
+    b(Ctx::Main, &[PageDown], "PgDn", "a page down", Act::PageDown, false),
+    b(Ctx::Main, &[Enter], "Enter", "explain the batch (read from the store)", Act::Detail, true),
+    b(Ctx::Main, &[C('/')], "/", "filter by task, key, run or state", Act::Filter, true),
+    b(Ctx::Main, &[C('a')], "a", "show or hide finished batches", Act::All, true),
+    b(Ctx::Main, &[C('t')], "t", "take a dead batch over (shows the plan first)", Act::Takeover, true),
+    b(Ctx::Main, &[C('c')], "c", "copy the batch's key (OSC 52)", Act::Copy, false),
+    b(Ctx::Main, &[C('?')], "?", "this help", Act::Help, true),
+    b(Ctx::Main, &[C('q'), Esc], "q", "quit (Esc: clear the filter first)", Act::Quit, true),
+    b(Ctx::Filter, &[Enter], "Enter", "keep the filter", Act::Done, true),
+    b(Ctx::Filter, &[Esc], "Esc", "clear the filter", Act::Clear, true),
+    b(Ctx::Popup, &[Left, Right, Tab], "←/→", "the other answer", Act::Toggle, true),
+    b(Ctx::Popup, &[C('y')], "y", "yes: take it over", Act::Yes, true),
+    b(Ctx::Popup, &[C('n'), Esc, C('q')], "n/Esc", "no: close, nothing is done", Act::No, true),
+    b(Ctx::Popup, &[Enter], "Enter", "the highlighted answer (No unless moved)", Act::Done, true),
+    b(Ctx::Popup, &[Up, C('k')], "↑/k", "scroll the plan", Act::Up, false),
+    b(Ctx::Popup, &[Down, C('j')], "↓/j", "scroll the plan", Act::Down, false),
+    b(Ctx::Notice, &[Esc, Enter, C('q'), C('n')], "Esc", "close", Act::No, true),
+    b(Ctx::Help, &[C('?'), Esc, C('q')], "?/Esc", "close the help", Act::No, true),
+];
+
+/// The action of `key` in `ctx`, from [`KEYS`].
+pub fn lookup(ctx: Ctx, key: &KeyEvent) -> Option<Act> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    KEYS.iter().find(|b| b.ctx == ctx && b.keys.contains(&key.code)).map(|b| b.act)
+}
+
+/// The footer of `ctx`: (keys, what), from [`KEYS`].
+pub fn footer(ctx: Ctx) -> Vec<(&'static str, &'static str)> {
+    KEYS.iter().filter(|b| b.ctx == ctx && b.footer).map(|b| (b.shown, short_what(b.what))).collect()
+}
+
+fn short_what(what: &'static str) -> &'static str {
+    what.split(" (").next().unwrap_or(what)
+}
+
+/// What the app asks the loop to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Read the batch's whole report (for the detail pane, or for a
+    /// takeover's plan when `plan`).
+    Explain { task: String, key: String, plan: bool },
+    /// Take the batch over (the engine checks again as it acts).
+    Takeover { task: String, key: String },
+    /// Put this on the clipboard.
+    Copy(String),
+    /// End, with this exit code.
+    Quit(i32),
+}
+
+/// The takeover popup.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Popup {
+    /// The plan is being read.
+    Planning { title: String },
+    /// The plan, and the question; `yes` is the highlighted answer.
+    Confirm { title: String, task: String, key: String, lines: Vec<String>, yes: bool, scroll: usize },
+    /// No takeover applies: why.
+    Refused { title: String, reason: String },
+    /// The takeover is under way.
+    Running { title: String },
+    /// What it did, or why it was refused.
+    Done { title: String, ok: bool, text: String },
+}
+
+/// The detail pane.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Detail {
+    Loading { task: String, key: String },
+    Ready { task: String, key: String, lines: Vec<String> },
+}
+
+/// Everything the dashboard shows.
+#[derive(Debug)]
+pub struct StoreApp {
+    /// The use case, as given.
+    pub uc: String,
+    /// How often the store is read.
+    pub every: Duration,
+    /// Every batch, as the last look judged them.
+    pub batches: Vec<StoreBatch>,
+    /// The store's time of the last look.
+    pub now: Option<SystemTime>,
+    /// Looks so far, and how many objects the last one read.
+    pub looks: u64,
+    pub last_read: usize,
+    /// The last look's failure, shown until a look succeeds.
+    pub error: Option<String>,
+    /// Show finished batches too.
+    pub all: bool,
+    pub filter: String,
+    pub typing: bool,
+    /// The selected row of [`StoreApp::rows`].
+    pub selected: usize,
+    /// Rows in a page (the last drawing's).
+    pub page: usize,
+    pub detail: Option<Detail>,
+    pub popup: Option<Popup>,
+    pub help: bool,
+}
+
+impl StoreApp {
+    /// Nothing read yet.
+    pub fn new(uc: &str, every: Duration) -> StoreApp {
+        StoreApp {
+            uc: uc.into(),
+            every,
+            batches: Vec::new(),
+            now: None,
+            looks: 0,
+            last_read: 0,
+            error: None,
+            all: false,
+            filter: String::new(),
+            typing: false,
+            selected: 0,
+            page: 10,
+            detail: None,
+            popup: None,
+            help: false,
+        }
+    }
+
+    /// The context keys are looked up in.
+    pub fn ctx(&self) -> Ctx {
+        if self.help {
+            Ctx::Help
+        } else if matches!(self.popup, Some(Popup::Confirm { .. })) {
+            Ctx::Popup
+        } else if self.popup.is_some() {
+            Ctx::Notice
+        } else if self.typing {
+            Ctx::Filter
+        } else {
+            Ctx::Main
+        }
+    }
+
+    /// The rows shown: most severe first, then task and key; finished ones
+    /// only with `a`; the filter's words all found in a row.
+    pub fn rows(&self) -> Vec<&StoreBatch> {
+        let words: Vec<String> = self.filter.split_whitespace().map(str::to_lowercase).collect();
+        let mut rows: Vec<&StoreBatch> = self
+            .batches
+            .iter()
+            .filter(|b| self.all || b.state != StoreVerdict::Finished)
+            .filter(|b| {
+                let hay = format!("{} {} {} {}", b.state.word(), b.task, b.key, b.run_id.as_deref().unwrap_or(""));
+                words.iter().all(|w| hay.to_lowercase().contains(w))
+            })
+            .collect();
+        rows.sort_by(|a, b| (order(a.state), &a.task, &a.key).cmp(&(order(b.state), &b.task, &b.key)));
+        rows
+    }
+
+    /// The selected batch's task and key.
+    pub fn chosen(&self) -> Option<(String, String)> {
+        self.rows().get(self.selected).map(|b| (b.task.clone(), b.key.clone()))
+    }
+
+    /// A look at the store arrived.
+    pub fn looked(&mut self, polled: Result<Polled, String>) {
+        match polled {
+            Ok(p) => {
+                let chosen = self.chosen();
+                self.batches = p.batches;
+                self.now = Some(p.now);
+                self.looks += 1;
+                self.last_read = p.read;
+                self.error = None;
+                self.keep_selection(chosen);
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// The same batch stays selected when rows move.
+    fn keep_selection(&mut self, chosen: Option<(String, String)>) {
+        let rows = self.rows();
+        if let Some((t, k)) = chosen {
+            if let Some(i) = rows.iter().position(|b| b.task == t && b.key == k) {
+                self.selected = i;
+                return;
+            }
+        }
+        self.selected = self.selected.min(rows.len().saturating_sub(1));
+    }
+
+    /// A report arrived (for the pane, or a takeover's plan).
+    pub fn explained(&mut self, task: &str, key: &str, plan: bool, report: crate::top::event::StoreReport) {
+        let title = format!("take over {task} {key}");
+        if plan {
+            if !matches!(&self.popup, Some(Popup::Planning { title: t }) if *t == title) {
+                return;
+            }
+            self.popup = Some(match report {
+                Ok((text, Ok(()))) => Popup::Confirm {
+                    title,
+                    task: task.into(),
+                    key: key.into(),
+                    lines: text.lines().map(str::to_string).collect(),
+                    yes: false,
+                    scroll: 0,
+                },
+                Ok((_, Err(reason))) | Err(reason) => Popup::Refused { title, reason },
+            });
+            return;
+        }
+        if matches!(&self.detail, Some(Detail::Loading { task: t, key: k }) if t == task && k == key) {
+            let lines = match report {
+                Ok((text, _)) => text.lines().map(str::to_string).collect(),
+                Err(e) => vec![e],
+            };
+            self.detail = Some(Detail::Ready { task: task.into(), key: key.into(), lines });
+        }
+    }
+
+    /// A takeover ended.
+    pub fn repaired(&mut self, ok: bool, text: String) {
+        if let Some(Popup::Running { title }) = &self.popup {
+            self.popup = Some(Popup::Done { title: title.clone(), ok, text });
+        }
+    }
+
+    /// A key was pressed.
+    pub fn key(&mut self, key: &KeyEvent) -> Vec<Effect> {
+        if key.code == C('c') && key.modifiers.contains(KeyModifiers::CONTROL) {
+            return vec![Effect::Quit(0)];
+        }
+        let ctx = self.ctx();
+        if ctx == Ctx::Filter {
+            match (lookup(ctx, key), key.code) {
+                (Some(Act::Done), _) => self.typing = false,
+                (Some(Act::Clear), _) => {
+                    self.typing = false;
+                    self.filter.clear();
+                }
+                (_, Backspace) => {
+                    self.filter.pop();
+                }
+                (_, C(c)) => self.filter.push(c),
+                _ => {}
+            }
+            self.selected = 0;
+            return Vec::new();
+        }
+        let Some(act) = lookup(ctx, key) else { return Vec::new() };
+        match ctx {
+            Ctx::Help => {
+                self.help = false;
+                Vec::new()
+            }
+            Ctx::Popup | Ctx::Notice => self.popup_key(act),
+            _ => self.main_key(act),
+        }
+    }
+
+    fn main_key(&mut self, act: Act) -> Vec<Effect> {
+        let n = self.rows().len();
+        let last = n.saturating_sub(1);
+        match act {
+            Act::Up => self.selected = self.selected.saturating_sub(1),
+            Act::Down => self.selected = (self.selected + 1).min(last),
+            Act::First => self.selected = 0,
+            Act::Last => self.selected = last,
+            Act::PageUp => self.selected = self.selected.saturating_sub(self.page.max(1)),
+            Act::PageDown => self.selected = (self.selected + self.page.max(1)).min(last),
+            Act::Filter => self.typing = true,
+            Act::All => {
+                let chosen = self.chosen();
+                self.all = !self.all;
+                self.keep_selection(chosen);
+            }
+            Act::Help => self.help = true,
+            Act::Quit if !self.filter.is_empty() => {
+                self.filter.clear();
+                self.selected = 0;
+            }
+            Act::Quit => return vec![Effect::Quit(0)],
+            Act::Detail => {
+                if self.detail.is_some() {
+                    self.detail = None;
+                } else if let Some((task, key)) = self.chosen() {
+                    self.detail = Some(Detail::Loading { task: task.clone(), key: key.clone() });
+                    return vec![Effect::Explain { task, key, plan: false }];
+                }
+            }
+            Act::Takeover => {
+                if let Some((task, key)) = self.chosen() {
+                    self.popup = Some(Popup::Planning { title: format!("take over {task} {key}") });
+                    return vec![Effect::Explain { task, key, plan: true }];
+                }
+            }
+            Act::Copy => {
+                if let Some((_, key)) = self.chosen() {
+                    return vec![Effect::Copy(key)];
+                }
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    fn popup_key(&mut self, act: Act) -> Vec<Effect> {
+        let Some(popup) = &mut self.popup else { return Vec::new() };
+        match popup {
+            Popup::Confirm { title, task, key, yes, scroll, lines } => match act {
+                Act::Toggle => *yes = !*yes,
+                Act::Up => *scroll = scroll.saturating_sub(1),
+                Act::Down => *scroll = (*scroll + 1).min(lines.len().saturating_sub(1)),
+                Act::Yes | Act::Done if act == Act::Yes || *yes => {
+                    let effect = Effect::Takeover { task: task.clone(), key: key.clone() };
+                    self.popup = Some(Popup::Running { title: title.clone() });
+                    return vec![effect];
+                }
+                Act::No | Act::Done => self.popup = None,
+                _ => {}
+            },
+            // A takeover under way cannot be dismissed: its outcome comes.
+            Popup::Running { .. } => {}
+            _ if matches!(act, Act::No | Act::Done) => self.popup = None,
+            _ => {}
+        }
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::UNIX_EPOCH;
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    fn batch(task: &str, k: &str, state: StoreVerdict) -> StoreBatch {
+        StoreBatch {
+            task: task.into(),
+            key: k.into(),
+            state,
+            run_id: Some("aaaaaaaa-0000-4000-8000-000000000000".into()),
+            age_secs: Some(5),
+            claims: 0,
+            url: format!("s3://b/uc/.ubunye/leases/{task}/{k}.json"),
+            why: None,
+        }
+    }
+
+    fn app() -> StoreApp {
+        let mut a = StoreApp::new("s3://b/uc", Duration::from_secs(2));
+        a.looked(Ok(Polled {
+            now: UNIX_EPOCH,
+            batches: vec![
+                batch("u/p/a", "0000000000000001", StoreVerdict::Finished),
+                batch("u/p/a", "0000000000000002", StoreVerdict::Live),
+                batch("u/p/b", "0000000000000003", StoreVerdict::Dead),
+            ],
+            read: 3,
+        }));
+        a
+    }
+
+    #[test]
+    fn rows_are_most_severe_first_and_finished_ones_only_with_a() {
+        let mut a = app();
+        let keys = |a: &StoreApp| a.rows().iter().map(|b| b.key.clone()).collect::<Vec<_>>();
+        assert_eq!(keys(&a), ["0000000000000003", "0000000000000002"]);
+        a.key(&key(C('a')));
+        assert_eq!(keys(&a), ["0000000000000003", "0000000000000002", "0000000000000001"]);
+        a.key(&key(C('/')));
+        for c in "live".chars() {
+            a.key(&key(C(c)));
+        }
+        assert_eq!(keys(&a), ["0000000000000002"]);
+        a.key(&key(Enter));
+        assert_eq!(a.ctx(), Ctx::Main);
+        // Esc clears the filter before it quits.
+        assert!(a.key(&key(Esc)).is_empty());
+        assert_eq!(a.rows().len(), 3);
+        assert_eq!(a.key(&key(Esc)), [Effect::Quit(0)]);
+    }
+
+    #[test]
+    fn the_selected_batch_stays_selected_when_a_look_moves_it() {
+        let mut a = app();
+        a.key(&key(Down));
+        assert_eq!(a.chosen().unwrap().1, "0000000000000002");
+        // The dead batch is finished now: the live one moves up a row.
+        a.looked(Ok(Polled {
+            now: UNIX_EPOCH,
+            batches: vec![
+                batch("u/p/a", "0000000000000002", StoreVerdict::Live),
+                batch("u/p/b", "0000000000000003", StoreVerdict::Finished),
+            ],
+            read: 1,
+        }));
+        assert_eq!((a.selected, a.chosen().unwrap().1.as_str()), (0, "0000000000000002"));
+        // A failed look keeps what was shown, and says why.
+        a.looked(Err("network".into()));
+        assert_eq!((a.rows().len(), a.error.as_deref()), (1, Some("network")));
+    }
+
+    #[test]
+    fn a_takeover_shows_its_plan_answers_no_by_default_and_yes_only_when_asked() {
+        let mut a = app();
+        let (task, k) = a.chosen().unwrap();
+        assert_eq!(a.key(&key(C('t'))), [Effect::Explain { task: task.clone(), key: k.clone(), plan: true }]);
+        assert!(matches!(a.popup, Some(Popup::Planning { .. })));
+        a.explained(&task, &k, true, Ok(("the plan\nline 2".into(), Ok(()))));
+        assert!(matches!(&a.popup, Some(Popup::Confirm { yes: false, lines, .. }) if lines.len() == 2));
+        // Enter takes the highlighted answer: No.
+        assert!(a.key(&key(Enter)).is_empty());
+        assert!(a.popup.is_none());
+        a.key(&key(C('t')));
+        a.explained(&task, &k, true, Ok(("plan".into(), Ok(()))));
+        a.key(&key(Right));
+        assert_eq!(a.key(&key(Enter)), [Effect::Takeover { task: task.clone(), key: k.clone() }]);
+        assert!(matches!(a.popup, Some(Popup::Running { .. })));
+        // A takeover under way is not dismissed; its outcome is shown.
+        a.key(&key(Esc));
+        assert!(matches!(a.popup, Some(Popup::Running { .. })));
+        a.repaired(true, "took over".into());
+        assert!(matches!(&a.popup, Some(Popup::Done { ok: true, .. })));
+        a.key(&key(Esc));
+        assert!(a.popup.is_none());
+        // y answers yes at once.
+        a.key(&key(C('t')));
+        a.explained(&task, &k, true, Ok(("plan".into(), Ok(()))));
+        assert_eq!(a.key(&key(C('y'))), [Effect::Takeover { task, key: k }]);
+    }
+
+    #[test]
+    fn a_takeover_that_does_not_apply_says_why_and_offers_nothing() {
+        let mut a = app();
+        a.key(&key(Down));
+        let (task, k) = a.chosen().unwrap();
+        a.key(&key(C('t')));
+        a.explained(&task, &k, true, Ok(("plan".into(), Err("run aaaaaaaa holds it (live)".into()))));
+        assert!(matches!(&a.popup, Some(Popup::Refused { reason, .. }) if reason.contains("holds it")));
+        assert!(a.key(&key(C('y'))).is_empty(), "y does nothing on a refusal");
+        a.key(&key(Esc));
+        assert!(a.popup.is_none());
+    }
+
+    #[test]
+    fn every_key_of_the_table_is_in_the_help_and_the_footer_comes_from_it() {
+        for ctx in [Ctx::Main, Ctx::Filter, Ctx::Popup, Ctx::Notice, Ctx::Help] {
+            for (shown, _) in footer(ctx) {
+                assert!(KEYS.iter().any(|b| b.ctx == ctx && b.shown == shown));
+            }
+        }
+        for b in KEYS {
+            for c in b.keys {
+                assert_eq!(lookup(b.ctx, &key(*c)), Some(b.act), "{:?} {c:?}", b.ctx);
+            }
+        }
+    }
+}

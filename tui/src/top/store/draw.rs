@@ -1,0 +1,226 @@
+//! Drawing the dashboard over a store: the header (the use case, counts per
+//! state, how it is read), the table, the detail pane, the footer of keys
+//! (from [`KEYS`]); the takeover popup and the help on top. It writes only
+//! how many rows a page holds.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState};
+use ubunye::bucket::StoreVerdict;
+use ubunye::documents::short;
+use ubunye::state::State;
+
+use super::app::{Ctx, Detail, KEYS, Popup, StoreApp, footer};
+use crate::top::ui::{fit, state_style, wrap};
+
+/// The disk state whose glyph and colour a store verdict takes: one look on
+/// every surface.
+fn as_state(v: StoreVerdict) -> State {
+    match v {
+        StoreVerdict::Live => State::Live,
+        StoreVerdict::Dead => State::Dead,
+        StoreVerdict::Finished => State::Finished,
+        StoreVerdict::Unreadable => State::Unreadable,
+    }
+}
+
+/// Draw the whole screen.
+pub fn draw(f: &mut Frame, app: &mut StoreApp, colour: bool) {
+    let paint = |s: Style| if colour { s } else { Style::default() };
+    let detail_h = if app.detail.is_some() { (f.area().height / 2).max(6) } else { 0 };
+    let [head, body, detail, foot] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Min(3),
+        Constraint::Length(detail_h),
+        Constraint::Length(1),
+    ])
+    .areas(f.area());
+    // Header: the use case, the counts, how it is read.
+    let count = |v: StoreVerdict| app.batches.iter().filter(|b| b.state == v).count();
+    let mut spans =
+        vec![Span::styled(format!("ubunye top  {}", app.uc), Style::default().add_modifier(Modifier::BOLD))];
+    for v in [StoreVerdict::Unreadable, StoreVerdict::Dead, StoreVerdict::Live, StoreVerdict::Finished] {
+        spans.push(Span::raw("  "));
+        spans.push(Span::styled(format!("{} {}", count(v), v.word()), paint(state_style(as_state(v)))));
+    }
+    let how = match (&app.error, app.looks) {
+        (Some(e), _) => format!("cannot read the store: {e}"),
+        (None, 0) => "reading the store…".to_string(),
+        (None, _) => format!(
+            "poll {}; store clock {}; read {}",
+            humantime::format_duration(app.every),
+            app.now.map(ubunye::timefmt::rfc3339).unwrap_or_default(),
+            app.last_read
+        ),
+    };
+    let shown = app.rows().len();
+    let filter = if app.typing || !app.filter.is_empty() { format!("  /{}", app.filter) } else { String::new() };
+    let second = format!("{shown} shown{}{filter}  {how}", if app.all { "" } else { " (a: finished too)" });
+    f.render_widget(Paragraph::new(vec![Line::from(spans), Line::from(fit(&second, head.width as usize))]), head);
+    // The table.
+    let rows = app.rows();
+    let page = body.height.saturating_sub(3) as usize;
+    let lines: Vec<Row> = rows
+        .iter()
+        .map(|b| {
+            let st = as_state(b.state);
+            Row::new(vec![
+                Cell::from(format!("{} {}", st.glyph(), b.state.word())).style(paint(state_style(st))),
+                Cell::from(b.task.clone()),
+                Cell::from(b.key.clone()),
+                Cell::from(b.run_id.as_deref().map(short).unwrap_or_default().to_string()),
+                Cell::from(
+                    b.age_secs.map(|s| ubunye::timefmt::age(std::time::Duration::from_secs(s))).unwrap_or_default(),
+                ),
+                Cell::from(claims(b)),
+                Cell::from(b.why.clone().unwrap_or_default()),
+            ])
+        })
+        .collect();
+    let empty = rows.is_empty();
+    let selected = app.selected;
+    drop(rows);
+    app.page = page.max(1);
+    let table = Table::new(
+        lines,
+        [
+            Constraint::Length(12),
+            Constraint::Min(14),
+            Constraint::Length(16),
+            Constraint::Length(8),
+            Constraint::Length(8),
+            Constraint::Length(6),
+            Constraint::Fill(1),
+        ],
+    )
+    .header(
+        Row::new(["STATE", "TASK", "KEY", "RUN", "AGE", "CLAIMS", "NOTE"])
+            .style(Style::default().add_modifier(Modifier::BOLD)),
+    )
+    .row_highlight_style(Style::default().add_modifier(Modifier::REVERSED))
+    .block(Block::default().borders(Borders::TOP));
+    let mut state = TableState::default().with_selected((!empty).then_some(selected));
+    f.render_stateful_widget(table, body, &mut state);
+    if empty && app.looks > 0 {
+        let why = if app.batches.is_empty() {
+            "no batch in this use case yet"
+        } else {
+            "no batch matches (a: finished ones, /: the filter)"
+        };
+        let area = Rect { y: body.y + 2, height: 1, ..body };
+        f.render_widget(Paragraph::new(why), area);
+    }
+    if let Some(d) = &app.detail {
+        let lines = match d {
+            Detail::Loading { task, key } => vec![format!("reading {task} {key} from the store…")],
+            Detail::Ready { lines, .. } => lines.clone(),
+        };
+        let text: Vec<Line> =
+            wrap(&lines, detail.width.saturating_sub(2) as usize).into_iter().map(Line::from).collect();
+        f.render_widget(
+            Paragraph::new(text).block(Block::default().borders(Borders::TOP).title(" explain (Enter closes) ")),
+            detail,
+        );
+    }
+    let keys: Vec<String> = footer(app.ctx()).iter().map(|(k, w)| format!("{k} {w}")).collect();
+    f.render_widget(Paragraph::new(fit(&keys.join("  "), foot.width as usize)), foot);
+    if let Some(p) = &app.popup {
+        draw_popup(f, p);
+    }
+    if app.help {
+        draw_help(f);
+    }
+}
+
+/// A lease's claims; none shown for a finished batch or a lease that
+/// cannot be read (not zero: unknown).
+pub fn claims(b: &ubunye::bucket::StoreBatch) -> String {
+    match b.state {
+        StoreVerdict::Live | StoreVerdict::Dead => b.claims.to_string(),
+        StoreVerdict::Finished | StoreVerdict::Unreadable => String::new(),
+    }
+}
+
+fn centred(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
+}
+
+fn draw_popup(f: &mut Frame, p: &Popup) {
+    let area = centred(f.area(), f.area().width.saturating_sub(8).max(40), f.area().height.saturating_sub(4).max(8));
+    let inner = area.width.saturating_sub(2) as usize;
+    let (title, mut lines, question): (&str, Vec<String>, Option<bool>) = match p {
+        Popup::Planning { title } => (title, vec!["reading the batch from the store…".into()], None),
+        Popup::Confirm { title, lines, yes, scroll, .. } => {
+            let mut l = lines[(*scroll).min(lines.len())..].to_vec();
+            l.insert(
+                0,
+                "The takeover will do what the next run of the batch would do: take the dead lease over,".into(),
+            );
+            l.insert(
+                1,
+                "abort its claimed uploads, remove the claimed objects it made visible, and hand the lease back."
+                    .into(),
+            );
+            l.insert(2, String::new());
+            (title, l, Some(*yes))
+        }
+        Popup::Refused { title, reason } => {
+            (title, vec![format!("No takeover applies: {reason}"), String::new(), "Esc closes.".into()], None)
+        }
+        Popup::Running { title } => (title, vec!["taking it over…".into()], None),
+        Popup::Done { title, ok, text } => {
+            let mut l: Vec<String> = text.lines().map(str::to_string).collect();
+            l.insert(0, if *ok { "Done.".into() } else { "Not done.".into() });
+            l.push(String::new());
+            l.push("Esc closes.".into());
+            (title, l, None)
+        }
+    };
+    lines = wrap(&lines, inner);
+    let room = area.height.saturating_sub(3) as usize;
+    lines.truncate(room);
+    let mut text: Vec<Line> = lines.into_iter().map(Line::from).collect();
+    if let Some(yes) = question {
+        let pick = |on: bool, s: &'static str| {
+            if on { Span::styled(s, Style::default().add_modifier(Modifier::REVERSED)) } else { Span::raw(s) }
+        };
+        text.push(Line::from(vec![
+            Span::raw("Take it over?  "),
+            pick(!yes, "[ No ]"),
+            Span::raw("  "),
+            pick(yes, "[ Yes ]"),
+        ]));
+    }
+    f.render_widget(Clear, area);
+    f.render_widget(
+        Paragraph::new(text).block(Block::default().borders(Borders::ALL).title(format!(" {title} "))),
+        area,
+    );
+}
+
+fn draw_help(f: &mut Frame) {
+    let mut lines = Vec::new();
+    for (ctx, name) in [
+        (Ctx::Main, "Table"),
+        (Ctx::Filter, "Filter (after /)"),
+        (Ctx::Popup, "Takeover popup"),
+        (Ctx::Notice, "A refusal or an outcome"),
+        (Ctx::Help, "This help"),
+    ] {
+        lines.push(Line::from(Span::styled(name, Style::default().add_modifier(Modifier::BOLD))));
+        for b in KEYS.iter().filter(|b| b.ctx == ctx) {
+            lines.push(Line::from(format!("  {:<8} {}", b.shown, b.what)));
+        }
+    }
+    lines.push(Line::from(""));
+    lines.push(Line::from("A store sends no events: the leases are listed every interval, and only"));
+    lines.push(Line::from("what changed (ETag or time) is read again. Looking changes nothing."));
+    let h = (lines.len() as u16 + 2).min(f.area().height);
+    let area = centred(f.area(), 76, h);
+    f.render_widget(Clear, area);
+    f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" keys ")), area);
+}

@@ -1,0 +1,236 @@
+//! `ubunye top -d s3://bucket/prefix`: the dashboard over a use case in an
+//! object store. A store sends no events, so a thread looks every
+//! `--interval` with the library's [`Poller`] (one listing, one HEAD of the
+//! bucket for its clock, a GET only of what changed); every verdict is the
+//! library's, as `leases list` gives it. Enter reads a batch's report
+//! (`leases explain`); `t` shows a takeover's plan, default No, and the
+//! engine checks again as it acts. Looking writes nothing.
+//!
+//! * [`app`]: the state and its update (pure), and the one table of keys;
+//! * [`draw`]: the screen.
+
+pub mod app;
+pub mod draw;
+
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::Duration;
+
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use ubunye::bucket::{self, Found, Holder, Objects, Place, Poller, S3, StoreUrl};
+use ubunye::layout::TaskPath;
+use ubunye::repair::Kind;
+use ubunye::sys::Sys;
+
+use crate::console::exit;
+use crate::console::print::say_err;
+use crate::report::store::{explained, takeover_outcome};
+use crate::top::event::Event;
+use app::{Effect, StoreApp};
+
+/// Where the dashboard reads from, and the machine that judges.
+#[derive(Clone)]
+pub struct Source {
+    pub uc: StoreUrl,
+    pub objects: Arc<dyn Objects>,
+    pub sys: Sys,
+}
+
+/// Run the dashboard over the store at `dir`; the exit code. Bad input and
+/// an unreachable store are told in one line before the terminal is touched.
+pub fn run(dir: &str, interval: Duration, colour: bool) -> i32 {
+    let uc = match StoreUrl::parse(dir) {
+        Ok(u) => u,
+        Err(e) => {
+            say_err(&format!("-d {dir}: {e}"));
+            return exit::USAGE;
+        }
+    };
+    if interval.is_zero() {
+        say_err("--interval 0 would read the store without pause: give at least 100ms");
+        return exit::USAGE;
+    }
+    let objects: Arc<dyn Objects> = match S3::from_env(&uc.bucket) {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            say_err(&e.to_string());
+            return exit::REFUSED;
+        }
+    };
+    // The bucket is there and the credentials are taken: or nothing opens.
+    if let Err(e) = objects.now() {
+        say_err(&e.to_string());
+        return exit::REFUSED;
+    }
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        say_err(&format!("top needs a terminal; `ubunye leases list -d {dir} --all` prints the same table once"));
+        return exit::USAGE;
+    }
+    let src = Source { uc, objects, sys: crate::console::machine::sys() };
+    let (tx, rx) = mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    if let Err(e) = poll(&src, interval, tx.clone(), stop.clone()) {
+        say_err(&format!("cannot start reading the store: {e}"));
+        return exit::REFUSED;
+    }
+    crossterm::style::force_color_output(colour);
+    let mut app = StoreApp::new(dir, interval);
+    let (mut terminal, mut guard) = match crate::top::term::enter() {
+        Ok(t) => t,
+        Err(e) => {
+            crate::top::term::restore();
+            say_err(&format!("cannot use the terminal: {e}"));
+            return exit::REFUSED;
+        }
+    };
+    if let Err(e) = crate::top::term::feed(&tx, &mut guard) {
+        drop(guard);
+        say_err(&format!("cannot start: {e}"));
+        return exit::REFUSED;
+    }
+    let ended = run_loop(&mut terminal, &mut app, &src, rx, &tx, colour, Some(Box::new(std::io::stdout())));
+    stop.store(true, Ordering::Relaxed);
+    drop(guard);
+    match ended {
+        Ok(code) => code,
+        Err(e) => {
+            say_err(&format!("the terminal failed: {e}"));
+            exit::REFUSED
+        }
+    }
+}
+
+/// Look at the store now and then every `every`, until `stop` or the loop
+/// is gone.
+fn poll(src: &Source, every: Duration, tx: Sender<Event>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
+    let src = src.clone();
+    std::thread::Builder::new().name("top-store-poll".into()).spawn(move || {
+        let mut poller = Poller::new();
+        while !stop.load(Ordering::Relaxed) {
+            let looked = poller.look(&*src.objects, &src.uc, &src.sys.timing).map_err(|e| e.to_string());
+            if tx.send(Event::StoreLooked(Box::new(looked))).is_err() {
+                return;
+            }
+            // Sleep in steps, so that a quit is not kept waiting.
+            let mut left = every;
+            while !left.is_zero() && !stop.load(Ordering::Relaxed) {
+                let step = left.min(Duration::from_millis(100));
+                std::thread::sleep(step);
+                left -= step;
+            }
+        }
+    })?;
+    Ok(())
+}
+
+/// The loop: events in, effects carried out, a frame after each turn.
+pub fn run_loop<B: Backend>(
+    term: &mut Terminal<B>,
+    app: &mut StoreApp,
+    src: &Source,
+    rx: Receiver<Event>,
+    tx: &Sender<Event>,
+    colour: bool,
+    mut clipboard: Option<Box<dyn Write>>,
+) -> std::io::Result<i32> {
+    let frame = |term: &mut Terminal<B>, app: &mut StoreApp| {
+        term.draw(|f| draw::draw(f, app, colour)).map(|_| ()).map_err(|e| std::io::Error::other(e.to_string()))
+    };
+    frame(term, app)?;
+    loop {
+        let Ok(first) = rx.recv() else { return Ok(0) };
+        let mut events = vec![first];
+        while let Ok(e) = rx.try_recv() {
+            events.push(e);
+            if events.len() >= 1000 {
+                break;
+            }
+        }
+        for ev in events {
+            for effect in handle(app, ev) {
+                match effect {
+                    Effect::Quit(code) => return Ok(code),
+                    Effect::Explain { task, key, plan } => spawn(tx, "top-store-explain", {
+                        let src = src.clone();
+                        move || {
+                            let report = Box::new(report(&src, &task, &key));
+                            Event::StoreExplained { task, key, plan, report }
+                        }
+                    }),
+                    Effect::Takeover { task, key } => spawn(tx, "top-store-takeover", {
+                        let src = src.clone();
+                        move || {
+                            let (ok, text) = take_over(&src, &task, &key);
+                            Event::StoreRepaired { ok, text }
+                        }
+                    }),
+                    Effect::Copy(text) => {
+                        if let Some(out) = clipboard.as_mut() {
+                            let _ = out.write_all(crate::top::term::osc52(&text).as_bytes());
+                            let _ = out.flush();
+                        }
+                    }
+                }
+            }
+        }
+        frame(term, app)?;
+    }
+}
+
+/// One event into the app: what it asks for.
+pub fn handle(app: &mut StoreApp, ev: Event) -> Vec<Effect> {
+    match ev {
+        Event::Key(k) => app.key(&k),
+        Event::StoreLooked(p) => {
+            app.looked(*p);
+            Vec::new()
+        }
+        Event::StoreExplained { task, key, plan, report } => {
+            app.explained(&task, &key, plan, *report);
+            Vec::new()
+        }
+        Event::StoreRepaired { ok, text } => {
+            app.repaired(ok, text);
+            Vec::new()
+        }
+        Event::Signal(sig) => vec![Effect::Quit(128 + sig)],
+        _ => Vec::new(),
+    }
+}
+
+fn spawn(tx: &Sender<Event>, name: &str, work: impl FnOnce() -> Event + Send + 'static) {
+    let tx2 = tx.clone();
+    let spawned = std::thread::Builder::new().name(name.into()).spawn(move || {
+        let _ = tx2.send(work());
+    });
+    if let Err(e) = spawned {
+        let _ = tx.send(Event::StoreRepaired { ok: false, text: format!("cannot start: {e}; nothing was done") });
+    }
+}
+
+/// A batch's report read fresh from the store, and whether a takeover applies.
+pub fn report(src: &Source, task: &str, key: &str) -> crate::top::event::StoreReport {
+    let t = &src.sys.timing;
+    let (now, found) = bucket::find(&*src.objects, &src.uc, key, Some(task), t).map_err(|e| e.to_string())?;
+    let Found::One(b) = found else {
+        return Err(format!("{task} {key} is no longer in the store"));
+    };
+    let e = bucket::explain(&*src.objects, &src.uc, &b, now, t).map_err(|e| e.to_string())?;
+    Ok((explained(&e), bucket::applies(&e, Kind::Takeover)))
+}
+
+/// `leases takeover` of one batch, as the CLI does it.
+pub fn take_over(src: &Source, task: &str, key: &str) -> (bool, String) {
+    let head = format!("{task} {key}");
+    let Ok(task) = TaskPath::parse(task) else {
+        return (false, format!("{head}: the task is not <usecase>/<package>/<task>"));
+    };
+    let place = Place { uc: src.uc.clone(), task, key: key.into() };
+    let holder =
+        Holder { run_id: uuid::Uuid::new_v4().to_string(), host: src.sys.host.clone(), pid: src.sys.pid, rerun: false };
+    let ended = bucket::takeover(src.objects.clone(), &place, &holder, src.sys.clock.clone(), &src.sys.timing);
+    takeover_outcome(&head, &ended)
+}
