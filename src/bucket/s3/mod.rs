@@ -32,6 +32,23 @@ fn path(key: &str) -> Path {
 
 /// Requests in flight at once for uploads and completions.
 const IN_FLIGHT: usize = 16;
+
+/// Run `requests` with [`IN_FLIGHT`] of them at a time, their answers in
+/// their order; the first failure ends it. Unordered in flight: one slow
+/// request does not hold the others back (an ordered buffer keeps at most
+/// `IN_FLIGHT` answers waiting behind its head).
+async fn many<T, F>(requests: impl Iterator<Item = F>) -> Result<Vec<T>, StoreError>
+where
+    F: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let mut answers: Vec<(usize, T)> =
+        futures_util::stream::iter(requests.enumerate().map(|(i, f)| async move { f.await.map(|t| (i, t)) }))
+            .buffer_unordered(IN_FLIGHT)
+            .try_collect()
+            .await?;
+    answers.sort_unstable_by_key(|(i, _)| *i);
+    Ok(answers.into_iter().map(|(_, t)| t).collect())
+}
 /// The size of each part of an upload (S3 takes 5 MiB to 5 GiB, the last part less).
 const PART: usize = 8 << 20;
 /// How long a request may take, and how long a connection.
@@ -255,9 +272,7 @@ impl Objects for S3 {
     }
 
     fn get_many(&self, keys: &[String]) -> Result<Vec<Option<Got>>, StoreError> {
-        self.rt.block_on(async {
-            futures_util::stream::iter(keys.iter().map(|k| self.get_one(k))).buffered(IN_FLIGHT).try_collect().await
-        })
+        self.rt.block_on(async { many(keys.iter().map(|k| self.get_one(k))).await })
     }
 
     fn head(&self, key: &str) -> Result<Option<Listed>, StoreError> {
@@ -379,29 +394,20 @@ impl Objects for S3 {
 
     fn start_uploads(&self, keys: &[String]) -> Result<Vec<String>, StoreError> {
         self.rt.block_on(async {
-            futures_util::stream::iter(
+            many(
                 keys.iter()
                     .map(|k| async move { self.store.create_multipart(&path(k)).await.map_err(|e| self.error(k, e)) }),
             )
-            .buffered(IN_FLIGHT)
-            .try_collect()
             .await
         })
     }
 
     fn send_parts(&self, uploads: &[Upload]) -> Result<Vec<Vec<String>>, StoreError> {
-        self.rt.block_on(async {
-            futures_util::stream::iter(uploads.iter().map(|u| self.send_one(u))).buffered(IN_FLIGHT).try_collect().await
-        })
+        self.rt.block_on(async { many(uploads.iter().map(|u| self.send_one(u))).await })
     }
 
     fn complete_new(&self, uploads: &[(Upload, Vec<String>)]) -> Result<Vec<Written>, StoreError> {
-        self.rt.block_on(async {
-            futures_util::stream::iter(uploads.iter().map(|(u, p)| self.complete_one(u, p)))
-                .buffered(IN_FLIGHT)
-                .try_collect()
-                .await
-        })
+        self.rt.block_on(async { many(uploads.iter().map(|(u, p)| self.complete_one(u, p))).await })
     }
 
     fn open_uploads_aged(&self, prefix: &str) -> Result<Vec<(String, String, Option<SystemTime>)>, StoreError> {
