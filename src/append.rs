@@ -9,7 +9,7 @@
 //! (or a folder in it) with a symlink, or mounted something in it, never leads a
 //! landing or a removal outside it.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
@@ -288,6 +288,24 @@ impl StagedAppend {
 }
 
 impl Landing<'_> {
+    /// Every landed file and the folders their names are in on the disk
+    /// before anything says they landed (the done mark; issue 14).
+    fn sync_landed(&self, out_dir: &Path) -> Result<()> {
+        let mut files = self.targets.clone();
+        files.push(out_dir.join("_SUCCESS"));
+        let mut dirs: BTreeSet<PathBuf> = BTreeSet::from([out_dir.to_path_buf()]);
+        for f in &self.listing.files {
+            let mut rel = f.rel.parent();
+            while let Some(p) = rel.filter(|p| !p.as_os_str().is_empty()) {
+                dirs.insert(out_dir.join(p));
+                rel = p.parent();
+            }
+        }
+        let dirs: Vec<PathBuf> = dirs.into_iter().collect();
+        crate::durable::landed(&self.listing.out_fd, out_dir, &files, &dirs)
+            .map_err(|e| Error::io("sync the landed files", out_dir, e))
+    }
+
     /// Claim every file in one save of the lease.
     pub fn claim(&mut self, lease: &RunLease) -> Result<()> {
         self.claims = lease.claim_all(&self.st.output, &self.targets)?;
@@ -315,6 +333,7 @@ impl Landing<'_> {
         }
         lease.all_landed_files(&self.claims)?;
         self.listing.mark_success(&st.out_dir)?;
+        self.sync_landed(&st.out_dir)?;
         let _ = lease.remove_staging(&st.staging_claim);
         Ok(Landed { files: self.targets.len(), targets: self.targets })
     }

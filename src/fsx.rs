@@ -104,9 +104,13 @@ pub fn tmp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!("{stem}.{}.tmp", hex8()))
 }
 
-fn write_new_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// A new file holding `bytes`, on the disk before its name is used
+/// (`durable::file`).
+fn write_new_file(path: &Path, bytes: &[u8]) -> io::Result<fs::File> {
     let mut f = fs::OpenOptions::new().write(true).create_new(true).open(path)?;
-    f.write_all(bytes)
+    f.write_all(bytes)?;
+    crate::durable::file(&f, path)?;
+    Ok(f)
 }
 
 /// Replace `path` with `bytes` in one rename, through `<stem>.<8hex>.tmp`.
@@ -114,6 +118,9 @@ fn write_new_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// with "permission denied" after `busy_for` (a reader holding the file on
 /// Windows-like file systems). Any other failure is an error; the temp file is
 /// removed on every path out except a kill.
+///
+/// The bytes reach the disk before the rename, and the rename before this
+/// returns (`durable`): a power cut leaves the old file or the new one.
 pub fn write_atomic(path: &Path, bytes: &[u8], busy_for: Duration) -> io::Result<bool> {
     let tmp = tmp_path(path);
     if let Err(e) = write_new_file(&tmp, bytes) {
@@ -121,7 +128,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], busy_for: Duration) -> io::Result
         return Err(e);
     }
     match patient(busy_for, || fs::rename(&tmp, path)) {
-        Ok(()) => Ok(true),
+        Ok(()) => crate::durable::parent(path).map(|()| true),
         Err(e) => {
             let _ = fs::remove_file(&tmp);
             if is_busy(&e) { Ok(false) } else { Err(e) }
@@ -133,13 +140,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8], busy_for: Duration) -> io::Result
 /// file at `path` (until something replaces it). Ok(None): refused as busy.
 pub fn write_atomic_keep(path: &Path, bytes: &[u8], busy_for: Duration) -> io::Result<Option<fs::File>> {
     let tmp = tmp_path(path);
-    let mut f = fs::OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-    if let Err(e) = f.write_all(bytes) {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
+    let f = match write_new_file(&tmp, bytes) {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
     match patient(busy_for, || fs::rename(&tmp, path)) {
-        Ok(()) => Ok(Some(f)),
+        Ok(()) => crate::durable::parent(path).map(|()| Some(f)),
         Err(e) => {
             let _ = fs::remove_file(&tmp);
             if is_busy(&e) { Ok(None) } else { Err(e) }
@@ -169,7 +178,8 @@ pub fn create_new_with(path: &Path, bytes: &[u8], between: impl FnOnce()) -> io:
     let linked = fs::hard_link(&tmp, path);
     let _ = fs::remove_file(&tmp);
     match linked {
-        Ok(()) => Ok(true),
+        // The link and the temp name's removal on the disk, in one sync.
+        Ok(()) => crate::durable::parent(path).map(|()| true),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) if links_unsupported(&e) => create_exclusive(path, bytes),
         Err(e) => Err(e),
@@ -190,11 +200,22 @@ pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     match fs::OpenOptions::new().write(true).create_new(true).open(path) {
         Ok(mut f) => {
             f.write_all(bytes)?;
+            crate::durable::file(&f, path)?;
+            crate::durable::parent(path)?;
             Ok(true)
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// A small file holding `bytes` (a mark: a done mark, a takeover mark),
+/// replaced if there, on the disk with its name before this returns.
+pub fn write_mark(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = fs::OpenOptions::new().write(true).create(true).truncate(true).open(path)?;
+    f.write_all(bytes)?;
+    crate::durable::file(&f, path)?;
+    crate::durable::parent(path)
 }
 
 /// Remove a file; a missing one is fine.

@@ -16,6 +16,7 @@ pub mod beneath;
 pub mod bucket;
 pub mod doctor;
 pub mod documents;
+pub mod durable;
 pub mod error;
 pub mod exec;
 pub mod explain;

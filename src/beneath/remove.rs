@@ -113,7 +113,12 @@ impl Beneath {
                 }
             }
         }
-        Ok(matches!(rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW), Err(Errno::NOENT)))
+        let gone = matches!(rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW), Err(Errno::NOENT));
+        // The removal on the disk before the lease that names the folder may
+        // forget it (issue 14); unsynced, it is reported as left.
+        // (Through its path: the parent handle is an O_PATH one, which fsync
+        // refuses.)
+        Ok(gone && crate::durable::parent(&self.root.join(staging)).is_ok())
     }
 
     /// After a claimed file was removed from `folder`: if the output is left with

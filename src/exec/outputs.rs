@@ -87,11 +87,27 @@ pub fn swap_in(
     moved_aside: impl FnOnce(),
 ) -> Result<Swap> {
     let io_err = |e: io::Error| Error::io("publish the overwrite of", output, e);
+    // What the command wrote on the disk before it is published, and the
+    // swap on the disk before the run goes on to commit (issue 14).
+    crate::durable::tree(staging).map_err(|e| Error::io("sync the staged overwrite", staging, e))?;
+    let swapped = swap(staging, output, exchange, aside, moved_aside, io_err)?;
+    crate::durable::parent(output).map_err(io_err)?;
+    Ok(swapped)
+}
+
+fn swap(
+    staging: &Path,
+    output: &Path,
+    exchange: bool,
+    aside: impl FnOnce(&Path) -> Result<()>,
+    moved_aside: impl FnOnce(),
+    io_err: impl Fn(io::Error) -> Error,
+) -> Result<Swap> {
     match renameat_with(CWD, staging, CWD, output, RenameFlags::NOREPLACE) {
         Ok(()) => return Ok(Swap::First),
         Err(Errno::EXIST) | Err(Errno::NOTEMPTY) => {}
         Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) if !output.exists() => {
-            fs::rename(staging, output).map_err(io_err)?;
+            fs::rename(staging, output).map_err(&io_err)?;
             return Ok(Swap::First);
         }
         Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) => {}
@@ -107,12 +123,12 @@ pub fn swap_in(
             match renameat_with(CWD, output, CWD, &old, RenameFlags::NOREPLACE) {
                 Ok(()) => {}
                 Err(Errno::INVAL) | Err(Errno::NOSYS) | Err(Errno::NOTSUP) if !old.exists() => {
-                    fs::rename(output, &old).map_err(io_err)?
+                    fs::rename(output, &old).map_err(&io_err)?
                 }
                 Err(e) => return Err(io_err(e.into())),
             }
             moved_aside();
-            fs::rename(staging, output).map_err(io_err)?;
+            fs::rename(staging, output).map_err(&io_err)?;
             Ok(Swap::TwoRenames)
         }
         Err(e) => Err(io_err(e.into())),

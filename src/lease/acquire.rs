@@ -213,7 +213,7 @@ impl RunLease {
                 return Err(unreadable(&s.task, &stale, "its run_id cannot name a file"));
             }
             let tomb = s.paths.taken(&dead_id);
-            fs::write(&tomb, s.now_z()).map_err(|e| Error::io("write the takeover mark", &tomb, e))?;
+            fsx::write_mark(&tomb, s.now_z().as_bytes()).map_err(|e| Error::io("write the takeover mark", &tomb, e))?;
             s.sys.hook.at(Step::Tombstoned);
             match self.recover(&mut taken, false) {
                 Ok(r) => acquired.took_over = Some(r),

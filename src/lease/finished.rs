@@ -2,8 +2,6 @@
 //! commit in the peer's order, `--rerun` removal after commit, release, and the
 //! end of a run (kept leases, §9).
 
-use std::fs;
-
 use serde::Serialize;
 use serde_json::Value;
 
@@ -151,7 +149,7 @@ impl RunLease {
         if s.owner() == Some(false) {
             return Ok(Commit { lost: true, ..Commit::default() });
         }
-        let _ = fs::write(s.paths.done(&s.run_id), s.now_z());
+        let _ = fsx::write_mark(&s.paths.done(&s.run_id), s.now_z().as_bytes());
         s.sys.hook.at(Step::DoneMarked);
         let (note, replaces) = {
             let mut st = lock(&s.state);

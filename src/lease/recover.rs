@@ -4,8 +4,9 @@
 //! replaced run's listed files are ever removed; no output folder is listed to
 //! decide what to delete.
 
+use std::collections::BTreeSet;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -187,6 +188,7 @@ impl RunLease {
                 Some(Value::Array(a)) => a.iter().filter_map(|c| c.as_str().map(str::to_string)).collect(),
                 _ => Vec::new(),
             };
+            let mut removed_here: Vec<(String, PathBuf)> = Vec::new();
             for claim in claims {
                 let moved = own.and_then(|o| o.moved.get(&claim).copied());
                 if own.is_some_and(|o| o.staged.contains(&claim)) && moved.is_none() {
@@ -199,6 +201,7 @@ impl RunLease {
                         if let Some(parent) = p.parent() {
                             b.drop_success_marker(parent);
                         }
+                        removed_here.push((claim.clone(), p.clone()));
                         out.removed.push(p);
                     }
                     Removal::Missing { unseen } => {
@@ -213,6 +216,19 @@ impl RunLease {
                     Removal::Refused(r) => {
                         out.refused.push(r);
                         push_left(&mut out.left, name, claim);
+                    }
+                }
+            }
+            // The removals on the disk before the lease that claims the files
+            // can forget them (issue 14): a folder that cannot be synced keeps
+            // its files' claims listed.
+            let dirs: BTreeSet<PathBuf> =
+                removed_here.iter().filter_map(|(_, p)| p.parent().map(Path::to_path_buf)).collect();
+            for d in dirs {
+                if let Err(e) = crate::durable::dir(&d) {
+                    for (c, p) in removed_here.iter().filter(|(_, p)| p.parent() == Some(d.as_path())) {
+                        out.failures.push((p.clone(), format!("removed, but the removal cannot be synced: {e}")));
+                        push_left(&mut out.left, name, c.clone());
                     }
                 }
             }

@@ -27,7 +27,16 @@ pub(super) fn in_place_ok(dir: &Path, allowed: bool) -> bool {
     }
 }
 
-const PAGE: u64 = 4096;
+/// The unit a write in place must stay within: a page is written whole or
+/// not at all when a process is killed; a power cut can tear a page at a
+/// sector, so that durability asks for one 512-byte sector (the unit a disk
+/// writes whole).
+fn unit() -> u64 {
+    match crate::durable::mode() {
+        crate::durable::Durability::Power => 512,
+        crate::durable::Durability::Process => 4096,
+    }
+}
 
 impl Shared {
     /// Write the lease, only while it is this run's. The caller holds the state
@@ -97,10 +106,11 @@ impl Shared {
         }
         let len = bytes.len() as u64;
         let mut off = w.at;
-        if off / PAGE != (off + len - 1) / PAGE {
-            off = (off / PAGE + 1) * PAGE;
+        let unit = unit();
+        if off / unit != (off + len - 1) / unit {
+            off = (off / unit + 1) * unit;
         }
-        if len > PAGE || off + len > w.end {
+        if len > unit || off + len > w.end {
             return None;
         }
         let r = self.write_in_place(tail, bytes.as_bytes(), off)?;
@@ -123,7 +133,7 @@ impl Shared {
         bytes.push('}');
         let off = tail.len.checked_sub(1)?;
         let len = bytes.len() as u64;
-        if off / PAGE != (off + len - 1) / PAGE {
+        if off / unit() != (off + len - 1) / unit() {
             return None;
         }
         let r = self.write_in_place(tail, bytes.as_bytes(), off)?;
@@ -139,6 +149,10 @@ impl Shared {
         }
         use std::os::unix::fs::FileExt;
         tail.file.write_all_at(bytes, off).ok()?;
+        // On the disk before the claimed files move (issue 14).
+        if let Err(e) = crate::durable::file(&tail.file, &self.lease_path()) {
+            return Some(Err(Error::io("sync the lease", self.lease_path(), e)));
+        }
         self.sys.hook.at(Step::Saved);
         Some(Ok(self.tail_is_current(tail)))
     }

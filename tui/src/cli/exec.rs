@@ -28,6 +28,13 @@ use ubunye::layout::TaskPath;
 /// sent SIGTERM, then SIGKILL after UBUNYE_EXEC_GRACE (default 2s), before
 /// anything lands: no writer outlives its run.
 ///
+/// Safe when the machine loses power, not only when a process is killed:
+/// the lease, each claim, the landed files (the command's own writes
+/// included) and the done mark reach the disk in order (fsync; see
+/// docs/design.md, Durability). UBUNYE_DURABILITY=process turns the syncs
+/// off and keeps only the safety against kills. A file system that refuses
+/// fsync is named in a warning at the end.
+///
 /// The command also gets UBUNYE_RUN_ID, UBUNYE_BATCH_KEY, UBUNYE_TASK,
 /// UBUNYE_USECASE_DIR and each variable as UBUNYE_VAR_<NAME>.
 ///
@@ -178,6 +185,19 @@ fn describe(e: &Event, run_id: &str, timings: bool) -> Option<String> {
 }
 
 pub fn run(a: &ExecArgs) -> i32 {
+    if let Some(Err(e)) = std::env::var("UBUNYE_DURABILITY").ok().map(|v| ubunye::durable::Durability::parse(&v)) {
+        say_err(&e);
+        return exit::USAGE;
+    }
+    let code = run_checked(a);
+    // Never a durability the disk did not give: said once, at the end.
+    if let Some(w) = ubunye::durable::weakened() {
+        say_err(&format!("warning: {w}: this run is safe if a process is killed, not if the machine loses power"));
+    }
+    code
+}
+
+fn run_checked(a: &ExecArgs) -> i32 {
     let task = match task_of(a) {
         Ok(t) => t,
         Err(e) => {

@@ -13,6 +13,7 @@ use assert_cmd::Command;
 pub use ubunye_testkit::*;
 
 pub mod dash;
+pub mod killing;
 pub mod tmux;
 pub mod trees;
 
