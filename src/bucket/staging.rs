@@ -10,6 +10,14 @@
 //! the lock when the process dies, however it dies. Every store run sweeps
 //! first: a folder whose lock it can take belongs to no live run and goes.
 //! A folder whose lock is held, or cannot be read, is left alone.
+//!
+//! A lock file is never seen unlocked while its run lives: it is made under
+//! a name the sweep ignores (`.<run>.new`), locked, then renamed to
+//! `<run>.lock` (review 14, finding S1: a sweep that opened a fresh lock
+//! file before its run locked it deleted the live run's folder). A sweep
+//! acts only on names that are a run's uuid, and only if the name still
+//! names the file it locked (finding S2: `...lock` made it remove all of
+//! `$TMPDIR`).
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -27,21 +35,35 @@ pub struct Staging {
     _lock: File,
 }
 
-/// The folder, per user, under which store runs stage their files.
+/// The folder, per user and host, under which store runs stage their files
+/// (per host: a `$TMPDIR` shared over NFS has no locks one host sees
+/// another's by).
 pub fn base() -> PathBuf {
-    std::env::temp_dir().join(format!("ubunye-staging-{}", rustix::process::getuid().as_raw()))
+    base_in(&std::env::temp_dir())
+}
+
+/// [`base`] under the temp folder `tmp`.
+pub fn base_in(tmp: &Path) -> PathBuf {
+    let host = rustix::system::uname().nodename().to_string_lossy().replace(['/', '\\'], "_");
+    tmp.join(format!("ubunye-staging-{}-{host}", rustix::process::getuid().as_raw()))
 }
 
 impl Staging {
     /// Sweep what dead runs left under `base`, then lock and make
-    /// `base/<run_id>/`.
+    /// `base/<run_id>/`. The run id must be a uuid.
     pub fn make(base: &Path, run_id: &str) -> io::Result<Staging> {
+        if !super::claims::is_run_uuid(run_id) {
+            return Err(io::Error::other(format!("'{run_id}' is not a run id (a uuid)")));
+        }
         ensure_base(base)?;
         sweep(base);
         let lock_path = base.join(format!("{run_id}.lock"));
-        let lock = locked(&lock_path)?;
+        let lock = locked(base, run_id, &lock_path)?;
         let root = base.join(run_id);
-        fs::DirBuilder::new().mode(0o700).create(&root)?;
+        if let Err(e) = fs::DirBuilder::new().mode(0o700).create(&root) {
+            let _ = fs::remove_file(&lock_path);
+            return Err(e);
+        }
         Ok(Staging { root, lock_path, _lock: lock })
     }
 
@@ -52,9 +74,44 @@ impl Staging {
 }
 
 impl Drop for Staging {
+    /// The folder, then its lock; a folder that would not go keeps its lock
+    /// file, so that a later sweep tries again (finding S3).
     fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.root);
-        let _ = fs::remove_file(&self.lock_path);
+        if remove_tree(&self.root) {
+            let _ = fs::remove_file(&self.lock_path);
+        }
+    }
+}
+
+/// Remove the folder `root` (gone already is fine), making the folders in
+/// it writable first if a plain removal fails (a command may leave one
+/// read-only; its owner may always change that). Whether it is gone.
+fn remove_tree(root: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    match fs::remove_dir_all(root) {
+        Ok(()) => return true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return true,
+        Err(_) => {}
+    }
+    let mut todo = vec![root.to_path_buf()];
+    let mut seen = 0;
+    while let Some(d) = todo.pop() {
+        seen += 1;
+        if seen > 1_000_000 {
+            break;
+        }
+        let Ok(m) = fs::symlink_metadata(&d) else { continue };
+        if !m.is_dir() {
+            continue;
+        }
+        let _ = fs::set_permissions(&d, fs::Permissions::from_mode(m.permissions().mode() | 0o700));
+        if let Ok(rd) = fs::read_dir(&d) {
+            todo.extend(rd.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).map(|e| e.path()));
+        }
+    }
+    match fs::remove_dir_all(root) {
+        Ok(()) => true,
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
     }
 }
 
@@ -76,21 +133,43 @@ fn ensure_base(base: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Open and lock `path`, making sure the lock taken is on the file the path
-/// names: a sweep may unlink the file between the open and the lock.
-fn locked(path: &Path) -> io::Result<File> {
-    for _ in 0..100 {
-        let f = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
-        flock(&f, FlockOperation::LockExclusive)?;
-        let held = f.metadata()?;
-        match fs::metadata(path) {
-            Ok(now) if now.ino() == held.ino() && now.dev() == held.dev() => return Ok(f),
-            Ok(_) => continue,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
+/// The lock file `path` (`<run>.lock`), locked: made under `.<run>.new`,
+/// locked without waiting (nobody else knows that name; a sweep ignores
+/// it), then renamed into place, so that `<run>.lock` is locked from the
+/// moment it exists.
+fn locked(base: &Path, run_id: &str, path: &Path) -> io::Result<File> {
+    let fresh = base.join(format!(".{run_id}.new"));
+    let mut last = None;
+    // A sweep may take a `.new` file between its creation and its lock (it
+    // removes those a killed run left): then again, a few times.
+    for _ in 0..5 {
+        let f = OpenOptions::new().read(true).write(true).create_new(true).open(&fresh)?;
+        let held = flock(&f, FlockOperation::NonBlockingLockExclusive).is_ok() && is_at(&f, &fresh);
+        if held {
+            match fs::rename(&fresh, path) {
+                Ok(()) => return Ok(f),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => last = Some(e),
+                Err(e) => {
+                    let _ = fs::remove_file(&fresh);
+                    return Err(e);
+                }
+            }
+        } else {
+            last = Some(io::Error::other(format!("{}: taken by another process", fresh.display())));
+            if is_at(&f, &fresh) {
+                let _ = fs::remove_file(&fresh);
+            }
         }
     }
-    Err(io::Error::other(format!("{}: could not lock it in 100 tries", path.display())))
+    Err(last.unwrap_or_else(|| io::Error::other("the lock file could not be made")))
+}
+
+/// Whether the open file `f` is the one `path` names now.
+fn is_at(f: &File, path: &Path) -> bool {
+    match (f.metadata(), fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+        _ => false,
+    }
 }
 
 /// Remove the staging folders under `base` whose run is gone: those whose
@@ -100,27 +179,48 @@ pub fn sweep(base: &Path) -> usize {
     let mut gone = 0;
     for e in entries.flatten() {
         let name = e.file_name();
-        let Some(run) = name.to_str().and_then(|n| n.strip_suffix(".lock")) else { continue };
-        let lock_path = e.path();
-        let Ok(f) = OpenOptions::new().read(true).write(true).open(&lock_path) else { continue };
-        if flock(&f, FlockOperation::NonBlockingLockExclusive).is_err() {
+        // A `.new` lock file a run killed before its rename left: gone if
+        // nobody holds it (its maker holds it from before its name is used).
+        if let Some(run) = name.to_str().and_then(|n| n.strip_prefix('.')?.strip_suffix(".new")) {
+            if super::claims::is_run_uuid(run) {
+                let p = e.path();
+                if let Ok(f) = File::open(&p) {
+                    if flock(&f, FlockOperation::NonBlockingLockExclusive).is_ok() && is_at(&f, &p) {
+                        let _ = fs::remove_file(&p);
+                    }
+                }
+            }
             continue;
         }
-        // Ours now, and no live run's: its folder, then the lock file, while
-        // the lock is held (a run that opens the file meanwhile sees it
-        // unlinked and opens a new one).
-        // A folder that would not go (a dead run's command still writing
-        // into it) keeps its lock file, so that a later sweep tries again.
-        match fs::remove_dir_all(base.join(run)) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(_) => continue,
+        let Some(run) = name.to_str().and_then(|n| n.strip_suffix(".lock")) else { continue };
+        // Only a run's own names (never `..`, never `.`): finding S2.
+        if !super::claims::is_run_uuid(run) {
+            continue;
         }
-        if fs::remove_file(&lock_path).is_ok() {
+        let lock_path = e.path();
+        let Ok(f) = OpenOptions::new().read(true).write(true).open(&lock_path) else { continue };
+        if sweep_one(base, run, &lock_path, &f) {
             gone += 1;
         }
     }
     gone
+}
+
+/// The folder of run `run` and its lock file `lock_path`, if `f` (opened
+/// from that name, perhaps a while ago) can be locked without waiting and
+/// is still the file the name names.
+fn sweep_one(base: &Path, run: &str, lock_path: &Path, f: &File) -> bool {
+    if flock(f, FlockOperation::NonBlockingLockExclusive).is_err() {
+        return false;
+    }
+    // The name must still be the file locked: another sweep may have removed
+    // it meanwhile, and a live run's new lock taken its place.
+    if !is_at(f, lock_path) {
+        return false;
+    }
+    // Ours now, and no live run's: its folder, then the lock file. A folder
+    // that would not go keeps its lock file, so that a later sweep tries again.
+    remove_tree(&base.join(run)) && fs::remove_file(lock_path).is_ok()
 }
 
 #[cfg(test)]
@@ -133,32 +233,83 @@ mod tests {
         b
     }
 
+    const LIVE: &str = "11111111-1111-4111-8111-111111111111";
+    const DEAD: &str = "22222222-2222-4222-8222-222222222222";
+    const OTHER: &str = "33333333-3333-4333-8333-333333333333";
+
     #[test]
     fn a_live_runs_folder_is_kept_and_a_dead_ones_swept() {
         let b = fresh();
-        let live = Staging::make(&b, "live").unwrap();
+        let live = Staging::make(&b, LIVE).unwrap();
         fs::write(live.root().join("f"), "x").unwrap();
         // A dead run: its lock file exists but nobody holds it.
-        fs::create_dir(b.join("dead")).unwrap();
-        fs::write(b.join("dead/f"), "x").unwrap();
-        fs::write(b.join("dead.lock"), "").unwrap();
+        fs::create_dir(b.join(DEAD)).unwrap();
+        fs::write(b.join(DEAD).join("f"), "x").unwrap();
+        fs::write(b.join(format!("{DEAD}.lock")), "").unwrap();
         // A folder without a lock file is not ours to judge.
         fs::create_dir(b.join("stray")).unwrap();
         assert_eq!(sweep(&b), 1);
         assert!(live.root().join("f").exists());
-        assert!(!b.join("dead").exists() && !b.join("dead.lock").exists());
+        assert!(!b.join(DEAD).exists() && !b.join(format!("{DEAD}.lock")).exists());
         assert!(b.join("stray").exists());
         let root = live.root().to_path_buf();
         drop(live);
-        assert!(!root.exists() && !b.join("live.lock").exists());
+        assert!(!root.exists() && !b.join(format!("{LIVE}.lock")).exists());
+        fs::remove_dir_all(&b).unwrap();
+    }
+
+    #[test]
+    fn names_that_are_not_a_run_are_never_swept_and_never_made() {
+        let d = tempfile::tempdir().unwrap();
+        let b = d.path().join("base");
+        ensure_base(&b).unwrap();
+        fs::write(d.path().join("precious"), "keep").unwrap();
+        // `...lock` names `..`, `.lock` names `.`: review 14, finding S2.
+        fs::write(b.join("...lock"), "").unwrap();
+        fs::write(b.join(".lock"), "").unwrap();
+        fs::write(b.join("x.lock"), "").unwrap();
+        assert_eq!(sweep(&b), 0);
+        assert!(d.path().join("precious").exists() && b.join("...lock").exists());
+        let e = Staging::make(&b, "..").unwrap_err();
+        assert!(e.to_string().contains("is not a run id"), "{e}");
+    }
+
+    #[test]
+    fn a_lock_file_replaced_since_it_was_opened_is_not_swept() {
+        let b = fresh();
+        // A sweep opened the dead run's lock file, then stalled; meanwhile
+        // another sweep removed it and a live run (same name) locked a new one.
+        fs::write(b.join(format!("{OTHER}.lock")), "").unwrap();
+        let stale = File::open(b.join(format!("{OTHER}.lock"))).unwrap();
+        fs::remove_file(b.join(format!("{OTHER}.lock"))).unwrap();
+        let live = Staging::make(&b, OTHER).unwrap();
+        fs::write(live.root().join("part"), "x").unwrap();
+        assert!(!sweep_one(&b, OTHER, &b.join(format!("{OTHER}.lock")), &stale));
+        assert!(live.root().join("part").exists() && b.join(format!("{OTHER}.lock")).exists());
+        drop(live);
+        fs::remove_dir_all(&b).unwrap();
+    }
+
+    #[test]
+    fn a_read_only_folder_in_the_staging_is_made_writable_and_removed() {
+        let b = fresh();
+        let s = Staging::make(&b, LIVE).unwrap();
+        // A file in use by another process cannot stop a removal on Linux;
+        // a mount point could. A read-only folder is made writable first.
+        fs::create_dir_all(s.root().join("ro/deep")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(s.root().join("ro"), fs::Permissions::from_mode(0o500)).unwrap();
+        drop(s);
+        assert!(!b.join(LIVE).exists(), "the read-only folder was made writable and removed");
+        assert!(!b.join(format!("{LIVE}.lock")).exists());
         fs::remove_dir_all(&b).unwrap();
     }
 
     #[test]
     fn a_lock_held_by_another_process_is_not_swept() {
         let b = fresh();
-        fs::create_dir(b.join("other")).unwrap();
-        let lock = b.join("other.lock");
+        fs::create_dir(b.join(OTHER)).unwrap();
+        let lock = b.join(format!("{OTHER}.lock"));
         fs::write(&lock, "").unwrap();
         // A shell takes the lock on fd 9 and becomes `sleep`, which keeps it.
         let mut child = std::process::Command::new("sh")
@@ -175,11 +326,11 @@ mod tests {
         drop(f);
         assert!(held, "the child never took the lock");
         assert_eq!(sweep(&b), 0);
-        assert!(b.join("other").exists());
+        assert!(b.join(OTHER).exists());
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(sweep(&b), 1, "a killed holder's folder goes");
-        assert!(!b.join("other").exists());
+        assert!(!b.join(OTHER).exists());
         fs::remove_dir_all(&b).unwrap();
     }
 
@@ -187,7 +338,7 @@ mod tests {
     fn a_base_of_another_kind_is_refused() {
         let f = std::env::temp_dir().join(format!("ubunye-staging-file-{}", uuid::Uuid::new_v4()));
         fs::write(&f, "").unwrap();
-        let e = Staging::make(&f, "r").unwrap_err();
+        let e = Staging::make(&f, LIVE).unwrap_err();
         assert!(e.to_string().contains("not a folder of this user's"), "{e}");
         fs::remove_file(&f).unwrap();
     }
