@@ -106,3 +106,28 @@ fn a_first_look_reads_everything_and_a_saved_lease_alone_is_read_again() {
     let p = poller.look(&*w.mem, &w.place.uc, &w.timing).unwrap();
     assert_eq!((p.read, p.batches.len()), (0, 0), "a released lease is forgotten without a read");
 }
+
+#[test]
+fn an_object_that_changed_between_the_list_and_the_get_is_read_again() {
+    // Review 14, finding P1: removed just before the GET, put back byte for
+    // byte in the same second (the same ETag and time in the next listing).
+    let w = world();
+    let _a = w.held(A);
+    let key = w.place.lease_key();
+    let body = w.mem.get(&key).unwrap().unwrap().body;
+    let mut poller = Poller::new();
+    let mem = w.mem.clone();
+    let k2 = key.clone();
+    w.mem.before("get", move || {
+        mem.delete(&k2).unwrap();
+    });
+    let p = poller.look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert!(p.batches.is_empty(), "the GET found nothing: no batch, this time");
+    w.mem.put(&key, body).unwrap();
+    for _ in 0..3 {
+        let p = poller.look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+        let (_, full) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+        assert_eq!(p.batches, full);
+        assert_eq!(p.batches.len(), 1);
+    }
+}

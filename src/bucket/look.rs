@@ -142,12 +142,22 @@ impl Poller {
                 seen.insert(key.to_string(), old);
             }
         }
+        // What a GET read is judged now; it is kept as seen only if it is
+        // the version the listing named (the same ETag): an object that
+        // changed between the list and the GET, or that a GET did not find,
+        // is read again at the next look (review 14, finding P1).
+        let mut now_read: HashMap<String, Option<Got>> = HashMap::new();
         for (key, got) in changed.into_iter().zip(fresh) {
             let l = (*listed[key.as_str()]).clone();
-            seen.insert(key, (l, got));
+            if got.as_ref().is_some_and(|g| g.etag == l.etag) {
+                seen.insert(key.clone(), (l, got.clone()));
+            }
+            now_read.insert(key, got);
         }
         self.seen = seen;
-        let read = self.seen.iter().map(|(k, (_, g))| (k.clone(), g.clone())).collect();
+        let mut read: HashMap<String, Option<Got>> =
+            self.seen.iter().map(|(k, (_, g))| (k.clone(), g.clone())).collect();
+        read.extend(now_read);
         let now = objects.now()?;
         Ok(Polled { now, batches: judge_all(objects, uc, timing, batches, read, now), read: read_now })
     }

@@ -252,6 +252,7 @@ fn bad_input(st: &Store, kind: Kind) {
         (vec!["top", "-d", "s3://no-such-bucket/uc"], 1, "does not exist"),
         (vec!["top", "--watch", "notify", "-d", &uc], 2, "a store sends no events"),
         (vec!["top", "--interval", "0s", "-d", &uc], 2, "--interval 0"),
+        (vec!["top", "--interval", "1ms", "-d", &uc], 2, "at least 100ms"),
         (vec!["leases", "explain", "-d", &uc, "0123"], 2, "no batch's key starts with '0123'"),
         (vec!["leases", "takeover", "-d", &uc, "01", "--yes"], 2, "4 hex digits"),
     ] {
@@ -471,4 +472,36 @@ fn moto_top_in_a_terminal() {
     t.wait("top to exit", |p| p.contains("TOP-EXITED 0"));
     assert_eq!(std::fs::read_to_string(&before).unwrap(), std::fs::read_to_string(&after).unwrap());
     assert_eq!(t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).trim(), "0");
+
+    // Ctrl-C while a takeover runs (its settle is the default 3 s here):
+    // the dashboard ends at once, the takeover, a process of its own,
+    // finishes, and no lease is left that nobody holds (review 14, T2).
+    let mut run = st
+        .ubunye()
+        .args(exec_args(&uc, "t2", "exec sleep 600"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while st.keys("uc/.ubunye/leases/").is_empty() {
+        assert!(Instant::now() < until, "the second run took no lease");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    t.keys(&["clear", "Enter"]);
+    t.keys(&[&line.replace("TOP-EXITED", "TOP-AGAIN"), "Enter"]);
+    t.wait("the dead row", |p| p.contains("✖ dead"));
+    t.keys(&["t"]);
+    t.wait("the plan", |p| p.contains("Take it over?"));
+    t.keys(&["y"]);
+    t.wait("the takeover under way", |p| p.contains("taking it over"));
+    t.keys(&["C-c"]);
+    t.wait("top to exit on Ctrl-C", |p| p.contains("TOP-AGAIN 0"));
+    let until = Instant::now() + Duration::from_secs(20);
+    while !st.keys("uc/.ubunye/leases/").iter().all(|k| k.ends_with(".finished.json")) {
+        assert!(Instant::now() < until, "a lease is left: {:?}", st.keys("uc/.ubunye/leases/"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

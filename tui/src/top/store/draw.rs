@@ -182,6 +182,10 @@ fn draw_popup(f: &mut Frame, p: &Popup) {
     };
     lines = wrap(&lines, inner);
     let room = area.height.saturating_sub(3) as usize;
+    if matches!(p, Popup::Done { .. }) && lines.len() > room {
+        // An outcome's last lines say how it ended: those are kept.
+        lines.drain(..lines.len() - room);
+    }
     lines.truncate(room);
     let mut text: Vec<Line> = lines.into_iter().map(Line::from).collect();
     if let Some(yes) = question {

@@ -49,8 +49,11 @@ pub fn run(dir: &str, interval: Duration, colour: bool) -> i32 {
             return exit::USAGE;
         }
     };
-    if interval.is_zero() {
-        say_err("--interval 0 would read the store without pause: give at least 100ms");
+    if interval < Duration::from_millis(100) {
+        say_err(&format!(
+            "--interval {} would read the store without pause: give at least 100ms",
+            humantime::format_duration(interval)
+        ));
         return exit::USAGE;
     }
     let objects: Arc<dyn Objects> = match S3::from_env(&uc.bucket) {
@@ -161,9 +164,9 @@ pub fn run_loop<B: Backend>(
                         }
                     }),
                     Effect::Takeover { task, key } => spawn(tx, "top-store-takeover", {
-                        let src = src.clone();
+                        let dir = app.uc.clone();
                         move || {
-                            let (ok, text) = take_over(&src, &task, &key);
+                            let (ok, text) = take_over_apart(&dir, &task, &key);
                             Event::StoreRepaired { ok, text }
                         }
                     }),
@@ -222,7 +225,35 @@ pub fn report(src: &Source, task: &str, key: &str) -> crate::top::event::StoreRe
     Ok((explained(&e), bucket::applies(&e, Kind::Takeover)))
 }
 
-/// `leases takeover` of one batch, as the CLI does it.
+/// `ubunye leases takeover --yes` of one batch, in a process of its own (its
+/// own process group, no terminal): quitting the dashboard, Ctrl-C or the
+/// terminal closing while it runs leave it to finish, so that no half-done
+/// takeover leaves a lease no process holds (review 14, finding T2). Its
+/// output is the outcome shown.
+pub fn take_over_apart(dir: &str, task: &str, key: &str) -> (bool, String) {
+    use std::os::unix::process::CommandExt;
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return (false, format!("cannot start the takeover: {e}; nothing was done")),
+    };
+    let out = std::process::Command::new(exe)
+        .args(["leases", "takeover", "--yes", "-d", dir, "--task", task, key])
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .process_group(0)
+        .output();
+    match out {
+        Ok(o) => {
+            let mut text = String::from_utf8_lossy(&o.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&o.stderr));
+            let text = text.lines().map(|l| l.strip_prefix("ubunye: ").unwrap_or(l)).collect::<Vec<_>>().join("\n");
+            (o.status.success(), text)
+        }
+        Err(e) => (false, format!("cannot start the takeover: {e}; nothing was done")),
+    }
+}
+
+/// `leases takeover` of one batch, as the CLI does it, in this process.
 pub fn take_over(src: &Source, task: &str, key: &str) -> (bool, String) {
     let head = format!("{task} {key}");
     let Ok(task) = TaskPath::parse(task) else {
