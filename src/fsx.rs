@@ -122,12 +122,24 @@ fn write_new_file(path: &Path, bytes: &[u8]) -> io::Result<fs::File> {
 /// The bytes reach the disk before the rename, and the rename before this
 /// returns (`durable`): a power cut leaves the old file or the new one.
 pub fn write_atomic(path: &Path, bytes: &[u8], busy_for: Duration) -> io::Result<bool> {
+    write_atomic_then(path, bytes, busy_for, true)
+}
+
+/// [`write_atomic`] for a file no later step waits for (a run record): its
+/// bytes on the disk before the rename (never a name with no bytes), the
+/// rename left to the kernel (after a power cut the old file or the new).
+pub fn write_atomic_lazy(path: &Path, bytes: &[u8], busy_for: Duration) -> io::Result<bool> {
+    write_atomic_then(path, bytes, busy_for, false)
+}
+
+fn write_atomic_then(path: &Path, bytes: &[u8], busy_for: Duration, sync_dir: bool) -> io::Result<bool> {
     let tmp = tmp_path(path);
     if let Err(e) = write_new_file(&tmp, bytes) {
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
     match patient(busy_for, || fs::rename(&tmp, path)) {
+        Ok(()) if !sync_dir => Ok(true),
         Ok(()) => crate::durable::parent(path).map(|()| true),
         Err(e) => {
             let _ = fs::remove_file(&tmp);
@@ -209,8 +221,8 @@ pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     }
 }
 
-/// A small file holding `bytes` (a mark: a done mark, a takeover mark),
-/// replaced if there, on the disk with its name before this returns.
+/// A small file holding `bytes` (a takeover mark), replaced if there, on
+/// the disk with its name before this returns.
 pub fn write_mark(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut f = fs::OpenOptions::new().write(true).create(true).truncate(true).open(path)?;
     f.write_all(bytes)?;

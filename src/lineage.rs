@@ -190,7 +190,10 @@ impl RunRecord {
 
     fn write(&self) -> std::io::Result<()> {
         let text = self.text();
-        match fsx::write_atomic(&self.path, text.as_bytes(), self.busy_for)? {
+        // No step waits for a record: its bytes reach the disk before its
+        // name (never a record of 0 bytes), its rename when the kernel
+        // pleases (issue 14).
+        match fsx::write_atomic_lazy(&self.path, text.as_bytes(), self.busy_for)? {
             true => Ok(()),
             false => Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "record in use")),
         }
