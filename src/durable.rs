@@ -153,6 +153,33 @@ pub fn landed(out: impl AsFd, out_path: &Path, files: &[PathBuf], dirs: &[PathBu
     Ok(())
 }
 
+/// Start writing back, in a thread of its own, what the file systems of
+/// `dirs` hold (a command's outputs, just written), where one `syncfs`
+/// reaches it: the write-back then runs beside the claims and the renames,
+/// and [`landed`]'s `syncfs` before the done mark is left little to do. It
+/// promises nothing itself; join it before the run ends.
+pub fn start_early(dirs: Vec<PathBuf>) -> Option<std::thread::JoinHandle<()>> {
+    if !on() || dirs.is_empty() {
+        return None;
+    }
+    std::thread::Builder::new()
+        .name("ubunye-write-back".into())
+        .spawn(move || {
+            let mut seen = Vec::new();
+            for d in dirs {
+                let Ok(f) = File::open(&d) else { continue };
+                let Ok(m) = f.metadata() else { continue };
+                use std::os::unix::fs::MetadataExt;
+                if seen.contains(&m.dev()) || !syncfs_suffices(&f) {
+                    continue;
+                }
+                seen.push(m.dev());
+                let _ = rustix::fs::syncfs(&f);
+            }
+        })
+        .ok()
+}
+
 /// Everything under the folder `root` on the disk (an overwrite's staged
 /// tree, before it is published): `syncfs` where it suffices, else each
 /// file and folder in it (symlinks are not followed).

@@ -66,6 +66,25 @@ pub(super) fn publish(
     exchange: bool,
     events: &mut dyn FnMut(Event),
 ) -> Result<()> {
+    // The write-back of what the command wrote starts now, beside the
+    // claims and the renames (issue 14); the landing's own sync, before the
+    // done mark, is what makes it durable.
+    let early = crate::durable::start_early(
+        prepared.iter().filter(|p| p.append.is_some()).map(|p| p.out.path.clone()).collect(),
+    );
+    let done = publish_all(lease, prepared, exchange, events);
+    if let Some(h) = early {
+        let _ = h.join();
+    }
+    done
+}
+
+fn publish_all(
+    lease: &RunLease,
+    prepared: &[Prepared<'_>],
+    exchange: bool,
+    events: &mut dyn FnMut(Event),
+) -> Result<()> {
     // 1. Nothing visible changes here.
     let mut landings: Vec<(&Prepared<'_>, Landing<'_>)> = Vec::new();
     for p in prepared {
