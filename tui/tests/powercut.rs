@@ -22,23 +22,10 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use common::killing::{DECOY, FILES, Table, env_num, exec, leases_now, rerun, takeover, verify};
-use ubunye_cutfs::{Disk, Mounted, available};
+use ubunye_cutfs::{Disk, Mounted, fuse_or_skip};
 use ubunye_testkit::Rng;
 
 const BATCHES: usize = 6;
-
-fn fuse_or_skip(test: &str) -> bool {
-    match available() {
-        Ok(()) => true,
-        Err(why) if std::env::var("UBUNYE_REQUIRE_FUSE").as_deref() == Ok("1") => {
-            panic!("{test}: FUSE is required here (UBUNYE_REQUIRE_FUSE=1): {why}")
-        }
-        Err(why) => {
-            eprintln!("\n*** {test}: SKIPPED: {why}. CI runs it (UBUNYE_REQUIRE_FUSE=1). ***\n");
-            false
-        }
-    }
-}
 
 /// Every process with a file or its folder under `at`, SIGKILLed until none
 /// is left (bounded: 10 s): a mount cannot go while one holds it.

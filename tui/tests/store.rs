@@ -414,6 +414,18 @@ fn moto_runs_and_zombies() {
     runs_and_zombies(Kind::Moto, "store::moto_runs_and_zombies");
 }
 
+/// A run of batch `dt` that holds its lease (bounded wait: 20 s) while
+/// `script` runs.
+fn live_run(st: &Store, uc: &str, dt: &str, script: &str) -> Child {
+    let run = st.ubunye().args(exec_args(uc, dt, script)).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while !st.keys("uc/.ubunye/leases/").iter().any(|k| !k.ends_with(".finished.json")) {
+        assert!(Instant::now() < until, "the run of {dt} took no lease");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    run
+}
+
 /// `ubunye top -d s3://...` in a real terminal (tmux) over moto: a live run
 /// shows live; SIGKILLed, its lease turns dead by the store's clock (the
 /// test's 3 s timeout); `t` shows the plan, `y` takes it over and the batch
@@ -426,18 +438,7 @@ fn moto_top_in_a_terminal() {
     }
     let Some(st) = start(Kind::Moto, "store::moto_top_in_a_terminal") else { return };
     let uc = format!("s3://{BUCKET}/uc");
-    let mut run = st
-        .ubunye()
-        .args(exec_args(&uc, "t1", "echo a > $UBUNYE_OUT_EVENTS/part-0.csv; exec sleep 600"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + Duration::from_secs(20);
-    while st.keys("uc/.ubunye/leases/").is_empty() {
-        assert!(Instant::now() < until, "the run took no lease");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut run = live_run(&st, &uc, "t1", "echo a > $UBUNYE_OUT_EVENTS/part-0.csv; exec sleep 600");
     let d = tempfile::tempdir().unwrap();
     let t = Tmux { socket: format!("ubunye-store-{}", std::process::id()) };
     t.run(&["new-session", "-d", "-s", "e2e", "-x", "110", "-y", "30", "sh"]);
@@ -476,18 +477,7 @@ fn moto_top_in_a_terminal() {
     // Ctrl-C while a takeover runs (its settle is the default 3 s here):
     // the dashboard ends at once, the takeover, a process of its own,
     // finishes, and no lease is left that nobody holds (review 14, T2).
-    let mut run = st
-        .ubunye()
-        .args(exec_args(&uc, "t2", "exec sleep 600"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let until = Instant::now() + Duration::from_secs(20);
-    while st.keys("uc/.ubunye/leases/").is_empty() {
-        assert!(Instant::now() < until, "the second run took no lease");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut run = live_run(&st, &uc, "t2", "exec sleep 600");
     run.kill().unwrap();
     run.wait().unwrap();
     t.keys(&["clear", "Enter"]);

@@ -44,6 +44,21 @@ pub fn available() -> Result<(), String> {
     Ok(())
 }
 
+/// Whether a test that needs FUSE can run: false, with a loud SKIPPED line,
+/// where FUSE is missing; a failure instead when UBUNYE_REQUIRE_FUSE=1 (CI).
+pub fn fuse_or_skip(test: &str) -> bool {
+    match available() {
+        Ok(()) => true,
+        Err(why) if std::env::var("UBUNYE_REQUIRE_FUSE").as_deref() == Ok("1") => {
+            panic!("{test}: FUSE is required here (UBUNYE_REQUIRE_FUSE=1): {why}")
+        }
+        Err(why) => {
+            eprintln!("\n*** {test}: SKIPPED: {why}. CI runs it (UBUNYE_REQUIRE_FUSE=1). ***\n");
+            false
+        }
+    }
+}
+
 impl Disk {
     pub fn new() -> Disk {
         Disk::default()

@@ -6,20 +6,7 @@
 use std::fs;
 use std::io::Write;
 
-use ubunye_cutfs::{Disk, available};
-
-fn fuse_or_skip(test: &str) -> bool {
-    match available() {
-        Ok(()) => true,
-        Err(why) if std::env::var("UBUNYE_REQUIRE_FUSE").as_deref() == Ok("1") => {
-            panic!("{test}: FUSE is required here (UBUNYE_REQUIRE_FUSE=1): {why}")
-        }
-        Err(why) => {
-            eprintln!("{test}: SKIPPED: {why}");
-            false
-        }
-    }
-}
+use ubunye_cutfs::{Disk, fuse_or_skip};
 
 #[test]
 fn a_cut_keeps_what_was_synced_and_only_that() {
