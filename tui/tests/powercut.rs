@@ -30,12 +30,26 @@ const BATCHES: usize = 6;
 /// Every process with a file or its folder under `at`, SIGKILLed until none
 /// is left (bounded: 10 s): a mount cannot go while one holds it.
 fn kill_users(at: &Path) {
+    // Never this process or one above it (the runner, a shell).
+    let mut mine = vec![std::process::id() as i32];
+    let mut pid = std::process::id() as i32;
+    for _ in 0..64 {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let ppid = stat.rsplit(')').next().and_then(|r| r.split_whitespace().nth(1)).and_then(|p| p.parse().ok());
+        match ppid {
+            Some(p) if p > 1 => {
+                mine.push(p);
+                pid = p;
+            }
+            _ => break,
+        }
+    }
     let until = Instant::now() + Duration::from_secs(10);
     loop {
         let mut found = 0;
         for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
             let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-            if pid == std::process::id() as i32 {
+            if mine.contains(&pid) {
                 continue;
             }
             let mut paths = vec![e.path().join("cwd")];
@@ -137,29 +151,33 @@ fn power_cuts(cuts: usize, seed: u64) -> (Table, usize, u64) {
         rig.mounted();
         let left = leases_now(&uc);
         if std::env::var("UBUNYE_CUT_DEBUG").is_ok() {
-            eprintln!(
-                "round {round}: {} lease(s) left: {:?}",
-                left.len(),
-                fs::read_dir(uc.join(".ubunye/leases/demo/sales/ingest"))
-                    .map(|r| r.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
-                    .ok()
-            );
+            eprintln!("round {round}: {} lease(s) left", left.len());
         }
-        let mut c: Command = if !left.is_empty() && rng.below(3) == 0 {
+        // The first rounds take each kind of run in turn (an exec, a
+        // --rerun, a takeover when a cut run left a lease), each cut at each
+        // of its sync points; the rest pick at random.
+        let at_sync = per_run > 0 && (round as u64) < 3 * per_run;
+        let kind = if at_sync {
+            round % 3
+        } else if rng.below(3) == 0 {
+            2
+        } else if rng.below(6) == 0 {
+            1
+        } else {
+            0
+        };
+        let mut c: Command = if kind == 2 && !left.is_empty() {
             takeovers += 1;
             takeover(&uc, &left[rng.below(left.len() as u64) as usize])
-        } else if rng.below(6) == 0 {
+        } else if kind == 1 {
             reruns += 1;
             rerun(&uc, rng.below(BATCHES as u64) as usize)
         } else {
             exec(&uc, rng.below(BATCHES as u64) as usize)
         };
         let m = rig.mounted();
-        // The first rounds cut at each sync point of a run in turn; the rest
-        // at a random moment.
-        let at_sync = per_run > 0 && (round as u64) < 2 * per_run;
         if at_sync {
-            m.ctl.cut_at(m.ctl.syncs() + 1 + round as u64 % per_run);
+            m.ctl.cut_at(m.ctl.syncs() + 1 + (round as u64 / 3) % per_run);
         }
         let mut child = c.spawn().unwrap();
         if at_sync {
@@ -196,9 +214,10 @@ fn power_cuts_at_every_sync_point_and_at_random_leave_every_batch_exactly_once()
     let start = Instant::now();
     let (t, blocked, per_run) = power_cuts(cuts, seed);
     eprintln!(
-        "{BATCHES} batches x {FILES} files, {cuts} power cuts (seed {seed}): {} during ubunye exec (a sixth of them --rerun), {} during ubunye leases takeover; a run makes {per_run} sync(s), each cut at in turn first; then one clean pass with --resume, in {:.0} s",
+        "{BATCHES} batches x {FILES} files, {cuts} power cuts (seed {seed}): {} during ubunye exec (a sixth of them --rerun), {} during ubunye leases takeover; a run makes {per_run} sync(s): the first {} rounds cut each kind of run at each in turn; then one clean pass with --resume, in {:.0} s",
         t.kills,
         t.takeover_kills,
+        3 * per_run,
         start.elapsed().as_secs_f64()
     );
     eprintln!("missing doubled corrupt blocked leftover-staging leftover-temp foreign-lost");
