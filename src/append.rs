@@ -252,7 +252,7 @@ impl StagedAppend {
     pub fn begin(lease: &RunLease, output: &str, out_dir: &Path) -> Result<StagedAppend> {
         let staging = out_dir.join(format!("_ubunye-{}", fsx::hex12()));
         let staging_claim = lease.staging(output, &staging)?;
-        fs::create_dir_all(out_dir).map_err(|e| Error::io("create the output folder", out_dir, e))?;
+        crate::durable::create_dir_all(out_dir).map_err(|e| Error::io("create the output folder", out_dir, e))?;
         fs::create_dir(&staging).map_err(|e| Error::io("create the staging folder", &staging, e))?;
         Ok(StagedAppend { output: output.to_string(), out_dir: out_dir.to_path_buf(), staging, staging_claim })
     }

@@ -111,6 +111,27 @@ pub fn parent(path: &Path) -> io::Result<()> {
     }
 }
 
+/// `fs::create_dir_all`, each folder it makes on the disk: the folder above
+/// every new one is synced, from the first that was there down (review 15:
+/// a new lease folder or output folder whose name was never synced vanished
+/// in a power cut with the lease or files in it).
+pub fn create_dir_all(path: &Path) -> io::Result<()> {
+    let mut missing = Vec::new();
+    let mut p = path;
+    while !p.as_os_str().is_empty() && std::fs::symlink_metadata(p).is_err() {
+        missing.push(p.to_path_buf());
+        match p.parent() {
+            Some(q) => p = q,
+            None => break,
+        }
+    }
+    std::fs::create_dir_all(path)?;
+    for made in missing.iter().rev() {
+        parent(made)?;
+    }
+    Ok(())
+}
+
 /// `fsync` of an open folder.
 pub fn dir_fd(fd: impl AsFd, path: &Path) -> io::Result<()> {
     if !on() {
@@ -158,7 +179,7 @@ pub fn landed(out: impl AsFd, out_path: &Path, files: &[PathBuf], dirs: &[PathBu
 /// reaches it: the write-back then runs beside the claims and the renames,
 /// and [`landed`]'s `syncfs` before the done mark is left little to do. It
 /// promises nothing itself; join it before the run ends.
-pub fn start_early(dirs: Vec<PathBuf>) -> Option<std::thread::JoinHandle<()>> {
+pub fn start_early(dirs: Vec<PathBuf>) -> Option<std::thread::JoinHandle<io::Result<()>>> {
     if !on() || dirs.is_empty() {
         return None;
     }
@@ -174,8 +195,11 @@ pub fn start_early(dirs: Vec<PathBuf>) -> Option<std::thread::JoinHandle<()>> {
                     continue;
                 }
                 seen.push(m.dev());
-                let _ = rustix::fs::syncfs(&f);
+                // Its error is the landing's: an error this sync reports is
+                // not reported again to a later one (review 15, F6).
+                checked(rustix::fs::syncfs(&f).map_err(io::Error::from), &d)?;
             }
+            Ok(())
         })
         .ok()
 }

@@ -190,8 +190,15 @@ pub fn create_new_with(path: &Path, bytes: &[u8], between: impl FnOnce()) -> io:
     let linked = fs::hard_link(&tmp, path);
     let _ = fs::remove_file(&tmp);
     match linked {
-        // The link and the temp name's removal on the disk, in one sync.
-        Ok(()) => crate::durable::parent(path).map(|()| true),
+        // The link and the temp name's removal on the disk, in one sync; a
+        // lease that cannot be made durable is not left behind (review 15).
+        Ok(()) => match crate::durable::parent(path) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                let _ = fs::remove_file(path);
+                Err(e)
+            }
+        },
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) if links_unsupported(&e) => create_exclusive(path, bytes),
         Err(e) => Err(e),

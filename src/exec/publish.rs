@@ -40,7 +40,7 @@ pub(super) fn prepare<'a>(lease: &RunLease, out: &'a Output) -> Result<Prepared<
     let staging = outputs::overwrite_staging(&out.path);
     lease.staging(&out.name, &staging)?;
     if let Some(parent) = out.path.parent() {
-        fs::create_dir_all(parent).map_err(|e| Error::io("create the output's folder", parent, e))?;
+        crate::durable::create_dir_all(parent).map_err(|e| Error::io("create the output's folder", parent, e))?;
     }
     fs::create_dir(&staging).map_err(|e| Error::io("create the staging folder", &staging, e))?;
     Ok(Prepared { out, staging, append: None })
@@ -73,10 +73,15 @@ pub(super) fn publish(
         prepared.iter().filter(|p| p.append.is_some()).map(|p| p.out.path.clone()).collect(),
     );
     let done = publish_all(lease, prepared, exchange, events);
-    if let Some(h) = early {
-        let _ = h.join();
+    let early = early.map(|h| h.join().unwrap_or(Ok(())));
+    match (done, early) {
+        (Err(e), _) => Err(e),
+        (Ok(()), Some(Err(e))) => {
+            let at = prepared.iter().find(|p| p.append.is_some()).map(|p| p.out.path.clone()).unwrap_or_default();
+            Err(Error::io("sync the landed files", at, e))
+        }
+        (Ok(()), _) => Ok(()),
     }
-    done
 }
 
 fn publish_all(

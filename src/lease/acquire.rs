@@ -85,7 +85,7 @@ impl RunLease {
             stop_cv: Condvar::new(),
         };
         let mut shared = shared;
-        fs::create_dir_all(&shared.paths.dir)
+        crate::durable::create_dir_all(&shared.paths.dir)
             .map_err(|e| Error::io("create the lease folder", &shared.paths.dir, e))?;
         shared.in_place = in_place_ok(&shared.paths.dir, shared.sys.knobs.in_place);
         shared.dir_fd = rustix::fs::open(

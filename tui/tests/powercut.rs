@@ -137,11 +137,24 @@ fn power_cuts(cuts: usize, seed: u64) -> (Table, usize, u64) {
     fs::create_dir_all(uc.join(".ubunye")).unwrap();
     fs::write(uc.join("out/events/foreign.txt"), "not a run's").unwrap();
     fs::write(uc.join("out/events").join(DECOY).join("keep.txt"), "decoy").unwrap();
-    // A reference run on a copy of the disk's start: how many sync points.
-    let per_run = syncs_of_a_run(&mut rig, &uc);
-    // Back to the start: the reference run's batch is finished; keep it (the
-    // verifier counts it like the others) and make the disk durable now.
+    // The disk as set up is durable; then a first run (how many sync points
+    // a run makes), and a power cut just after it with nothing written back:
+    // what that first run made (the task's lease and record folders, new)
+    // must be on the disk by its own syncs (review 15, F1).
     rig.disk.sync_all();
+    let per_run = syncs_of_a_run(&mut rig, &uc);
+    if let Some(m) = rig.mount.take() {
+        m.cut();
+        m.unmount().expect("unmount after the first run");
+    }
+    rig.disk.power_back();
+    rig.mounted();
+    let first = exec(&uc, 0).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&first.stderr).is_empty() || first.status.success(),
+        "the first run's batch, after a cut: {}",
+        String::from_utf8_lossy(&first.stderr)
+    );
     if std::env::var("UBUNYE_CUT_DEBUG").is_ok() {
         eprintln!("durable after the reference run: {:?}", rig.disk.paths(true));
     }
@@ -259,4 +272,67 @@ fn a_file_system_that_refuses_fsync_is_named_in_a_warning() {
     let t = verify(&uc, 1, 0, 0);
     assert_eq!((t.missing, t.doubled, t.corrupt), (0, 0, 0));
     rig.mount.take().unwrap().unmount().unwrap();
+}
+
+/// A batch landed where its lease folder (`new_leases`) or its output folder
+/// did not exist yet, then the power cut with nothing written back: what the
+/// run said it finished is on the disk, folders and all, the other run's
+/// batch too (review 15, F1-F2: a new folder's name was never synced, and a
+/// finished batch ran twice, or lost its files).
+fn into_new_folders(new_leases: bool) {
+    let d = tempfile::tempdir().unwrap();
+    let at = d.path().join("disk");
+    fs::create_dir(&at).unwrap();
+    let mut rig = Rig { disk: Disk::new(), at: at.clone(), mount: None };
+    let uc = at.join("uc");
+    rig.mounted();
+    fs::create_dir_all(uc.join(".ubunye")).unwrap();
+    if new_leases {
+        // The output is there (and durable); the task's lease folder is not.
+        fs::create_dir_all(uc.join("out/events")).unwrap();
+    } else {
+        // The task's lease folder is there (another batch ran); the output
+        // folder is not.
+        let out = exec(&uc, 0).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        fs::remove_dir_all(uc.join("out")).unwrap();
+        fs::remove_file(uc.join(".ubunye/leases/demo/sales/ingest").join(format!("{}.finished.json", key(0)))).unwrap();
+    }
+    rig.disk.sync_all();
+    let out = exec(&uc, 1).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let m = rig.mount.take().unwrap();
+    m.cut();
+    m.unmount().unwrap();
+    rig.disk.power_back();
+    rig.mounted();
+    let again = exec(&uc, 1).output().unwrap();
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    let t = verify(&uc, 2, 0, 0);
+    // Batch 1's files exactly once; batch 0 has none (never run, or taken away).
+    assert_eq!((t.doubled, t.corrupt, t.leftover_staging), (0, 0, 0), "new_leases {new_leases}: {t:?}");
+    assert_eq!(t.missing, FILES, "new_leases {new_leases}: only batch 0's files are missing: {t:?}");
+    rig.mount.take().unwrap().unmount().unwrap();
+}
+
+fn key(batch: usize) -> String {
+    let o = Command::new(common::bin())
+        .args(["key", "--task", "demo/sales/ingest", "-dt", &format!("b{batch:03}")])
+        .output()
+        .unwrap();
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+#[test]
+fn a_run_into_a_new_lease_folder_survives_a_cut_after_it_finished() {
+    if fuse_or_skip("powercut::new_lease_folder") {
+        into_new_folders(true);
+    }
+}
+
+#[test]
+fn a_run_into_a_new_output_folder_survives_a_cut_after_it_finished() {
+    if fuse_or_skip("powercut::new_output_folder") {
+        into_new_folders(false);
+    }
 }
