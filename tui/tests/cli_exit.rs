@@ -184,3 +184,25 @@ fn the_demos_actor_is_a_word_only_the_demo_uses() {
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("ubunye-rs "));
 }
+
+/// A durability that is not one is refused by every command that writes,
+/// before anything is done (issue 14); the commands that only look ignore it.
+#[test]
+fn a_bad_durability_setting_is_a_usage_error_for_the_writers_and_nothing_changes() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let before = tree(&uc);
+    for args in [
+        vec!["exec", "-d", "uc", "--task", "demo/sales/ingest", "-dt", "2025-01-09", "--", "true"],
+        vec!["leases", "takeover", "7d10", "--yes", "-d", "uc"],
+        vec!["leases", "finish", "7d10", "--yes", "-d", "uc"],
+    ] {
+        let o = ubunye(&uc).env("UBUNYE_DURABILITY", "off").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("UBUNYE_DURABILITY=off is not a durability"), "{args:?}: {err}");
+    }
+    assert_eq!(tree(&uc), before, "nothing changed");
+    let o = ubunye(&uc).env("UBUNYE_DURABILITY", "off").args(["leases", "list", "-d", "uc"]).output().unwrap();
+    assert!(o.status.code() != Some(2), "looking is not refused: {}", String::from_utf8_lossy(&o.stderr));
+}

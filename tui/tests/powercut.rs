@@ -77,7 +77,28 @@ struct Rig {
     mount: Option<Mounted>,
 }
 
+/// A disk in a temp folder, mounted; the use case's path on it.
+fn rig() -> (tempfile::TempDir, Rig, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let at = d.path().join("disk");
+    fs::create_dir(&at).unwrap();
+    let mut rig = Rig { disk: Disk::new(), at: at.clone(), mount: None };
+    rig.mounted();
+    (d, rig, at.join("uc"))
+}
+
 impl Rig {
+    /// Unmount, once no process uses the disk (bounded: a process that has
+    /// just exited may hold it a moment longer).
+    fn unmount(&mut self) {
+        let Some(m) = self.mount.take() else { return };
+        // Twice, a moment apart: a run's last process may still be going.
+        kill_users(&self.at);
+        std::thread::sleep(Duration::from_millis(30));
+        kill_users(&self.at);
+        m.unmount().unwrap_or_else(|e| panic!("unmount {}: {e}", self.at.display()));
+    }
+
     fn mounted(&mut self) -> &Mounted {
         if self.mount.is_none() {
             self.mount = Some(self.disk.mount(&self.at).expect("mount the power-cut file system"));
@@ -93,10 +114,7 @@ impl Rig {
         }
         let _ = child.kill();
         let _ = child.wait();
-        kill_users(&self.at);
-        if let Some(m) = self.mount.take() {
-            m.unmount().expect("unmount after the cut");
-        }
+        self.unmount();
         let p = rng.below(3);
         let debug = std::env::var("UBUNYE_CUT_DEBUG").is_ok();
         if debug {
@@ -127,12 +145,7 @@ fn syncs_of_a_run(rig: &mut Rig, uc: &Path) -> u64 {
 }
 
 fn power_cuts(cuts: usize, seed: u64) -> (Table, usize, u64) {
-    let d = tempfile::tempdir().unwrap();
-    let at = d.path().join("disk");
-    fs::create_dir(&at).unwrap();
-    let mut rig = Rig { disk: Disk::new(), at: at.clone(), mount: None };
-    let uc = at.join("uc");
-    rig.mounted();
+    let (_d, mut rig, uc) = rig();
     fs::create_dir_all(uc.join("out/events").join(DECOY)).unwrap();
     fs::create_dir_all(uc.join(".ubunye")).unwrap();
     fs::write(uc.join("out/events/foreign.txt"), "not a run's").unwrap();
@@ -143,10 +156,10 @@ fn power_cuts(cuts: usize, seed: u64) -> (Table, usize, u64) {
     // must be on the disk by its own syncs (review 15, F1).
     rig.disk.sync_all();
     let per_run = syncs_of_a_run(&mut rig, &uc);
-    if let Some(m) = rig.mount.take() {
+    if let Some(m) = &rig.mount {
         m.cut();
-        m.unmount().expect("unmount after the first run");
     }
+    rig.unmount();
     rig.disk.power_back();
     rig.mounted();
     let first = exec(&uc, 0).output().unwrap();
@@ -213,7 +226,7 @@ fn power_cuts(cuts: usize, seed: u64) -> (Table, usize, u64) {
     }
     let t = verify(&uc, BATCHES, cuts - takeovers, takeovers);
     eprintln!("({reruns} of the runs were --rerun)");
-    rig.mount.take().unwrap().unmount().unwrap();
+    rig.unmount();
     (t, blocked, per_run)
 }
 
@@ -253,11 +266,7 @@ fn a_file_system_that_refuses_fsync_is_named_in_a_warning() {
     if !fuse_or_skip("powercut::refuses_fsync") {
         return;
     }
-    let d = tempfile::tempdir().unwrap();
-    let at = d.path().join("disk");
-    fs::create_dir(&at).unwrap();
-    let mut rig = Rig { disk: Disk::new(), at: at.clone(), mount: None };
-    let uc = at.join("uc");
+    let (_d, mut rig, uc) = rig();
     rig.mounted().ctl.refuse_syncs();
     fs::create_dir_all(uc.join(".ubunye")).unwrap();
     let out = exec(&uc, 0).output().unwrap();
@@ -271,7 +280,7 @@ fn a_file_system_that_refuses_fsync_is_named_in_a_warning() {
     );
     let t = verify(&uc, 1, 0, 0);
     assert_eq!((t.missing, t.doubled, t.corrupt), (0, 0, 0));
-    rig.mount.take().unwrap().unmount().unwrap();
+    rig.unmount();
 }
 
 /// A batch landed where its lease folder (`new_leases`) or its output folder
@@ -280,12 +289,7 @@ fn a_file_system_that_refuses_fsync_is_named_in_a_warning() {
 /// batch too (review 15, F1-F2: a new folder's name was never synced, and a
 /// finished batch ran twice, or lost its files).
 fn into_new_folders(new_leases: bool) {
-    let d = tempfile::tempdir().unwrap();
-    let at = d.path().join("disk");
-    fs::create_dir(&at).unwrap();
-    let mut rig = Rig { disk: Disk::new(), at: at.clone(), mount: None };
-    let uc = at.join("uc");
-    rig.mounted();
+    let (_d, mut rig, uc) = rig();
     fs::create_dir_all(uc.join(".ubunye")).unwrap();
     if new_leases {
         // The output is there (and durable); the task's lease folder is not.
@@ -301,9 +305,8 @@ fn into_new_folders(new_leases: bool) {
     rig.disk.sync_all();
     let out = exec(&uc, 1).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let m = rig.mount.take().unwrap();
-    m.cut();
-    m.unmount().unwrap();
+    rig.mount.as_ref().unwrap().cut();
+    rig.unmount();
     rig.disk.power_back();
     rig.mounted();
     let again = exec(&uc, 1).output().unwrap();
@@ -312,7 +315,7 @@ fn into_new_folders(new_leases: bool) {
     // Batch 1's files exactly once; batch 0 has none (never run, or taken away).
     assert_eq!((t.doubled, t.corrupt, t.leftover_staging), (0, 0, 0), "new_leases {new_leases}: {t:?}");
     assert_eq!(t.missing, FILES, "new_leases {new_leases}: only batch 0's files are missing: {t:?}");
-    rig.mount.take().unwrap().unmount().unwrap();
+    rig.unmount();
 }
 
 fn key(batch: usize) -> String {

@@ -185,19 +185,6 @@ fn describe(e: &Event, run_id: &str, timings: bool) -> Option<String> {
 }
 
 pub fn run(a: &ExecArgs) -> i32 {
-    if let Some(Err(e)) = std::env::var("UBUNYE_DURABILITY").ok().map(|v| ubunye::durable::Durability::parse(&v)) {
-        say_err(&e);
-        return exit::USAGE;
-    }
-    let code = run_checked(a);
-    // Never a durability the disk did not give: said once, at the end.
-    if let Some(w) = ubunye::durable::weakened() {
-        say_err(&format!("warning: {w}: this run is safe if a process is killed, not if the machine loses power"));
-    }
-    code
-}
-
-fn run_checked(a: &ExecArgs) -> i32 {
     let task = match task_of(a) {
         Ok(t) => t,
         Err(e) => {

@@ -212,6 +212,25 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             }
         }
     }
+    // The commands that write a use case: a durability they cannot give is
+    // refused before anything is done (issue 14).
+    let writes = matches!(&cli.command, Command::Exec(_))
+        || matches!(&cli.command, Command::Leases(l) if matches!(l.command, leases::LeasesCommand::Takeover(_) | leases::LeasesCommand::Finish(_)));
+    if writes {
+        if let Some(Err(e)) = std::env::var("UBUNYE_DURABILITY").ok().map(|v| ubunye::durable::Durability::parse(&v)) {
+            say_err(&e);
+            return exit::USAGE;
+        }
+    }
+    let code = dispatch(&cli);
+    // Never a durability the disk did not give: said once, at the end.
+    if let Some(w) = ubunye::durable::weakened() {
+        say_err(&format!("warning: {w}: this run is safe if a process is killed, not if the machine loses power"));
+    }
+    code
+}
+
+fn dispatch(cli: &Cli) -> i32 {
     use std::io::IsTerminal;
     let colour = colour::decide(cli.color, std::io::stdout().is_terminal());
     match &cli.command {
