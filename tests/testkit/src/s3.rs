@@ -58,7 +58,7 @@ pub struct Server {
 /// they are not set up; a panic when CI requires them.
 pub fn servers_bin(test: &str) -> Option<PathBuf> {
     match std::env::var_os("UBUNYE_S3_BIN").map(PathBuf::from) {
-        Some(d) if d.join("weed").is_file() && d.join("moto_server").is_file() => Some(d),
+        Some(d) if d.join("weed").is_file() && d.join("moto_server").is_file() && d.join("python").is_file() => Some(d),
         other => {
             let why = match other {
                 Some(d) => format!("UBUNYE_S3_BIN={} holds no weed and moto_server", d.display()),
@@ -135,8 +135,13 @@ impl Server {
             }
             Kind::Moto => {
                 let port = free_ports(1)[0];
-                let mut c = Command::new(bin.join("moto_server"));
-                c.args(["-H", "127.0.0.1", "-p", &port.to_string()]).current_dir(dir.path());
+                // moto checks If-None-Match and If-Match, then writes, in two
+                // steps its threads can interleave: under load two racers both
+                // won a conditional create (a CI-like run, moto_races round 6).
+                // S3 does each atomically; so does moto here, its requests on
+                // a key taken one at a time.
+                let mut c = Command::new(bin.join("python"));
+                c.args(["-c", MOTO_ATOMIC, "-H", "127.0.0.1", "-p", &port.to_string()]).current_dir(dir.path());
                 (spawn(c, dir.path()), port)
             }
         };
@@ -231,6 +236,19 @@ fn http(addr: SocketAddr, method: &str, path: &str) -> Option<u16> {
     let text = std::str::from_utf8(&head[..n]).ok()?;
     text.split_whitespace().nth(1)?.parse().ok()
 }
+
+/// moto's server with each request on a key handled under one lock.
+const MOTO_ATOMIC: &str = "import sys, threading
+from moto.s3.responses import S3Response
+_lock = threading.Lock()
+_key_response = S3Response._key_response
+def _one_at_a_time(self, *args, **kwargs):
+    with _lock:
+        return _key_response(self, *args, **kwargs)
+S3Response._key_response = _one_at_a_time
+from moto.server import main
+sys.exit(main(sys.argv[1:]))
+";
 
 impl Drop for Server {
     fn drop(&mut self) {
