@@ -132,14 +132,6 @@ pub fn create_dir_all(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// `fsync` of an open folder.
-pub fn dir_fd(fd: impl AsFd, path: &Path) -> io::Result<()> {
-    if !on() {
-        return Ok(());
-    }
-    checked(rustix::fs::fsync(fd).map_err(io::Error::from), path)
-}
-
 /// Whether `syncfs` on this file system writes back everything it holds
 /// (file data and folders alike): local journaling file systems. Not FUSE
 /// (the kernel sends FUSE_SYNCFS to virtiofs only), not NFS, not unknown.

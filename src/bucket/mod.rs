@@ -51,5 +51,5 @@ pub use recover::{Recovered, claim_key, uploads_of};
 pub use repair::{TakeoverEnd, applies, takeover};
 pub use run::{BucketEnd, BucketRun, run};
 pub use s3::S3;
-pub use staging::{Staging, base_in as staging_base_in, sweep as sweep_staging};
+pub use staging::{Staging, base_in as staging_base_in};
 pub use url::{StoreUrl, is_store_url, plain_key};
