@@ -101,9 +101,36 @@ impl RunLease {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let lease = RunLease { s: Arc::new(shared), beat: Mutex::new(None) };
-        let acquired = lease.take()?;
+        let mut acquired = lease.take()?;
+        if acquired.took_over.is_some() || !acquired.adopted.is_empty() {
+            acquired.temps_removed = lease.remove_dead_temps();
+        }
         lease.start_heartbeat();
         Ok((lease, acquired))
+    }
+
+    /// The temp files of the batch's lease folder (`<key>.<8hex>.tmp`,
+    /// `<key>.finished.<8hex>.tmp`, ...): a save of a dead run killed between
+    /// its write and its rename. Called once this run holds the lease after
+    /// taking a dead run over: no other run of the batch can be writing them
+    /// then (a paused holder that wakes finds its temp gone and fails its
+    /// save, as it must). Stricter than the peer, which leaves them
+    /// (docs/differences.md). Listing the folder is paid only on a takeover.
+    fn remove_dead_temps(&self) -> Vec<std::path::PathBuf> {
+        let s = &*self.s;
+        let mut removed = Vec::new();
+        let Ok(rd) = fs::read_dir(&s.paths.dir) else { return removed };
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if matches!(layout::classify(name), Entry::Tmp { key } if key == s.paths.key) {
+                let p = e.path();
+                if fs::remove_file(&p).is_ok() {
+                    removed.push(p);
+                }
+            }
+        }
+        removed
     }
 
     fn create(&self, text: &[u8]) -> Result<bool> {

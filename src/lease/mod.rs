@@ -91,6 +91,9 @@ pub struct Acquired {
     pub adopted: Vec<Recovery>,
     /// Takeover tombstones older than 7 days that were removed.
     pub expired_tombstones: Vec<PathBuf>,
+    /// Temp files of the batch's lease folder left by a dead run's killed
+    /// save, removed after a takeover.
+    pub temps_removed: Vec<PathBuf>,
 }
 
 struct State {

@@ -336,3 +336,25 @@ fn a_takeover_racing_a_new_run_of_the_batch() {
         assert!(!uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json").exists());
     }
 }
+
+/// A save a dead run's kill cut between its write and its rename leaves a
+/// temp file in the lease folder (`ubunye killtest` found them). A takeover
+/// removes its batch's, and only its batch's: no run of the batch can be
+/// writing them once the lease is taken. Stricter than the peer
+/// (docs/differences.md).
+#[test]
+fn a_takeover_removes_the_dead_runs_temp_files_of_its_batch_only() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let dir = uc.join(".ubunye/leases/demo/sales/ingest");
+    let ours = ["7d106ca76674f2a1.0123abcd.tmp", "7d106ca76674f2a1.finished.89abcdef.tmp"];
+    let other = "39bc42311894ddba.0123abcd.tmp";
+    for n in ours.iter().chain([&other]) {
+        fs::write(dir.join(n), "{\"run_id\": \"half").unwrap();
+    }
+    let o = ubunye(&uc).args(["leases", "takeover", "7d10", "--yes", "-d", "uc"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    for n in ours {
+        assert!(!dir.join(n).exists(), "{n} is removed");
+    }
+    assert!(dir.join(other).exists(), "another batch's temp file stays");
+}
