@@ -22,6 +22,7 @@ pub mod exec;
 pub mod explain;
 pub mod fsx;
 pub mod key;
+pub mod killtest;
 pub mod layout;
 pub mod lease;
 pub mod lineage;

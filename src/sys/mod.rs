@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 mod diskclock;
 mod env;
+pub mod sandbox;
 
 pub use env::Knobs;
 

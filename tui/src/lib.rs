@@ -19,5 +19,6 @@
 pub mod cli;
 pub mod console;
 pub mod demo;
+pub mod killtest;
 pub mod report;
 pub mod top;

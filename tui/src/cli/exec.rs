@@ -116,7 +116,7 @@ pub struct ExecArgs {
     pub command: Vec<OsString>,
 }
 
-pub(super) fn task_of(a: &ExecArgs) -> Result<TaskPath, String> {
+pub(crate) fn task_of(a: &ExecArgs) -> Result<TaskPath, String> {
     match (&a.task, &a.usecase, &a.package, &a.task_name) {
         (Some(t), _, _, _) => TaskPath::parse(t),
         (None, Some(u), Some(p), Some(t)) => TaskPath::from_parts(u, p, t),
@@ -238,7 +238,7 @@ pub fn run(a: &ExecArgs) -> i32 {
             }
         }
     };
-    match exec::run(&spec, crate::console::machine::sys(), &mut on_event) {
+    match exec::run(&spec, crate::console::machine::sys_for(&a.dir.dir), &mut on_event) {
         Ok(ExecEnd::Done { run_id, key, commit, kept }) => {
             if !quiet {
                 let mut line = format!("{} {} done (run {})", spec.task, key, ubunye::documents::short(&run_id));

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod args;
 pub(crate) mod doctor;
-mod exec;
+pub(crate) mod exec;
 mod generate;
 mod key;
 pub(crate) mod leases;
@@ -19,6 +19,7 @@ mod table;
 pub(crate) use crate::console::print::{out, outln, print_json, say_err};
 pub use crate::console::{colour, exit, print, usecase};
 pub use args::{BatchArg, DirArg, LineageArg, VarArgs};
+pub(crate) use exec::{ExecArgs, task_of as exec_task_of};
 
 /// `ubunye demo` options.
 #[derive(Args, Debug, Clone)]
@@ -69,6 +70,8 @@ pub enum Command {
     Key(key::KeyArgs),
     #[command(about = "Run any program as a batch under a lease (claimed appends, swapped overwrites)")]
     Exec(exec::ExecArgs),
+    #[command(about = "Prove a job safe to rerun: kill it at random moments, check what is left")]
+    Killtest(crate::killtest::KilltestArgs),
     #[command(about = "See and repair the leases of a use case: list, explain, takeover, finish")]
     Leases(leases::LeasesArgs),
     #[command(about = "The run records of a use case, newest first")]
@@ -235,6 +238,7 @@ fn dispatch(cli: &Cli) -> i32 {
     let colour = colour::decide(cli.color, std::io::stdout().is_terminal());
     match &cli.command {
         Command::Key(a) => key::run(a),
+        Command::Killtest(a) => crate::killtest::run(a),
         Command::Exec(a) => match store::store_dir(&a.dir) {
             Some(dir) => store::exec(a, dir),
             None => exec::run(a),

@@ -10,3 +10,14 @@ use ubunye::sys::Sys;
 pub fn sys() -> Sys {
     Sys::from_env()
 }
+
+/// [`sys`] for a command that writes the use case `uc`: inside a killtest
+/// sandbox, a takeover's settle is short (`ubunye::sys::sandbox`).
+pub fn sys_for(uc: &std::path::Path) -> Sys {
+    let mut s = sys();
+    let var = std::env::var_os(ubunye::sys::sandbox::VAR);
+    if let Some(settle) = ubunye::sys::sandbox::settle_for(uc, var.as_deref()) {
+        s.timing.settle = settle;
+    }
+    s
+}

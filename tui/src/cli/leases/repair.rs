@@ -49,7 +49,7 @@ pub(crate) fn ask(question: &str) -> bool {
 }
 
 pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
-    let sys = crate::console::machine::sys();
+    let sys = crate::console::machine::sys_for(&a.which.dir.dir);
     // A dry run only looks: any prefix that names one batch will do.
     let purpose = if a.dry_run { Purpose::Look } else { Purpose::Repair };
     let (scan, e) = match super::explained(&a.which, purpose, &sys) {
