@@ -88,6 +88,18 @@ const EXPECT: &[Expect] = &[
     Expect { command: "ubunye doctor -d uc", how: How::Shell, codes: &[0, 1], why: "0 nothing found, 1 findings" },
     Expect { command: "ubunye top -d uc", how: How::Terminal("q"), codes: &[0], why: "the dashboard, quit with q" },
     Expect {
+        command: "ubunye killtest --example",
+        how: How::Shell,
+        codes: &[0],
+        why: "the job under ubunye exec passes",
+    },
+    Expect {
+        command: "ubunye killtest --kills 20 -- -d uc -u demo -p sales -t ingest -dt 2025-01-01 --append events=out/events -- ./ingest.sh",
+        how: How::Not("the README's ingest.sh is the reader's own job"),
+        codes: &[],
+        why: "",
+    },
+    Expect {
         command: "ubunye exec -d uc -u demo -p sales -t ingest -dt 2025-01-01 --append events=out/events -- ./ingest.sh",
         how: How::Shell,
         codes: &[1],

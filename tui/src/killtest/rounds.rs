@@ -45,8 +45,17 @@ pub struct Row {
     pub redone: Option<usize>,
     /// What was left behind.
     pub debris: Debris,
-    /// `--compare`'s verdict: None when not given.
+    /// `--compare`'s verdict: None when not given (JSON: null, `"same"`, or why not).
+    #[serde(serialize_with = "compare_json")]
     pub compare: Option<Result<(), String>>,
+}
+
+fn compare_json<S: serde::Serializer>(c: &Option<Result<(), String>>, s: S) -> Result<S::Ok, S::Error> {
+    match c {
+        None => s.serialize_none(),
+        Some(Ok(())) => s.serialize_str("same"),
+        Some(Err(why)) => s.serialize_str(why),
+    }
 }
 
 impl Row {
@@ -77,6 +86,7 @@ pub struct Outcome {
     pub outside: Vec<String>,
     /// Of those, the ones inside an output folder (written in place), with
     /// the output's name.
+    #[serde(skip)]
     pub outside_in: Vec<(String, String)>,
     /// Files of the real use case's outputs that changed while killtest ran.
     pub real_changed: Vec<String>,
@@ -456,9 +466,13 @@ pub fn run(
         progress.round();
     }
     // One clean pass, then a rerun of every batch.
-    for (check, mode) in
-        [("kills, then one clean --resume pass", Mode::Resume), ("then a --rerun of every batch", Mode::Rerun)]
-    {
+    let checks = match r.how {
+        How::Exec => {
+            [("kills, then one clean --resume pass", Mode::Resume), ("then a --rerun of every batch", Mode::Rerun)]
+        }
+        How::Bare => [("kills, then one clean run", Mode::Resume), ("then one more run of every batch", Mode::Rerun)],
+    };
+    for (check, mode) in checks {
         progress.phase(check);
         if let Err(why) = pass(r, &sb.killed, mode, stop).map_err(Err)? {
             out.errors.push(format!("{check}: {why}"));
