@@ -19,6 +19,5 @@
 pub mod cli;
 pub mod console;
 pub mod demo;
-pub mod killtest;
 pub mod report;
 pub mod top;

@@ -290,6 +290,29 @@ fn bad_input_is_one_line_exit_2_and_nothing_written() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(fs::read_dir(dir.join("mine")).unwrap().count(), 1);
+    // A sandbox inside the use case (an output above all) is refused.
+    for inside in ["uc/out/e", "uc"] {
+        let o = Command::new(bin())
+            .current_dir(dir)
+            .args([
+                "killtest",
+                "--sandbox",
+                inside,
+                "--",
+                "-d",
+                "uc",
+                "--task",
+                "a/b/c",
+                "--append",
+                "e=out/e",
+                "--",
+                "true",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{inside}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("inside the use case"), "{inside}");
+    }
     // A job that fails uninterrupted cannot be kill tested.
     let o = Command::new(bin())
         .current_dir(dir)

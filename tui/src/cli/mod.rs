@@ -10,6 +10,7 @@ pub(crate) mod doctor;
 pub(crate) mod exec;
 mod generate;
 mod key;
+pub(crate) mod killtest;
 pub(crate) mod leases;
 mod python;
 pub(crate) mod runs;
@@ -71,7 +72,7 @@ pub enum Command {
     #[command(about = "Run any program as a batch under a lease (claimed appends, swapped overwrites)")]
     Exec(exec::ExecArgs),
     #[command(about = "Prove a job safe to rerun: kill it at random moments, check what is left")]
-    Killtest(crate::killtest::KilltestArgs),
+    Killtest(crate::cli::killtest::KilltestArgs),
     #[command(about = "See and repair the leases of a use case: list, explain, takeover, finish")]
     Leases(leases::LeasesArgs),
     #[command(about = "The run records of a use case, newest first")]
@@ -238,7 +239,7 @@ fn dispatch(cli: &Cli) -> i32 {
     let colour = colour::decide(cli.color, std::io::stdout().is_terminal());
     match &cli.command {
         Command::Key(a) => key::run(a),
-        Command::Killtest(a) => crate::killtest::run(a),
+        Command::Killtest(a) => crate::cli::killtest::run(a),
         Command::Exec(a) => match store::store_dir(&a.dir) {
             Some(dir) => store::exec(a, dir),
             None => exec::run(a),

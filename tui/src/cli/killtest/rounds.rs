@@ -100,6 +100,16 @@ pub struct Outcome {
 pub fn sandbox(plan: &Plan, dir: Option<&Path>) -> Result<Sandbox, String> {
     let root = match dir {
         Some(d) => {
+            let abs = ubunye::beneath::normpath(&std::env::current_dir().map_err(|e| e.to_string())?.join(d));
+            let real = std::fs::canonicalize(&plan.real_uc).unwrap_or_else(|_| plan.real_uc.clone());
+            let inside = |p: &Path| p.starts_with(&plan.real_uc) || p.starts_with(&real);
+            if inside(&abs) || std::fs::canonicalize(&abs).is_ok_and(|c| inside(&c)) {
+                return Err(format!(
+                    "--sandbox {}: inside the use case {}; give a folder outside it (killtest never writes in the use case)",
+                    d.display(),
+                    plan.real_uc.display()
+                ));
+            }
             if std::fs::read_dir(d).is_ok_and(|mut r| r.next().is_some()) {
                 return Err(format!("--sandbox {}: not empty; give a new or empty folder", d.display()));
             }
