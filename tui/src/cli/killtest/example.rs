@@ -57,6 +57,7 @@ pub fn run(a: &KilltestArgs) -> i32 {
             "seed 004's example: one job of 10 items, each written in 4 slow chunks; {kills} kills at random moments (seed {seed}), then one clean run and one rerun, three ways"
         ));
     }
+    super::procs::become_subreaper();
     let stop = super::procs::Stop::on_signals();
     let mut rows = Vec::new();
     let mut json = Vec::new();

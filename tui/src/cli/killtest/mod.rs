@@ -45,9 +45,15 @@ use rounds::{Ask, How, Outcome, Runner};
 /// own, not beneath $UBUNYE_OUT_<NAME>, is named (a kill leaves such a file
 /// behind), and so is any change to the real use case's outputs.
 ///
+/// What it cannot watch: writes outside the use case (by absolute paths, or
+/// in your current folder) and side effects that are not files (a database,
+/// an API); make those idempotent (seed 004).
+///
 /// Inside the sandbox a takeover's settle wait is 20 ms, not 3 s: killtest
-/// stops every process of a killed round before the next one starts, so no
-/// holder judged dead can still be alive.
+/// stops every process of a killed round before the next one starts (it is
+/// the subreaper of all it starts, so a process that leaves the round's
+/// session is still found, named as a cause, and killed), so no holder judged
+/// dead can still be alive.
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
   ubunye killtest -- -d uc --task demo/sales/ingest -dt 2025-01-01 \\
@@ -194,6 +200,8 @@ pub fn run(a: &KilltestArgs) -> i32 {
         return example::run(a);
     }
     let how = if a.bare { How::Bare } else { How::Exec };
+    procs::become_subreaper();
+    let stop = procs::Stop::on_signals();
     let s = match setup(a, how) {
         Ok(s) => s,
         Err(why) => {
@@ -202,7 +210,6 @@ pub fn run(a: &KilltestArgs) -> i32 {
         }
     };
     let seed = a.seed.unwrap_or_else(|| uuid::Uuid::new_v4().as_u64_pair().0 % 1_000_000);
-    let stop = procs::Stop::on_signals();
     let kills = a.kills_or(20);
     let progress = bar(kills, a.json);
     let o = match outcome(&s, kills, seed, a.compare.as_deref(), &progress, &stop) {

@@ -206,6 +206,13 @@ pub fn plan(e: &ExecArgs, batches: &[String], copies: &[PathBuf]) -> Result<Plan
         if std::fs::symlink_metadata(&full).is_err() {
             return usage(format!("--copy {}: no such file or folder", c.display()));
         }
+        if let Some(bad) = not_plain(&full) {
+            return usage(format!(
+                "--copy {}: {} is a symlink or a special file; killtest copies plain files and folders only (a link could lead back into the real use case): copy what it points to",
+                c.display(),
+                bad.display()
+            ));
+        }
         if outputs.iter().any(|o| r.starts_with(&o.rel) || o.rel.starts_with(&r)) {
             return usage(format!(
                 "--copy {}: it is or holds an output; outputs start empty in the sandbox",
@@ -223,4 +230,18 @@ pub fn plan(e: &ExecArgs, batches: &[String], copies: &[PathBuf]) -> Result<Plan
         command: e.command.clone(),
         copies: rels,
     })
+}
+
+/// The first path below `p` (or `p`) that is neither a plain file nor a
+/// folder: a symlink, a FIFO, a socket, a device.
+fn not_plain(p: &Path) -> Option<PathBuf> {
+    let m = std::fs::symlink_metadata(p).ok()?;
+    if m.is_dir() {
+        let rd = std::fs::read_dir(p).ok()?;
+        rd.flatten().find_map(|e| not_plain(&e.path()))
+    } else if m.is_file() {
+        None
+    } else {
+        Some(p.to_path_buf())
+    }
 }

@@ -41,6 +41,8 @@ pub struct Ended {
     pub stderr: String,
     /// How long it ran.
     pub took: Duration,
+    /// Processes that left its session and outlived it ([`kill_session`]).
+    pub escaped: Vec<String>,
 }
 
 /// Every process whose session is `sid` (from /proc).
@@ -58,14 +60,62 @@ fn session_members(sid: i32) -> Vec<i32> {
         .collect()
 }
 
-/// SIGKILL every process of session `sid` until none is left (bounded: 2 s
-/// of tries), the leader `child` reaped last.
-pub fn kill_session(child: &mut Child) {
+/// Make this process the subreaper of everything it starts: a process that
+/// leaves its session (`setsid`, a daemon's double fork) is then still our
+/// descendant when its parent dies, never init's, and [`kill_session`] finds
+/// it (review 16, F1).
+pub fn become_subreaper() {
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+}
+
+/// Processes whose parent is this one, other than `leader`.
+fn own_children(leader: i32) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != leader)
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().is_some_and(|s| {
+                s.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok()) == Some(me)
+            })
+        })
+        .collect()
+}
+
+/// SIGKILL every process of session `sid`, and every process that left it
+/// but is still ours (reparented to us, the subreaper), until none is left
+/// (bounded: 2 s of tries); those are reaped here, the leader by its caller.
+///
+/// Returns the processes found outside the session but still ours, alive:
+/// each `pid (name)`. They escaped the run (a new session), so neither `ubunye
+/// exec` nor a takeover could stop them.
+pub fn kill_session(child: &mut Child) -> Vec<String> {
     let sid = child.id() as i32;
     let _ = child.kill();
     let start = Instant::now();
+    let mut escaped: Vec<String> = Vec::new();
     loop {
-        let left: Vec<i32> = session_members(sid).into_iter().filter(|&p| p != sid).collect();
+        let mut left: Vec<i32> = session_members(sid).into_iter().filter(|&p| p != sid).collect();
+        // Ours by reparenting (we are the subreaper) but no longer in the
+        // session: those escaped it. Members reparented to us are not.
+        let strays: Vec<i32> = own_children(sid).into_iter().filter(|p| !left.contains(p)).collect();
+        for &p in &strays {
+            // Reap what is already dead; kill what is not.
+            if let Some(pid) = rustix::process::Pid::from_raw(p) {
+                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
+            }
+        }
+        for &p in &strays {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+            let zombie = stat.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
+            let name = stat.split_once('(').and_then(|(_, r)| r.rsplit_once(')')).map_or("?", |(n, _)| n);
+            let line = format!("pid {p} ({name})");
+            if !zombie && !escaped.contains(&line) {
+                escaped.push(line);
+            }
+        }
+        left.extend(strays);
         for &p in &left {
             if let Some(pid) = rustix::process::Pid::from_raw(p) {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
@@ -83,6 +133,12 @@ pub fn kill_session(child: &mut Child) {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
+    for p in own_children(sid) {
+        if let Some(pid) = rustix::process::Pid::from_raw(p) {
+            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
+        }
+    }
+    escaped
 }
 
 /// Start `cmd` in a session of its own, stderr captured; kill its session
@@ -105,6 +161,7 @@ pub fn run(mut cmd: Command, kill_at: Option<Duration>, stop: &Stop) -> Result<E
                 status: ExitStatus::from_raw(127 << 8),
                 stderr: format!("cannot start: {e}"),
                 took: start.elapsed(),
+                escaped: Vec::new(),
             });
         }
     };
@@ -118,11 +175,12 @@ pub fn run(mut cmd: Command, kill_at: Option<Duration>, stop: &Stop) -> Result<E
         s
     });
     let mut killed = false;
+    let escaped: Vec<String>;
     let status = loop {
         if let Ok(Some(st)) = child.try_wait() {
             // Its session may hold more (a background job exec stops itself;
             // a bare command's is ours to stop).
-            kill_session(&mut child);
+            escaped = kill_session(&mut child);
             break st;
         }
         if stop.asked() {
@@ -132,7 +190,7 @@ pub fn run(mut cmd: Command, kill_at: Option<Duration>, stop: &Stop) -> Result<E
             return Err(Interrupted);
         }
         if kill_at.is_some_and(|at| start.elapsed() >= at) {
-            kill_session(&mut child);
+            escaped = kill_session(&mut child);
             killed = true;
             break child.wait().unwrap_or_else(|_| {
                 use std::os::unix::process::ExitStatusExt;
@@ -145,5 +203,5 @@ pub fn run(mut cmd: Command, kill_at: Option<Duration>, stop: &Stop) -> Result<E
     let text = reader.join().unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     let stderr = lines[lines.len().saturating_sub(5)..].join("\n");
-    Ok(Ended { killed, status, stderr, took })
+    Ok(Ended { killed, status, stderr, took, escaped })
 }

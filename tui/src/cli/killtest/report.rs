@@ -61,6 +61,18 @@ pub fn causes(o: &Outcome) -> Vec<String> {
             o.outside.len() - SHOWN
         ));
     }
+    if let Some(first) = o.escaped.first() {
+        c.push(format!(
+            "{} process(es) left a run's session and outlived it (first: {first}): neither ubunye exec nor a takeover can stop such a process, and it can write after its batch is judged; start helpers in the command's own session",
+            o.escaped.len()
+        ));
+    }
+    for name in &o.empty_outputs {
+        c.push(format!(
+            "the reference run wrote nothing beneath $UBUNYE_OUT_{} (output {name} is empty): nothing about it can be checked; does the command write it in place instead?",
+            ubunye::exec::env_name("", name)
+        ));
+    }
     for p in &o.real_changed {
         c.push(format!(
             "the real use case's output changed while killtest ran: {p}; the command writes by a path of its own, not where ubunye exec tells it"

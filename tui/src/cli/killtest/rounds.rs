@@ -92,6 +92,12 @@ pub struct Outcome {
     pub real_changed: Vec<String>,
     /// A run that ended in a way it must not (not killed).
     pub errors: Vec<String>,
+    /// Processes that left a run's session and outlived it (killed by
+    /// killtest, as their subreaper).
+    pub escaped: Vec<String>,
+    /// Outputs the reference run left empty: nothing was written beneath
+    /// their $UBUNYE_OUT_<NAME>, so nothing about them can be checked.
+    pub empty_outputs: Vec<String>,
 }
 
 /// The sandbox: `dir` (which must be missing or empty) or a new folder
@@ -128,6 +134,23 @@ pub fn sandbox(plan: &Plan, dir: Option<&Path>) -> Result<Sandbox, String> {
         }
     };
     let root = std::fs::canonicalize(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let made = fill(plan, &root);
+    if made.is_err() {
+        // Nothing half made is left: the folder was new or empty.
+        if let Ok(rd) = std::fs::read_dir(&root) {
+            for e in rd.flatten() {
+                let _ = std::fs::remove_dir_all(e.path()).or_else(|_| std::fs::remove_file(e.path()));
+            }
+        }
+        if dir.is_none() {
+            let _ = std::fs::remove_dir(&root);
+        }
+    }
+    made
+}
+
+fn fill(plan: &Plan, root: &Path) -> Result<Sandbox, String> {
+    let root = root.to_path_buf();
     let io = |p: &Path, e: std::io::Error| format!("the sandbox {}: {e}", p.display());
     std::fs::write(root.join(ubunye::sys::sandbox::MARKER), "ubunye killtest's sandbox\n").map_err(|e| io(&root, e))?;
     let name = plan.real_uc.file_name().map_or("uc".into(), |n| n.to_os_string());
@@ -235,10 +258,17 @@ fn scan_opts(plan: &Plan, uc: &Path) -> ScanOptions {
 }
 
 /// One clean run of every batch; `Err` names the first that failed.
-fn pass(r: &Runner<'_>, uc: &Path, mode: Mode, stop: &Stop) -> Result<Result<Duration, String>, Interrupted> {
+fn pass(
+    r: &Runner<'_>,
+    uc: &Path,
+    mode: Mode,
+    stop: &Stop,
+    escaped: &mut Vec<String>,
+) -> Result<Result<Duration, String>, Interrupted> {
     let mut took = Duration::ZERO;
     for b in &r.plan.batches {
         let e = procs::run(r.exec(uc, b, mode), None, stop)?;
+        escaped.extend(e.escaped.iter().cloned());
         took += e.took;
         if !e.status.success() {
             let how = e.status.code().map_or_else(|| "was killed by a signal".to_string(), |c| format!("exited {c}"));
@@ -400,7 +430,7 @@ pub fn run(
     // The reference: every batch once, uninterrupted.
     progress.phase("the reference run");
     let before = listing(&sb.reference, plan).map_err(Ok)?;
-    let took = pass(r, &sb.reference, Mode::Resume, stop).map_err(Err)?.map_err(|why| {
+    let took = pass(r, &sb.reference, Mode::Resume, stop, &mut out.escaped).map_err(Err)?.map_err(|why| {
         Ok(format!("the reference run failed: {why}; a job must succeed uninterrupted before a kill test means anything (the sandbox is {})", sb.root.display()))
     })?;
     out.reference_secs = took.as_secs_f64();
@@ -427,6 +457,9 @@ pub fn run(
         .collect();
     let reference = killtest::read_outputs(&sb.reference, &plan.outputs)
         .map_err(|e| Ok(format!("the reference run's outputs cannot be read: {e}")))?;
+    // Empty but for exec's own `_SUCCESS` marker.
+    out.empty_outputs =
+        reference.iter().filter(|(_, c)| c.files.keys().all(|p| p == "_SUCCESS")).map(|(n, _)| n.clone()).collect();
     // The kill rounds.
     let mut rng = Rng::new(ask.seed);
     let budget = took.max(Duration::from_millis(1));
@@ -441,6 +474,7 @@ pub fn run(
             let key = &left[rng.below(left.len() as u64) as usize];
             let kill_at = (rng.below(2) == 0).then(|| rng.within(Duration::from_millis(60)));
             let e = procs::run(r.takeover(&sb.killed, key), kill_at, stop).map_err(Err)?;
+            out.escaped.extend(e.escaped.iter().cloned());
             out.takeovers += 1;
             if e.killed {
                 out.takeover_kills += 1;
@@ -459,6 +493,7 @@ pub fn run(
         for b in &plan.batches {
             let Some(left) = at.checked_sub(spent) else { break };
             let e = procs::run(r.exec(&sb.killed, b, mode), Some(left), stop).map_err(Err)?;
+            out.escaped.extend(e.escaped.iter().cloned());
             spent += e.took;
             if e.killed {
                 out.kills += 1;
@@ -484,7 +519,7 @@ pub fn run(
     };
     for (check, mode) in checks {
         progress.phase(check);
-        if let Err(why) = pass(r, &sb.killed, mode, stop).map_err(Err)? {
+        if let Err(why) = pass(r, &sb.killed, mode, stop, &mut out.escaped).map_err(Err)? {
             out.errors.push(format!("{check}: {why}"));
         }
         match row(check, r, sb, &reference, out.kills, ask, stop).map_err(Err)? {
