@@ -48,6 +48,22 @@ fn sandboxes(dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// `ubunye exec`'s arguments for one batch (`-dt 1`) of `task` appending
+/// `events=out/events`, running `sh JOB`.
+fn append_job<'a>(task: &'a str, job: &'a str) -> Vec<&'a str> {
+    vec!["--", "-d", "uc", "--task", task, "-dt", "1", "--append", "events=out/events", "--", "sh", job]
+}
+
+/// How many processes have `needle` in their /proc `file` (cmdline, environ).
+fn processes_with(file: &str, needle: &str) -> usize {
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| fs::read(e.path().join(file)).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains(needle))
+        .count()
+}
+
 const APPEND: &str = r#"mkdir -p "$UBUNYE_OUT_EVENTS/dt=$UBUNYE_VAR_DT"
 for i in 1 2 3 4; do printf '%s:%s\n' "$UBUNYE_VAR_DT" $i > "$UBUNYE_OUT_EVENTS/dt=$UBUNYE_VAR_DT/part-$i-$UBUNYE_RUN_ID.txt"; sleep 0.01; done"#;
 
@@ -84,12 +100,7 @@ until [ -e "$UBUNYE_OUT_EVENTS/side-$UBUNYE_RUN_ID.txt" ]; do sleep 0.005; done"
     }
     assert!(sandboxes(dir).is_empty());
     // The background job's `sleep 30` never outlives its round.
-    let left = fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| fs::read(e.path().join("environ")).ok())
-        .filter(|env| String::from_utf8_lossy(env).contains(&format!("UBUNYE_USECASE_DIR={}", dir.display())))
-        .count();
+    let left = processes_with("environ", &format!("UBUNYE_USECASE_DIR={}", dir.display()));
     assert_eq!(left, 0, "no process of a round is left");
     assert!(fs::read_dir(dir.join("uc")).unwrap().next().is_none(), "the real use case is untouched");
 }
@@ -121,27 +132,7 @@ echo "row $((n + 1))" > "$UBUNYE_OUT_EVENTS/part-$UBUNYE_RUN_ID.txt""#,
         ("outside.sh", "the command wrote progress.log outside its outputs"),
         ("own.sh", "then a --rerun of every batch: output events holds 1 file(s) the reference run did not write"),
     ] {
-        let (o, v) = killtest(
-            dir,
-            &[
-                "--kills",
-                "6",
-                "--seed",
-                "2",
-                "--",
-                "-d",
-                "uc",
-                "--task",
-                "a/b/c",
-                "-dt",
-                "1",
-                "--append",
-                "events=out/events",
-                "--",
-                "sh",
-                job,
-            ],
-        );
+        let (o, v) = killtest(dir, &[&["--kills", "6", "--seed", "2"][..], &append_job("a/b/c", job)].concat());
         assert_eq!(o.status.code(), Some(1), "{job}: {}", String::from_utf8_lossy(&o.stderr));
         assert_eq!(v["verdict"], "FAIL", "{job}");
         assert!(causes(&v).contains(says), "{job}: wanted {says:?} in:\n{}", causes(&v));
@@ -159,46 +150,19 @@ sleep 0.3; echo data > "$UBUNYE_OUT_EVENTS/part-$UBUNYE_RUN_ID.txt""#,
     );
     // A command that writes nothing beneath its $UBUNYE_OUT_<NAME>.
     script(dir, "nothing.sh", "sleep 0.02");
-    let exec = ["--", "-d", "uc", "--task", "a/b/e", "-dt", "1", "--append", "events=out/events", "--", "sh"];
     for (job, says) in [
         ("escape.sh", "left a run's session and outlived it"),
         ("nothing.sh", "the reference run wrote nothing beneath $UBUNYE_OUT_EVENTS"),
     ] {
-        let (o, v) = killtest(dir, &[&["--kills", "6", "--seed", "2"][..], &exec, &[job]].concat());
+        let (o, v) = killtest(dir, &[&["--kills", "6", "--seed", "2"][..], &append_job("a/b/e", job)].concat());
         assert_eq!(o.status.code(), Some(1), "{job}: {}", String::from_utf8_lossy(&o.stderr));
         assert!(causes(&v).contains(says), "{job}: wanted {says:?} in:\n{}", causes(&v));
     }
-    let left = fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
-        .filter(|c| String::from_utf8_lossy(c).contains("late.txt"))
-        .count();
+    let left = processes_with("cmdline", "late.txt");
     assert_eq!(left, 0, "no escaped helper outlives killtest");
     assert!(
-        causes(
-            &killtest(
-                dir,
-                &[
-                    "--kills",
-                    "2",
-                    "--",
-                    "-d",
-                    "uc",
-                    "--task",
-                    "a/b/c",
-                    "-dt",
-                    "1",
-                    "--append",
-                    "events=out/events",
-                    "--",
-                    "sh",
-                    "own.sh"
-                ]
-            )
-            .1
-        )
-        .contains("reads its own output")
+        causes(&killtest(dir, &[&["--kills", "2"][..], &append_job("a/b/c", "own.sh")].concat()).1)
+            .contains("reads its own output")
     );
     assert!(fs::read_dir(dir.join("uc")).unwrap().next().is_none(), "the real use case is untouched");
 }
@@ -392,23 +356,8 @@ fn ctrl_c_stops_everything_and_names_the_sandbox() {
     );
     let child = Command::new(bin())
         .current_dir(dir)
-        .args([
-            "killtest",
-            "--kills",
-            "50",
-            "--",
-            "-d",
-            "uc",
-            "--task",
-            "a/b/c",
-            "-dt",
-            "1",
-            "--append",
-            "events=out/events",
-            "--",
-            "sh",
-            "slow.sh",
-        ])
+        .args(["killtest", "--kills", "50"])
+        .args(append_job("a/b/c", "slow.sh"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -424,11 +373,6 @@ fn ctrl_c_stops_everything_and_names_the_sandbox() {
     assert!(last.contains("interrupted: every process killtest started is stopped; the sandbox is left at "), "{err}");
     let sandbox = last.rsplit(" at ").next().unwrap();
     assert!(Path::new(sandbox).join("killed/uc").is_dir(), "{sandbox}");
-    let left = fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
-        .filter(|c| String::from_utf8_lossy(c).contains("slow.sh"))
-        .count();
+    let left = processes_with("cmdline", "slow.sh");
     assert_eq!(left, 0, "no process of the job is left");
 }

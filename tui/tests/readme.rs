@@ -205,13 +205,18 @@ fn every_command_the_readme_shows_exits_as_documented() {
                 panic!("README.md shows `{name}`: give it its expected exit code in this test's EXPECT")
             });
             seen.push(e.command);
+            let mut said = String::new();
             let code = match &e.how {
                 How::Not(why) => {
                     eprintln!("not run: {name} ({why})");
                     continue;
                 }
-                How::Shell => bash(d.path(), &command).status.code(),
-                How::As(instead) => bash(d.path(), instead).status.code(),
+                How::Shell | How::As(_) => {
+                    let run = if let How::As(instead) = &e.how { *instead } else { command.as_str() };
+                    let o = bash(d.path(), run);
+                    said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+                    o.status.code()
+                }
                 How::Terminal(keys) => {
                     let args = name.strip_prefix("ubunye ").unwrap();
                     let env = [("UBUNYE_TEST_SETTLE", Some("20ms")), ("UBUNYE_TEST_HOST", None)];
@@ -222,7 +227,12 @@ fn every_command_the_readme_shows_exits_as_documented() {
                 }
             };
             let code = code.unwrap_or(-1);
-            assert!(e.codes.contains(&code), "`{name}` ended with {code}; the docs say {:?}: {}", e.codes, e.why);
+            assert!(
+                e.codes.contains(&code),
+                "`{name}` ended with {code}; the docs say {:?}: {}\nit said:\n{said}",
+                e.codes,
+                e.why
+            );
         }
     }
     let stale: Vec<&str> = EXPECT.iter().map(|e| e.command).filter(|c| !seen.contains(c)).collect();
