@@ -7,6 +7,7 @@ mod plan;
 mod procs;
 mod report;
 mod rounds;
+mod sandbox;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
