@@ -38,6 +38,12 @@ fn causes(v: &serde_json::Value) -> String {
         .unwrap_or_default()
 }
 
+/// `ubunye killtest --sandbox SANDBOX` of a job that does nothing, from `dir`.
+fn in_sandbox(dir: &Path, sandbox: &str) -> Output {
+    let exec = ["--", "-d", "uc", "--task", "a/b/c", "--append", "e=out/e", "--", "true"];
+    Command::new(bin()).current_dir(dir).args(["killtest", "--sandbox", sandbox]).args(exec).output().unwrap()
+}
+
 /// The folders killtest makes beside a use case.
 fn sandboxes(dir: &Path) -> Vec<String> {
     fs::read_dir(dir)
@@ -270,46 +276,12 @@ fn bad_input_is_one_line_exit_2_and_nothing_written() {
     // A sandbox folder that is not empty is refused, and left as it was.
     fs::create_dir_all(dir.join("mine")).unwrap();
     fs::write(dir.join("mine/keep"), "k").unwrap();
-    let o = Command::new(bin())
-        .current_dir(dir)
-        .args([
-            "killtest",
-            "--sandbox",
-            "mine",
-            "--",
-            "-d",
-            "uc",
-            "--task",
-            "a/b/c",
-            "--append",
-            "e=out/e",
-            "--",
-            "true",
-        ])
-        .output()
-        .unwrap();
+    let o = in_sandbox(dir, "mine");
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(fs::read_dir(dir.join("mine")).unwrap().count(), 1);
     // A sandbox inside the use case (an output above all) is refused.
     for inside in ["uc/out/e", "uc"] {
-        let o = Command::new(bin())
-            .current_dir(dir)
-            .args([
-                "killtest",
-                "--sandbox",
-                inside,
-                "--",
-                "-d",
-                "uc",
-                "--task",
-                "a/b/c",
-                "--append",
-                "e=out/e",
-                "--",
-                "true",
-            ])
-            .output()
-            .unwrap();
+        let o = in_sandbox(dir, inside);
         assert_eq!(o.status.code(), Some(2), "{inside}");
         assert!(String::from_utf8_lossy(&o.stderr).contains("inside the use case"), "{inside}");
     }

@@ -45,16 +45,33 @@ pub struct Ended {
     pub escaped: Vec<String>,
 }
 
-/// Every process whose session is `sid` (from /proc).
-fn session_members(sid: i32) -> Vec<i32> {
+/// One process as its `/proc/<pid>/stat` says.
+struct Proc {
+    pid: i32,
+    ppid: i32,
+    sid: i32,
+    zombie: bool,
+    name: String,
+}
+
+/// Every process, read once from /proc (those that vanish while it reads are
+/// left out).
+fn processes() -> Vec<Proc> {
     let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
     rd.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().is_some_and(|s| {
-                // After the command's name in parentheses: state ppid pgrp session.
-                s.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(3)?.parse::<i32>().ok())
-                    == Some(sid)
+        .filter_map(|pid| {
+            let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // `pid (name) state ppid pgrp session ...`; the name may hold spaces and ')'.
+            let (head, rest) = s.rsplit_once(')')?;
+            let name = head.split_once('(')?.1.to_string();
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some(Proc {
+                pid,
+                ppid: f.get(1)?.parse().ok()?,
+                sid: f.get(3)?.parse().ok()?,
+                zombie: f.first() == Some(&"Z"),
+                name,
             })
         })
         .collect()
@@ -66,21 +83,6 @@ fn session_members(sid: i32) -> Vec<i32> {
 /// it (review 16, F1).
 pub fn become_subreaper() {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
-}
-
-/// Processes whose parent is this one, other than `leader`.
-fn own_children(leader: i32) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
-    rd.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| pid != leader)
-        .filter(|&pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).ok().is_some_and(|s| {
-                s.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<i32>().ok()) == Some(me)
-            })
-        })
-        .collect()
 }
 
 /// SIGKILL every process of session `sid`, and every process that left it
@@ -95,48 +97,37 @@ pub fn kill_session(child: &mut Child) -> Vec<String> {
     let _ = child.kill();
     let start = Instant::now();
     let mut escaped: Vec<String> = Vec::new();
-    loop {
-        let mut left: Vec<i32> = session_members(sid).into_iter().filter(|&p| p != sid).collect();
-        // Ours by reparenting (we are the subreaper) but no longer in the
-        // session: those escaped it. Members reparented to us are not.
-        let strays: Vec<i32> = own_children(sid).into_iter().filter(|p| !left.contains(p)).collect();
-        for &p in &strays {
-            // Reap what is already dead; kill what is not.
-            if let Some(pid) = rustix::process::Pid::from_raw(p) {
-                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
-            }
+    let me = std::process::id() as i32;
+    let reap = |pid: i32| {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
         }
-        for &p in &strays {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
-            let zombie = stat.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z'));
-            let name = stat.split_once('(').and_then(|(_, r)| r.rsplit_once(')')).map_or("?", |(n, _)| n);
-            let line = format!("pid {p} ({name})");
-            if !zombie && !escaped.contains(&line) {
+    };
+    loop {
+        // Members of the session, and processes that left it but are ours
+        // by reparenting (we are the subreaper): those escaped it.
+        let all = processes();
+        let left: Vec<&Proc> = all.iter().filter(|p| p.pid != sid && (p.sid == sid || p.ppid == me)).collect();
+        for p in left.iter().filter(|p| p.sid != sid) {
+            reap(p.pid);
+            let line = format!("pid {} ({})", p.pid, p.name);
+            if !p.zombie && !escaped.contains(&line) {
                 escaped.push(line);
             }
         }
-        left.extend(strays);
-        for &p in &left {
-            if let Some(pid) = rustix::process::Pid::from_raw(p) {
+        for p in left.iter().filter(|p| !p.zombie) {
+            if let Some(pid) = rustix::process::Pid::from_raw(p.pid) {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             }
         }
         // A zombie (exited, not yet reaped by its parent) is already dead.
-        let alive = left.iter().any(|p| {
-            std::fs::read_to_string(format!("/proc/{p}/stat"))
-                .ok()
-                .and_then(|s| s.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')).map(|z| !z))
-                .unwrap_or(false)
-        });
-        if !alive || start.elapsed() > Duration::from_secs(2) {
+        if left.iter().all(|p| p.zombie) || start.elapsed() > Duration::from_secs(2) {
             break;
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    for p in own_children(sid) {
-        if let Some(pid) = rustix::process::Pid::from_raw(p) {
-            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
-        }
+    for p in processes().iter().filter(|p| p.ppid == me && p.pid != sid) {
+        reap(p.pid);
     }
     escaped
 }
