@@ -159,11 +159,16 @@ pub enum VarError {
     },
 }
 
+/// A JSON object's entries as variables ([`variables_from_json`] of an object).
+pub fn variables_from_map(map: &serde_json::Map<String, Value>) -> Variables {
+    map.iter().map(|(k, v)| (k.clone(), PyValue::from_json(v))).collect()
+}
+
 /// Variables from a JSON object (the Python-API form, `ubunye key --vars-json`).
 /// Err if not an object.
 pub fn variables_from_json(v: &Value) -> Result<Variables, VarError> {
     match v {
-        Value::Object(map) => Ok(map.iter().map(|(k, v)| (k.clone(), PyValue::from_json(v))).collect()),
+        Value::Object(map) => Ok(variables_from_map(map)),
         other => Err(VarError::NotAnObject {
             found: match other {
                 Value::Null => "null",

@@ -213,7 +213,23 @@ fn latest_usable(b: &Batch) -> Option<usize> {
 /// A batch that no lease holds: finished, failed or interrupted, by what its
 /// note, records and marks say.
 fn classify_ended(b: &mut Batch, latest: Option<usize>) {
-    let latest = latest.map(|i| b.records[i].clone());
+    // What is read of it while the batch is written to (not the whole record:
+    // its variables and places would be copied for every batch of a scan).
+    let latest = latest.map(|i| {
+        let r = &b.records[i];
+        RecordInfo {
+            run_id: r.run_id.clone(),
+            path: std::path::PathBuf::new(),
+            status: r.status.clone(),
+            started_at: r.started_at.clone(),
+            ended_at: r.ended_at.clone(),
+            error: r.error.clone(),
+            damaged: None,
+            backend: None,
+            variables: None,
+            locations: Vec::new(),
+        }
+    });
     let when = |t: &Option<String>| t.as_deref().and_then(crate::timefmt::parse);
     if let Some(f) = &b.finished {
         // A finished note: the batch is finished, whatever a later run did

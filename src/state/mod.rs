@@ -9,6 +9,7 @@ mod classify;
 mod history;
 mod locate;
 mod read;
+mod record;
 mod scan;
 pub mod staging;
 
@@ -25,7 +26,8 @@ use crate::sys::Now;
 pub use classify::{classify, rejudge};
 pub use history::{Happened, HistoryEntry};
 pub use locate::{Located, locate};
-pub use read::{read_record, record_of, task_dirs};
+pub use read::task_dirs;
+pub use record::{read_record, record_of};
 pub use scan::{
     BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_one, scan_tasks, shorten,
 };

@@ -124,6 +124,88 @@ pub(super) fn read_folder(dir: &Path, problems: &mut Vec<UnreadableFile>) -> BTr
     by_key
 }
 
+/// Reads a folder's files by name into one buffer (one per thread).
+pub(super) struct Reader<'a> {
+    dir: Option<&'a crate::fsx::Dir>,
+    buf: Vec<u8>,
+}
+
+impl<'a> Reader<'a> {
+    /// Files of `dir` (opened once); by their whole path when it could not be opened.
+    pub(super) fn new(dir: Option<&'a crate::fsx::Dir>) -> Reader<'a> {
+        Reader { dir, buf: Vec::new() }
+    }
+
+    /// A file's bytes and metadata (a regular file only: [`crate::fsx::open_regular`]).
+    fn read(&mut self, path: &Path) -> std::io::Result<(&[u8], Option<fs::Metadata>)> {
+        match (self.dir, path.file_name()) {
+            (Some(d), Some(name)) => {
+                let m = d.read_into(name, &mut self.buf)?;
+                Ok((&self.buf, Some(m)))
+            }
+            _ => {
+                self.buf = crate::fsx::read_regular(path)?;
+                Ok((&self.buf, fs::metadata(path).ok()))
+            }
+        }
+    }
+
+    /// A run record, read and parsed.
+    pub(super) fn record(&mut self, path: &Path) -> Result<RecordInfo, UnreadableFile> {
+        let (bytes, _) = self.read(path).map_err(|e| UnreadableFile::new(path, e.to_string()))?;
+        super::record::record_of(bytes, path)
+    }
+}
+
+/// `f` over every item on the machine's cores (up to 4), each thread with a
+/// [`Reader`] of `dir`; the results in the items' order.
+pub(super) fn par_map<T: Send, R: Send>(
+    items: Vec<T>,
+    dir: Option<&crate::fsx::Dir>,
+    f: impl Fn(T, &mut Reader) -> R + Sync,
+) -> Vec<R> {
+    const BLOCK: usize = 128;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    if items.len() < 2 * BLOCK || threads == 1 {
+        let mut r = Reader::new(dir);
+        return items.into_iter().map(|t| f(t, &mut r)).collect();
+    }
+    let mut blocks = std::collections::VecDeque::new();
+    let mut items = items.into_iter().peekable();
+    let mut n = 0;
+    while items.peek().is_some() {
+        blocks.push_back((n, items.by_ref().take(BLOCK).collect::<Vec<T>>()));
+        n += 1;
+    }
+    let queue = std::sync::Mutex::new(blocks);
+    let f = &f;
+    let queue = &queue;
+    let mut done: Vec<(usize, Vec<R>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(move || {
+                    let mut r = Reader::new(dir);
+                    let mut out = Vec::new();
+                    loop {
+                        let next = queue.lock().map(|mut q| q.pop_front()).unwrap_or(None);
+                        let Some((i, block)) = next else { break };
+                        out.push((i, block.into_iter().map(|t| f(t, &mut r)).collect::<Vec<R>>()));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    // Sized once: a growing Vec would copy its results again at each doubling.
+    let mut out = Vec::with_capacity(done.iter().map(|(_, v)| v.len()).sum());
+    for (_, v) in done {
+        out.extend(v);
+    }
+    out
+}
+
 fn mtime(p: &Path) -> Option<SystemTime> {
     fs::metadata(p).and_then(|m| m.modified()).ok()
 }
@@ -140,6 +222,7 @@ fn claim_info(root: &crate::beneath::Beneath, claim: &str) -> ClaimInfo {
 
 /// Read a lease or orphan file into a [`LeaseInfo`], or say why it cannot be.
 fn read_lease(
+    reader: &mut Reader,
     path: &Path,
     root: &crate::beneath::Beneath,
     sys: &Sys,
@@ -147,12 +230,12 @@ fn read_lease(
     judge_it: bool,
 ) -> Result<LeaseInfo, UnreadableFile> {
     let unreadable = |why: String| UnreadableFile::new(path, why);
-    let bytes = crate::fsx::read_regular(path).map_err(|e| unreadable(e.to_string()))?;
-    let parsed = documents::parse_doc(&bytes).map_err(|d| unreadable(d.to_string()))?;
+    let (bytes, meta) = reader.read(path).map_err(|e| unreadable(e.to_string()))?;
+    let parsed = documents::parse_doc(bytes).map_err(|d| unreadable(d.to_string()))?;
     let doc = LeaseDoc::from_parsed(parsed);
     let notes = doc.notes().map_err(|d| unreadable(d.to_string()))?;
     let replaces = doc.replaces().map_err(|d| unreadable(d.to_string()))?;
-    let times = fs::metadata(path).ok().map(|m| FileTimes::of(&m));
+    let times = meta.map(|m| FileTimes::of(&m));
     let judgement = if judge_it {
         Some(liveness::judge(&doc, times, &mut || now, sys, true).map_err(|d| unreadable(d.to_string()))?)
     } else {
@@ -208,10 +291,10 @@ fn read_lease(
     })
 }
 
-fn read_note(path: &Path) -> Result<FinishedInfo, UnreadableFile> {
+fn read_note(reader: &mut Reader, path: &Path) -> Result<FinishedInfo, UnreadableFile> {
     let unreadable = |why: String| UnreadableFile::new(path, why);
-    let bytes = crate::fsx::read_regular(path).map_err(|e| unreadable(e.to_string()))?;
-    let m = match documents::parse_doc(&bytes).map_err(|d| unreadable(d.to_string()))? {
+    let (bytes, _) = reader.read(path).map_err(|e| unreadable(e.to_string()))?;
+    let m = match documents::parse_doc(bytes).map_err(|d| unreadable(d.to_string()))? {
         Parsed::Doc(m) if !m.is_empty() => m,
         _ => {
             return Err(unreadable(
@@ -229,130 +312,38 @@ fn read_note(path: &Path) -> Result<FinishedInfo, UnreadableFile> {
     })
 }
 
-#[derive(serde::Deserialize, Default)]
-#[serde(default)]
-struct RecordHead {
-    run_id: Option<Value>,
-    status: Option<Value>,
-    started_at: Option<Value>,
-    ended_at: Option<Value>,
-    error: Option<Value>,
-    backend: Option<Value>,
-    variables: Option<Value>,
-    outputs: Option<Value>,
-}
-
-fn text(v: Option<Value>) -> Option<String> {
-    match v {
-        Some(Value::String(s)) => Some(s),
-        _ => None,
-    }
-}
-
-/// Read one run record (only the fields the state needs).
-pub fn read_record(path: &Path) -> Result<RecordInfo, UnreadableFile> {
-    let bytes = crate::fsx::read_regular(path).map_err(|e| UnreadableFile::new(path, e.to_string()))?;
-    record_of(&bytes, path)
-}
-
-/// A run record's bytes, read from `path` (a file, or an object's URL).
-pub fn record_of(bytes: &[u8], path: &Path) -> Result<RecordInfo, UnreadableFile> {
-    let unreadable = |why: String| UnreadableFile::new(path, why);
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut damaged = None;
-    // The usual record parses straight into the fields the state needs (the
-    // rest of its 3 KB is skipped, never built): a scan reads 100,000.
-    let head: RecordHead = match serde_json::from_slice(bytes) {
-        Ok(h) => h,
-        Err(_) => {
-            let s = std::str::from_utf8(bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))?;
-            match serde_json::from_str::<Value>(s) {
-                Ok(v) if v.is_object() => serde_json::from_value(v).map_err(|e| unreadable(e.to_string()))?,
-                Ok(_) => {
-                    damaged = Some("it is JSON but not an object, so it names no status".into());
-                    RecordHead::default()
-                }
-                Err(e) => match crate::pyparse::python_accepts(s) {
-                    // Half-written when its run died (the peer writes records
-                    // in place), or changed by hand: its status is not known.
-                    None => {
-                        damaged = Some(crate::lineage::damage_text(s, &e));
-                        RecordHead::default()
-                    }
-                    Some(_) => {
-                        serde_json::from_str(&crate::pyparse::sanitize(s)).map_err(|e| unreadable(e.to_string()))?
-                    }
-                },
-            }
-        }
-    };
-    Ok(RecordInfo {
-        run_id: text(head.run_id).unwrap_or(stem),
-        path: path.to_path_buf(),
-        status: text(head.status),
-        started_at: text(head.started_at),
-        ended_at: text(head.ended_at),
-        error: text(head.error),
-        damaged,
-        backend: text(head.backend),
-        variables: match head.variables {
-            Some(Value::Object(m)) => Some(m),
-            _ => None,
-        },
-        locations: match head.outputs {
-            Some(Value::Array(a)) => a
-                .iter()
-                .filter_map(|o| {
-                    let at = o.get("location").and_then(Value::as_str)?;
-                    Some((o.get("name").and_then(Value::as_str).unwrap_or_default().to_string(), at.to_string()))
-                })
-                .collect(),
-            _ => Vec::new(),
-        },
-    })
-}
-
-/// Read every record file, on two threads (the machine's cores), keeping order.
-pub(super) fn read_records(paths: Vec<PathBuf>) -> Vec<Result<RecordInfo, UnreadableFile>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
-    if paths.len() < 64 || threads == 1 {
-        return paths.iter().map(|p| read_record(p)).collect();
-    }
-    let chunk = paths.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = paths
-            .chunks(chunk)
-            .map(|c| s.spawn(move || c.iter().map(|p| read_record(p)).collect::<Vec<_>>()))
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
-    })
-}
-
 /// The key a record's variables hash to (None when masked or not hashable).
 pub(super) fn record_key(task: &str, vars: &serde_json::Map<String, Value>) -> Option<String> {
     if vars.values().any(|v| v == crate::secrets::REDACTED) {
         return None;
     }
-    let v = crate::vars::variables_from_json(&Value::Object(vars.clone())).ok()?;
+    let v = crate::vars::variables_from_map(vars);
     crate::key::batch_key(task, &v).ok()
 }
 
 /// Read one batch's lease-folder files into the batch.
-pub(super) fn fill(b: &mut Batch, f: Folder, beneath: &crate::beneath::Beneath, sys: &Sys, now: Now) {
+pub(super) fn fill(
+    b: &mut Batch,
+    f: Folder,
+    reader: &mut Reader,
+    beneath: &crate::beneath::Beneath,
+    sys: &Sys,
+    now: Now,
+) {
     for p in f.leases {
-        match read_lease(&p, beneath, sys, now, true) {
+        match read_lease(reader, &p, beneath, sys, now, true) {
             Ok(l) => b.lease = Some(Box::new(l)),
             Err(u) => b.unreadable.push(u),
         }
     }
     for p in f.dead {
-        match read_lease(&p, beneath, sys, now, false) {
+        match read_lease(reader, &p, beneath, sys, now, false) {
             Ok(l) => b.orphans.push(l),
             Err(u) => b.unreadable.push(u),
         }
     }
     for p in f.finished {
-        match read_note(&p) {
+        match read_note(reader, &p) {
             Ok(n) => b.finished = Some(Box::new(n)),
             Err(u) => b.unreadable.push(u),
         }

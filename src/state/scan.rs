@@ -180,20 +180,27 @@ fn scan_task(
     now: Now,
     problems: &mut Vec<UnreadableFile>,
 ) -> Vec<Batch> {
-    let mut out: Vec<Batch> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
+    // The lease folder's files, a batch at a time, on every core; then the
+    // records, likewise. Each folder is opened once and its files read by name.
+    let mut out: Vec<Batch> = match leases {
+        Some(dir) => {
+            let folder: Vec<(String, Folder)> = read_folder(dir, problems).into_iter().collect();
+            let opened = crate::fsx::Dir::open(dir).ok();
+            par_map(folder, opened.as_ref(), |(key, f), reader| {
+                let mut b = Batch::new(task, &key);
+                fill(&mut b, f, reader, beneath, sys, now);
+                b
+            })
+        }
+        None => Vec::new(),
+    };
+    let mut index: HashMap<String, usize> = out.iter().enumerate().map(|(i, b)| (b.key.clone(), i)).collect();
     let mut at = |out: &mut Vec<Batch>, key: &str| -> usize {
         *index.entry(key.to_string()).or_insert_with(|| {
             out.push(Batch::new(task, key));
             out.len() - 1
         })
     };
-    if let Some(dir) = leases {
-        for (key, f) in read_folder(dir, problems) {
-            let i = at(&mut out, &key);
-            fill(&mut out[i], f, beneath, sys, now);
-        }
-    }
     // Run records: by run id where a lease, orphan, note or mark names it; else
     // by re-hashing the record's variables to the key.
     let mut by_run: HashMap<String, usize> = HashMap::new();
@@ -210,11 +217,18 @@ fn scan_task(
             Vec::new()
         }
     };
+    let opened = records.and_then(|d| crate::fsx::Dir::open(d).ok());
+    // Each record's key is hashed where it is read (on every core).
+    let read = par_map(paths, opened.as_ref(), |p, reader| {
+        reader.record(&p).map(|r| {
+            let hashed = r.variables.as_ref().and_then(|v| record_key(task, v));
+            (r, hashed)
+        })
+    });
     let unknown = "?".repeat(16);
-    for rec in read_records(paths) {
+    for rec in read {
         match rec {
-            Ok(mut r) => {
-                let hashed = r.variables.as_ref().and_then(|v| record_key(task, v));
+            Ok((mut r, hashed)) => {
                 let i = match by_run.get(&r.run_id) {
                     Some(&i) => i,
                     None => at(&mut out, hashed.as_deref().unwrap_or(&unknown)),
@@ -282,7 +296,7 @@ pub fn scan_batch(uc: &Path, task: &str, key: &str, opts: &ScanOptions, sys: &Sy
         }
     }
     let now = task_clock(opts, sys, dir.is_dir().then_some(dir.as_path()), now);
-    fill(&mut b, folder, &beneath, sys, now);
+    fill(&mut b, folder, &mut Reader::new(None), &beneath, sys, now);
     let mut runs: Vec<String> = b.named_runs().filter(|r| layout::run_id_is_safe(r)).map(str::to_string).collect();
     runs.sort();
     runs.dedup();

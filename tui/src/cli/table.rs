@@ -9,6 +9,7 @@ use std::io::Write;
 use unicode_width::UnicodeWidthStr;
 
 /// A column's cells for one row, and an optional ANSI colour for one cell.
+#[derive(Clone)]
 pub struct Line {
     pub cells: Vec<String>,
     /// Which cell, and its SGR code (`31` red, `32` green, ...).

@@ -137,11 +137,22 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
     let states: Vec<State> = a.states.iter().filter_map(|w| State::parse(w)).collect();
     let opts =
         ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: a.task.clone(), ..ScanOptions::default() };
-    let mut rows: Vec<Row> = Vec::new();
+    if a.json {
+        return run_json(a, &opts, &states, &sys);
+    }
+    // A table's lines, made as each task is read (a row's batch is not
+    // kept), a list per state: tasks come in order and keys in order within
+    // a task, so each list is in the listing's order.
+    let mut order = State::ALL.to_vec();
+    order.sort();
+    let mut by_state: Vec<Vec<table::Line>> = order.iter().map(|_| Vec::new()).collect();
     let mut count = Count::default();
     let head = state::scan_tasks(&a.dir.dir, &opts, &sys, |_, batches| {
         count.add(&batches);
-        rows.extend(batches.into_iter().filter(|b| shown(b, &states, a.all)).map(|b| Row::from_batch(b, a.json)));
+        for b in batches.into_iter().filter(|b| shown(b, &states, a.all)) {
+            let i = order.iter().position(|s| *s == b.state).unwrap_or(0);
+            by_state[i].push(Row::from_batch(b, false).line(colour));
+        }
     });
     let head = match head {
         Ok(h) => h,
@@ -150,30 +161,8 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
             return exit::USAGE;
         }
     };
-    rows.sort_by(|x, y| x.state.cmp(&y.state).then_with(|| x.task.cmp(&y.task)).then_with(|| x.key.cmp(&y.key)));
+    let rows: Vec<table::Line> = by_state.into_iter().flatten().collect();
     let empty = rows.is_empty().then(|| nothing_shown(a, &states, &head.root, count, &sys));
-    if a.json {
-        #[derive(Serialize)]
-        struct Out<'a> {
-            use_case: &'a std::path::Path,
-            clock: ubunye::sys::ClockSource,
-            now: String,
-            batches: &'a [Row],
-            problems: &'a [state::UnreadableFile],
-        }
-        crate::cli::print_json(&Out {
-            use_case: &head.root,
-            clock: head.now.source,
-            now: ubunye::timefmt::rfc3339(head.now.time),
-            batches: &rows,
-            problems: &head.problems,
-        });
-        // A filter that left nothing says so, beside the document.
-        if let Some(why) = empty.filter(|_| a.task.is_some() || !states.is_empty()) {
-            say_err(&why);
-        }
-        return exit::OK;
-    }
     for p in &head.problems {
         say_err(&format!("{}: {}", p.path.display(), p.why));
     }
@@ -184,8 +173,61 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
         return exit::OK;
     }
     let header = ["STATE", "TASK", "VARIABLES / KEY", "RUN", "PID@HOST", "AGE", "CLAIMS", "NOTE"];
-    let _ = table::print(&mut out, &header, rows.len(), |i| rows[i].line(colour), table::terminal_width());
+    let _ = table::print(&mut out, &header, rows.len(), |i| rows[i].clone(), table::terminal_width());
     let _ = out.flush();
+    exit::OK
+}
+
+/// `--json`: the rows are made and written out on a thread of their own as
+/// each task is read, and kept as JSON bytes (`stream::Rows`): memory holds a
+/// task or two, whatever the use case's size.
+fn run_json(a: &ListArgs, opts: &ScanOptions, states: &[State], sys: &Sys) -> i32 {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Batch>>(1);
+    let (want, all) = (states.to_vec(), a.all);
+    let writer = std::thread::spawn(move || -> std::io::Result<(super::stream::Rows, Count)> {
+        let mut rows = super::stream::Rows::new();
+        let mut count = Count::default();
+        for batches in rx {
+            count.add(&batches);
+            for b in batches.into_iter().filter(|b| shown(b, &want, all)) {
+                rows.push(b.state, &Row::from_batch(b, true))?;
+            }
+        }
+        Ok((rows, count))
+    });
+    let head = state::scan_tasks(&a.dir.dir, opts, sys, |_, batches| {
+        let _ = tx.send(batches);
+    });
+    drop(tx);
+    let written = writer.join().unwrap_or_else(|_| Err(std::io::Error::other("the JSON writer panicked")));
+    let head = match head {
+        Ok(h) => h,
+        Err(e) => {
+            say_err(&e.to_string());
+            return exit::USAGE;
+        }
+    };
+    let (rows, count) = match written {
+        Ok(r) => r,
+        Err(e) => {
+            say_err(&format!(
+                "cannot hold the listing's rows: {e} (a temporary file in {}; set TMPDIR)",
+                std::env::temp_dir().display()
+            ));
+            return exit::USAGE;
+        }
+    };
+    let empty = (rows.len() == 0).then(|| nothing_shown(a, states, &head.root, count, sys));
+    let now = ubunye::timefmt::rfc3339(head.now.time);
+    let root = serde_json::to_value(&head.root).unwrap_or_default();
+    let clock = serde_json::to_value(head.now.source).unwrap_or_default();
+    let fields: [(&str, &serde_json::Value); 3] = [("use_case", &root), ("clock", &clock), ("now", &now.into())];
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let _ = rows.write_document(&mut out, &fields, &head.problems).and_then(|_| out.flush());
+    // A filter that left nothing says so, beside the document.
+    if let Some(why) = empty.filter(|_| a.task.is_some() || !states.is_empty()) {
+        say_err(&why);
+    }
     exit::OK
 }
 

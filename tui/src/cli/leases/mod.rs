@@ -3,6 +3,7 @@
 pub(crate) mod explain;
 pub(crate) mod list;
 pub(crate) mod repair;
+mod stream;
 
 use clap::{Args, Subcommand};
 

@@ -1,0 +1,255 @@
+//! `leases list --json`, streamed: a row is turned into its JSON as soon as
+//! its task is read (on a thread of its own, beside the reading), and kept as
+//! bytes in a bucket per state, spilled to an unnamed temporary file (in
+//! `$TMPDIR`, never in the use case) past a few MB. The document is then
+//! written bucket by bucket, most severe first: the order and the bytes of
+//! `serde_json::to_writer_pretty` over the whole listing, held in memory by one
+//! task at a time (a year of hourly batches is a million rows).
+
+use std::fs::File;
+use std::io::{self, Read, Seek, Write};
+
+use serde::Serialize;
+use serde_json::ser::Formatter;
+
+use ubunye::state::{State, UnreadableFile};
+
+/// serde_json's pretty formatter (two spaces) that starts `level` deep: a
+/// value written so is what `to_writer_pretty` writes for it there.
+struct Indented {
+    level: usize,
+    has_value: bool,
+}
+
+fn indent<W: ?Sized + Write>(w: &mut W, n: usize) -> io::Result<()> {
+    for _ in 0..n {
+        w.write_all(b"  ")?;
+    }
+    Ok(())
+}
+
+impl Formatter for Indented {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        w.write_all(b"[")
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            w.write_all(b"\n")?;
+            indent(w, self.level)?;
+        }
+        w.write_all(b"]")
+    }
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        w.write_all(if first { b"\n" } else { b",\n" })?;
+        indent(w, self.level)
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        w.write_all(b"{")
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            w.write_all(b"\n")?;
+            indent(w, self.level)?;
+        }
+        w.write_all(b"}")
+    }
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        w.write_all(if first { b"\n" } else { b",\n" })?;
+        indent(w, self.level)
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}
+
+/// Write `value` as `to_writer_pretty` writes it `level` deep in a document.
+fn pretty_at<W: Write, T: Serialize + ?Sized>(w: &mut W, value: &T, level: usize) -> io::Result<()> {
+    let mut s = serde_json::Serializer::with_formatter(w, Indented { level, has_value: false });
+    value.serialize(&mut s).map_err(io::Error::other)
+}
+
+/// Bytes kept in memory before a bucket goes to its temporary file.
+const IN_MEMORY: usize = 4 << 20;
+
+/// The rows of one state, as JSON, in the order they came.
+#[derive(Default)]
+struct Bucket {
+    bytes: Vec<u8>,
+    file: Option<File>,
+    rows: usize,
+}
+
+impl Bucket {
+    fn spill(&mut self) -> io::Result<()> {
+        if self.file.is_none() {
+            // No temporary file to be had: the rows stay in memory.
+            match tempfile::tempfile() {
+                Ok(f) => self.file = Some(f),
+                Err(_) => return Ok(()),
+            }
+        }
+        if let Some(f) = self.file.as_mut() {
+            f.write_all(&self.bytes)?;
+            self.bytes.clear();
+        }
+        Ok(())
+    }
+
+    fn copy_to<W: Write>(&mut self, out: &mut W) -> io::Result<()> {
+        if let Some(f) = self.file.as_mut() {
+            f.rewind()?;
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let n = f.read(&mut buf)?;
+                if n == 0 {
+                    break;
+                }
+                out.write_all(&buf[..n])?;
+            }
+        }
+        out.write_all(&self.bytes)
+    }
+}
+
+/// The listing's rows as they come, in a bucket per state.
+pub(super) struct Rows {
+    /// The states in the listing's order (most severe first), and their rows.
+    order: Vec<State>,
+    buckets: Vec<Bucket>,
+    held: usize,
+}
+
+impl Rows {
+    pub(super) fn new() -> Rows {
+        let mut order = State::ALL.to_vec();
+        order.sort();
+        Rows { buckets: order.iter().map(|_| Bucket::default()).collect(), order, held: 0 }
+    }
+
+    /// How many rows there are.
+    pub(super) fn len(&self) -> usize {
+        self.buckets.iter().map(|b| b.rows).sum()
+    }
+
+    /// Add a row of this state; rows of one state must come in their order.
+    pub(super) fn push<T: Serialize>(&mut self, state: State, row: &T) -> io::Result<()> {
+        let i = self.order.iter().position(|s| *s == state).unwrap_or(0);
+        let b = &mut self.buckets[i];
+        let before = b.bytes.len();
+        if b.rows > 0 {
+            b.bytes.extend_from_slice(b",");
+        }
+        b.bytes.extend_from_slice(b"\n    ");
+        pretty_at(&mut b.bytes, row, 2)?;
+        b.rows += 1;
+        self.held += b.bytes.len() - before;
+        if self.held > IN_MEMORY {
+            for b in &mut self.buckets {
+                b.spill()?;
+            }
+            self.held = self.buckets.iter().map(|b| b.bytes.len()).sum();
+        }
+        Ok(())
+    }
+
+    /// The whole document: `{use_case, clock, now, batches, problems}`.
+    pub(super) fn write_document<W: Write, H: Serialize>(
+        mut self,
+        out: &mut W,
+        head: &[(&str, &H)],
+        problems: &[UnreadableFile],
+    ) -> io::Result<()> {
+        out.write_all(b"{")?;
+        for (i, (name, value)) in head.iter().enumerate() {
+            out.write_all(if i == 0 { b"\n  " } else { b",\n  " })?;
+            serde_json::to_writer(&mut *out, name).map_err(io::Error::other)?;
+            out.write_all(b": ")?;
+            pretty_at(out, value, 1)?;
+        }
+        out.write_all(b",\n  \"batches\": [")?;
+        let mut first = true;
+        for b in &mut self.buckets {
+            if b.rows == 0 {
+                continue;
+            }
+            // Each bucket starts with "\n    " (its first row has no comma).
+            if !first {
+                out.write_all(b",")?;
+            }
+            first = false;
+            b.copy_to(out)?;
+        }
+        out.write_all(if first { b"]" } else { b"\n  ]" })?;
+        out.write_all(b",\n  \"problems\": ")?;
+        pretty_at(out, problems, 1)?;
+        out.write_all(b"\n}\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Row {
+        task: &'static str,
+        n: u32,
+        v: Vec<u32>,
+        e: Vec<u32>,
+        m: serde_json::Map<String, serde_json::Value>,
+    }
+
+    fn row(n: u32) -> Row {
+        let mut m = serde_json::Map::new();
+        if n % 2 == 0 {
+            m.insert("a\"b".into(), serde_json::json!({"x": [1, {"y": null}], "z": {}}));
+        }
+        Row { task: "t/é/\n", n, v: (0..n % 3).collect(), e: Vec::new(), m }
+    }
+
+    /// The streamed document is the bytes `to_writer_pretty` gives for the
+    /// same listing held whole, whatever the mix of states and spills.
+    #[test]
+    fn the_streamed_document_is_the_pretty_printed_one() {
+        for (rows, spill) in [(0usize, false), (1, false), (7, false), (40, true)] {
+            let states: Vec<State> = (0..rows).map(|i| State::ALL[(i * 7) % State::ALL.len()]).collect();
+            let mut r = Rows::new();
+            for (i, s) in states.iter().enumerate() {
+                r.push(*s, &row(i as u32)).unwrap();
+                if spill {
+                    for b in &mut r.buckets {
+                        b.spill().unwrap();
+                    }
+                }
+            }
+            let mut got = Vec::new();
+            r.write_document(&mut got, &[("use_case", &"/x"), ("now", &"2026")], &[]).unwrap();
+            // What the whole listing, sorted by state (stable), pretty-prints to.
+            let mut order: Vec<usize> = (0..rows).collect();
+            order.sort_by_key(|&i| states[i]);
+            let whole = serde_json::json!({
+                "use_case": "/x",
+                "now": "2026",
+                "batches": order.iter().map(|&i| serde_json::to_value(row(i as u32)).unwrap()).collect::<Vec<_>>(),
+                "problems": Vec::<u32>::new(),
+            });
+            let mut want = serde_json::to_vec_pretty(&whole).unwrap();
+            want.push(b'\n');
+            assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap(), "{rows} rows");
+        }
+    }
+}
