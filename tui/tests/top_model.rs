@@ -350,6 +350,40 @@ fn a_random_walk_of_changes_shows_what_a_full_scan_shows() {
     }
 }
 
+/// The walk above in poll mode: the model hears of the changes only from
+/// what a poll of the folders' listing names (`top::listing`), never from
+/// the paths the walk wrote, and still shows what a full scan shows after
+/// every step. Files are written as the engines write them (leases, orphans
+/// and records in place, notes and marks replaced), removed, and task
+/// folders made, in three tasks.
+#[test]
+fn a_random_walk_seen_only_by_polls_shows_what_a_full_scan_shows() {
+    use ubunye_tui::top::listing::Listing;
+    let seeds: u64 = std::env::var("UBUNYE_TEST_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
+    let pool = pool();
+    for seed in 0..seeds {
+        let mut walk = Walk::new(seed);
+        let (_d, uc, mut a) = open("dead-killed", LATER);
+        let root = fs::canonicalize(&uc).unwrap();
+        let lineage = ubunye::layout::lineage_root(&root);
+        let mut listing =
+            Listing::with_window(&ubunye::layout::leases_root(&root), &lineage, std::time::Duration::ZERO);
+        for step in 0..20 {
+            let what = format!("seed {seed} step {step} (poll)");
+            // Past the file system's timestamp tick: a write cannot carry the
+            // stamp of the one before (the listing's RACY rule, off here).
+            std::thread::sleep(std::time::Duration::from_millis(12));
+            change_some_as(&root, &pool, &mut walk, true);
+            let polled = listing.poll();
+            let asked = if polled.full { a.handle(Event::Poll) } else { a.handle(Event::FsChange(polled.changed)) };
+            settle(&mut a, asked);
+            assert!(!a.scanning, "{what}: a read left under way");
+            in_bounds(&mut a, &what);
+            assert_as_a_full_scan(&a, &what);
+        }
+    }
+}
+
 /// Each batch found at its own position, none twice, every row of the table
 /// and of the runs view in bounds.
 fn in_bounds(a: &mut App, what: &str) {
@@ -614,6 +648,13 @@ fn reads_and_events_in_any_order_end_as_a_full_scan() {
 /// only in the fixtures' task, where their variables hash to the keys the
 /// lease files are named by): the paths changed.
 fn change_some(root: &Path, pool: &[(bool, String, Vec<u8>)], walk: &mut Walk) -> Vec<PathBuf> {
+    change_some_as(root, pool, walk, false)
+}
+
+/// [`change_some`]; with `as_engines`, a lease-folder file that is not a lease
+/// or an orphan (a note, a mark) is written as the engines write it: to a
+/// temp file, renamed over (leases, orphans and records are written in place).
+fn change_some_as(root: &Path, pool: &[(bool, String, Vec<u8>)], walk: &mut Walk, as_engines: bool) -> Vec<PathBuf> {
     let tasks = ["demo/sales/ingest", "demo/sales/t1", "demo/sales/t2"];
     let mut changed = Vec::new();
     for _ in 0..=walk.next(3) {
@@ -622,8 +663,13 @@ fn change_some(root: &Path, pool: &[(bool, String, Vec<u8>)], walk: &mut Walk) -
         let dir = root.join(if *lease { ".ubunye/leases" } else { ".ubunye/lineage" }).join(task);
         fs::create_dir_all(&dir).unwrap();
         let p = dir.join(name);
+        let in_place = !*lease || name.len() == 21 || name.contains(".dead-");
         if p.exists() && walk.next(2) == 0 {
             fs::remove_file(&p).unwrap();
+        } else if as_engines && !in_place {
+            let tmp = dir.join(format!("{name}.walk.tmp"));
+            fs::write(&tmp, bytes).unwrap();
+            fs::rename(&tmp, &p).unwrap();
         } else {
             fs::write(&p, bytes).unwrap();
         }

@@ -124,12 +124,13 @@ impl Command {
 pub struct TopArgs {
     #[command(flatten)]
     pub dir: DirArg,
-    /// How to notice changes: `notify` (file-system events), `poll` (rescan every
-    /// --interval), or `auto` (notify, falling back to poll where events do not
-    /// arrive, as on NFS).
+    /// How to notice changes: `notify` (file-system events), `poll` (every
+    /// --interval, stat the folders and the leases and read again only what
+    /// changed; a whole rescan every 600 polls), or `auto` (notify, falling
+    /// back to poll where events do not arrive, as on NFS).
     #[arg(long, value_name = "MODE", default_value = "auto", value_parser = ["auto", "notify", "poll"])]
     pub watch: String,
-    /// How often to rescan in poll mode (e.g. 2s, 500ms).
+    /// How often to look for changes in poll mode (e.g. 2s, 500ms).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     pub interval: std::time::Duration,
 }

@@ -16,6 +16,7 @@ pub mod event;
 pub mod filter;
 pub mod index;
 pub mod keys;
+pub mod listing;
 pub mod model;
 pub mod popup;
 pub mod runtime;

@@ -1,7 +1,8 @@
 //! How `top` notices changes: debounced file-system events (notify) on the
-//! lease folder and the lineage folder, recursively; or a full rescan every
-//! `--interval` (poll), which `auto` chooses where events do not arrive (NFS,
-//! SMB/CIFS, FUSE) or cannot be had (the inotify watch limit, an error).
+//! lease folder and the lineage folder, recursively; or a look every
+//! `--interval` at what changed in their listing (poll: [`Listing`]), which
+//! `auto` chooses where events do not arrive (NFS, SMB/CIFS, FUSE) or cannot
+//! be had (the inotify watch limit, an error).
 //! Either way it only sends [`Event`]s: what they mean is the model's business.
 
 use std::collections::HashMap;
@@ -17,6 +18,7 @@ use notify::{ErrorKind, EventKind, RecommendedWatcher, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 
 use crate::top::event::Event;
+use crate::top::listing::Listing;
 
 /// Events closer together than this are delivered as one burst.
 pub const DEBOUNCE: Duration = Duration::from_millis(50);
@@ -203,10 +205,26 @@ impl Watch {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, interval, flag) = (self.tx.clone(), self.interval, stop.clone());
+        let leases = self.desired.get(1).map(|d| d.0.clone()).unwrap_or_default();
+        let lineage = self.desired.get(2).map(|d| d.0.clone()).unwrap_or_default();
+        // Each poll compares the folders' listing with the last one and names
+        // what changed (crate::top::listing); a whole rescan only now and then.
         let spawned = std::thread::Builder::new().name("top-poll".into()).spawn(move || {
+            let mut listing = Listing::new(&leases, &lineage);
             loop {
                 std::thread::sleep(interval);
-                if flag.load(Ordering::Relaxed) || tx.send(Event::Poll).is_err() {
+                if flag.load(Ordering::Relaxed) {
+                    break;
+                }
+                let polled = listing.poll();
+                let sent = if polled.full {
+                    tx.send(Event::Poll)
+                } else if !polled.changed.is_empty() {
+                    tx.send(Event::FsChange(polled.changed))
+                } else {
+                    Ok(())
+                };
+                if sent.is_err() {
                     break;
                 }
             }

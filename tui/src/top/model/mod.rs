@@ -285,7 +285,10 @@ impl Model {
                     Entry::Clock => Target::Ignore,
                     Entry::Other => Target::Task(parts[..3].join("/")),
                 },
-                0..=3 => Target::Full,
+                // A task's folder itself (made, removed, or its names changed,
+                // as a poll sees it): that task is read again whole.
+                3 => Target::Task(parts.join("/")),
+                0..=2 => Target::Full,
                 _ => Target::Ignore,
             };
         }
@@ -294,7 +297,8 @@ impl Model {
             return match parts.len() {
                 4 if name.ends_with(".json") => Target::Record { task: parts[..3].join("/"), path: path.to_path_buf() },
                 4 => Target::Ignore,
-                0..=3 => Target::Full,
+                3 => Target::Task(parts.join("/")),
+                0..=2 => Target::Full,
                 _ => Target::Ignore,
             };
         }

@@ -1,0 +1,379 @@
+//! Poll mode without rereading everything: what a poll compares. Where no
+//! file-system events arrive (NFS, SMB, FUSE), each `--interval` the lease and
+//! lineage folders are looked at again, but only as much as a change can
+//! show in:
+//!
+//! * every folder down to the tasks' folders is stat'ed; one whose stamp
+//!   (inode, size, mtime, ctime) changed is listed again and its names
+//!   compared, so a file made, renamed over or removed is seen (each is a
+//!   change of its folder);
+//! * files that the engines write in place are stat'ed: leases and orphans
+//!   (claims are written into a lease in place), and the run records written
+//!   in the last day (the peer writes a record in place when its run ends),
+//!   for a day from when they were first seen (the first look stats every
+//!   record once for this);
+//! * everything else (finished notes, old records) changes only by being
+//!   replaced or removed, a change of its folder.
+//!
+//! The changed paths go to the model as file-system events would (each
+//! batch read again, each task whose files changed read again whole). A
+//! change no engine makes (a finished note or an old record edited in place
+//! by hand), or a record rewritten after a day without a lease (a run with
+//! leases off), is found by the full rescan that still comes every
+//! [`BACKSTOP`] polls. A folder of 10,000 names is listed again only when
+//! it changed: a poll of a million batches stats a few hundred folders and
+//! the leases.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use ubunye::layout::{self, Entry};
+
+/// Every this many polls, a full rescan all the same.
+pub const BACKSTOP: u64 = 600;
+
+/// See [`Listing::new`]: generous, for a file server's clock.
+const FRESH: Duration = Duration::from_secs(600);
+
+/// Whether a stamp is of the last `window` (or of the future).
+fn fresh(s: &Stamp, now: SystemTime, window: Duration) -> bool {
+    let secs = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    !window.is_zero() && s.mtime.0.max(s.ctime.0) > secs - window.as_secs() as i64
+}
+
+/// A stamp this recent may hide a second write within the file system's
+/// timestamp tick: what carries it is looked at again by the next poll (as
+/// git treats a "racily clean" file).
+const RACY: Duration = Duration::from_secs(1);
+
+/// How long a record that appeared is stat'ed at each poll.
+const RECENT: Duration = Duration::from_secs(24 * 3600);
+
+/// What is compared of a file or folder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(m: &std::fs::Metadata) -> Stamp {
+        Stamp { ino: m.ino(), size: m.size(), mtime: (m.mtime(), m.mtime_nsec()), ctime: (m.ctime(), m.ctime_nsec()) }
+    }
+}
+
+fn stamp(p: &Path) -> Option<Stamp> {
+    std::fs::metadata(p).ok().map(|m| Stamp::of(&m))
+}
+
+/// A folder as last looked at: its stamp, its subfolders (looked into at
+/// each poll) and, for a task's folder of records, a hash of each name (to
+/// tell a record that appeared; 8 bytes a record).
+struct Folder {
+    stamp: Option<Stamp>,
+    /// Written lately: looked at again by the next poll whatever its stamp.
+    recheck: bool,
+    subfolders: Vec<PathBuf>,
+    names: Vec<u64>,
+}
+
+/// A file stat'ed at each poll, and until when (None: as long as it exists).
+struct Watched {
+    stamp: Option<Stamp>,
+    /// Written lately: named again by the next poll whatever its stamp.
+    recheck: bool,
+    until: Option<SystemTime>,
+}
+
+/// The lease and lineage folders as last seen.
+pub struct Listing {
+    /// (root, whether it holds lease folders)
+    roots: Vec<(PathBuf, bool)>,
+    folders: HashMap<PathBuf, Folder>,
+    files: HashMap<PathBuf, Watched>,
+    polls: u64,
+    /// [`FRESH`] (and [`RACY`]), or none in tests.
+    window: Duration,
+}
+
+/// What one poll found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Polled {
+    /// Paths that appeared, went or changed: files, and the folders of tasks
+    /// whose names changed (the model reads such a task again whole).
+    pub changed: Vec<PathBuf>,
+    /// Time for the backstop's full rescan.
+    pub full: bool,
+}
+
+fn name_hash(n: &std::ffi::OsStr) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    n.hash(&mut h);
+    h.finish()
+}
+
+impl Listing {
+    /// Look at the folders once (listing each, reading no file). `leases` is
+    /// `<uc>/.ubunye/leases`, `lineage` the records' folder. What was written
+    /// in the last [`FRESH`] (by this machine's clock) counts as changed at the
+    /// first poll: the dashboard's first read runs beside this look, and a
+    /// change made between the two would otherwise be in neither.
+    pub fn new(leases: &Path, lineage: &Path) -> Listing {
+        Listing::with_window(leases, lineage, FRESH)
+    }
+
+    /// [`Listing::new`], with what counts as written lately.
+    pub fn with_window(leases: &Path, lineage: &Path, window: Duration) -> Listing {
+        let mut l = Listing {
+            roots: vec![(leases.to_path_buf(), true), (lineage.to_path_buf(), false)],
+            folders: HashMap::new(),
+            files: HashMap::new(),
+            polls: 0,
+            window,
+        };
+        let now = SystemTime::now();
+        for (root, is_leases) in l.roots.clone() {
+            l.look(&root, 0, is_leases, now, &mut None);
+        }
+        l
+    }
+
+    /// Look again: what changed since the last look.
+    pub fn poll(&mut self) -> Polled {
+        self.polls += 1;
+        let now = SystemTime::now();
+        let mut changed = Vec::new();
+        for (root, is_leases) in self.roots.clone() {
+            self.look(&root, 0, is_leases, now, &mut Some(&mut changed));
+        }
+        let racy = self.window.min(RACY);
+        for (path, w) in &mut self.files {
+            let s = stamp(path);
+            if s != w.stamp || w.recheck {
+                changed.push(path.clone());
+            }
+            w.stamp = s;
+            w.recheck = s.is_some_and(|s| fresh(&s, now, racy));
+        }
+        self.files.retain(|_, w| w.stamp.is_some() && w.until.is_none_or(|u| u > now));
+        changed.sort();
+        changed.dedup();
+        Polled { changed, full: self.polls % BACKSTOP == 0 }
+    }
+
+    /// Stat `dir`; list it again when it changed (or is new or gone), noting
+    /// the files to stat from now on; then look into its subfolders. `out`
+    /// (None on the first look) gets what changed.
+    fn look(&mut self, dir: &Path, depth: usize, leases: bool, now: SystemTime, out: &mut Option<&mut Vec<PathBuf>>) {
+        let s = stamp(dir);
+        if let Some(f) = self.folders.get(dir).filter(|f| f.stamp == s && !f.recheck) {
+            for sub in f.subfolders.clone() {
+                self.look(&sub, depth + 1, leases, now, out);
+            }
+            return;
+        }
+        let old = self.folders.remove(dir);
+        let mut subfolders = Vec::new();
+        let mut names = Vec::new();
+        let listed = if s.is_some() { std::fs::read_dir(dir).ok() } else { None };
+        if let Some(rd) = listed {
+            for e in rd.flatten() {
+                let (name, path) = (e.file_name(), e.path());
+                if depth < 3 {
+                    // Symlinked task folders are followed, as the scan follows them.
+                    if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+                        subfolders.push(path);
+                    }
+                    continue;
+                }
+                let hot = if leases {
+                    matches!(layout::classify(&name.to_string_lossy()), Entry::Lease { .. } | Entry::Dead { .. })
+                } else {
+                    let h = name_hash(&name);
+                    names.push(h);
+                    match (&out, &old) {
+                        // A record that appeared since the last look.
+                        (Some(_), Some(f)) => f.names.binary_search(&h).is_err(),
+                        (Some(_), None) => true,
+                        // At the first look, a record written in the last
+                        // RECENT: its run may still be going.
+                        (None, _) => {
+                            e.metadata().ok().and_then(|m| m.modified().ok()).is_some_and(|t| t + RECENT > now)
+                        }
+                    }
+                };
+                if hot && !self.files.contains_key(&path) {
+                    let until = (!leases).then(|| now + RECENT);
+                    let st = stamp(&path);
+                    // A lease written lately: the first poll names it.
+                    let recheck = out.is_none() && st.is_some_and(|st| fresh(&st, now, self.window));
+                    self.files.insert(path.clone(), Watched { stamp: st, recheck, until });
+                    if let Some(o) = out.as_mut() {
+                        o.push(path);
+                    }
+                }
+            }
+        }
+        subfolders.sort();
+        names.sort_unstable();
+        if let Some(o) = out.as_mut() {
+            // A task's folder whose names changed, or a folder that appeared
+            // or went: the model reads what is under it again.
+            o.push(dir.to_path_buf());
+        }
+        if let Some(o) = &old {
+            for gone in o.subfolders.iter().filter(|p| !subfolders.contains(p)) {
+                if let Some(out) = out.as_mut() {
+                    out.push(gone.clone());
+                }
+                self.forget(gone);
+            }
+        }
+        // Written lately (in the last FRESH at the first look, the last RACY
+        // after): looked at again by the next poll.
+        let window = if out.is_none() { self.window } else { self.window.min(RACY) };
+        let recheck = s.is_some_and(|s| fresh(&s, now, window));
+        self.folders.insert(dir.to_path_buf(), Folder { stamp: s, recheck, subfolders: subfolders.clone(), names });
+        for sub in subfolders {
+            self.look(&sub, depth + 1, leases, now, out);
+        }
+    }
+
+    fn forget(&mut self, dir: &Path) {
+        if let Some(f) = self.folders.remove(dir) {
+            for sub in f.subfolders {
+                self.forget(&sub);
+            }
+        }
+    }
+
+    /// How many folders and files a poll stats.
+    pub fn watched(&self) -> (usize, usize) {
+        (self.folders.len(), self.files.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uc() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let leases = d.path().join(".ubunye/leases");
+        let lineage = d.path().join(".ubunye/lineage");
+        for t in ["demo/p/a", "demo/p/b"] {
+            std::fs::create_dir_all(leases.join(t)).unwrap();
+            std::fs::create_dir_all(lineage.join(t)).unwrap();
+        }
+        (d, leases, lineage)
+    }
+
+    const KEY: &str = "0123456789abcdef";
+
+    /// Wait out the file system's timestamp tick, so that a change made now
+    /// cannot carry the stamp of the one before.
+    fn tick() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    fn listing(leases: &Path, lineage: &Path) -> Listing {
+        Listing::with_window(leases, lineage, Duration::ZERO)
+    }
+
+    #[test]
+    fn a_poll_sees_files_made_replaced_removed_and_leases_written_in_place() {
+        let (_d, leases, lineage) = uc();
+        let (a, b) = (leases.join("demo/p/a"), leases.join("demo/p/b"));
+        let lease = a.join(format!("{KEY}.json"));
+        let note = b.join(format!("{KEY}.finished.json"));
+        std::fs::write(&lease, "{}").unwrap();
+        std::fs::write(&note, "{}").unwrap();
+        let mut l = listing(&leases, &lineage);
+        assert_eq!(l.poll(), Polled::default(), "nothing changed");
+        tick();
+        // A lease written in place, the same size: only its times tell.
+        std::fs::write(&lease, "[]").unwrap();
+        assert_eq!(l.poll().changed, vec![lease.clone()]);
+        tick();
+        // A note replaced by a rename: its folder changed (its task is read again).
+        let tmp = note.with_extension("tmp");
+        std::fs::write(&tmp, "{\"a\": 1}").unwrap();
+        std::fs::rename(&tmp, &note).unwrap();
+        assert_eq!(l.poll().changed, vec![b.clone()]);
+        tick();
+        // A record that appears, then is written in place when its run ends.
+        let rec = lineage.join("demo/p/a/run-1.json");
+        std::fs::write(&rec, "{\"status\": \"running\"}").unwrap();
+        assert_eq!(l.poll().changed, vec![lineage.join("demo/p/a"), rec.clone()]);
+        tick();
+        std::fs::write(&rec, "{\"status\": \"success\"}").unwrap();
+        assert_eq!(l.poll().changed, vec![rec.clone()], "a new record is stat'ed at each poll");
+        tick();
+        // A lease removed: it and its folder.
+        std::fs::remove_file(&lease).unwrap();
+        assert_eq!(l.poll().changed, vec![a.clone(), lease.clone()]);
+        tick();
+        // A lease replaced by a rename (a new inode, its folder changed).
+        std::fs::write(&lease, "{}").unwrap();
+        assert_eq!(l.poll().changed, vec![a.clone(), lease.clone()], "a lease that appears");
+        tick();
+        let tmp = a.join(format!("{KEY}.0000abcd.tmp"));
+        std::fs::write(&tmp, "{}").unwrap();
+        std::fs::rename(&tmp, &lease).unwrap();
+        assert_eq!(l.poll().changed, vec![a.clone(), lease.clone()]);
+        tick();
+        // A new task's folder, with a lease in it.
+        std::fs::create_dir_all(leases.join("demo/q/c")).unwrap();
+        let newer = leases.join("demo/q/c").join(format!("{KEY}.json"));
+        std::fs::write(&newer, "{}").unwrap();
+        let p = l.poll();
+        assert!(p.changed.contains(&leases.join("demo/q")), "{p:?}");
+        assert!(p.changed.contains(&leases.join("demo/q/c")) && p.changed.contains(&newer), "{p:?}");
+        assert_eq!(l.poll(), Polled::default());
+        // A task's folder removed.
+        std::fs::remove_dir_all(leases.join("demo/q")).unwrap();
+        let p = l.poll();
+        assert!(p.changed.contains(&leases.join("demo/q")) && p.changed.contains(&newer), "{p:?}");
+        assert_eq!(l.poll(), Polled::default());
+    }
+
+    /// At the first look, what was written lately is named by the first poll:
+    /// the dashboard's first read ran beside the look.
+    #[test]
+    fn what_was_written_lately_is_named_by_the_first_poll() {
+        let (_d, leases, lineage) = uc();
+        let lease = leases.join("demo/p/a").join(format!("{KEY}.json"));
+        std::fs::write(&lease, "{}").unwrap();
+        let mut l = Listing::new(&leases, &lineage);
+        let p = l.poll();
+        assert!(p.changed.contains(&lease) && p.changed.contains(&leases.join("demo/p/a")), "{p:?}");
+        // Still within RACY of its write: named again; then no more.
+        std::thread::sleep(RACY + Duration::from_millis(100));
+        l.poll();
+        assert_eq!(l.poll(), Polled::default());
+    }
+
+    #[test]
+    fn unchanged_folders_are_not_listed_and_old_records_are_not_stated() {
+        let (_d, leases, lineage) = uc();
+        let old = SystemTime::now() - 2 * RECENT;
+        for i in 0..50 {
+            let rec = lineage.join(format!("demo/p/a/run-{i}.json"));
+            std::fs::write(&rec, "{}").unwrap();
+            std::fs::File::options().write(true).open(&rec).unwrap().set_modified(old).unwrap();
+            std::fs::write(leases.join(format!("demo/p/a/{:015x}{:x}.finished.json", 0, i % 16)), "{}").unwrap();
+        }
+        let mut l = listing(&leases, &lineage);
+        assert_eq!(l.watched(), (10, 0), "the roots, demo, p, a and b on both sides; no lease, no recent record");
+        assert_eq!(l.poll(), Polled::default());
+        assert!((2..BACKSTOP).all(|_| !l.poll().full) && l.poll().full, "the backstop comes");
+        let recent = lineage.join("demo/p/b/run-new.json");
+        std::fs::write(&recent, "{}").unwrap();
+        assert_eq!(listing(&leases, &lineage).watched(), (10, 1), "a record of the last day is stat'ed");
+    }
+}
