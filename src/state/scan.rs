@@ -128,15 +128,32 @@ pub fn scan_tasks(
     for (task, dir) in task_dirs(&lineage_dir, &mut problems) {
         tasks.entry(task).or_default().1 = Some(dir);
     }
-    for (task, (leases, records)) in tasks {
-        if opts.task_glob.as_deref().is_some_and(|g| !task_matches(g, &task)) {
-            continue;
+    let tasks: Vec<(String, Option<PathBuf>, Option<PathBuf>)> = tasks
+        .into_iter()
+        .filter(|(task, _)| opts.task_glob.as_deref().is_none_or(|g| task_matches(g, task)))
+        .map(|(task, (leases, records))| (task, leases, records))
+        .collect();
+    // A pipeline: the next task's files are read (on every core) while this
+    // one's are put together and handed over, so that no core waits.
+    let beneath = &beneath;
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(String, Now, TaskRead)>(1);
+        s.spawn(move || {
+            for (task, leases, records) in tasks {
+                let now = task_clock(opts, sys, leases.as_deref(), now);
+                let read = read_task(&task, leases.as_deref(), records.as_deref(), beneath, sys, now);
+                if tx.send((task, now, read)).is_err() {
+                    break;
+                }
+            }
+        });
+        for (task, now, mut read) in rx {
+            problems.append(&mut read.problems);
+            let mut batches = file_task(&task, read, now);
+            batches.sort_by(|a, b| a.key.cmp(&b.key));
+            each(&task, batches);
         }
-        let now = task_clock(opts, sys, leases.as_deref(), now);
-        let mut batches = scan_task(&task, leases.as_deref(), records.as_deref(), &beneath, sys, now, &mut problems);
-        batches.sort_by(|a, b| a.key.cmp(&b.key));
-        each(&task, batches);
-    }
+    });
     Ok(ScanHead { root, lineage_dir, now, problems })
 }
 
@@ -180,11 +197,35 @@ fn scan_task(
     now: Now,
     problems: &mut Vec<UnreadableFile>,
 ) -> Vec<Batch> {
-    // The lease folder's files, a batch at a time, on every core; then the
-    // records, likewise. Each folder is opened once and its files read by name.
-    let mut out: Vec<Batch> = match leases {
+    let mut read = read_task(task, leases, records, beneath, sys, now);
+    problems.append(&mut read.problems);
+    file_task(task, read, now)
+}
+
+/// One task's files, read (on every core) but not yet put together.
+struct TaskRead {
+    /// A batch for each key of the lease folder, its files read.
+    batches: Vec<Batch>,
+    /// Each run record, with the key its variables hash to.
+    records: Vec<Result<(RecordInfo, Option<String>), UnreadableFile>>,
+    problems: Vec<UnreadableFile>,
+}
+
+/// Read a task's files: the lease folder's, a batch at a time, on every core;
+/// then the records, likewise. Each folder is opened once and its files read
+/// by name.
+fn read_task(
+    task: &str,
+    leases: Option<&Path>,
+    records: Option<&Path>,
+    beneath: &crate::beneath::Beneath,
+    sys: &Sys,
+    now: Now,
+) -> TaskRead {
+    let mut problems = Vec::new();
+    let batches: Vec<Batch> = match leases {
         Some(dir) => {
-            let folder: Vec<(String, Folder)> = read_folder(dir, problems).into_iter().collect();
+            let folder: Vec<(String, Folder)> = read_folder(dir, &mut problems).into_iter().collect();
             let opened = crate::fsx::Dir::open(dir).ok();
             par_map(folder, opened.as_ref(), |(key, f), reader| {
                 let mut b = Batch::new(task, &key);
@@ -194,6 +235,30 @@ fn scan_task(
         }
         None => Vec::new(),
     };
+    let paths: Vec<PathBuf> = match records.map(fs::read_dir) {
+        None => Vec::new(),
+        Some(Ok(rd)) => rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect(),
+        Some(Err(e)) => {
+            problems.push(UnreadableFile::new(records.unwrap_or(Path::new("")), format!("cannot be listed: {e}")));
+            Vec::new()
+        }
+    };
+    let opened = records.and_then(|d| crate::fsx::Dir::open(d).ok());
+    // Each record's key is hashed where it is read (on every core).
+    let records = par_map(paths, opened.as_ref(), |p, reader| {
+        reader.record(&p).map(|r| {
+            let hashed = r.variables.as_ref().and_then(|v| record_key(task, v));
+            (r, hashed)
+        })
+    });
+    TaskRead { batches, records, problems }
+}
+
+/// Put a task's files together: each run record filed to its batch, each
+/// batch classified (in key order).
+fn file_task(task: &str, read: TaskRead, now: Now) -> Vec<Batch> {
+    let TaskRead { batches: mut out, records: read, .. } = read;
+    let unknown = "?".repeat(16);
     let mut index: HashMap<String, usize> = out.iter().enumerate().map(|(i, b)| (b.key.clone(), i)).collect();
     let mut at = |out: &mut Vec<Batch>, key: &str| -> usize {
         *index.entry(key.to_string()).or_insert_with(|| {
@@ -209,23 +274,6 @@ fn scan_task(
             by_run.insert(r.to_string(), i);
         }
     }
-    let paths: Vec<PathBuf> = match records.map(fs::read_dir) {
-        None => Vec::new(),
-        Some(Ok(rd)) => rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect(),
-        Some(Err(e)) => {
-            problems.push(UnreadableFile::new(records.unwrap_or(Path::new("")), format!("cannot be listed: {e}")));
-            Vec::new()
-        }
-    };
-    let opened = records.and_then(|d| crate::fsx::Dir::open(d).ok());
-    // Each record's key is hashed where it is read (on every core).
-    let read = par_map(paths, opened.as_ref(), |p, reader| {
-        reader.record(&p).map(|r| {
-            let hashed = r.variables.as_ref().and_then(|v| record_key(task, v));
-            (r, hashed)
-        })
-    });
-    let unknown = "?".repeat(16);
     for rec in read {
         match rec {
             Ok((mut r, hashed)) => {
