@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
-"""Benchmark of the state model on a big use case (issue 4).
+"""Benchmark of the state model on a big use case (issues 4 and 16).
 
-Builds (once, cached) a synthetic use case of 100,000 batches: 99,000 finished
-(a finished note each), 1,000 held by leases in mixed states (live, dead with
-claims, kept, committed, with orphans, takeover marks and temp files), and a
-run record (the peer's real record, about 3 KB) for every batch. Then times,
-warm, best of N:
+Builds (once, cached outside the checkout) a synthetic use case: 1,000 batches
+held by leases in mixed states (live, dead with claims, kept, committed, with
+orphans, takeover marks and temp files), every other batch finished (a
+finished note each), and a run record (the peer's real record, about 3 KB) for
+every batch, spread over one task per 10,000 batches. Then times, warm, best
+of N:
 
-  floor    find .ubunye -type f -exec cat {} + > /dev/null   (read every file once)
+  floor    benches/floor/read_all.c: nftw, and every file opened and read
+           once, on one thread (compiled with gcc into the cache folder)
   list     ubunye leases list --all --json -d UC > /dev/null
-  explain  ubunye leases explain <key> -d UC (one dead batch)
+  explain  ubunye leases explain <key> -d UC (one dead batch; and a prefix)
+  doctor   ubunye doctor --json -d UC
 
-and prints list/floor as a ratio, list's peak memory (GNU time's max RSS) and
-explain's time. Usage:
+and prints each against the floor, with its peak memory (GNU time's max RSS).
+With --top it also runs the dashboard's benchmark on the same use case (one
+`top` reading it in poll mode: its resident memory). Usage:
 
   cargo build --release
-  python3 benches/python/state_scan.py [--dir /tmp/ubunye-bench-100k] [--batches 100000] [--repeat 5]
+  python3 benches/python/state_scan.py                      # 100,000 batches, 10 tasks
+  python3 benches/python/state_scan.py --batches 1000000    # a year of hourly batches: 100 tasks
+  [--dir D] [--tasks N] [--repeat 5] [--build-only] [--top]
 """
 
 import argparse
@@ -143,6 +149,7 @@ def main():
     ap.add_argument("--tasks", type=int, help="tasks the batches are spread over (default one per 10,000)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--build-only", action="store_true", help="build the use case and stop")
+    ap.add_argument("--top", action="store_true", help="also measure one dashboard on it (cargo bench)")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/ubunye"))
     a = ap.parse_args()
     tasks = a.tasks or max(a.batches // 10_000, 1)
@@ -203,6 +210,12 @@ def main():
     doc_rss = peak_rss_mb(doctor_cmd, env, check=False)
     print(f"doctor --json {doc_s * 1000:8.0f} ms   ratio to floor {doc_s / floor:.2f}x (goal <= 1.5x)   "
           f"peak RSS {doc_rss:.0f} MB (goal < 100)", flush=True)
+    if a.top:
+        env = dict(os.environ, UBUNYE_BENCH_BATCHES="2000", UBUNYE_BENCH_MEMORY_DIR=uc, UBUNYE_BENCH_ONLY_FIRST="1",
+                   UBUNYE_BENCH_RESCANS="1")
+        out = subprocess.run(["cargo", "bench", "-q", "-p", "ubunye-tui", "--bench", "top"], cwd=ROOT, env=env,
+                             check=True, capture_output=True, text=True).stdout
+        print("\n".join(line for line in out.splitlines() if line.startswith("one top")), flush=True)
 
 
 if __name__ == "__main__":

@@ -195,7 +195,9 @@ pub(super) fn par_map<T: Send, R: Send>(
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        // A worker that panicked takes its blocks with it: the scan must not
+        // go on without them (a batch missing from a listing).
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
     });
     done.sort_by_key(|(i, _)| *i);
     // Sized once: a growing Vec would copy its results again at each doubling.

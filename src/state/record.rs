@@ -9,10 +9,54 @@ use std::fmt;
 use std::path::Path;
 
 use serde::Deserialize;
-use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::{RecordInfo, UnreadableFile};
+
+/// A value skipped unbuilt, but parsed as deeply as a `Value` would be: the
+/// parser's recursion limit applies (`IgnoredAny` has none), so a record
+/// nested too deep is unreadable here as it was when it was read whole.
+struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Skip;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
+                Ok(Skip)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
+                Ok(Skip)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
+                Ok(Skip)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
+                Ok(Skip)
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
+                Ok(Skip)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
+                Ok(Skip)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Skip, A::Error> {
+                while a.next_element::<Skip>()?.is_some() {}
+                Ok(Skip)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Skip, A::Error> {
+                while a.next_entry::<Skip, Skip>()?.is_some() {}
+                Ok(Skip)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
 
 /// A field kept only when it is a string (as `Value::as_str` would keep it);
 /// anything else reads as None, never as an error.
@@ -49,11 +93,11 @@ impl<'de> Deserialize<'de> for Text {
                 Ok(Text(None))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Text, A::Error> {
-                while a.next_element::<IgnoredAny>()?.is_some() {}
+                while a.next_element::<Skip>()?.is_some() {}
                 Ok(Text(None))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Text, A::Error> {
-                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                while a.next_entry::<Skip, Skip>()?.is_some() {}
                 Ok(Text(None))
             }
         }
@@ -81,14 +125,14 @@ impl<'de> Deserialize<'de> for Place {
                         "name" => name = a.next_value::<Text>()?.0,
                         "location" => location = a.next_value::<Text>()?.0,
                         _ => {
-                            a.next_value::<IgnoredAny>()?;
+                            a.next_value::<Skip>()?;
                         }
                     }
                 }
                 Ok(Place(location.map(|l| (name.unwrap_or_default(), l))))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Place, A::Error> {
-                while a.next_element::<IgnoredAny>()?.is_some() {}
+                while a.next_element::<Skip>()?.is_some() {}
                 Ok(Place(None))
             }
             fn visit_str<E: de::Error>(self, _: &str) -> Result<Place, E> {
@@ -135,7 +179,7 @@ impl<'de> Deserialize<'de> for Places {
                 Ok(Places(out))
             }
             fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Places, A::Error> {
-                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                while a.next_entry::<Skip, Skip>()?.is_some() {}
                 Ok(Places(Vec::new()))
             }
             fn visit_str<E: de::Error>(self, _: &str) -> Result<Places, E> {
@@ -201,8 +245,13 @@ pub fn record_of(bytes: &[u8], path: &Path) -> Result<RecordInfo, UnreadableFile
     let mut damaged = None;
     // Only an object takes the fast path: a derived struct would also take a
     // list of its fields in order (`[1, 2]`), which is not a record.
+    // And only text: skipped parts are not checked for UTF-8 as they are
+    // passed over, and a record Python cannot decode is unreadable.
     let object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-    let fast = if object { serde_json::from_slice::<RecordHead>(bytes).ok() } else { None };
+    let fast = match std::str::from_utf8(bytes) {
+        Ok(text) if object => serde_json::from_str::<RecordHead>(text).ok(),
+        _ => None,
+    };
     let head: RecordHead = match fast {
         Some(h) => h,
         None => {
@@ -291,5 +340,23 @@ mod tests {
         let r = read("[1, 2]");
         assert!(r.damaged.is_some());
         assert!(record_of(b"\xff\xfe", Path::new("/l/t/x.json")).is_err());
+    }
+
+    /// Review 17: what the fast path passes over is still checked as a whole
+    /// read checks it (UTF-8, the parser's depth), so it reads the same.
+    #[test]
+    fn skipped_parts_are_checked_as_a_whole_read_checks_them() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        for field in ["error", "backend", "started_at"] {
+            let text = format!(r#"{{"run_id": "r", "status": "success", "{field}": {}}}"#, deep(200));
+            assert!(record_of(text.as_bytes(), Path::new("/l/t/r.json")).is_err(), "{field} nested 200 deep");
+        }
+        let text = format!(r#"{{"run_id": "r", "status": "success", "outputs": [{{"x": {}}}]}}"#, deep(200));
+        assert!(record_of(text.as_bytes(), Path::new("/l/t/r.json")).is_err(), "an output nested 200 deep");
+        let mut bytes = br#"{"run_id": "r", "status": "success", "error": ["#.to_vec();
+        bytes.extend_from_slice(b"\"\xff\"]}");
+        assert!(record_of(&bytes, Path::new("/l/t/r.json")).is_err(), "not UTF-8 inside a skipped list");
+        let text = format!(r#"{{"run_id": "r", "status": "success", "error": {}}}"#, deep(20));
+        assert_eq!(read(&text).status.as_deref(), Some("success"), "20 deep is fine");
     }
 }

@@ -6,7 +6,7 @@
 //!   as `top` starts, three times;
 //! * change -> frame: a lease written (the engine's temp file and rename) or
 //!   removed, until the frame drawn after it shows the batch's new state, with
-//!   notify and with poll (--interval 2s); a run record written and removed,
+//!   notify and with poll (--interval 1s, UBUNYE_BENCH_INTERVAL_MS); a run record written and removed,
 //!   with notify (filed by a read of its task);
 //! * idle CPU over 30 s with no change (getrusage: every thread of the
 //!   process, the 1 s re-judgement of the 1,000 leases and its frame included);
@@ -157,7 +157,15 @@ struct Start {
 }
 
 /// What the frame callback looks for: a batch in a state, since when.
-type Wanted = Arc<Mutex<Option<(Id, State, Instant)>>>;
+/// What the next frame must show: a batch in a state, or a batch whose
+/// history holds (or no longer holds) a run's record.
+#[derive(Clone)]
+enum Want {
+    State(State),
+    Record(String, bool),
+}
+
+type Wanted = Arc<Mutex<Option<(Id, Want, Instant)>>>;
 
 /// Whole reads of the use case the loop has finished (the first read and
 /// each rescan).
@@ -175,7 +183,8 @@ fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> 
         let root = fs::canonicalize(&uc).unwrap();
         let src = source(&uc);
         let lineage = lineage_root(&root);
-        let watch = Watch::start(Requested::parse(&mode), Duration::from_secs(2), &root, &lineage, loop_tx.clone());
+        let every = Duration::from_millis(env_num("UBUNYE_BENCH_INTERVAL_MS", 1000) as u64);
+        let watch = Watch::start(Requested::parse(&mode), every, &root, &lineage, loop_tx.clone());
         let empty = ubunye_tui::top::empty(&root, &lineage, &src.sys);
         let mut app = App::new(Model::new(src.clone(), empty), true, &watch.mode);
         app.start_loading();
@@ -201,8 +210,11 @@ fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> 
                 let _ = ready_tx.send(Start { first, complete: t0.elapsed(), rss_complete: rss_now() });
             }
             let mut w = wanted.lock().unwrap();
-            if let Some((id, state, since)) = w.as_ref() {
-                let shows = app.model.get(id).is_some_and(|b| b.state == *state);
+            if let Some((id, want, since)) = w.as_ref() {
+                let shows = app.model.get(id).is_some_and(|b| match want {
+                    Want::State(state) => b.state == *state,
+                    Want::Record(run, there) => b.records.iter().any(|r| &r.run_id == run) == *there,
+                });
                 if shows {
                     let _ = seen.send(since.elapsed());
                     *w = None;
@@ -271,7 +283,7 @@ fn change_to_frame(uc: &Path, ids: &[Id], mode: &str, samples: usize) -> Vec<Dur
         let id = &ids[(s * step + 1) % ids.len()];
         for held in [true, false] {
             let state = if held { State::Live } else { State::Finished };
-            *wanted.lock().unwrap() = Some((id.clone(), state, Instant::now()));
+            *wanted.lock().unwrap() = Some((id.clone(), Want::State(state), Instant::now()));
             if held {
                 write_lease(uc, id);
             } else {
@@ -311,8 +323,9 @@ fn record_to_frame(uc: &Path, ids: &[Id], samples: usize) -> Vec<Duration> {
         let run = format!("bench-record-{s:04}");
         let path = lineage_root(uc).join(&id.0).join(format!("{run}.json"));
         for write in [true, false] {
-            let state = if write { State::Interrupted } else { State::Finished };
-            *wanted.lock().unwrap() = Some((id.clone(), state, Instant::now()));
+            // A later run's record beside a finished note: the batch stays
+            // finished (the note stands), its history gains the record.
+            *wanted.lock().unwrap() = Some((id.clone(), Want::Record(run.clone(), write), Instant::now()));
             if write {
                 let record = format!(
                     "{{\"run_id\": \"{run}\", \"task_path\": \"{}\", \"started_at\": \"{}\", \"ended_at\": null, \"status\": \"running\", \"error\": null, \"backend\": \"exec\", \"variables\": {{\"dt\": \"d{:05}\", \"mode\": \"DEV\"}}, \"outputs\": []}}",
@@ -349,14 +362,22 @@ fn idle_cpu(uc: &Path, idle: Duration) -> f64 {
 }
 
 /// One dashboard in this process (started by [`memory`]): the first read,
-/// then `rescans` whole rescans in poll mode; prints its resident memory and
+/// then `rescans` whole rescans (as a poll's backstop makes them); prints its resident memory and
 /// its peak.
 fn memory_child(uc: &Path, rescans: usize) {
     let (wanted, (seen_tx, _seen)) = (Arc::new(Mutex::new(None)), mpsc::channel());
     let (tx, st) = start_loop(uc, "poll", wanted, seen_tx);
     let after_first = st.rss_complete;
     let until = Instant::now() + Duration::from_secs(600);
+    // A poll reads only what changed: the whole rescans (a poll's backstop)
+    // are asked for, one after the other.
+    let mut asked = 0;
     while READS.load(std::sync::atomic::Ordering::SeqCst) < 1 + rescans && Instant::now() < until {
+        let read = READS.load(std::sync::atomic::Ordering::SeqCst);
+        if read > asked {
+            asked = read;
+            let _ = tx.send(Event::Poll);
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
     let done = READS.load(std::sync::atomic::Ordering::SeqCst).saturating_sub(1);
@@ -399,7 +420,7 @@ fn main() {
             leases: 1_000,
             samples: env_num("UBUNYE_BENCH_SAMPLES", 20),
             idle: Duration::from_secs(env_num("UBUNYE_BENCH_IDLE_SECS", 30) as u64),
-            poll_samples: 5,
+            poll_samples: env_num("UBUNYE_BENCH_POLL_SAMPLES", 20),
         }
     } else {
         Size { batches: 2_000, leases: 20, samples: 2, idle: Duration::from_secs(1), poll_samples: 1 }
@@ -455,7 +476,8 @@ fn main() {
     );
     let mut poll = change_to_frame(&uc, &ids, "poll", size.poll_samples);
     println!(
-        "change -> frame, poll every 2 s: p50 {}, p95 {}, max {} ({} changes)",
+        "change -> frame, poll every {} ms: p50 {}, p95 {}, max {} ({} changes)",
+        env_num("UBUNYE_BENCH_INTERVAL_MS", 1000),
         ms(pct(&mut poll, 0.5)),
         ms(pct(&mut poll, 0.95)),
         ms(pct(&mut poll, 1.0)),

@@ -453,3 +453,26 @@ fn the_first_read_streams_in_and_changes_seen_meanwhile_are_applied_after() {
     assert!(!a.scanning);
     assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
 }
+
+/// Review 17, finding 1: a path three levels down is its task, read again,
+/// only when a task's read can tell what it is (a folder, or gone); a file, a
+/// symlink that leads nowhere or a name that is not UTF-8 is a full scan's
+/// problem to report.
+#[test]
+fn a_task_level_path_is_its_task_only_when_it_is_a_folder_or_gone() {
+    use std::os::unix::ffi::OsStrExt;
+    use ubunye_tui::top::model::Target;
+    let (_d, _uc, a) = open("dead-killed", LATER);
+    let leases = a.model.scan.root.join(".ubunye/leases/demo/sales");
+    let lineage = ubunye::layout::lineage_root(&a.model.scan.root).join("demo/sales");
+    assert_eq!(a.model.target(&leases.join("ingest")), Target::Task("demo/sales/ingest".into()));
+    assert_eq!(a.model.target(&lineage.join("ingest")), Target::Task("demo/sales/ingest".into()));
+    assert_eq!(a.model.target(&leases.join("gone")), Target::Task("demo/sales/gone".into()));
+    fs::write(leases.join("stray.json"), "{}").unwrap();
+    assert_eq!(a.model.target(&leases.join("stray.json")), Target::Full);
+    std::os::unix::fs::symlink("/nowhere/at/all", leases.join("dangling")).unwrap();
+    assert_eq!(a.model.target(&leases.join("dangling")), Target::Full);
+    let odd = leases.join(std::ffi::OsStr::from_bytes(b"t\xff"));
+    fs::create_dir(&odd).unwrap();
+    assert_eq!(a.model.target(&odd), Target::Full);
+}

@@ -8,10 +8,10 @@
 //!   compared, so a file made, renamed over or removed is seen (each is a
 //!   change of its folder);
 //! * files that the engines write in place are stat'ed: leases and orphans
-//!   (claims are written into a lease in place), and the run records written
-//!   in the last day (the peer writes a record in place when its run ends),
-//!   for a day from when they were first seen (the first look stats every
-//!   record once for this);
+//!   (claims are written into a lease in place), and the run records that
+//!   appeared since the dashboard started or in the ten minutes before (the
+//!   peer writes a record in place when its run ends), for a day (the first
+//!   look stats every record once for this);
 //! * everything else (finished notes, old records) changes only by being
 //!   replaced or removed, a change of its folder.
 //!
@@ -37,10 +37,13 @@ pub const BACKSTOP: u64 = 600;
 /// See [`Listing::new`]: generous, for a file server's clock.
 const FRESH: Duration = Duration::from_secs(600);
 
-/// Whether a stamp is of the last `window` (or of the future).
+/// Whether a stamp is of the last `window` (or of the future), to the
+/// nanosecond (whole seconds would make a window of one second anything
+/// from nothing to a second).
 fn fresh(s: &Stamp, now: SystemTime, window: Duration) -> bool {
-    let secs = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-    !window.is_zero() && s.mtime.0.max(s.ctime.0) > secs - window.as_secs() as i64
+    let ns = |(secs, nanos): (i64, i64)| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+    let now = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128);
+    !window.is_zero() && ns(s.mtime).max(ns(s.ctime)) > now - window.as_nanos() as i128
 }
 
 /// A stamp this recent may hide a second write within the file system's
@@ -154,11 +157,14 @@ impl Listing {
         let racy = self.window.min(RACY);
         for (path, w) in &mut self.files {
             let s = stamp(path);
-            if s != w.stamp || w.recheck {
+            let moved = s != w.stamp;
+            if moved || w.recheck {
                 changed.push(path.clone());
             }
             w.stamp = s;
-            w.recheck = s.is_some_and(|s| fresh(&s, now, racy));
+            // Looked at once more after a change of the last RACY; a stamp of
+            // the future (a server's clock ahead) is not named at every poll.
+            w.recheck = moved && s.is_some_and(|s| fresh(&s, now, racy));
         }
         self.files.retain(|_, w| w.stamp.is_some() && w.until.is_none_or(|u| u > now));
         changed.sort();
@@ -201,21 +207,30 @@ impl Listing {
                         (Some(_), Some(f)) => f.names.binary_search(&h).is_err(),
                         (Some(_), None) => true,
                         // At the first look, a record written in the last
-                        // RECENT: its run may still be going.
-                        (None, _) => {
-                            e.metadata().ok().and_then(|m| m.modified().ok()).is_some_and(|t| t + RECENT > now)
-                        }
+                        // FRESH: its run may still be going (one of a run
+                        // older than that, with a lease, is read again when
+                        // the lease changes; review 17, finding 5).
+                        // (By its mtime, what a write sets.)
+                        (None, _) => e.metadata().ok().is_some_and(|m| {
+                            let st = Stamp { ctime: (0, 0), ..Stamp::of(&m) };
+                            fresh(&st, now, self.window)
+                        }),
                     }
                 };
                 if hot && !self.files.contains_key(&path) {
-                    let until = (!leases).then(|| now + RECENT);
-                    let st = stamp(&path);
-                    // A lease written lately: the first poll names it.
-                    let recheck = out.is_none() && st.is_some_and(|st| fresh(&st, now, self.window));
-                    self.files.insert(path.clone(), Watched { stamp: st, recheck, until });
-                    if let Some(o) = out.as_mut() {
-                        o.push(path);
-                    }
+                    let until = (!leases).then(|| now.checked_add(RECENT)).flatten();
+                    let w = if out.is_some() {
+                        // Found by a poll: no stamp yet, so that the poll's
+                        // look at the files names it (and, when it was
+                        // written within RACY, the next poll again).
+                        Watched { stamp: None, recheck: false, until }
+                    } else {
+                        // At the first look, written lately: the first poll names it.
+                        let st = stamp(&path);
+                        let recheck = st.is_some_and(|st| fresh(&st, now, self.window));
+                        Watched { stamp: st, recheck, until }
+                    };
+                    self.files.insert(path, w);
                 }
             }
         }
@@ -236,8 +251,11 @@ impl Listing {
         }
         // Written lately (in the last FRESH at the first look, the last RACY
         // after): looked at again by the next poll.
+        // Only after a change: a folder relisted for its recheck alone, or
+        // dated in the future, is not listed at every poll.
         let window = if out.is_none() { self.window } else { self.window.min(RACY) };
-        let recheck = s.is_some_and(|s| fresh(&s, now, window));
+        let moved = out.is_none() || old.as_ref().is_none_or(|f| f.stamp != s);
+        let recheck = moved && s.is_some_and(|s| fresh(&s, now, window));
         self.folders.insert(dir.to_path_buf(), Folder { stamp: s, recheck, subfolders: subfolders.clone(), names });
         for sub in subfolders {
             self.look(&sub, depth + 1, leases, now, out);
@@ -374,6 +392,24 @@ mod tests {
         assert!((2..BACKSTOP).all(|_| !l.poll().full) && l.poll().full, "the backstop comes");
         let recent = lineage.join("demo/p/b/run-new.json");
         std::fs::write(&recent, "{}").unwrap();
-        assert_eq!(listing(&leases, &lineage).watched(), (10, 1), "a record of the last day is stat'ed");
+        assert_eq!(Listing::new(&leases, &lineage).watched(), (10, 1), "a record of the last minutes is stat'ed");
+    }
+
+    /// Review 17, findings 3 and 4: a stamp far in the future neither stops
+    /// the poll (an overflow) nor is named at every poll.
+    #[test]
+    fn stamps_of_the_future_are_named_once_and_never_stop_the_polls() {
+        let (_d, leases, lineage) = uc();
+        let far = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 40);
+        let lease = leases.join("demo/p/a").join(format!("{KEY}.json"));
+        let rec = lineage.join("demo/p/a/run-1.json");
+        for p in [&lease, &rec] {
+            std::fs::write(p, "{}").unwrap();
+            std::fs::File::options().write(true).open(p).unwrap().set_modified(far).unwrap();
+        }
+        let mut l = Listing::new(&leases, &lineage);
+        l.poll();
+        l.poll();
+        assert_eq!(l.poll(), Polled::default(), "not named at every poll");
     }
 }

@@ -210,19 +210,24 @@ impl Watch {
         // Each poll compares the folders' listing with the last one and names
         // what changed (crate::top::listing); a whole rescan only now and then.
         let spawned = std::thread::Builder::new().name("top-poll".into()).spawn(move || {
-            let mut listing = Listing::new(&leases, &lineage);
+            use std::panic::{AssertUnwindSafe, catch_unwind};
+            // Should the listing ever fail (a panic), each poll is a whole
+            // rescan, as before it: never a poll that names nothing for ever.
+            let mut listing = catch_unwind(|| Listing::new(&leases, &lineage)).ok();
             loop {
                 std::thread::sleep(interval);
                 if flag.load(Ordering::Relaxed) {
                     break;
                 }
-                let polled = listing.poll();
-                let sent = if polled.full {
-                    tx.send(Event::Poll)
-                } else if !polled.changed.is_empty() {
-                    tx.send(Event::FsChange(polled.changed))
-                } else {
-                    Ok(())
+                let polled = listing.as_mut().and_then(|l| catch_unwind(AssertUnwindSafe(|| l.poll())).ok());
+                if polled.is_none() {
+                    listing = None;
+                }
+                let sent = match polled {
+                    None => tx.send(Event::Poll),
+                    Some(p) if p.full => tx.send(Event::Poll),
+                    Some(p) if !p.changed.is_empty() => tx.send(Event::FsChange(p.changed)),
+                    Some(_) => Ok(()),
                 };
                 if sent.is_err() {
                     break;

@@ -219,7 +219,8 @@ fn run_json(a: &ListArgs, opts: &ScanOptions, states: &[State], sys: &Sys) -> i3
     };
     let empty = (rows.len() == 0).then(|| nothing_shown(a, states, &head.root, count, sys));
     let now = ubunye::timefmt::rfc3339(head.now.time);
-    let root = serde_json::to_value(&head.root).unwrap_or_default();
+    // A path that is not UTF-8 is written as the problems' paths are (lossily).
+    let root = serde_json::Value::String(head.root.to_string_lossy().into_owned());
     let clock = serde_json::to_value(head.now.source).unwrap_or_default();
     let fields: [(&str, &serde_json::Value); 3] = [("use_case", &root), ("clock", &clock), ("now", &now.into())];
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());

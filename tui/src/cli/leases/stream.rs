@@ -90,22 +90,42 @@ const IN_MEMORY: usize = 4 << 20;
 struct Bucket {
     bytes: Vec<u8>,
     file: Option<File>,
+    /// No temporary file can be had or grown: the rows stay in memory.
+    in_memory: bool,
     rows: usize,
 }
 
 impl Bucket {
     fn spill(&mut self) -> io::Result<()> {
+        if self.in_memory {
+            return Ok(());
+        }
         if self.file.is_none() {
             // No temporary file to be had: the rows stay in memory.
             match tempfile::tempfile() {
                 Ok(f) => self.file = Some(f),
-                Err(_) => return Ok(()),
+                Err(_) => {
+                    self.in_memory = true;
+                    return Ok(());
+                }
             }
         }
-        if let Some(f) = self.file.as_mut() {
-            f.write_all(&self.bytes)?;
+        let Some(f) = self.file.as_mut() else { return Ok(()) };
+        let at = f.stream_position()?;
+        if f.write_all(&self.bytes).is_ok() {
             self.bytes.clear();
+            return Ok(());
         }
+        // The temporary file cannot grow (a full disk, `ulimit -f`): what it
+        // holds comes back, and the rows stay in memory from now on.
+        // (Only what was written whole: a write cut short left a part after it.)
+        f.rewind()?;
+        let mut held = Vec::with_capacity(at as usize + self.bytes.len());
+        f.take(at).read_to_end(&mut held)?;
+        held.append(&mut self.bytes);
+        self.bytes = held;
+        self.file = None;
+        self.in_memory = true;
         Ok(())
     }
 
@@ -251,5 +271,41 @@ mod tests {
             want.push(b'\n');
             assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap(), "{rows} rows");
         }
+    }
+
+    /// Review 17, finding 6: a temporary file that cannot grow gives back
+    /// what it holds, and the rows stay in memory: the same document.
+    #[test]
+    fn a_spill_that_fails_keeps_the_rows_in_memory() {
+        let mut r = Rows::new();
+        let mut want = Rows::new();
+        for i in 0..6u32 {
+            for rows in [&mut r, &mut want] {
+                rows.push(State::Finished, &row(i)).unwrap();
+            }
+            if i == 2 {
+                // What is written so far goes to a file; then the file can no
+                // longer be written (opened read-only).
+                let b = &mut r.buckets[r.order.iter().position(|s| *s == State::Finished).unwrap()];
+                b.spill().unwrap();
+                assert!(b.bytes.is_empty() && b.file.is_some());
+                let f = b.file.as_mut().unwrap();
+                f.rewind().unwrap();
+                let mut held = Vec::new();
+                f.read_to_end(&mut held).unwrap();
+                let ro = tempfile::NamedTempFile::new().unwrap();
+                std::fs::write(ro.path(), &held).unwrap();
+                let mut ro = File::open(ro.path()).unwrap();
+                ro.seek(io::SeekFrom::End(0)).unwrap();
+                b.file = Some(ro);
+            }
+        }
+        let b = &mut r.buckets[r.order.iter().position(|s| *s == State::Finished).unwrap()];
+        b.spill().unwrap();
+        assert!(b.in_memory && b.file.is_none(), "back in memory");
+        let (mut got, mut expected) = (Vec::new(), Vec::new());
+        r.write_document(&mut got, &[("now", &"x")], &[]).unwrap();
+        want.write_document(&mut expected, &[("now", &"x")], &[]).unwrap();
+        assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(expected).unwrap());
     }
 }

@@ -80,6 +80,19 @@ pub struct Applied {
     pub errors: Vec<String>,
 }
 
+/// What a path three levels under the lease or lineage folder means: its
+/// task, read again whole, when it is a folder (symlinks followed) with a
+/// UTF-8 name, or is gone; anything else only a full scan reports
+/// (review 17, finding 1).
+fn task_folder(path: &Path, parts: &[String]) -> Target {
+    let utf8 = path.iter().all(|c| c.to_str().is_some());
+    let usable = match std::fs::symlink_metadata(path) {
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        Ok(_) => std::fs::metadata(path).is_ok_and(|m| m.is_dir()),
+    };
+    if utf8 && usable { Target::Task(parts.join("/")) } else { Target::Full }
+}
+
 /// The use case as last read.
 pub struct Model {
     pub src: Source,
@@ -286,8 +299,10 @@ impl Model {
                     Entry::Other => Target::Task(parts[..3].join("/")),
                 },
                 // A task's folder itself (made, removed, or its names changed,
-                // as a poll sees it): that task is read again whole.
-                3 => Target::Task(parts.join("/")),
+                // as a poll sees it): that task is read again whole; unless
+                // it is what a task's read cannot report (a file, a symlink
+                // that leads nowhere, a name not UTF-8: a full scan's problem).
+                3 => task_folder(path, &parts),
                 0..=2 => Target::Full,
                 _ => Target::Ignore,
             };
@@ -297,7 +312,7 @@ impl Model {
             return match parts.len() {
                 4 if name.ends_with(".json") => Target::Record { task: parts[..3].join("/"), path: path.to_path_buf() },
                 4 => Target::Ignore,
-                3 => Target::Task(parts.join("/")),
+                3 => task_folder(path, &parts),
                 0..=2 => Target::Full,
                 _ => Target::Ignore,
             };
