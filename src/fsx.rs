@@ -42,19 +42,48 @@ fn patient<T>(busy_for: Duration, mut op: impl FnMut() -> io::Result<T>) -> io::
 /// be would block a read for ever or return endless bytes. The open itself
 /// does not block (O_NONBLOCK, which a regular file ignores).
 pub fn open_regular(path: &Path) -> io::Result<fs::File> {
+    open_checked(path).map(|(f, _)| f)
+}
+
+/// [`open_regular`], and the file's metadata.
+fn open_checked(path: &Path) -> io::Result<(fs::File, fs::Metadata)> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = fs::OpenOptions::new().read(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path)?;
-    check_regular(&f.metadata()?)?;
-    Ok(f)
+    let m = f.metadata()?;
+    check_regular(&m)?;
+    Ok((f, m))
 }
 
 /// All of a regular file's bytes ([`open_regular`]).
 pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut f = open_regular(path)?;
-    let mut out = Vec::with_capacity(f.metadata().map(|m| m.len() as usize).unwrap_or(0).min(1 << 20));
-    f.read_to_end(&mut out)?;
+    let (f, m) = open_checked(path)?;
+    let mut out = Vec::new();
+    read_all(f, &m, &mut out)?;
     Ok(out)
+}
+
+/// All of an open file's bytes into `buf`, sized by its metadata: one byte
+/// more than its size, so the read that finds the end is the second. Read by
+/// hand, since `read_to_end` asks the size again (another statx and an lseek
+/// a file).
+fn read_all(mut f: fs::File, m: &fs::Metadata, buf: &mut Vec<u8>) -> io::Result<()> {
+    use std::io::Read;
+    let mut n = 0;
+    buf.clear();
+    buf.resize((m.len() as usize).min(1 << 24) + 1, 0);
+    loop {
+        if n == buf.len() {
+            buf.resize(2 * n, 0);
+        }
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(n);
+    Ok(())
 }
 
 /// A folder opened once, whose files are read by name: a scan of a folder of
@@ -77,30 +106,12 @@ impl Dir {
     /// and give its metadata.
     pub fn read_into(&self, name: &std::ffi::OsStr, buf: &mut Vec<u8>) -> io::Result<fs::Metadata> {
         use rustix::fs::{Mode, OFlags};
-        use std::io::Read;
-        buf.clear();
         let fd =
             rustix::fs::openat(&self.fd, name, OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC, Mode::empty())?;
-        let mut f = fs::File::from(fd);
+        let f = fs::File::from(fd);
         let m = f.metadata()?;
         check_regular(&m)?;
-        // One byte more than its size, so the read that finds the end is the
-        // second; read by hand, since `read_to_end` asks the size again
-        // (another statx and an lseek per file).
-        let mut n = 0;
-        buf.resize((m.len() as usize).min(1 << 24) + 1, 0);
-        loop {
-            if n == buf.len() {
-                buf.resize(2 * n, 0);
-            }
-            match f.read(&mut buf[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        buf.truncate(n);
+        read_all(f, &m, buf)?;
         Ok(m)
     }
 }

@@ -213,23 +213,8 @@ fn latest_usable(b: &Batch) -> Option<usize> {
 /// A batch that no lease holds: finished, failed or interrupted, by what its
 /// note, records and marks say.
 fn classify_ended(b: &mut Batch, latest: Option<usize>) {
-    // What is read of it while the batch is written to (not the whole record:
-    // its variables and places would be copied for every batch of a scan).
-    let latest = latest.map(|i| {
-        let r = &b.records[i];
-        RecordInfo {
-            run_id: r.run_id.clone(),
-            path: std::path::PathBuf::new(),
-            status: r.status.clone(),
-            started_at: r.started_at.clone(),
-            ended_at: r.ended_at.clone(),
-            error: r.error.clone(),
-            damaged: None,
-            backend: None,
-            variables: None,
-            locations: Vec::new(),
-        }
-    });
+    // Borrowed: the batch's other fields are written beside it.
+    let latest = latest.map(|i| &b.records[i]);
     let when = |t: &Option<String>| t.as_deref().and_then(crate::timefmt::parse);
     if let Some(f) = &b.finished {
         // A finished note: the batch is finished, whatever a later run did
@@ -266,12 +251,12 @@ fn classify_ended(b: &mut Batch, latest: Option<usize>) {
     let end = |r: &RecordInfo| when(&r.ended_at).or(when(&r.started_at));
     let taken_after = newest_mark.is_some_and(|t| {
         let own = b.records.iter().any(|r| r.run_id == t.run_id && r.damaged.is_none());
-        !own && latest.as_ref().is_none_or(|r| t.time.is_some() && end(r).is_some_and(|e| t.time > Some(e)))
+        !own && latest.is_none_or(|r| t.time.is_some() && end(r).is_some_and(|e| t.time > Some(e)))
     });
     if taken_after {
         return ended_without_a_status(b);
     }
-    match latest.as_ref().and_then(|r| r.status.as_deref().map(|s| (r, s))) {
+    match latest.and_then(|r| r.status.as_deref().map(|s| (r, s))) {
         Some((r, "interrupted")) => {
             b.state = State::Interrupted;
             b.run_id = Some(r.run_id.clone());

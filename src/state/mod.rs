@@ -59,6 +59,12 @@ pub enum State {
 }
 
 impl State {
+    /// Its place in [`State::ALL`], most severe first (0: unreadable): the
+    /// order of a listing.
+    pub const fn rank(self) -> usize {
+        self as usize
+    }
+
     /// Every state, most severe first: the order a scan sorts by.
     pub const ALL: [State; 10] = [
         State::Unreadable,
@@ -638,6 +644,13 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn all_is_in_the_order_of_states_and_rank_is_a_place_in_it() {
+        assert!(State::ALL.windows(2).all(|w| w[0] < w[1]));
+        assert!(State::ALL.iter().enumerate().all(|(i, s)| s.rank() == i));
+    }
+
     use super::*;
 
     #[test]

@@ -14,196 +14,115 @@ use serde_json::Value;
 
 use super::{RecordInfo, UnreadableFile};
 
+/// The visitor methods for the kinds of JSON value a field does not keep:
+/// each gives `$none`, a list or an object being passed over with [`Skip`]
+/// (so under the parser's recursion limit).
+macro_rules! passed_over {
+    ($t:ty, $none:expr; $($kind:ident),*) => {
+        $(passed_over!(@ $kind, $t, $none);)*
+    };
+    (@ bool, $t:ty, $none:expr) => { fn visit_bool<E: de::Error>(self, _: bool) -> Result<$t, E> { Ok($none) } };
+    (@ i64, $t:ty, $none:expr) => { fn visit_i64<E: de::Error>(self, _: i64) -> Result<$t, E> { Ok($none) } };
+    (@ u64, $t:ty, $none:expr) => { fn visit_u64<E: de::Error>(self, _: u64) -> Result<$t, E> { Ok($none) } };
+    (@ f64, $t:ty, $none:expr) => { fn visit_f64<E: de::Error>(self, _: f64) -> Result<$t, E> { Ok($none) } };
+    (@ str, $t:ty, $none:expr) => { fn visit_str<E: de::Error>(self, _: &str) -> Result<$t, E> { Ok($none) } };
+    (@ unit, $t:ty, $none:expr) => { fn visit_unit<E: de::Error>(self) -> Result<$t, E> { Ok($none) } };
+    (@ seq, $t:ty, $none:expr) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<$t, A::Error> {
+            while a.next_element::<Skip>()?.is_some() {}
+            Ok($none)
+        }
+    };
+    (@ map, $t:ty, $none:expr) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<$t, A::Error> {
+            while a.next_entry::<Skip, Skip>()?.is_some() {}
+            Ok($none)
+        }
+    };
+}
+
+/// A `Deserialize` through a visitor of any JSON value (`deserialize_any`)
+/// whose methods are `$body`.
+macro_rules! any_value {
+    ($t:ident, $($body:tt)*) => {
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<$t, D::Error> {
+                struct V;
+                impl<'de> Visitor<'de> for V {
+                    type Value = $t;
+                    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                        f.write_str("any JSON value")
+                    }
+                    $($body)*
+                }
+                d.deserialize_any(V)
+            }
+        }
+    };
+}
+
 /// A value skipped unbuilt, but parsed as deeply as a `Value` would be: the
 /// parser's recursion limit applies (`IgnoredAny` has none), so a record
 /// nested too deep is unreadable here as it was when it was read whole.
 struct Skip;
 
-impl<'de> Deserialize<'de> for Skip {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Skip, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Skip;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
-                Ok(Skip)
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
-                Ok(Skip)
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
-                Ok(Skip)
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
-                Ok(Skip)
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
-                Ok(Skip)
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
-                Ok(Skip)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Skip, A::Error> {
-                while a.next_element::<Skip>()?.is_some() {}
-                Ok(Skip)
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Skip, A::Error> {
-                while a.next_entry::<Skip, Skip>()?.is_some() {}
-                Ok(Skip)
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
+any_value!(Skip, passed_over!(Skip, Skip; bool, i64, u64, f64, str, unit, seq, map););
 
 /// A field kept only when it is a string (as `Value::as_str` would keep it);
 /// anything else reads as None, never as an error.
 #[derive(Default)]
 struct Text(Option<String>);
 
-impl<'de> Deserialize<'de> for Text {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Text;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<Text, E> {
-                Ok(Text(Some(s.to_string())))
-            }
-            fn visit_string<E: de::Error>(self, s: String) -> Result<Text, E> {
-                Ok(Text(Some(s)))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Text, E> {
-                Ok(Text(None))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Text, E> {
-                Ok(Text(None))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Text, E> {
-                Ok(Text(None))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Text, E> {
-                Ok(Text(None))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Text, E> {
-                Ok(Text(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Text, A::Error> {
-                while a.next_element::<Skip>()?.is_some() {}
-                Ok(Text(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Text, A::Error> {
-                while a.next_entry::<Skip, Skip>()?.is_some() {}
-                Ok(Text(None))
-            }
-        }
-        d.deserialize_any(V)
+any_value!(
+    Text,
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<Text, E> {
+        Ok(Text(Some(s.to_string())))
     }
-}
+    fn visit_string<E: de::Error>(self, s: String) -> Result<Text, E> {
+        Ok(Text(Some(s)))
+    }
+    passed_over!(Text, Text(None); bool, i64, u64, f64, unit, seq, map);
+);
 
 /// One entry of `outputs`: its name and location when it is an object;
 /// nothing when it is anything else.
 #[derive(Default)]
 struct Place(Option<(String, String)>);
 
-impl<'de> Deserialize<'de> for Place {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Place, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Place;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Place, A::Error> {
-                let (mut name, mut location) = (None, None);
-                while let Some(k) = a.next_key::<std::borrow::Cow<'de, str>>()? {
-                    match k.as_ref() {
-                        "name" => name = a.next_value::<Text>()?.0,
-                        "location" => location = a.next_value::<Text>()?.0,
-                        _ => {
-                            a.next_value::<Skip>()?;
-                        }
-                    }
+any_value!(
+    Place,
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Place, A::Error> {
+        let (mut name, mut location) = (None, None);
+        while let Some(k) = a.next_key::<std::borrow::Cow<'de, str>>()? {
+            match k.as_ref() {
+                "name" => name = a.next_value::<Text>()?.0,
+                "location" => location = a.next_value::<Text>()?.0,
+                _ => {
+                    a.next_value::<Skip>()?;
                 }
-                Ok(Place(location.map(|l| (name.unwrap_or_default(), l))))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Place, A::Error> {
-                while a.next_element::<Skip>()?.is_some() {}
-                Ok(Place(None))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Place, E> {
-                Ok(Place(None))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Place, E> {
-                Ok(Place(None))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Place, E> {
-                Ok(Place(None))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Place, E> {
-                Ok(Place(None))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Place, E> {
-                Ok(Place(None))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Place, E> {
-                Ok(Place(None))
             }
         }
-        d.deserialize_any(V)
+        Ok(Place(location.map(|l| (name.unwrap_or_default(), l))))
     }
-}
+    passed_over!(Place, Place(None); bool, i64, u64, f64, str, unit, seq);
+);
 
 /// `outputs`: the places of its object entries, when it is a list; nothing
 /// when it is anything else.
 #[derive(Default)]
 struct Places(Vec<(String, String)>);
 
-impl<'de> Deserialize<'de> for Places {
-    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Places, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Places;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Places, A::Error> {
-                let mut out = Vec::new();
-                while let Some(p) = a.next_element::<Place>()? {
-                    out.extend(p.0);
-                }
-                Ok(Places(out))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Places, A::Error> {
-                while a.next_entry::<Skip, Skip>()?.is_some() {}
-                Ok(Places(Vec::new()))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Places, E> {
-                Ok(Places(Vec::new()))
-            }
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Places, E> {
-                Ok(Places(Vec::new()))
-            }
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Places, E> {
-                Ok(Places(Vec::new()))
-            }
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Places, E> {
-                Ok(Places(Vec::new()))
-            }
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Places, E> {
-                Ok(Places(Vec::new()))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Places, E> {
-                Ok(Places(Vec::new()))
-            }
+any_value!(
+    Places,
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Places, A::Error> {
+        let mut out = Vec::new();
+        while let Some(p) = a.next_element::<Place>()? {
+            out.extend(p.0);
         }
-        d.deserialize_any(V)
+        Ok(Places(out))
     }
-}
+    passed_over!(Places, Places(Vec::new()); bool, i64, u64, f64, str, unit, map);
+);
 
 /// `variables`: kept when it is an object.
 #[derive(Default)]
@@ -247,15 +166,12 @@ pub fn record_of(bytes: &[u8], path: &Path) -> Result<RecordInfo, UnreadableFile
     // list of its fields in order (`[1, 2]`), which is not a record.
     // And only text: skipped parts are not checked for UTF-8 as they are
     // passed over, and a record Python cannot decode is unreadable.
-    let object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-    let fast = match std::str::from_utf8(bytes) {
-        Ok(text) if object => serde_json::from_str::<RecordHead>(text).ok(),
-        _ => None,
-    };
+    let s = std::str::from_utf8(bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))?;
+    let object = s.trim_start().starts_with('{');
+    let fast = if object { serde_json::from_str::<RecordHead>(s).ok() } else { None };
     let head: RecordHead = match fast {
         Some(h) => h,
         None => {
-            let s = std::str::from_utf8(bytes).map_err(|_| unreadable("it is not UTF-8 text".into()))?;
             match serde_json::from_str::<Value>(s) {
                 Ok(v) if v.is_object() => serde_json::from_value(v).map_err(|e| unreadable(e.to_string()))?,
                 Ok(_) => {

@@ -180,26 +180,13 @@ pub fn scan_named_tasks(
         let leases = leases.is_dir().then_some(leases.as_path());
         let records = records.is_dir().then_some(records.as_path());
         let now = task_clock(opts, sys, leases, now);
-        let mut batches = scan_task(task, leases, records, &beneath, sys, now, &mut problems);
+        let mut read = read_task(task, leases, records, &beneath, sys, now);
+        problems.append(&mut read.problems);
+        let mut batches = file_task(task, read, now);
         batches.sort_by(|a, b| a.key.cmp(&b.key));
         each(task, batches);
     }
     Ok(ScanHead { root, lineage_dir, now, problems })
-}
-
-/// The batches of one task: its lease folder and its folder of run records.
-fn scan_task(
-    task: &str,
-    leases: Option<&Path>,
-    records: Option<&Path>,
-    beneath: &crate::beneath::Beneath,
-    sys: &Sys,
-    now: Now,
-    problems: &mut Vec<UnreadableFile>,
-) -> Vec<Batch> {
-    let mut read = read_task(task, leases, records, beneath, sys, now);
-    problems.append(&mut read.problems);
-    file_task(task, read, now)
 }
 
 /// One task's files, read (on every core) but not yet put together.

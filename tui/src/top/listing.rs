@@ -189,9 +189,10 @@ impl Listing {
         let listed = if s.is_some() { std::fs::read_dir(dir).ok() } else { None };
         if let Some(rd) = listed {
             for e in rd.flatten() {
-                let (name, path) = (e.file_name(), e.path());
+                let name = e.file_name();
                 if depth < 3 {
                     // Symlinked task folders are followed, as the scan follows them.
+                    let path = e.path();
                     if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
                         subfolders.push(path);
                     }
@@ -217,7 +218,8 @@ impl Listing {
                         }),
                     }
                 };
-                if hot && !self.files.contains_key(&path) {
+                let path = if hot { dir.join(&name) } else { continue };
+                if !self.files.contains_key(&path) {
                     let until = (!leases).then(|| now.checked_add(RECENT)).flatten();
                     let w = if out.is_some() {
                         // Found by a poll: no stamp yet, so that the poll's
@@ -250,9 +252,9 @@ impl Listing {
             }
         }
         // Written lately (in the last FRESH at the first look, the last RACY
-        // after): looked at again by the next poll.
-        // Only after a change: a folder relisted for its recheck alone, or
-        // dated in the future, is not listed at every poll.
+        // after a change): looked at again by the next poll. Only after a
+        // change: a folder relisted for its recheck alone, or dated in the
+        // future, is not listed at every poll.
         let window = if out.is_none() { self.window } else { self.window.min(RACY) };
         let moved = out.is_none() || old.as_ref().is_none_or(|f| f.stamp != s);
         let recheck = moved && s.is_some_and(|s| fresh(&s, now, window));

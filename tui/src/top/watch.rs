@@ -86,6 +86,9 @@ pub struct Watch {
     /// (folder, recursive): the lease and lineage folders, and the folders they
     /// appear in.
     desired: Vec<(PathBuf, RecursiveMode)>,
+    /// The lease folder and the lineage folder, as a poll looks at them.
+    leases: PathBuf,
+    lineage: PathBuf,
     debouncer: Option<Debouncer<RecommendedWatcher, RecommendedCache>>,
     /// Folder -> (device, inode) when it was watched: a folder made anew is
     /// watched again.
@@ -113,6 +116,8 @@ impl Watch {
             tx,
             interval,
             desired,
+            leases: ubunye.join("leases"),
+            lineage: lineage.to_path_buf(),
             debouncer: None,
             watched: HashMap::new(),
             poll_stop: None,
@@ -205,8 +210,7 @@ impl Watch {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, interval, flag) = (self.tx.clone(), self.interval, stop.clone());
-        let leases = self.desired.get(1).map(|d| d.0.clone()).unwrap_or_default();
-        let lineage = self.desired.get(2).map(|d| d.0.clone()).unwrap_or_default();
+        let (leases, lineage) = (self.leases.clone(), self.lineage.clone());
         // Each poll compares the folders' listing with the last one and names
         // what changed (crate::top::listing); a whole rescan only now and then.
         let spawned = std::thread::Builder::new().name("top-poll".into()).spawn(move || {

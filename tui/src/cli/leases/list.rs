@@ -143,15 +143,12 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
     // A table's lines, made as each task is read (a row's batch is not
     // kept), a list per state: tasks come in order and keys in order within
     // a task, so each list is in the listing's order.
-    let mut order = State::ALL.to_vec();
-    order.sort();
-    let mut by_state: Vec<Vec<table::Line>> = order.iter().map(|_| Vec::new()).collect();
+    let mut by_state: Vec<Vec<table::Line>> = State::ALL.iter().map(|_| Vec::new()).collect();
     let mut count = Count::default();
     let head = state::scan_tasks(&a.dir.dir, &opts, &sys, |_, batches| {
         count.add(&batches);
         for b in batches.into_iter().filter(|b| shown(b, &states, a.all)) {
-            let i = order.iter().position(|s| *s == b.state).unwrap_or(0);
-            by_state[i].push(Row::from_batch(b, false).line(colour));
+            by_state[b.state.rank()].push(Row::from_batch(b, false).line(colour));
         }
     });
     let head = match head {

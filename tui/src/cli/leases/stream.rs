@@ -10,76 +10,24 @@ use std::fs::File;
 use std::io::{self, Read, Seek, Write};
 
 use serde::Serialize;
-use serde_json::ser::Formatter;
 
 use ubunye::state::{State, UnreadableFile};
 
-/// serde_json's pretty formatter (two spaces) that starts `level` deep: a
-/// value written so is what `to_writer_pretty` writes for it there.
-struct Indented {
-    level: usize,
-    has_value: bool,
-}
-
-fn indent<W: ?Sized + Write>(w: &mut W, n: usize) -> io::Result<()> {
-    for _ in 0..n {
-        w.write_all(b"  ")?;
+/// Write `value` as `to_writer_pretty` writes it `level` deep in a document:
+/// its pretty text with each line after the first indented two spaces a level
+/// (JSON text holds no raw newline but between its lines: one inside a string
+/// is written `\n`).
+fn pretty_at<W: Write, T: Serialize + ?Sized>(w: &mut W, value: &T, level: usize) -> io::Result<()> {
+    let text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    let pad = "  ".repeat(level);
+    for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+        if i > 0 {
+            w.write_all(b"\n")?;
+            w.write_all(pad.as_bytes())?;
+        }
+        w.write_all(line)?;
     }
     Ok(())
-}
-
-impl Formatter for Indented {
-    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.level += 1;
-        self.has_value = false;
-        w.write_all(b"[")
-    }
-    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.level -= 1;
-        if self.has_value {
-            w.write_all(b"\n")?;
-            indent(w, self.level)?;
-        }
-        w.write_all(b"]")
-    }
-    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        w.write_all(if first { b"\n" } else { b",\n" })?;
-        indent(w, self.level)
-    }
-    fn end_array_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
-        self.has_value = true;
-        Ok(())
-    }
-    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.level += 1;
-        self.has_value = false;
-        w.write_all(b"{")
-    }
-    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.level -= 1;
-        if self.has_value {
-            w.write_all(b"\n")?;
-            indent(w, self.level)?;
-        }
-        w.write_all(b"}")
-    }
-    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        w.write_all(if first { b"\n" } else { b",\n" })?;
-        indent(w, self.level)
-    }
-    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        w.write_all(b": ")
-    }
-    fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
-        self.has_value = true;
-        Ok(())
-    }
-}
-
-/// Write `value` as `to_writer_pretty` writes it `level` deep in a document.
-fn pretty_at<W: Write, T: Serialize + ?Sized>(w: &mut W, value: &T, level: usize) -> io::Result<()> {
-    let mut s = serde_json::Serializer::with_formatter(w, Indented { level, has_value: false });
-    value.serialize(&mut s).map_err(io::Error::other)
 }
 
 /// Bytes kept in memory before a bucket goes to its temporary file.
@@ -147,17 +95,14 @@ impl Bucket {
 
 /// The listing's rows as they come, in a bucket per state.
 pub(super) struct Rows {
-    /// The states in the listing's order (most severe first), and their rows.
-    order: Vec<State>,
+    /// A bucket per state, at its [`State::rank`] (most severe first).
     buckets: Vec<Bucket>,
     held: usize,
 }
 
 impl Rows {
     pub(super) fn new() -> Rows {
-        let mut order = State::ALL.to_vec();
-        order.sort();
-        Rows { buckets: order.iter().map(|_| Bucket::default()).collect(), order, held: 0 }
+        Rows { buckets: State::ALL.iter().map(|_| Bucket::default()).collect(), held: 0 }
     }
 
     /// How many rows there are.
@@ -167,8 +112,7 @@ impl Rows {
 
     /// Add a row of this state; rows of one state must come in their order.
     pub(super) fn push<T: Serialize>(&mut self, state: State, row: &T) -> io::Result<()> {
-        let i = self.order.iter().position(|s| *s == state).unwrap_or(0);
-        let b = &mut self.buckets[i];
+        let b = &mut self.buckets[state.rank()];
         let before = b.bytes.len();
         if b.rows > 0 {
             b.bytes.extend_from_slice(b",");
@@ -286,7 +230,7 @@ mod tests {
             if i == 2 {
                 // What is written so far goes to a file; then the file can no
                 // longer be written (opened read-only).
-                let b = &mut r.buckets[r.order.iter().position(|s| *s == State::Finished).unwrap()];
+                let b = &mut r.buckets[State::Finished.rank()];
                 b.spill().unwrap();
                 assert!(b.bytes.is_empty() && b.file.is_some());
                 let f = b.file.as_mut().unwrap();
@@ -300,7 +244,7 @@ mod tests {
                 b.file = Some(ro);
             }
         }
-        let b = &mut r.buckets[r.order.iter().position(|s| *s == State::Finished).unwrap()];
+        let b = &mut r.buckets[State::Finished.rank()];
         b.spill().unwrap();
         assert!(b.in_memory && b.file.is_none(), "back in memory");
         let (mut got, mut expected) = (Vec::new(), Vec::new());
