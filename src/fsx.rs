@@ -233,26 +233,40 @@ pub fn write_atomic_keep(path: &Path, bytes: &[u8], busy_for: Duration) -> io::R
 }
 
 /// Create `path` holding `bytes`, only if no file has that name: Ok(false) when
-/// one does. The content is written to a temp file first and then linked to the
-/// name, so the name never appears empty or half-written (the peer's `O_EXCL`
-/// create can leave a 0-byte lease when killed between the create and the write).
-/// Where hard links are refused (some network and FUSE file systems) it falls back
-/// to `O_EXCL`.
+/// one does. The content is written to a file with no name first and then linked
+/// to the name, so the name never appears empty or half-written (the peer's
+/// `O_EXCL` create can leave a 0-byte lease when killed between the create and
+/// the write). The file is made with `O_TMPFILE` where the disk has it (ext4, xfs,
+/// btrfs, tmpfs), so a kill before the link leaves nothing; elsewhere (NFS, FUSE)
+/// it is a temp file `<stem>.<8hex>.tmp`, which a kill can leave behind. Where
+/// hard links are refused (some network and FUSE file systems) it falls back to
+/// `O_EXCL`.
 pub fn create_new(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     create_new_with(path, bytes, || {})
 }
 
-/// [`create_new`], calling `between` after the temp file is written and before
+/// [`create_new`], calling `between` after the content is written and before
 /// it is linked to the name (a kill point for tests).
 pub fn create_new_with(path: &Path, bytes: &[u8], between: impl FnOnce()) -> io::Result<bool> {
-    let tmp = tmp_path(path);
-    if let Err(e) = write_new_file(&tmp, bytes) {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    between();
-    let linked = fs::hard_link(&tmp, path);
-    let _ = fs::remove_file(&tmp);
+    let linked = match write_unnamed(path, bytes)? {
+        Some(f) => {
+            between();
+            let fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&f));
+            rustix::fs::linkat(rustix::fs::CWD, fd.as_str(), rustix::fs::CWD, path, rustix::fs::AtFlags::SYMLINK_FOLLOW)
+                .map_err(io::Error::from)
+        }
+        None => {
+            let tmp = tmp_path(path);
+            if let Err(e) = write_new_file(&tmp, bytes) {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+            between();
+            let linked = fs::hard_link(&tmp, path);
+            let _ = fs::remove_file(&tmp);
+            linked
+        }
+    };
     match linked {
         // The link and the temp name's removal on the disk, in one sync; a
         // lease that cannot be made durable is not left behind (review 15).
@@ -267,6 +281,29 @@ pub fn create_new_with(path: &Path, bytes: &[u8], between: impl FnOnce()) -> io:
         Err(e) if links_unsupported(&e) => create_exclusive(path, bytes),
         Err(e) => Err(e),
     }
+}
+
+/// A file with no name in the folder of `path`, holding `bytes`, on the disk
+/// (`O_TMPFILE`; it is linked through `/proc/self/fd`, which needs no privilege).
+/// None where the kernel or the file system has no `O_TMPFILE`, or /proc is not
+/// mounted: the caller then writes a named temp file, which reports any error
+/// the folder itself gives.
+fn write_unnamed(path: &Path, bytes: &[u8]) -> io::Result<Option<fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    static PROC: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*PROC.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
+        return Ok(None);
+    }
+    let dir = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) => p,
+        None => Path::new("."),
+    };
+    let Ok(mut f) = fs::OpenOptions::new().write(true).custom_flags(libc::O_TMPFILE).open(dir) else {
+        return Ok(None);
+    };
+    f.write_all(bytes)?;
+    crate::durable::file(&f, path)?;
+    Ok(Some(f))
 }
 
 fn links_unsupported(e: &io::Error) -> bool {
@@ -362,6 +399,35 @@ mod tests {
         assert_eq!(fs::read(&p).unwrap(), b"{\"a\": 1}");
         let names: Vec<_> = fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("k.json")]);
+    }
+
+    /// Whether the folder's disk makes files with no name (`O_TMPFILE`).
+    fn has_tmpfile(dir: &Path) -> bool {
+        use std::os::unix::fs::OpenOptionsExt;
+        fs::OpenOptions::new().write(true).custom_flags(libc::O_TMPFILE).open(dir).is_ok()
+    }
+
+    #[test]
+    fn a_create_stopped_before_its_link_leaves_no_name_where_the_disk_has_o_tmpfile() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("k.json");
+        let mut seen = Vec::new();
+        assert!(
+            create_new_with(&p, b"{\"a\": 1}", || {
+                seen = fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+            })
+            .unwrap()
+        );
+        if has_tmpfile(d.path()) {
+            // A kill here (the lease-temp-written step) leaves the folder as it was.
+            assert!(seen.is_empty(), "{seen:?}");
+        } else {
+            eprintln!("NOTE: {} has no O_TMPFILE; the named temp file is used there", d.path().display());
+            assert_eq!(seen.len(), 1, "{seen:?}");
+        }
+        assert_eq!(fs::read(&p).unwrap(), b"{\"a\": 1}");
+        assert!(!create_new_with(&p, b"other", || {}).unwrap());
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
     }
 
     #[test]
