@@ -97,31 +97,42 @@ pub(super) fn read_folder(dir: &Path, problems: &mut Vec<UnreadableFile>) -> BTr
     };
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let path = e.path();
-        match layout::classify(&name) {
-            Entry::Lease { key } => by_key.entry(key).or_default().leases.push(path),
-            Entry::Finished { key } => by_key.entry(key).or_default().finished.push(path),
-            Entry::Dead { key } => by_key.entry(key).or_default().dead.push(path),
-            Entry::Done { key, run } => by_key.entry(key).or_default().done.push((run, path)),
-            Entry::Taken { key, run } => by_key.entry(key).or_default().taken.push((run, path)),
-            Entry::Tmp { key } => by_key.entry(key).or_default().tmp.push(path),
-            Entry::Clock => {}
-            _ if e.file_type().is_ok_and(|t| t.is_dir()) => problems.push(UnreadableFile::misplaced(
-                &path,
-                "a folder inside a task's lease folder, where only lease files belong: no engine looks in it",
-            )),
-            Entry::Unknown { key } => by_key.entry(key).or_default().unknown.push(path),
-            Entry::Other if name.ends_with(".json") => problems.push(UnreadableFile::misplaced(
-                &path,
-                "a .json file in a lease folder not named as Ubunye names its files (<16 hex key>.json, .finished.json, .dead-<8hex>.json): no engine reads it",
-            )),
-            Entry::Other => problems.push(UnreadableFile::misplaced(
-                &path,
-                "a file in a lease folder that no engine writes (its name does not start with a batch key): nothing reads it; look at it, and remove it if nothing of yours needs it",
-            )),
-        }
+        sort_entry(&mut by_key, problems, &name, e.path(), || e.file_type().is_ok_and(|t| t.is_dir()));
     }
     by_key
+}
+
+/// One name of a lease folder put where it belongs: a batch's file, or a
+/// problem. `is_dir` is asked only of a name no engine writes.
+pub(super) fn sort_entry(
+    by_key: &mut BTreeMap<String, Folder>,
+    problems: &mut Vec<UnreadableFile>,
+    name: &str,
+    path: PathBuf,
+    is_dir: impl FnOnce() -> bool,
+) {
+    match layout::classify(name) {
+        Entry::Lease { key } => by_key.entry(key).or_default().leases.push(path),
+        Entry::Finished { key } => by_key.entry(key).or_default().finished.push(path),
+        Entry::Dead { key } => by_key.entry(key).or_default().dead.push(path),
+        Entry::Done { key, run } => by_key.entry(key).or_default().done.push((run, path)),
+        Entry::Taken { key, run } => by_key.entry(key).or_default().taken.push((run, path)),
+        Entry::Tmp { key } => by_key.entry(key).or_default().tmp.push(path),
+        Entry::Clock => {}
+        _ if is_dir() => problems.push(UnreadableFile::misplaced(
+            &path,
+            "a folder inside a task's lease folder, where only lease files belong: no engine looks in it",
+        )),
+        Entry::Unknown { key } => by_key.entry(key).or_default().unknown.push(path),
+        Entry::Other if name.ends_with(".json") => problems.push(UnreadableFile::misplaced(
+            &path,
+            "a .json file in a lease folder not named as Ubunye names its files (<16 hex key>.json, .finished.json, .dead-<8hex>.json): no engine reads it",
+        )),
+        Entry::Other => problems.push(UnreadableFile::misplaced(
+            &path,
+            "a file in a lease folder that no engine writes (its name does not start with a batch key): nothing reads it; look at it, and remove it if nothing of yours needs it",
+        )),
+    }
 }
 
 /// Reads a folder's files by name into one buffer (one per thread).
@@ -165,8 +176,9 @@ pub(super) fn par_map<T: Send, R: Send>(
     f: impl Fn(T, &mut Reader) -> R + Sync,
 ) -> Vec<R> {
     const BLOCK: usize = 128;
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
-    if items.len() < 2 * BLOCK || threads == 1 {
+    // Asked only when there is enough to share (it reads the cgroup's files).
+    let threads = || std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+    if items.len() < 2 * BLOCK || threads() == 1 {
         let mut r = Reader::new(dir);
         return items.into_iter().map(|t| f(t, &mut r)).collect();
     }
@@ -181,7 +193,7 @@ pub(super) fn par_map<T: Send, R: Send>(
     let f = &f;
     let queue = &queue;
     let mut done: Vec<(usize, Vec<R>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
+        let handles: Vec<_> = (0..threads())
             .map(|_| {
                 s.spawn(move || {
                     let mut r = Reader::new(dir);

@@ -40,12 +40,12 @@ impl ScanHead {
 }
 
 /// A use-case folder, checked and ready to read.
-struct Opened {
-    root: PathBuf,
-    beneath: crate::beneath::Beneath,
-    leases_root: PathBuf,
-    lineage_dir: PathBuf,
-    now: Now,
+pub(super) struct Opened {
+    pub(super) root: PathBuf,
+    pub(super) beneath: crate::beneath::Beneath,
+    pub(super) leases_root: PathBuf,
+    pub(super) lineage_dir: PathBuf,
+    pub(super) now: Now,
 }
 
 fn use_case_root(uc: &Path) -> Result<PathBuf, ScanError> {
@@ -56,7 +56,7 @@ fn use_case_root(uc: &Path) -> Result<PathBuf, ScanError> {
     Ok(root)
 }
 
-fn open(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Opened, ScanError> {
+pub(super) fn open(uc: &Path, opts: &ScanOptions, sys: &Sys) -> Result<Opened, ScanError> {
     let root = use_case_root(uc)?;
     let beneath = crate::beneath::Beneath::new(&root).map_err(|e| ScanError::NoFolder(root.clone(), e.to_string()))?;
     let leases_root = layout::leases_root(&root);
@@ -81,7 +81,7 @@ fn read_clock(opts: &ScanOptions, sys: &Sys, dir: &Path) -> Now {
 
 /// The time by a task's lease folder, which may be on another disk than the
 /// use case's (a symlink onto a file server: review 11, finding 1).
-fn task_clock(opts: &ScanOptions, sys: &Sys, leases: Option<&Path>, default: Now) -> Now {
+pub(super) fn task_clock(opts: &ScanOptions, sys: &Sys, leases: Option<&Path>, default: Now) -> Now {
     match leases {
         Some(dir) => read_clock(opts, sys, dir),
         None => default,
@@ -362,7 +362,9 @@ pub fn scan_batch(uc: &Path, task: &str, key: &str, opts: &ScanOptions, sys: &Sy
 /// folder and its folder of run records), so that every run record is filed
 /// by the same rules, and the batch is taken from it. What `leases explain`
 /// and the repairs show, so that they say what `leases list` says. None when
-/// the task holds no such batch (its files went since it was found).
+/// the task holds no such batch (its files went since it was found). With
+/// [`ScanOptions::index_dir`], the same batch from an index of the task
+/// (`index`), reading only what changed.
 pub fn scan_one(
     uc: &Path,
     task: &str,
@@ -370,6 +372,11 @@ pub fn scan_one(
     opts: &ScanOptions,
     sys: &Sys,
 ) -> Result<(Scan, Option<Batch>), ScanError> {
+    // The unknown batch (records that name no batch) is read whole: every
+    // record of the task may be its.
+    if let Some(dir) = opts.index_dir.as_deref().filter(|_| layout::is_key(key)) {
+        return super::index::scan_one_indexed(uc, task, key, opts, sys, dir);
+    }
     let mut found = None;
     let head = scan_named_tasks(uc, opts, sys, &[task.to_string()], |_, batches| {
         found = batches.into_iter().find(|b| b.key == key);

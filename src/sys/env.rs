@@ -33,12 +33,24 @@ pub struct Knobs {
     pub test_settings: Vec<String>,
     /// `UBUNYE_TEST_STOP_AT`: the step at which the process stops itself.
     pub stop_at: Option<String>,
+    /// Where `leases explain` may keep its index of a task's files, outside
+    /// every use case: `UBUNYE_CACHE_DIR`, else `$XDG_CACHE_HOME/ubunye`,
+    /// else `$HOME/.cache/ubunye`. `UBUNYE_CACHE_DIR` set empty: nowhere
+    /// (every explain reads its batch's task whole).
+    pub cache_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for Knobs {
     /// Production: leases on, every fast path allowed, no test setting.
     fn default() -> Self {
-        Knobs { leases: true, exchange: true, in_place: true, test_settings: Vec::new(), stop_at: None }
+        Knobs {
+            leases: true,
+            exchange: true,
+            in_place: true,
+            test_settings: Vec::new(),
+            stop_at: None,
+            cache_dir: None,
+        }
     }
 }
 
@@ -70,6 +82,7 @@ pub(super) fn read(var: impl Fn(&str) -> Option<OsString>, tests: bool) -> FromE
     if let Some((d, _)) = wait("UBUNYE_EXEC_GRACE") {
         timing.exec_grace = d;
     }
+    knobs.cache_dir = cache_dir(&var);
     if !tests {
         return FromEnv { timing, knobs, host: None };
     }
@@ -107,6 +120,20 @@ pub(super) fn read(var: impl Fn(&str) -> Option<OsString>, tests: bool) -> FromE
         note(&mut knobs, "UBUNYE_TEST_HOST", h);
     }
     FromEnv { timing, knobs, host }
+}
+
+/// [`Knobs::cache_dir`]: only an absolute folder (the XDG rule), so that
+/// where it lands never depends on the current folder.
+fn cache_dir(var: &impl Fn(&str) -> Option<OsString>) -> Option<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let abs = |v: OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    if let Some(v) = var("UBUNYE_CACHE_DIR") {
+        return abs(v);
+    }
+    match var("XDG_CACHE_HOME").and_then(abs) {
+        Some(x) => Some(x.join("ubunye")),
+        None => var("HOME").and_then(abs).map(|h| h.join(".cache/ubunye")),
+    }
 }
 
 fn note(knobs: &mut Knobs, name: &str, value: &str) {
@@ -173,6 +200,19 @@ mod tests {
         }
         // Python's strip() also takes \x1c..\x1f (review 12, finding 8).
         assert!(!with(&[("UBUNYE_RUN_LEASE", "off\u{1f}")]).knobs.leases);
+    }
+
+    #[test]
+    fn the_cache_folder_is_absolute_and_can_be_turned_off() {
+        let at = |pairs: &[(&str, &str)]| with(pairs).knobs.cache_dir.map(|p| p.display().to_string());
+        assert_eq!(at(&[("HOME", "/home/u")]).as_deref(), Some("/home/u/.cache/ubunye"));
+        assert_eq!(at(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "/c")]).as_deref(), Some("/c/ubunye"));
+        // A relative XDG_CACHE_HOME is ignored, as the XDG rules ask.
+        assert_eq!(at(&[("HOME", "/home/u"), ("XDG_CACHE_HOME", "c")]).as_deref(), Some("/home/u/.cache/ubunye"));
+        assert_eq!(at(&[("HOME", "/home/u"), ("UBUNYE_CACHE_DIR", "/x")]).as_deref(), Some("/x"));
+        assert_eq!(at(&[("HOME", "/home/u"), ("UBUNYE_CACHE_DIR", "")]), None, "set empty: no index");
+        assert_eq!(at(&[]), None);
+        assert!(with(&[("HOME", "/h")]).knobs.test_settings.is_empty(), "a user setting");
     }
 
     #[test]
