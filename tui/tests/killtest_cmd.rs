@@ -201,11 +201,13 @@ fn the_example_shows_the_difference() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let verdicts: Vec<&str> = v["modes"].as_array().unwrap().iter().map(|m| m["verdict"].as_str().unwrap()).collect();
     assert_eq!((verdicts[0], verdicts[2]), ("FAIL", "PASS"), "{v}");
-    // Skip-if-exists fails once a kill tears an item; under a loaded machine
-    // the rounds can all finish before their kill (the reference ran slower),
-    // and then there is nothing to see.
-    let skip_kills = v["modes"][1]["outcome"]["kills"].as_u64().unwrap();
-    assert!(verdicts[1] == "FAIL" || skip_kills <= 1, "{v}");
+    // Skip-if-exists fails only when a kill tears an item (between its two
+    // writes); kills that land between items, or rounds that all finish
+    // before their kill on a loaded machine, leave nothing to see (CI at
+    // stop 23: two kills, no tear). When it fails, it is for a torn item.
+    let skip = &v["modes"][1]["outcome"]["rows"][0]["outputs"]["events"];
+    let torn = skip["corrupt"].as_array().unwrap().len();
+    assert!(verdicts[1] == "PASS" || torn > 0, "{v}");
     // The naive job alone lands a killed run's files: doubled or corrupt.
     let naive = &v["modes"][0]["outcome"]["rows"][0]["outputs"]["events"];
     let bad = naive["doubled"].as_array().unwrap().len() + naive["corrupt"].as_array().unwrap().len();
