@@ -176,9 +176,13 @@ pub(super) fn par_map<T: Send, R: Send>(
     f: impl Fn(T, &mut Reader) -> R + Sync,
 ) -> Vec<R> {
     const BLOCK: usize = 128;
-    // Asked only when there is enough to share (it reads the cgroup's files).
-    let threads = || std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
-    if items.len() < 2 * BLOCK || threads() == 1 {
+    // Asked once, and only when there is enough to share (it reads the
+    // cgroup's files).
+    let threads = match items.len() < 2 * BLOCK {
+        true => 1,
+        false => std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4),
+    };
+    if threads == 1 {
         let mut r = Reader::new(dir);
         return items.into_iter().map(|t| f(t, &mut r)).collect();
     }
@@ -193,7 +197,7 @@ pub(super) fn par_map<T: Send, R: Send>(
     let f = &f;
     let queue = &queue;
     let mut done: Vec<(usize, Vec<R>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads())
+        let handles: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(move || {
                     let mut r = Reader::new(dir);
