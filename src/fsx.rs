@@ -116,6 +116,13 @@ impl Dir {
     }
 }
 
+impl Dir {
+    /// The `statx` of `name` in this folder, not following a symlink.
+    pub fn statx(&self, name: &std::ffi::OsStr, mask: rustix::fs::StatxFlags) -> io::Result<rustix::fs::Statx> {
+        Ok(rustix::fs::statx(&self.fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW, mask)?)
+    }
+}
+
 fn check_regular(m: &fs::Metadata) -> io::Result<()> {
     let kind = m.file_type();
     if !kind.is_file() {

@@ -33,8 +33,8 @@ pub struct Knobs {
     pub test_settings: Vec<String>,
     /// `UBUNYE_TEST_STOP_AT`: the step at which the process stops itself.
     pub stop_at: Option<String>,
-    /// Where an index of a task's files may be kept, outside every use case
-    /// (`state::index`; no command uses it yet: review 18): `UBUNYE_CACHE_DIR`, else `$XDG_CACHE_HOME/ubunye`,
+    /// Where `leases explain` may keep its index of a task's files, outside
+    /// every use case: `UBUNYE_CACHE_DIR`, else `$XDG_CACHE_HOME/ubunye`,
     /// else `$HOME/.cache/ubunye`. `UBUNYE_CACHE_DIR` set empty: nowhere
     /// (every explain reads its batch's task whole).
     pub cache_dir: Option<std::path::PathBuf>,

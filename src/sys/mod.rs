@@ -11,6 +11,7 @@ mod diskclock;
 mod env;
 pub mod sandbox;
 
+pub(crate) use diskclock::local_file_system;
 pub use env::Knobs;
 
 /// Where a reading of "now" came from.

@@ -7,7 +7,7 @@ use crate::cli::{BatchArg, exit, say_err};
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  ubunye leases explain 7d106ca7 -d uc\n  ubunye leases explain \\\n    uc/.ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json"
+    after_help = "Examples:\n  ubunye leases explain 7d106ca7 -d uc\n  ubunye leases explain \\\n    uc/.ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json\n\nA batch's run records are filed as `leases list` files them, which depends on every file of its task. To answer at once in a task of thousands of batches, explain keeps an index of each task's files outside the use case (in $UBUNYE_CACHE_DIR, else $XDG_CACHE_HOME/ubunye, else ~/.cache/ubunye: its index/ folder). A file's line is used only while the file is the one that was read (its inode, birth time, size, mtime and ctime unchanged), and only on a local file system; the batch's own files and records are always read again. It never writes inside the use case. UBUNYE_CACHE_DIR= (empty) turns it off."
 )]
 pub struct ExplainArgs {
     #[command(flatten)]

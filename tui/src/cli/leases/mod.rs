@@ -90,12 +90,14 @@ pub fn locate(
     // A repair about to act may write: it reads the disk's clock with a probe,
     // as the run it stands for does (a file server's clock).
     let clock = if purpose == Purpose::Repair { state::ClockRead::Probe } else { state::ClockRead::Looking };
-    // The task is read whole. `state::index` (an index of the task kept
-    // outside the use case) is not used: review 18 showed that an inode
-    // alone does not tell a changed file (ext4 gives a freed inode back at
-    // once, and two renamed saves can alternate between two), so it could
-    // show another batch's records. It needs a stat per file first.
-    let opts = ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: None, clock, index_dir: None };
+    // Looking may use an index of the task kept outside the use case
+    // (`ubunye::state::scan_one`: a file is trusted only while its stamp,
+    // taken before it was read, stands); a repair reads the task whole.
+    let index_dir = match purpose {
+        Purpose::Look => sys.knobs.cache_dir.as_ref().map(|d| d.join("index")),
+        Purpose::Repair => None,
+    };
+    let opts = ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: None, clock, index_dir };
     let q = state::shorten(query);
     match state::locate(&dir.dir, query, task, &opts, sys).map_err(|e| e.to_string())? {
         Located::Located(scan, b) => Ok((*scan, *b)),
