@@ -585,6 +585,10 @@ pub struct ScanOptions {
     /// answers in milliseconds in a task of 10,000 batches. None: the task is
     /// read whole.
     pub index_dir: Option<PathBuf>,
+    /// How long a file must have been left alone before the index keeps
+    /// its line (None: two minutes, longer than the kernel keeps a page
+    /// written through a shared mapping dirty). Tests shorten it.
+    pub index_settle: Option<std::time::Duration>,
 }
 
 /// A whole use case, read.

@@ -75,7 +75,7 @@ fn name_of(p: &Path) -> String {
 /// The file `name` of `dir` as the index knew it, if it still has the stamp
 /// it was read with.
 fn still(dir: Option<&crate::fsx::Dir>, name: &OsStr, kept: &str, began: Ts) -> bool {
-    dir.and_then(|d| stamp(d, name, began)).is_some_and(|s| s.text() == kept)
+    dir.and_then(|d| stamp(d, name, began, 0)).is_some_and(|s| s.text() == kept)
 }
 
 /// The records' folder's `<stem>.json` files, in the order it lists them,
@@ -120,7 +120,8 @@ pub(super) fn scan_one_indexed(
     let leases = ldir.is_dir().then_some(ldir.as_path());
     let records = rdir.is_dir().then_some(rdir.as_path());
     let now = task_clock(opts, sys, leases, opened_at);
-    let store = Store::at(index_dir, &root, &lineage_dir, &ldir, &rdir);
+    let store = Store::at(index_dir, &root, &lineage_dir, &ldir, &rdir, &sys.host);
+    let settle = i64::try_from(opts.index_settle.unwrap_or(store::SETTLE).as_nanos()).unwrap_or(i64::MAX);
     let old = store.as_ref().and_then(|s| Some(Index::parse(s.load()?, &s.header))).unwrap_or_default();
     let header = store.as_ref().map_or("", |s| s.header.as_str());
     let mut next = Next::default();
@@ -182,7 +183,7 @@ pub(super) fn scan_one_indexed(
         // What the index did not know, or knew of another file, read on every core.
         let opened = leases.and_then(|d| crate::fsx::Dir::open(d).ok());
         let read = par_map(unread, opened.as_ref(), |(k, raw, ino, kind, at), reader| {
-            let st = ldirref.and_then(|d| stamp(d, &raw, began));
+            let st = ldirref.filter(|_| kind == Kind::Finished).and_then(|d| stamp(d, &raw, began, settle));
             let p = leases.map_or_else(PathBuf::new, |d| d.join(&raw));
             let mut one = Folder::default();
             match kind {
@@ -255,7 +256,7 @@ pub(super) fn scan_one_indexed(
         // Filed in the listing's order, as a whole read files them.
         let opened = records.and_then(|d| crate::fsx::Dir::open(d).ok());
         let read = par_map(wanted, opened.as_ref(), |(raw, ino, at), reader| {
-            let st = rdirref.and_then(|d| stamp(d, &raw, began));
+            let st = rdirref.and_then(|d| stamp(d, &raw, began, settle));
             let p = records.map_or_else(PathBuf::new, |d| d.join(&raw));
             let rec = reader.record(&p).map(|r| {
                 let hashed = r.variables.as_ref().and_then(|v| record_key(task, v));

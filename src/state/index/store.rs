@@ -20,6 +20,7 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use sha2::Digest;
@@ -29,6 +30,16 @@ pub(super) const HEADER: &str = "ubunye-index 2";
 /// At most this many index files are kept (one per task looked at); the
 /// oldest go first.
 const KEEP: usize = 256;
+/// An index file larger than this is not read (a task of 100,000 batches
+/// makes about 30 MB).
+const MOST: u64 = 256 << 20;
+/// How long a file must have been left alone before its line is kept, by
+/// default: longer than the kernel keeps a page written through a shared
+/// mapping dirty (`vm.dirty_expire_centisecs`, 30 s, plus the flusher's
+/// 5 s), since a write through a mapping moves the file's times only when
+/// it faults, the first write after the page was last written back. A test
+/// shortens it ([`ScanOptions::index_settle`](crate::state::ScanOptions)).
+pub(super) const SETTLE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// A time as the kernel stamps files: seconds and nanoseconds.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -38,7 +49,7 @@ impl Ts {
     fn of(t: &rustix::fs::StatxTimestamp) -> Ts {
         Ts(t.tv_sec, i64::from(t.tv_nsec))
     }
-    /// Earlier by `nanos` (at most a few seconds).
+    /// Earlier by `nanos`.
     fn minus(self, nanos: i64) -> Ts {
         let n = self.1 - nanos;
         Ts(self.0 + n.div_euclid(1_000_000_000), n.rem_euclid(1_000_000_000))
@@ -89,7 +100,7 @@ impl Stamp {
 /// The stamp of the regular file `name` in `dir` (not following a symlink:
 /// a symlink, a folder or a file that cannot be stat'ed has none, and is
 /// read every time).
-pub(super) fn stamp(dir: &crate::fsx::Dir, name: &OsStr, began: Ts) -> Option<Stamp> {
+pub(super) fn stamp(dir: &crate::fsx::Dir, name: &OsStr, began: Ts, settle: i64) -> Option<Stamp> {
     use rustix::fs::StatxFlags as F;
     let st = dir.statx(name, F::TYPE | F::INO | F::SIZE | F::MTIME | F::CTIME | F::BTIME).ok()?;
     let need = F::TYPE | F::INO | F::SIZE | F::MTIME | F::CTIME;
@@ -101,7 +112,8 @@ pub(super) fn stamp(dir: &crate::fsx::Dir, name: &OsStr, began: Ts) -> Option<St
     }
     let born = if got.contains(F::BTIME) { Ts::of(&st.stx_btime) } else { Ts(0, 0) };
     let (m, c) = (Ts::of(&st.stx_mtime), Ts::of(&st.stx_ctime));
-    let tick = if c.1 == 0 { 2_000_000_000 } else { 10_000_000 };
+    // And a tick of the clock (2 s where ctimes are whole seconds).
+    let tick = settle.max(if c.1 == 0 { 2_000_000_000 } else { 10_000_000 });
     let mut out = Stamp { buf: [0; 9 * 17], len: 0, settled: c < began.minus(tick) };
     let dev = u64::from(st.stx_dev_major) << 32 | u64::from(st.stx_dev_minor);
     for x in
@@ -125,40 +137,72 @@ pub(super) struct Store {
 }
 
 impl Store {
-    /// None when the folder is inside the use case or its records' folder
-    /// (looking never writes there; checked before anything is made, with
-    /// each path resolved as far as it exists), when either of the task's
-    /// folders is on a file system this machine's kernel does not stamp, or
-    /// when it cannot be made.
-    pub(super) fn at(index_dir: &Path, root: &Path, lineage: &Path, leases: &Path, records: &Path) -> Option<Store> {
+    /// None when the folder is inside the use case, its records' folder or
+    /// either of the task's folders (looking never writes there; checked
+    /// before anything is made, with each path resolved as far as it exists),
+    /// when either of the task's folders is on a file system whose stamps do
+    /// not tell every change (one this machine's kernel does not stamp, or
+    /// tmpfs), or when it cannot be made.
+    pub(super) fn at(
+        index_dir: &Path,
+        root: &Path,
+        lineage: &Path,
+        leases: &Path,
+        records: &Path,
+        host: &str,
+    ) -> Option<Store> {
+        // tmpfs never writes a page back, so a write through a shared
+        // mapping may never move a file's times there.
         let trusted = |d: &Path| {
-            !d.exists() || crate::sys::local_file_system(d).is_some_and(|fs| !matches!(fs, "vfat" | "exfat" | "ntfs3"))
+            !d.exists()
+                || crate::sys::local_file_system(d)
+                    .is_some_and(|fs| !matches!(fs, "vfat" | "exfat" | "ntfs3" | "tmpfs" | "ramfs"))
         };
         if !trusted(leases) || !trusted(records) {
             return None;
         }
-        let (root, lineage) = (resolved(root)?, resolved(lineage)?);
-        let inside = |d: &Path| d.starts_with(&root) || d.starts_with(&lineage);
+        // The task's folders too: either may be a symlink to elsewhere.
+        let within: Vec<PathBuf> =
+            [root, lineage, leases, records].iter().map(|p| resolved(p)).collect::<Option<_>>()?;
+        let inside = |d: &Path| within.iter().any(|w| d.starts_with(w));
         if inside(&resolved(index_dir)?) {
             return None;
         }
-        fs::create_dir_all(index_dir).ok()?;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(index_dir).ok()?;
         let dir = fs::canonicalize(index_dir).ok()?;
         if inside(&dir) {
             return None;
         }
         let (l, r) = (leases.to_string_lossy(), records.to_string_lossy());
-        if !plain(&l) || !plain(&r) {
+        if !plain(&l) || !plain(&r) || !plain(host) {
             return None;
         }
-        let header = format!("{HEADER}\t{l}\t{r}");
+        // Whether a file can be read depends on who reads it: each reader
+        // (user, groups, host) keeps an index of its own.
+        let header = format!("{HEADER}\t{l}\t{r}\t{}\t{host}", reader());
+
         let id = sha2::Sha256::digest(header.as_bytes());
         let id: String = id.iter().take(16).map(|b| format!("{b:02x}")).collect();
         Some(Store { file: dir.join(format!("{id}.tsv")), header })
     }
 
+    /// The index file's text: only a regular file (no symlink followed, a
+    /// FIFO not waited on), this user's and writable by no one else, of at
+    /// most [`MOST`] bytes.
     pub(super) fn load(&self) -> Option<String> {
-        fs::read_to_string(&self.file).ok()
+        use rustix::fs::{Mode, OFlags};
+        use std::io::Read;
+        use std::os::unix::fs::MetadataExt;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let f = fs::File::from(rustix::fs::open(&self.file, flags, Mode::empty()).ok()?);
+        let m = f.metadata().ok()?;
+        let euid = rustix::process::geteuid().as_raw();
+        if !m.is_file() || m.len() > MOST || m.uid() != euid || m.mode() & 0o022 != 0 {
+            return None;
+        }
+        let mut text = String::new();
+        f.take(MOST).read_to_string(&mut text).ok()?;
+        Some(text)
     }
 
     /// Write it whole (a temp file renamed: two looks at once leave one or
@@ -167,7 +211,12 @@ impl Store {
     /// next look its speed, nothing else.
     pub(super) fn save(&self, text: &str) {
         let tmp = crate::fsx::tmp_path(&self.file);
-        let written = fs::File::create(&tmp).and_then(|mut f| f.write_all(text.as_bytes()));
+        let written = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| f.write_all(text.as_bytes()));
         if written.and_then(|()| fs::rename(&tmp, &self.file)).is_err() {
             let _ = fs::remove_file(&tmp);
             return;
@@ -195,6 +244,20 @@ impl Store {
             }
         }
     }
+}
+
+/// Who reads: the effective user and group and every supplementary group.
+fn reader() -> String {
+    let mut groups: Vec<u32> = rustix::process::getgroups().unwrap_or_default().iter().map(|g| g.as_raw()).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let groups: Vec<String> = groups.iter().map(u32::to_string).collect();
+    format!(
+        "uid={} gid={} groups={}",
+        rustix::process::geteuid().as_raw(),
+        rustix::process::getegid().as_raw(),
+        groups.join(",")
+    )
 }
 
 /// Whether `name` is an index file this module names (`<32 hex>.tsv`:
@@ -243,12 +306,52 @@ mod tests {
         std::fs::write(d.path().join("f"), "x").unwrap();
         let dir = crate::fsx::Dir::open(d.path()).unwrap();
         let now = coarse_now();
-        assert!(!stamp(&dir, OsStr::new("f"), now).unwrap().settled);
+        assert!(!stamp(&dir, OsStr::new("f"), now, 0).unwrap().settled);
         let later = Ts(now.0 + 3, 0);
-        assert!(stamp(&dir, OsStr::new("f"), later).unwrap().settled);
-        assert!(stamp(&dir, OsStr::new("missing"), later).is_none());
+        assert!(stamp(&dir, OsStr::new("f"), later, 0).unwrap().settled);
+        assert!(!stamp(&dir, OsStr::new("f"), later, SETTLE.as_nanos() as i64).unwrap().settled, "not by default");
+        assert!(stamp(&dir, OsStr::new("missing"), later, 0).is_none());
         std::os::unix::fs::symlink("f", d.path().join("l")).unwrap();
-        assert!(stamp(&dir, OsStr::new("l"), later).is_none(), "a symlink has no stamp");
+        assert!(stamp(&dir, OsStr::new("l"), later, 0).is_none(), "a symlink has no stamp");
+    }
+
+    #[test]
+    fn only_a_regular_file_of_this_users_is_loaded() {
+        let d = tempfile::tempdir().unwrap();
+        let at = |name: &str| Store { file: d.path().join(name), header: String::new() };
+        std::fs::write(d.path().join("good"), "x").unwrap();
+        std::fs::set_permissions(d.path().join("good"), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        assert_eq!(at("good").load().as_deref(), Some("x"));
+        // A FIFO is not waited on, a symlink not followed (to /dev/zero: endless).
+        rustix::fs::mknodat(rustix::fs::CWD, &d.path().join("fifo"), rustix::fs::FileType::Fifo, 0o600.into(), 0)
+            .unwrap();
+        assert_eq!(at("fifo").load(), None);
+        std::os::unix::fs::symlink("/dev/zero", d.path().join("zero")).unwrap();
+        assert_eq!(at("zero").load(), None);
+        std::os::unix::fs::symlink("good", d.path().join("link")).unwrap();
+        assert_eq!(at("link").load(), None);
+        // Writable by others: anyone could plant a line.
+        std::fs::write(d.path().join("open"), "x").unwrap();
+        std::fs::set_permissions(d.path().join("open"), std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+        assert_eq!(at("open").load(), None);
+        assert_eq!(at("missing").load(), None);
+    }
+
+    #[test]
+    fn each_reader_has_an_index_of_its_own() {
+        let d = tempfile::tempdir().unwrap();
+        let (uc, lin) = (d.path().join("uc"), d.path().join("uc/.ubunye/lineage"));
+        let (l, r) = (d.path().join("uc/.ubunye/leases/t"), lin.join("t"));
+        let one = Store::at(&d.path().join("cache"), &uc, &lin, &l, &r, "a|1").unwrap();
+        let other = Store::at(&d.path().join("cache"), &uc, &lin, &l, &r, "b|1").unwrap();
+        assert_ne!(one.file, other.file);
+        assert!(one.header.contains(&reader()), "{}", one.header);
+        // The index folder inside a task's folder given through a symlink.
+        std::fs::create_dir_all(d.path().join("elsewhere")).unwrap();
+        std::fs::create_dir_all(d.path().join("uc/.ubunye/leases")).unwrap();
+        std::os::unix::fs::symlink(d.path().join("elsewhere"), &l).unwrap();
+        assert!(Store::at(&d.path().join("elsewhere/index"), &uc, &lin, &l, &r, "a|1").is_none());
+        assert!(!d.path().join("elsewhere/index").exists());
     }
 
     #[test]

@@ -97,7 +97,8 @@ pub fn locate(
         Purpose::Look => sys.knobs.cache_dir.as_ref().map(|d| d.join("index")),
         Purpose::Repair => None,
     };
-    let opts = ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: None, clock, index_dir };
+    let opts =
+        ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: None, clock, index_dir, index_settle: None };
     let q = state::shorten(query);
     match state::locate(&dir.dir, query, task, &opts, sys).map_err(|e| e.to_string())? {
         Located::Located(scan, b) => Ok((*scan, *b)),
