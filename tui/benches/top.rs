@@ -16,7 +16,8 @@
 //! into the target folder; UBUNYE_BENCH_BATCHES, UBUNYE_BENCH_IDLE_SECS and
 //! UBUNYE_BENCH_SAMPLES change the sizes; UBUNYE_BENCH_MEMORY_DIR measures
 //! the memory of one dashboard on another use case, such as
-//! `benches/python/state_scan.py`'s with the peer's real run records). Without
+//! `benches/python/state_scan.py`'s with the peer's real run records;
+//! UBUNYE_BENCH_ONLY_IDLE=1 measures the idle CPU alone). Without
 //! `--bench` (as `cargo test` runs it) it does a small smoke run.
 
 use std::fs;
@@ -433,6 +434,16 @@ fn main() {
         return;
     }
 
+    if std::env::var_os("UBUNYE_BENCH_ONLY_IDLE").is_some() {
+        let cpu = idle_cpu(&uc, size.idle);
+        println!(
+            "idle CPU over {} s (notify, 1 s re-judgement of {} leases, {} batches): {cpu:.2}% of one core",
+            size.idle.as_secs(),
+            size.leases,
+            size.batches
+        );
+        return;
+    }
     println!(
         "ubunye top on {} batches ({} leases), {} cores",
         size.batches,

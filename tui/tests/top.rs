@@ -366,6 +366,29 @@ fn time_alone_turns_a_live_lease_dead() {
     assert_eq!(selected_state(&a), Some(State::Dead));
 }
 
+/// The tick judges only the batches with a lease, found again after any
+/// batch is put: a finished batch that takes a lease after a tick is judged
+/// by time at the next.
+#[test]
+fn a_lease_taken_after_a_tick_is_judged_by_the_next() {
+    let (_d, uc, captured) = fixture("live");
+    let (sys, clock, _) = fake_sys(ELSEWHERE, captured + Duration::from_secs(5));
+    let mut a = app(&uc, sys);
+    a.handle(Event::Tick);
+    let state = |a: &App, key: &str| a.model.batches().iter().find(|b| b.key == key).map(|b| b.state);
+    assert_eq!(state(&a, "39bc42311894ddba"), Some(State::Finished));
+    let (live, taken) = (lease_path(&uc, "7d106ca76674f2a1.json"), lease_path(&uc, "39bc42311894ddba.json"));
+    fs::copy(&live, &taken).unwrap();
+    // Written when the other was (the fixture's time), as its heartbeat says.
+    let mtime = fs::metadata(&live).unwrap().modified().unwrap();
+    fs::File::options().write(true).open(&taken).unwrap().set_modified(mtime).unwrap();
+    a.handle(Event::FsChange(vec![taken]));
+    assert_eq!(state(&a, "39bc42311894ddba"), Some(State::Live));
+    clock.advance(Duration::from_secs(16 * 60));
+    a.handle(Event::Tick);
+    assert_eq!(state(&a, "39bc42311894ddba"), Some(State::Dead));
+}
+
 #[test]
 fn every_key_of_the_table_is_in_the_help() {
     // Every key the footer shows is in the help overlay (one table).
