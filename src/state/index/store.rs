@@ -323,7 +323,7 @@ mod tests {
         std::fs::set_permissions(d.path().join("good"), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         assert_eq!(at("good").load().as_deref(), Some("x"));
         // A FIFO is not waited on, a symlink not followed (to /dev/zero: endless).
-        rustix::fs::mknodat(rustix::fs::CWD, &d.path().join("fifo"), rustix::fs::FileType::Fifo, 0o600.into(), 0)
+        rustix::fs::mknodat(rustix::fs::CWD, d.path().join("fifo"), rustix::fs::FileType::Fifo, 0o600.into(), 0)
             .unwrap();
         assert_eq!(at("fifo").load(), None);
         std::os::unix::fs::symlink("/dev/zero", d.path().join("zero")).unwrap();
