@@ -12,7 +12,10 @@ of N:
            once, on one thread (compiled with gcc into the cache folder)
   list     ubunye leases list --all --json -d UC > /dev/null
   explain  ubunye leases explain <key> -d UC (one dead batch; and a prefix): its
-           index (outside the use case) cold, then warm, and off
+           index (outside the use case) cold, then warm, and off; against its
+           own floor, benches/floor/stat_task.c: the batch's task's two folders
+           listed and every entry stat'ed once, one thread (what an answer that
+           may not be stale must at least do)
   doctor   ubunye doctor --json -d UC
 
 and prints each against the floor, with its peak memory (GNU time's max RSS).
@@ -134,10 +137,10 @@ def peak_rss_mb(cmd, env, check=True):
     return int(out.stderr.strip().splitlines()[-1]) / 1024
 
 
-def floor_bin(a):
-    """The C read floor, compiled once into the cache folder."""
-    src = os.path.join(ROOT, "benches/floor/read_all.c")
-    out = os.path.join(a.dir, "read_all")
+def floor_bin(a, name="read_all"):
+    """A C floor, compiled once into the cache folder."""
+    src = os.path.join(ROOT, f"benches/floor/{name}.c")
+    out = os.path.join(a.dir, name)
     if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(src):
         subprocess.run(["gcc", "-O2", "-o", out, src], check=True)
     return out
@@ -150,6 +153,7 @@ def main():
     ap.add_argument("--tasks", type=int, help="tasks the batches are spread over (default one per 10,000)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--build-only", action="store_true", help="build the use case and stop")
+    ap.add_argument("--explain-only", action="store_true", help="measure explain alone (a million: list and doctor take minutes)")
     ap.add_argument("--top", action="store_true", help="also measure one dashboard on it (cargo bench)")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/ubunye"))
     a = ap.parse_args()
@@ -183,7 +187,7 @@ def main():
     floor_cmd = [floor_bin(a), os.path.join(uc, ".ubunye")]
     seen = subprocess.run(floor_cmd, check=True, capture_output=True, text=True).stdout.strip()
     print(f"{seen} under .ubunye ({tasks} tasks); best of {a.repeat}, warm cache", flush=True)
-    floor = best(floor_cmd, a.repeat)
+    floor = best(floor_cmd, a.repeat) if not a.explain_only else None
     list_cmd = [a.bin, "leases", "list", "--all", "--json", "-d", uc]
     out = subprocess.run(list_cmd, env=env, check=True, capture_output=True, text=True).stdout
     listed = json.loads(out)
@@ -194,11 +198,12 @@ def main():
     dead = next(b for b in listed["batches"] if b["state"] == "dead")
     del listed
     print(f"states listed: {dict(sorted(states.items()))}", flush=True)
-    print(f"floor (C: nftw, open + read every file once, one thread) {floor * 1000:8.0f} ms", flush=True)
-    lst = best(list_cmd, a.repeat, env)
-    rss = peak_rss_mb(list_cmd, env)
-    print(f"leases list --all --json {lst * 1000:8.0f} ms   ratio to floor {lst / floor:.2f}x (goal <= 1.5x)   "
-          f"peak RSS {rss:.0f} MB (goal < 300)", flush=True)
+    if not a.explain_only:
+        print(f"floor (C: nftw, open + read every file once, one thread) {floor * 1000:8.0f} ms", flush=True)
+        lst = best(list_cmd, a.repeat, env)
+        rss = peak_rss_mb(list_cmd, env)
+        print(f"leases list --all --json {lst * 1000:8.0f} ms   ratio to floor {lst / floor:.2f}x (goal <= 1.5x)   "
+              f"peak RSS {rss:.0f} MB (goal < 300)", flush=True)
     # Explain keeps an index of the task outside the use case: made by the
     # first look (cold), used by the next (warm); and with it off, the task
     # read whole every time.
@@ -210,12 +215,20 @@ def main():
     exp = best(explain_cmd, max(a.repeat, 10), ienv)
     exp_rss = peak_rss_mb(explain_cmd, ienv)
     whole = best(explain_cmd, a.repeat, dict(env, UBUNYE_CACHE_DIR=""))
-    print(f"leases explain {dead['key']} {exp * 1000:6.1f} ms (goal < 20; the index warm)   peak RSS {exp_rss:.0f} MB; "
+    stat_cmd = [floor_bin(a, "stat_task")] + [os.path.join(uc, ".ubunye", f, dead["task"]) for f in ("leases", "lineage")]
+    seen = subprocess.run(stat_cmd, check=True, capture_output=True, text=True).stdout.strip()
+    stat_floor = best(stat_cmd, max(a.repeat, 10))
+    print(f"explain's floor (C: its task's two folders listed, every entry stat'ed once, one thread; {seen}) "
+          f"{stat_floor * 1000:6.1f} ms", flush=True)
+    print(f"leases explain {dead['key']} {exp * 1000:6.1f} ms (the index warm; goal < 20)   ratio to its floor "
+          f"{exp / stat_floor:.2f}x   peak RSS {exp_rss:.0f} MB; "
           f"the first look (making the index) {cold * 1000:.0f} ms; the index off (its task read whole) {whole * 1000:.0f} ms",
           flush=True)
     prefix_cmd = [a.bin, "leases", "explain", dead["key"][:8], "-d", uc]
     exp8 = best(prefix_cmd, a.repeat, ienv)
     print(f"leases explain {dead['key'][:8]} (a prefix: every lease folder listed) {exp8 * 1000:6.1f} ms", flush=True)
+    if a.explain_only:
+        return
     doctor_cmd = [a.bin, "doctor", "--json", "-d", uc]
     doc_s = best(doctor_cmd, min(a.repeat, 3), env, check=False)
     doc_rss = peak_rss_mb(doctor_cmd, env, check=False)
