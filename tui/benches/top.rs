@@ -17,7 +17,8 @@
 //! UBUNYE_BENCH_SAMPLES change the sizes; UBUNYE_BENCH_MEMORY_DIR measures
 //! the memory of one dashboard on another use case, such as
 //! `benches/python/state_scan.py`'s with the peer's real run records;
-//! UBUNYE_BENCH_ONLY_IDLE=1 measures the idle CPU alone). Without
+//! UBUNYE_BENCH_ONLY_IDLE=1 measures the idle CPU alone,
+//! UBUNYE_BENCH_ONLY_RECORDS=1 the run record -> frame alone). Without
 //! `--bench` (as `cargo test` runs it) it does a small smoke run.
 
 use std::fs;
@@ -413,6 +414,19 @@ fn memory(rescans: usize) {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// Run records written and removed, each until its frame: printed.
+fn records(uc: &Path, ids: &[Id], samples: usize) {
+    let mut records = record_to_frame(uc, ids, samples);
+    println!(
+        "record -> frame, notify (its task of {} batches read again): p50 {}, p95 {}, max {} ({} changes)",
+        ids.len() / TASKS,
+        ms(pct(&mut records, 0.5)),
+        ms(pct(&mut records, 0.95)),
+        ms(pct(&mut records, 1.0)),
+        records.len()
+    );
+}
+
 fn main() {
     let real = std::env::args().any(|a| a == "--bench");
     let size = if real {
@@ -434,6 +448,10 @@ fn main() {
         return;
     }
 
+    if std::env::var_os("UBUNYE_BENCH_ONLY_RECORDS").is_some() {
+        records(&uc, &ids, size.samples);
+        return;
+    }
     if std::env::var_os("UBUNYE_BENCH_ONLY_IDLE").is_some() {
         let cpu = idle_cpu(&uc, size.idle);
         println!(
@@ -476,15 +494,7 @@ fn main() {
         ms(pct(&mut notify, 1.0)),
         notify.len()
     );
-    let mut records = record_to_frame(&uc, &ids, size.samples);
-    println!(
-        "record -> frame, notify (its task of {} batches read again): p50 {}, p95 {}, max {} ({} changes)",
-        ids.len() / TASKS,
-        ms(pct(&mut records, 0.5)),
-        ms(pct(&mut records, 0.95)),
-        ms(pct(&mut records, 1.0)),
-        records.len()
-    );
+    records(&uc, &ids, size.samples);
     let mut poll = change_to_frame(&uc, &ids, "poll", size.poll_samples);
     println!(
         "change -> frame, poll every {} ms: p50 {}, p95 {}, max {} ({} changes)",

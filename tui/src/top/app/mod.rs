@@ -4,6 +4,7 @@
 //! state; nothing here draws or blocks for long.
 
 mod input;
+mod order;
 mod reads;
 mod rows;
 

@@ -26,33 +26,19 @@ impl App {
         } else {
             (0..batches.len()).filter(|&i| self.filter.matches(&batches[i], self.model.vars(i))).collect()
         };
-        let severity = |a: &Batch, b: &Batch| {
-            a.state.cmp(&b.state).then_with(|| a.task.cmp(&b.task)).then_with(|| a.key.cmp(&b.key))
-        };
-        let age = |b: &Batch| b.lease.as_ref().and_then(|l| l.holder.judgement.as_ref()).and_then(|j| j.age);
-        match self.sort {
-            SortBy::Severity => rows.sort_unstable_by(|&x, &y| severity(&batches[x], &batches[y])),
-            SortBy::Task => rows.sort_unstable_by(|&x, &y| {
-                let (a, b) = (&batches[x], &batches[y]);
-                a.task.cmp(&b.task).then_with(|| a.key.cmp(&b.key))
-            }),
-            SortBy::Age => rows.sort_unstable_by(|&x, &y| {
-                let (a, b) = (&batches[x], &batches[y]);
-                let (aa, ba) = (age(a).map(|a| a.age), age(b).map(|a| a.age));
-                ba.cmp(&aa).then_with(|| severity(a, b))
-            }),
-            SortBy::Claims => rows.sort_unstable_by(|&x, &y| {
-                let (a, b) = (&batches[x], &batches[y]);
-                b.claim_count().cmp(&a.claim_count()).then_with(|| severity(a, b))
-            }),
-        }
+        order::sort(batches, &mut rows, self.sort);
         if self.reversed {
             rows.reverse();
         }
         self.rows = rows;
-        let found = self.selected_id.as_ref().filter(|_| self.moved).and_then(|id| {
-            self.rows.iter().position(|&i| batches.get(i).is_some_and(|b| b.task == id.0 && b.key == id.1))
-        });
+        // Where the selected batch is, then where its row is (no batch read
+        // for each row).
+        let found = self
+            .selected_id
+            .as_ref()
+            .filter(|_| self.moved)
+            .and_then(|id| self.model.position_of(id))
+            .and_then(|at| self.rows.iter().position(|&i| i == at));
         match found {
             Some(pos) => self.selected[0] = pos,
             None => {

@@ -260,6 +260,11 @@ impl Model {
         self.index.get(&self.scan.batches, task, key)
     }
 
+    /// Where batch `id` is in [`Model::batches`].
+    pub fn position_of(&self, id: &Id) -> Option<usize> {
+        self.position(&id.0, &id.1)
+    }
+
     pub fn batches(&self) -> &[Batch] {
         &self.scan.batches
     }

@@ -1,0 +1,168 @@
+//! The batch table's orders, sorted on packed integers: a comparator that
+//! reaches into two batches for each of the 20 million comparisons of a
+//! million rows missed the cache twice each (seconds a change at a million
+//! batches). Each row gets one `u128` made of its ranks, sorted once; the
+//! order is the one the comparators below define, exactly.
+
+use std::collections::HashMap;
+
+use ubunye::state::Batch;
+
+use super::SortBy;
+
+/// A batch's key as an order-keeping integer: its first 8 bytes, big-endian
+/// (a shorter key padded with zeros, which no key holds). Two keys with the
+/// same first 8 bytes are told apart by the whole key ([`by_severity`]).
+fn prefix(key: &str) -> u64 {
+    let mut b = [0u8; 8];
+    let k = key.as_bytes();
+    let n = k.len().min(8);
+    b[..n].copy_from_slice(&k[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// Each distinct value's rank in its own order.
+fn ranks<'a, T: Ord + std::hash::Hash + ?Sized>(all: impl Iterator<Item = &'a T>) -> HashMap<&'a T, u32> {
+    let mut seen: Vec<&T> = all.collect::<std::collections::HashSet<_>>().into_iter().collect();
+    seen.sort_unstable();
+    seen.into_iter().enumerate().map(|(r, t)| (t, r as u32)).collect()
+}
+
+/// `rows` (positions in `batches`) in the order `by`, as the comparators
+/// say: severity is state, then task, then key; task is task, then key; age
+/// is the lease's age, oldest first, then severity; claims is the count of
+/// claimed files, most first, then severity.
+pub(super) fn sort(batches: &[Batch], rows: &mut Vec<usize>, by: SortBy) {
+    if rows.len() > u32::MAX as usize {
+        return slow(batches, rows, by);
+    }
+    let tasks = ranks(rows.iter().map(|&i| batches[i].task.as_str()));
+    let states = ranks(rows.iter().map(|&i| &batches[i].state));
+    if tasks.len() >= 1 << 24 || states.len() >= 1 << 8 {
+        return slow(batches, rows, by);
+    }
+    // Task then key (with the state above them for severity).
+    let state = |b: &Batch| if by == SortBy::Task { 0 } else { u128::from(states[&b.state]) };
+    let mut packed: Vec<u128> = rows
+        .iter()
+        .map(|&i| {
+            let b = &batches[i];
+            state(b) << 120 | u128::from(tasks[b.task.as_str()]) << 96 | u128::from(prefix(&b.key)) << 32 | i as u128
+        })
+        .collect();
+    packed.sort_unstable();
+    // Keys that share their first 8 bytes: by the whole key.
+    let row = |p: &u128| (*p as u32) as usize;
+    let mut at = 0;
+    while at < packed.len() {
+        let mut end = at + 1;
+        while end < packed.len() && packed[end] >> 32 == packed[at] >> 32 {
+            end += 1;
+        }
+        if end - at > 1 {
+            packed[at..end].sort_unstable_by(|x, y| batches[row(x)].key.cmp(&batches[row(y)].key));
+        }
+        at = end;
+    }
+    rows.clear();
+    rows.extend(packed.iter().map(row));
+    if matches!(by, SortBy::Severity | SortBy::Task) {
+        return;
+    }
+    // Then by the first measure, severity's place breaking ties.
+    let first = |b: &Batch| -> u64 {
+        match by {
+            SortBy::Age => {
+                age(b).map_or(u64::MAX, |a| u64::MAX - 1 - (a.as_nanos().min(u128::from(u64::MAX - 1)) as u64))
+            }
+            _ => u64::MAX - b.claim_count() as u64,
+        }
+    };
+    let mut packed: Vec<u128> =
+        rows.iter().enumerate().map(|(place, &i)| u128::from(first(&batches[i])) << 64 | place as u128).collect();
+    packed.sort_unstable();
+    let placed = std::mem::take(rows);
+    rows.extend(packed.iter().map(|p| placed[(*p as u64) as usize]));
+}
+
+fn age(b: &Batch) -> Option<std::time::Duration> {
+    b.lease.as_ref().and_then(|l| l.holder.judgement.as_ref()).and_then(|j| j.age).map(|a| a.age)
+}
+
+/// The comparators themselves: for more rows than a `u32` counts.
+pub(super) fn slow(batches: &[Batch], rows: &mut [usize], by: SortBy) {
+    let severity =
+        |a: &Batch, b: &Batch| a.state.cmp(&b.state).then_with(|| a.task.cmp(&b.task)).then_with(|| a.key.cmp(&b.key));
+    match by {
+        SortBy::Severity => rows.sort_unstable_by(|&x, &y| severity(&batches[x], &batches[y])),
+        SortBy::Task => rows.sort_unstable_by(|&x, &y| {
+            let (a, b) = (&batches[x], &batches[y]);
+            a.task.cmp(&b.task).then_with(|| a.key.cmp(&b.key))
+        }),
+        SortBy::Age => rows.sort_unstable_by(|&x, &y| {
+            let (a, b) = (&batches[x], &batches[y]);
+            age(b).cmp(&age(a)).then_with(|| severity(a, b))
+        }),
+        SortBy::Claims => rows.sort_unstable_by(|&x, &y| {
+            let (a, b) = (&batches[x], &batches[y]);
+            b.claim_count().cmp(&a.claim_count()).then_with(|| severity(a, b))
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ubunye::state::State;
+
+    /// Random batches (keys sharing their first 8 bytes, odd keys, a few
+    /// tasks, every state): the packed sort gives the comparators' order.
+    #[test]
+    fn the_packed_order_is_the_comparators_order() {
+        let mut seed = 0x5eed_u64;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for round in 0..50 {
+            let n = 1 + next(400) as usize;
+            // A batch is one task and key: no two alike.
+            let mut seen = std::collections::HashSet::new();
+            let batches: Vec<Batch> = (0..n)
+                .map(|_| {
+                    let task = format!("demo/t{}", next(4));
+                    let key = match next(5) {
+                        0 => "????????????????".to_string(),
+                        1 => format!("0123abcd{:08x}", next(4)),
+                        2 => format!("{:x}", next(300)),
+                        _ => format!("{:016x}", next(u64::MAX)),
+                    };
+                    let mut b = Batch::new(&task, &key);
+                    b.state = State::ALL[next(State::ALL.len() as u64) as usize];
+                    b
+                })
+                .filter(|b| seen.insert((b.task.clone(), b.key.clone())))
+                .collect();
+            let n = batches.len();
+            for by in [SortBy::Severity, SortBy::Task, SortBy::Age, SortBy::Claims] {
+                let all: Vec<usize> = (0..n).filter(|_| next(4) != 0).collect();
+                let (mut fast, mut want) = (all.clone(), all);
+                sort(&batches, &mut fast, by);
+                slow(&batches, &mut want, by);
+                let shown = |rows: &[usize]| -> Vec<(State, String, String)> {
+                    rows.iter().map(|&i| (batches[i].state, batches[i].task.clone(), batches[i].key.clone())).collect()
+                };
+                assert_eq!(shown(&fast), shown(&want), "round {round}, {by:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_prefix_keeps_the_order_of_keys() {
+        let keys =
+            ["", "0", "00000000", "0000000000000000", "01", "7d106ca7", "????????????????", "a", "ff", "ffffffffff"];
+        for w in keys.windows(2) {
+            assert!(prefix(w[0]) <= prefix(w[1]), "{w:?}");
+        }
+    }
+}
