@@ -18,7 +18,8 @@
 //! the memory of one dashboard on another use case, such as
 //! `benches/python/state_scan.py`'s with the peer's real run records;
 //! UBUNYE_BENCH_ONLY_IDLE=1 measures the idle CPU alone,
-//! UBUNYE_BENCH_ONLY_RECORDS=1 the run record -> frame alone). Without
+//! UBUNYE_BENCH_ONLY_RECORDS=1 the run record -> frame alone,
+//! UBUNYE_BENCH_ONLY_CHANGES=1 the lease change -> frame with notify). Without
 //! `--bench` (as `cargo test` runs it) it does a small smoke run.
 
 use std::fs;
@@ -416,14 +417,19 @@ fn memory(rescans: usize) {
 
 /// Run records written and removed, each until its frame: printed.
 fn records(uc: &Path, ids: &[Id], samples: usize) {
-    let mut records = record_to_frame(uc, ids, samples);
+    let label = format!("record -> frame, notify (its task of {} batches read again)", ids.len() / TASKS);
+    spread(&label, record_to_frame(uc, ids, samples));
+}
+
+/// How long the changes took to show: the median, the 95th percentile and
+/// the longest.
+fn spread(label: &str, mut took: Vec<Duration>) {
     println!(
-        "record -> frame, notify (its task of {} batches read again): p50 {}, p95 {}, max {} ({} changes)",
-        ids.len() / TASKS,
-        ms(pct(&mut records, 0.5)),
-        ms(pct(&mut records, 0.95)),
-        ms(pct(&mut records, 1.0)),
-        records.len()
+        "{label}: p50 {}, p95 {}, max {} ({} changes)",
+        ms(pct(&mut took, 0.5)),
+        ms(pct(&mut took, 0.95)),
+        ms(pct(&mut took, 1.0)),
+        took.len()
     );
 }
 
@@ -448,6 +454,10 @@ fn main() {
         return;
     }
 
+    if std::env::var_os("UBUNYE_BENCH_ONLY_CHANGES").is_some() {
+        spread("change -> frame, notify", change_to_frame(&uc, &ids, "notify", size.samples));
+        return;
+    }
     if std::env::var_os("UBUNYE_BENCH_ONLY_RECORDS").is_some() {
         records(&uc, &ids, size.samples);
         return;
@@ -486,24 +496,10 @@ fn main() {
     if std::env::var_os("UBUNYE_BENCH_ONLY_FIRST").is_some() {
         return;
     }
-    let mut notify = change_to_frame(&uc, &ids, "notify", size.samples);
-    println!(
-        "change -> frame, notify: p50 {}, p95 {}, max {} ({} changes)",
-        ms(pct(&mut notify, 0.5)),
-        ms(pct(&mut notify, 0.95)),
-        ms(pct(&mut notify, 1.0)),
-        notify.len()
-    );
+    spread("change -> frame, notify", change_to_frame(&uc, &ids, "notify", size.samples));
     records(&uc, &ids, size.samples);
-    let mut poll = change_to_frame(&uc, &ids, "poll", size.poll_samples);
-    println!(
-        "change -> frame, poll every {} ms: p50 {}, p95 {}, max {} ({} changes)",
-        env_num("UBUNYE_BENCH_INTERVAL_MS", 1000),
-        ms(pct(&mut poll, 0.5)),
-        ms(pct(&mut poll, 0.95)),
-        ms(pct(&mut poll, 1.0)),
-        poll.len()
-    );
+    let label = format!("change -> frame, poll every {} ms", env_num("UBUNYE_BENCH_INTERVAL_MS", 1000));
+    spread(&label, change_to_frame(&uc, &ids, "poll", size.poll_samples));
     let cpu = idle_cpu(&uc, size.idle);
     println!(
         "idle CPU over {} s (notify, 1 s re-judgement of {} leases): {cpu:.2}% of one core",
