@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use ubunye::state::Batch;
+use ubunye::state::{Batch, State};
 
 use super::SortBy;
 
@@ -21,11 +21,42 @@ fn prefix(key: &str) -> u64 {
     u64::from_be_bytes(b)
 }
 
-/// Each distinct value's rank in its own order.
-fn ranks<'a, T: Ord + std::hash::Hash + ?Sized>(all: impl Iterator<Item = &'a T>) -> HashMap<&'a T, u32> {
-    let mut seen: Vec<&T> = all.collect::<std::collections::HashSet<_>>().into_iter().collect();
-    seen.sort_unstable();
-    seen.into_iter().enumerate().map(|(r, t)| (t, r as u32)).collect()
+/// Each row's task, as its rank among the tasks' names. Rows come a task
+/// at a time (the model puts a task's batches together), so a task's name is
+/// looked up only where it changes from the row before: hashing every row's
+/// name was most of a change's time at a million rows.
+fn task_ranks(batches: &[Batch], rows: &[usize]) -> (Vec<u32>, usize) {
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    let mut of_row = Vec::with_capacity(rows.len());
+    let mut last: Option<(&str, u32)> = None;
+    for &i in rows {
+        let t = batches[i].task.as_str();
+        let id = match last {
+            Some((l, id)) if l == t => id,
+            _ => {
+                let next = ids.len() as u32;
+                let id = *ids.entry(t).or_insert(next);
+                last = Some((t, id));
+                id
+            }
+        };
+        of_row.push(id);
+    }
+    let mut names: Vec<(&str, u32)> = ids.into_iter().collect();
+    names.sort_unstable();
+    let mut rank = vec![0u32; names.len()];
+    for (r, (_, id)) in names.iter().enumerate() {
+        rank[*id as usize] = r as u32;
+    }
+    for id in &mut of_row {
+        *id = rank[*id as usize];
+    }
+    (of_row, names.len())
+}
+
+/// A state's rank in the states' own order.
+fn state_rank(s: State) -> u128 {
+    State::ALL.iter().filter(|o| **o < s).count() as u128
 }
 
 /// `rows` (positions in `batches`) in the order `by`, as the comparators
@@ -36,20 +67,21 @@ pub(super) fn sort(batches: &[Batch], rows: &mut Vec<usize>, by: SortBy) {
     if rows.len() > u32::MAX as usize {
         return slow(batches, rows, by);
     }
-    let tasks = ranks(rows.iter().map(|&i| batches[i].task.as_str()));
-    let states = ranks(rows.iter().map(|&i| &batches[i].state));
-    if tasks.len() >= 1 << 24 || states.len() >= 1 << 8 {
+    let (tasks, distinct) = task_ranks(batches, rows);
+    if distinct >= 1 << 24 {
         return slow(batches, rows, by);
     }
     // Task then key (with the state above them for severity).
-    let state = |b: &Batch| if by == SortBy::Task { 0 } else { u128::from(states[&b.state]) };
+    let state = |b: &Batch| if by == SortBy::Task { 0 } else { state_rank(b.state) };
     let mut packed: Vec<u128> = rows
         .iter()
-        .map(|&i| {
+        .zip(&tasks)
+        .map(|(&i, &t)| {
             let b = &batches[i];
-            state(b) << 120 | u128::from(tasks[b.task.as_str()]) << 96 | u128::from(prefix(&b.key)) << 32 | i as u128
+            state(b) << 120 | u128::from(t) << 96 | u128::from(prefix(&b.key)) << 32 | i as u128
         })
         .collect();
+    drop(tasks);
     packed.sort_unstable();
     // Keys that share their first 8 bytes: by the whole key.
     let row = |p: &u128| (*p as u32) as usize;
@@ -113,7 +145,6 @@ pub(super) fn slow(batches: &[Batch], rows: &mut [usize], by: SortBy) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ubunye::state::State;
 
     /// Random batches (keys sharing their first 8 bytes, odd keys, a few
     /// tasks, every state): the packed sort gives the comparators' order.
