@@ -19,7 +19,8 @@
 //! `benches/python/state_scan.py`'s with the peer's real run records;
 //! UBUNYE_BENCH_ONLY_IDLE=1 measures the idle CPU alone,
 //! UBUNYE_BENCH_ONLY_RECORDS=1 the run record -> frame alone,
-//! UBUNYE_BENCH_ONLY_CHANGES=1 the lease change -> frame with notify). Without
+//! UBUNYE_BENCH_ONLY_CHANGES=1 the lease change -> frame with notify,
+//! UBUNYE_BENCH_ONLY_POLL=1 the same polling). Without
 //! `--bench` (as `cargo test` runs it) it does a small smoke run.
 
 use std::fs;
@@ -421,6 +422,12 @@ fn records(uc: &Path, ids: &[Id], samples: usize) {
     spread(&label, record_to_frame(uc, ids, samples));
 }
 
+/// Leases changed, each until its frame, polling: printed.
+fn polled(uc: &Path, ids: &[Id], samples: usize) {
+    let label = format!("change -> frame, poll every {} ms", env_num("UBUNYE_BENCH_INTERVAL_MS", 1000));
+    spread(&label, change_to_frame(uc, ids, "poll", samples));
+}
+
 /// How long the changes took to show: the median, the 95th percentile and
 /// the longest.
 fn spread(label: &str, mut took: Vec<Duration>) {
@@ -454,6 +461,10 @@ fn main() {
         return;
     }
 
+    if std::env::var_os("UBUNYE_BENCH_ONLY_POLL").is_some() {
+        polled(&uc, &ids, size.poll_samples);
+        return;
+    }
     if std::env::var_os("UBUNYE_BENCH_ONLY_CHANGES").is_some() {
         spread("change -> frame, notify", change_to_frame(&uc, &ids, "notify", size.samples));
         return;
@@ -498,8 +509,7 @@ fn main() {
     }
     spread("change -> frame, notify", change_to_frame(&uc, &ids, "notify", size.samples));
     records(&uc, &ids, size.samples);
-    let label = format!("change -> frame, poll every {} ms", env_num("UBUNYE_BENCH_INTERVAL_MS", 1000));
-    spread(&label, change_to_frame(&uc, &ids, "poll", size.poll_samples));
+    polled(&uc, &ids, size.poll_samples);
     let cpu = idle_cpu(&uc, size.idle);
     println!(
         "idle CPU over {} s (notify, 1 s re-judgement of {} leases): {cpu:.2}% of one core",
