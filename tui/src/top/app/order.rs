@@ -4,8 +4,6 @@
 //! batches). Each row gets one `u128` made of its ranks, sorted once; the
 //! order is the one the comparators below define, exactly.
 
-use std::collections::HashMap;
-
 use ubunye::state::{Batch, State};
 
 use super::SortBy;
@@ -21,39 +19,6 @@ fn prefix(key: &str) -> u64 {
     u64::from_be_bytes(b)
 }
 
-/// Each row's task, as its rank among the tasks' names. Rows come a task
-/// at a time (the model puts a task's batches together), so a task's name is
-/// looked up only where it changes from the row before: hashing every row's
-/// name was most of a change's time at a million rows.
-fn task_ranks(batches: &[Batch], rows: &[usize]) -> (Vec<u32>, usize) {
-    let mut ids: HashMap<&str, u32> = HashMap::new();
-    let mut of_row = Vec::with_capacity(rows.len());
-    let mut last: Option<(&str, u32)> = None;
-    for &i in rows {
-        let t = batches[i].task.as_str();
-        let id = match last {
-            Some((l, id)) if l == t => id,
-            _ => {
-                let next = ids.len() as u32;
-                let id = *ids.entry(t).or_insert(next);
-                last = Some((t, id));
-                id
-            }
-        };
-        of_row.push(id);
-    }
-    let mut names: Vec<(&str, u32)> = ids.into_iter().collect();
-    names.sort_unstable();
-    let mut rank = vec![0u32; names.len()];
-    for (r, (_, id)) in names.iter().enumerate() {
-        rank[*id as usize] = r as u32;
-    }
-    for id in &mut of_row {
-        *id = rank[*id as usize];
-    }
-    (of_row, names.len())
-}
-
 /// A state's rank in the states' own order.
 fn state_rank(s: State) -> u128 {
     State::ALL.iter().filter(|o| **o < s).count() as u128
@@ -63,25 +28,21 @@ fn state_rank(s: State) -> u128 {
 /// say: severity is state, then task, then key; task is task, then key; age
 /// is the lease's age, oldest first, then severity; claims is the count of
 /// claimed files, most first, then severity.
-pub(super) fn sort(batches: &[Batch], rows: &mut Vec<usize>, by: SortBy) {
-    if rows.len() > u32::MAX as usize {
-        return slow(batches, rows, by);
-    }
-    let (tasks, distinct) = task_ranks(batches, rows);
-    if distinct >= 1 << 24 {
+/// `task(i)` is batch `i`'s task's rank among the task names (the model
+/// numbers its tasks: no row's task name is read).
+pub(super) fn sort(batches: &[Batch], rows: &mut Vec<usize>, by: SortBy, task: impl Fn(usize) -> u32, tasks: usize) {
+    if rows.len() > u32::MAX as usize || tasks >= 1 << 24 {
         return slow(batches, rows, by);
     }
     // Task then key (with the state above them for severity).
     let state = |b: &Batch| if by == SortBy::Task { 0 } else { state_rank(b.state) };
     let mut packed: Vec<u128> = rows
         .iter()
-        .zip(&tasks)
-        .map(|(&i, &t)| {
+        .map(|&i| {
             let b = &batches[i];
-            state(b) << 120 | u128::from(t) << 96 | u128::from(prefix(&b.key)) << 32 | i as u128
+            state(b) << 120 | u128::from(task(i) & 0xff_ffff) << 96 | u128::from(prefix(&b.key)) << 32 | i as u128
         })
         .collect();
-    drop(tasks);
     packed.sort_unstable();
     // Keys that share their first 8 bytes: by the whole key.
     let row = |p: &u128| (*p as u32) as usize;
@@ -178,7 +139,11 @@ mod tests {
             for by in [SortBy::Severity, SortBy::Task, SortBy::Age, SortBy::Claims] {
                 let all: Vec<usize> = (0..n).filter(|_| next(4) != 0).collect();
                 let (mut fast, mut want) = (all.clone(), all);
-                sort(&batches, &mut fast, by);
+                let mut names: Vec<&str> = batches.iter().map(|b| b.task.as_str()).collect();
+                names.sort_unstable();
+                names.dedup();
+                let rank = |i: usize| names.binary_search(&batches[i].task.as_str()).unwrap() as u32;
+                sort(&batches, &mut fast, by, rank, names.len());
                 slow(&batches, &mut want, by);
                 let shown = |rows: &[usize]| -> Vec<(State, String, String)> {
                     rows.iter().map(|&i| (batches[i].state, batches[i].task.clone(), batches[i].key.clone())).collect()

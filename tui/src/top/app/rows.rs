@@ -26,7 +26,9 @@ impl App {
         } else {
             (0..batches.len()).filter(|&i| self.filter.matches(&batches[i], self.model.vars(i))).collect()
         };
-        order::sort(batches, &mut rows, self.sort);
+        let ranks = self.model.task_ranks();
+        let task = |i: usize| ranks.get(self.model.task_of(i) as usize).copied().unwrap_or(0);
+        order::sort(batches, &mut rows, self.sort, task, ranks.len());
         if self.reversed {
             rows.reverse();
         }

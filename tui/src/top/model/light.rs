@@ -10,6 +10,8 @@ use ubunye::state::{self, Batch, State};
 #[derive(Clone, Debug)]
 pub(super) struct Side {
     pub stamp: u32,
+    /// Its task's number ([`super::tasks::Tasks`]).
+    pub task: u32,
     pub light: bool,
     /// Its variables as one line (`dt=2025-01-02 mode=DEV`): a light batch
     /// keeps them only so.
