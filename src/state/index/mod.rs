@@ -140,9 +140,8 @@ pub(super) fn scan_one_indexed(
 
         // The lease folder, in the order it is listed. The batch's own files and
         // the names no engine writes are sorted as a whole read sorts them (with
-        // its problems); the other batches' leases, orphans and notes say the
-        // run they name from the index, where the file still has the stamp the
-        // index knew.
+        // its problems); the other batches' notes say the run they name from
+        // the index, where the file still has the stamp the index knew.
         let mut own: BTreeMap<String, Folder> = BTreeMap::new();
         let mut odd: BTreeMap<String, Folder> = BTreeMap::new();
         let mut named: Vec<(String, String)> = Vec::new();
@@ -161,9 +160,12 @@ pub(super) fn scan_one_indexed(
                     return;
                 }
                 match kind {
+                    // Only notes are kept: whether a lease or an orphan can be
+                    // read depends on the time, this host and its processes.
                     _ if content => {
                         let at = next.wait();
-                        match old.get(&old.leases, ino, name).filter(|l| still(ldirref, raw, old.stamp_of(l), began)) {
+                        let l = old.get(&old.leases, ino, name).filter(|_| kind == Kind::Finished);
+                        match l.filter(|l| still(ldirref, raw, old.stamp_of(l), began)) {
                             Some(l) => {
                                 cached.push(old.lease_of(l));
                                 next.keep(at, l);
