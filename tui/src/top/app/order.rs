@@ -10,7 +10,7 @@ use super::SortBy;
 
 /// A batch's key as an order-keeping integer: its first 8 bytes, big-endian
 /// (a shorter key padded with zeros, which no key holds). Two keys with the
-/// same first 8 bytes are told apart by the whole key ([`by_severity`]).
+/// same first 8 bytes are told apart by the whole key ([`sort`]).
 fn prefix(key: &str) -> u64 {
     let mut b = [0u8; 8];
     let k = key.as_bytes();
@@ -31,7 +31,8 @@ fn state_rank(s: State) -> u128 {
 /// `task(i)` is batch `i`'s task's rank among the task names (the model
 /// numbers its tasks: no row's task name is read).
 pub(super) fn sort(batches: &[Batch], rows: &mut Vec<usize>, by: SortBy, task: impl Fn(usize) -> u32, tasks: usize) {
-    if rows.len() > u32::MAX as usize || tasks >= 1 << 24 {
+    // A position must fit the packed integer's low 32 bits, a task rank 24.
+    if batches.len() > u32::MAX as usize || tasks >= 1 << 24 {
         return slow(batches, rows, by);
     }
     // Task then key (with the state above them for severity).
