@@ -91,8 +91,7 @@ fn known_records<'a>(
     let mut out = Vec::new();
     let listed = each_entry(d, |name, raw, ino, _| {
         if stem_of(raw).is_some() {
-            let l =
-                old.get(&old.records, ino, name).filter(|l| dir.is_some() && still(dir, raw, old.stamp_of(l), began));
+            let l = old.get(&old.records, ino, name).filter(|l| still(dir, raw, old.stamp_of(l), began));
             out.push((raw.to_os_string(), ino, l));
         }
     });
@@ -126,14 +125,16 @@ pub(super) fn scan_one_indexed(
     let header = store.as_ref().map_or("", |s| s.header.as_str());
     let mut next = Next::default();
     let mut problems = Vec::new();
-    // Without a store, nothing is stamped: every file is read.
-    let stamped = |d: Option<&Path>| d.filter(|_| store.is_some()).and_then(|d| crate::fsx::Dir::open(d).ok());
-    let (ldirfd, rdirfd) = (stamped(leases), stamped(records));
+    // Each folder opened once, its files read and stamped through it;
+    // without a store nothing is stamped: every file is read.
+    let (lopen, ropen) =
+        (leases.and_then(|d| crate::fsx::Dir::open(d).ok()), records.and_then(|d| crate::fsx::Dir::open(d).ok()));
+    let (ldirfd, rdirfd) = (lopen.as_ref().filter(|_| store.is_some()), ropen.as_ref().filter(|_| store.is_some()));
 
     // The records' folder is listed, and each file the index knew stamped,
     // on a thread of its own while the lease folder is (what is done with
     // them waits for the lease folder's runs).
-    let rdirref = rdirfd.as_ref();
+    let rdirref = rdirfd;
     let old = &old;
     std::thread::scope(|scope| {
         let listing = records.map(|d| scope.spawn(move || known_records(d, old, rdirref, began)));
@@ -147,7 +148,7 @@ pub(super) fn scan_one_indexed(
         let mut named: Vec<(String, String)> = Vec::new();
         let mut unread: Vec<Other> = Vec::new();
         let mut cached: Vec<(&str, &str)> = Vec::new();
-        let ldirref = ldirfd.as_ref();
+        let ldirref = ldirfd;
         if let Some(d) = leases {
             let listed = each_entry(d, |name, raw, ino, t| {
                 let (kind, k, run) = layout::kind_of(name);
@@ -183,8 +184,7 @@ pub(super) fn scan_one_indexed(
             }
         }
         // What the index did not know, or knew of another file, read on every core.
-        let opened = leases.and_then(|d| crate::fsx::Dir::open(d).ok());
-        let read = par_map(unread, opened.as_ref(), |(k, raw, ino, kind, at), reader| {
+        let read = par_map(unread, lopen.as_ref(), |(k, raw, ino, kind, at), reader| {
             let st = ldirref.filter(|_| kind == Kind::Finished).and_then(|d| stamp(d, &raw, began, settle));
             let p = leases.map_or_else(PathBuf::new, |d| d.join(&raw));
             let mut one = Folder::default();
@@ -213,7 +213,7 @@ pub(super) fn scan_one_indexed(
         let mut mine: Option<Batch> = None;
         if let Some(f) = own.remove(key) {
             let mut b = Batch::new(task, key);
-            fill(&mut b, f, &mut Reader::new(opened.as_ref()), &beneath, sys, now);
+            fill(&mut b, f, &mut Reader::new(lopen.as_ref()), &beneath, sys, now);
             named.extend(b.named_runs().map(|r| (r.to_string(), key.to_string())));
             mine = Some(b);
         }
@@ -256,8 +256,7 @@ pub(super) fn scan_one_indexed(
             }
         }
         // Filed in the listing's order, as a whole read files them.
-        let opened = records.and_then(|d| crate::fsx::Dir::open(d).ok());
-        let read = par_map(wanted, opened.as_ref(), |(raw, ino, at), reader| {
+        let read = par_map(wanted, ropen.as_ref(), |(raw, ino, at), reader| {
             let st = rdirref.and_then(|d| stamp(d, &raw, began, settle));
             let p = records.map_or_else(PathBuf::new, |d| d.join(&raw));
             let rec = reader.record(&p).map(|r| {
