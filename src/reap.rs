@@ -280,6 +280,27 @@ fn group_of(pid: i32) -> Option<(i32, i32)> {
     Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
 }
 
+/// `PF_EXITING` in the flags of `/proc/<pid>/stat` (`include/linux/sched.h`):
+/// set at the start of `do_exit`, before the process lets go of its memory.
+const PF_EXITING: u64 = 0x4;
+
+/// Whether `pid` is gone, a zombie, or in the middle of exiting: it runs no
+/// more code of its own, whatever its environment reads now.
+fn exiting_or_gone(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return true };
+    stat_exiting(&stat).unwrap_or(false)
+}
+
+/// From a `/proc/<pid>/stat` line: whether it is a zombie (or dead) or has
+/// `PF_EXITING`; `None` when the line cannot be read.
+fn stat_exiting(stat: &str) -> Option<bool> {
+    // `pid (comm) state ppid pgrp session tty_nr tpgid flags ...`
+    let mut f = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = f.next()?.chars().next()?;
+    let flags: u64 = f.nth(5)?.parse().ok()?;
+    Some(matches!(state, 'Z' | 'X' | 'x') || flags & PF_EXITING != 0)
+}
+
 /// Whether every live process of group `pgid` carries the run: then the group
 /// is the run's alone (exec started from a terminal shares the shell's job
 /// with its command, see `child.rs`), and one `kill(-pgid)` stops all of it at
@@ -290,8 +311,12 @@ fn group_is_the_runs(pgid: i32, needle: &[u8], me: i32) -> bool {
     let mut any = false;
     for p in processes().into_iter().filter(|p| p.pgid == pgid && p.state != 'Z') {
         if p.pid == me || !carries_run(p.pid, needle) {
-            // Gone since it was listed: no matter. Alive without the mark: not the run's.
-            if Pid::from_raw(p.pid).is_some_and(|q| rustix::process::test_kill_process(q).is_ok()) {
+            // Gone or exiting since it was listed: no matter (an exiting
+            // process has let go of its memory, so its environment reads
+            // empty, before it is a zombie: a run's process that forks and
+            // exits over and over is nearly always in that state). Alive
+            // without the mark: not the run's.
+            if p.pid == me || !exiting_or_gone(p.pid) {
                 return false;
             }
         } else {
@@ -351,4 +376,36 @@ pub fn stop_run_processes(run_id: &str) -> usize {
         }
     }
     seen.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_is_exiting_by_its_state_or_its_flags() {
+        // Flags as the kernel prints them: decimal. 4194560 = PF_RANDOMIZE | PF_FORKNOEXEC.
+        let live = "42 (a) b) c) S 1 42 42 0 -1 4194560 120 0 0 0";
+        assert_eq!(stat_exiting(live), Some(false));
+        assert_eq!(stat_exiting("42 (hop.py) R 1 42 42 0 -1 4194564 120 0"), Some(true));
+        assert_eq!(stat_exiting("42 (sleep) Z 1 42 42 0 -1 4194560 1 0"), Some(true));
+        assert_eq!(stat_exiting("42 (sleep) S 1 42"), None);
+        assert_eq!(stat_exiting("no parenthesis"), None);
+    }
+
+    #[test]
+    fn this_process_runs_and_a_reaped_child_is_gone() {
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        assert!(!exiting_or_gone(me));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Not reaped yet: once it has exited it is a zombie, so exiting.
+        let start = Instant::now();
+        while !exiting_or_gone(pid) {
+            assert!(start.elapsed() < Duration::from_secs(10), "`true` did not exit");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        child.wait().unwrap();
+        assert!(exiting_or_gone(pid));
+    }
 }
