@@ -50,6 +50,20 @@ impl<B: Backend> Loop<'_, B> {
                     Err(_) => break,
                 }
             }
+            // A folder made below the watched ones is watched before the
+            // app reads it (the watcher's business: the app stays pure).
+            if let Some(w) = self.watch.as_mut() {
+                for e in &events {
+                    if let Event::FsChange(paths) = e {
+                        if let Err(e) = w.noticed(paths) {
+                            let limit = crate::top::watch::is_limit(&e);
+                            w.failed(if limit { "watch limit" } else { "notify failed" });
+                            self.app.set_watch(&w.mode);
+                            self.app.status.hint = w.hint.clone();
+                        }
+                    }
+                }
+            }
             let effects = self.app.handle_all(events);
             for effect in effects {
                 if let Some(code) = self.carry_out(effect) {
@@ -112,7 +126,7 @@ impl<B: Backend> Loop<'_, B> {
             Effect::Rewatch => {
                 if let Some(w) = self.watch.as_mut() {
                     if let Err(e) = w.ensure() {
-                        let limit = matches!(e.kind, notify::ErrorKind::MaxFilesWatch);
+                        let limit = crate::top::watch::is_limit(&e);
                         w.failed(if limit { "watch limit" } else { "notify failed" });
                         if !limit {
                             self.app.say(Level::Warn, format!("cannot watch for changes ({e}); polling instead"));

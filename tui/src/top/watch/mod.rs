@@ -1,5 +1,7 @@
-//! How `top` notices changes: debounced file-system events (notify) on the
-//! lease folder and the lineage folder, recursively; or a look every
+//! How `top` notices changes (`--watch notify`): the kernel's file-system
+//! events (inotify, [`kernel`]) on the lease folder, the lineage folder and
+//! each folder below them down to the tasks' (each watched alone, found
+//! without a `stat` of any file); or a look every
 //! `--interval` at what changed in their listing (poll: [`Listing`]), which
 //! `auto` chooses where events do not arrive (NFS, SMB/CIFS, FUSE) or cannot
 //! be had (the inotify watch limit, an error).
@@ -13,15 +15,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
-use notify::event::{AccessKind, AccessMode, MetadataKind, ModifyKind};
-use notify::{ErrorKind, EventKind, RecommendedWatcher, RecursiveMode};
-use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
+mod kernel;
+pub use kernel::DEBOUNCE;
+use kernel::Kernel;
 
 use crate::top::event::Event;
 use crate::top::listing::Listing;
-
-/// Events closer together than this are delivered as one burst.
-pub const DEBOUNCE: Duration = Duration::from_millis(50);
 
 /// What the user asked for (`--watch`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,28 +54,18 @@ pub fn network_fs(dir: &Path) -> Option<&'static str> {
     }
 }
 
-/// A notify error that means the inotify watch limit.
-fn is_limit(e: &notify::Error) -> bool {
-    match &e.kind {
-        ErrorKind::MaxFilesWatch => true,
-        ErrorKind::Io(io) => io.raw_os_error() == Some(28),
-        _ => false,
-    }
+/// An error that means the inotify watch limit (ENOSPC from
+/// `inotify_add_watch`).
+pub fn is_limit(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(28)
 }
 
-/// An event that only says something was read (opened, listed, closed after
-/// reading, its access time set): ignored, or every scan would cause another.
-fn is_read(kind: &EventKind) -> bool {
-    matches!(
-        kind,
-        EventKind::Access(
-            AccessKind::Open(_)
-                | AccessKind::Read
-                | AccessKind::Close(AccessMode::Read | AccessMode::Execute)
-                | AccessKind::Any
-                | AccessKind::Other
-        ) | EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime))
-    )
+/// How a folder is watched: alone, or with the folders below it to
+/// [`LEVELS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Depth {
+    Alone,
+    Levels,
 }
 
 /// The watcher, whichever way it works.
@@ -85,11 +74,11 @@ pub struct Watch {
     interval: Duration,
     /// (folder, recursive): the lease and lineage folders, and the folders they
     /// appear in.
-    desired: Vec<(PathBuf, RecursiveMode)>,
+    desired: Vec<(PathBuf, Depth)>,
     /// The lease folder and the lineage folder, as a poll looks at them.
     leases: PathBuf,
     lineage: PathBuf,
-    debouncer: Option<Debouncer<RecommendedWatcher, RecommendedCache>>,
+    kernel: Option<Kernel>,
     /// Folder -> (device, inode) when it was watched: a folder made anew is
     /// watched again.
     watched: HashMap<PathBuf, (u64, u64)>,
@@ -105,12 +94,12 @@ impl Watch {
     pub fn start(requested: Requested, interval: Duration, root: &Path, lineage: &Path, tx: Sender<Event>) -> Watch {
         let ubunye = root.join(".ubunye");
         let mut desired = vec![
-            (ubunye.clone(), RecursiveMode::NonRecursive),
-            (ubunye.join("leases"), RecursiveMode::Recursive),
-            (lineage.to_path_buf(), RecursiveMode::Recursive),
+            (ubunye.clone(), Depth::Alone),
+            (ubunye.join("leases"), Depth::Levels),
+            (lineage.to_path_buf(), Depth::Levels),
         ];
         if let Some(parent) = lineage.parent().filter(|p| *p != ubunye) {
-            desired.push((parent.to_path_buf(), RecursiveMode::NonRecursive));
+            desired.push((parent.to_path_buf(), Depth::Alone));
         }
         let mut w = Watch {
             tx,
@@ -118,7 +107,7 @@ impl Watch {
             desired,
             leases: ubunye.join("leases"),
             lineage: lineage.to_path_buf(),
-            debouncer: None,
+            kernel: None,
             watched: HashMap::new(),
             poll_stop: None,
             mode: String::new(),
@@ -133,7 +122,7 @@ impl Watch {
                     if limit {
                         w.hint = Some(limit_hint());
                     }
-                    w.debouncer = None;
+                    w.kernel = None;
                     w.poll_instead(Some(if limit { "watch limit" } else { "notify failed" }));
                     if !limit {
                         w.hint = Some(format!("cannot watch for changes ({e}); polling instead"));
@@ -144,57 +133,70 @@ impl Watch {
         w
     }
 
-    fn notify(&mut self) -> notify::Result<()> {
-        let tx = self.tx.clone();
+    fn notify(&mut self) -> std::io::Result<()> {
         let rescan_at = self.desired.first().map(|d| d.0.clone()).unwrap_or_default();
-        let handler = move |res: DebounceEventResult| match res {
-            Ok(events) => {
-                let mut paths: Vec<PathBuf> = Vec::new();
-                for e in events {
-                    // Reads (the scans' own included) change nothing.
-                    if is_read(&e.event.kind) {
-                        continue;
-                    }
-                    if e.event.need_rescan() {
-                        // Events were lost (the kernel's queue overflowed).
-                        paths.push(rescan_at.clone());
-                    }
-                    paths.extend(e.event.paths.iter().cloned());
-                }
-                if !paths.is_empty() {
-                    let _ = tx.send(Event::FsChange(paths));
-                }
-            }
-            Err(errors) => {
-                for e in errors {
-                    let _ = tx.send(Event::WatchError { message: e.to_string(), limit: is_limit(&e) });
-                }
-            }
-        };
-        self.debouncer = Some(new_debouncer(DEBOUNCE, Some(DEBOUNCE / 2), handler)?);
+        self.kernel = Some(Kernel::start(self.tx.clone(), rescan_at)?);
         self.mode = "notify".into();
         self.ensure()
     }
 
     /// Watch the folders that exist and are not watched yet (or were made
-    /// anew); forget those that went.
-    pub fn ensure(&mut self) -> notify::Result<()> {
-        let Some(d) = self.debouncer.as_mut() else { return Ok(()) };
+    /// anew); forget those that went. A folder marked recursive is watched
+    /// with every folder below it to [`LEVELS`], found by [`folders`].
+    pub fn ensure(&mut self) -> std::io::Result<()> {
+        let Some(d) = self.kernel.as_mut() else { return Ok(()) };
         for (p, mode) in &self.desired {
-            let id = std::fs::metadata(p).ok().filter(|m| m.is_dir()).map(|m| (m.dev(), m.ino()));
-            match (id, self.watched.get(p).copied()) {
-                (Some(now), Some(was)) if now == was => {}
-                (Some(now), was) => {
-                    if was.is_some() {
-                        let _ = d.unwatch(p);
+            match (dir_id(p), self.watched.get(p).copied()) {
+                // Walked again each time (after every read): a few hundred
+                // names at most, and a folder made before its parent was
+                // watched is found here.
+                (Some(_), _) if *mode == Depth::Levels => {
+                    for (f, id) in folders(p, 0) {
+                        watch_one(d, &mut self.watched, f, id)?;
                     }
-                    d.watch(p, *mode)?;
-                    self.watched.insert(p.clone(), now);
                 }
-                (None, Some(_)) => {
-                    let _ = d.unwatch(p);
-                    self.watched.remove(p);
+                (Some(now), Some(was)) if now == was => {}
+                (Some(now), _) => watch_one(d, &mut self.watched, p.clone(), now)?,
+                (None, Some(_)) => forget(d, &mut self.watched, p),
+                (None, None) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes just reported (before the app has them): a folder made (or
+    /// made anew, or gone) at the levels watched below the lease and lineage
+    /// folders is watched with the folders below it (or forgotten). Only a
+    /// path at those levels is looked at, with one `stat`: a file in a task's
+    /// folder never. Events lost (a path naming `.ubunye` itself): every
+    /// level is looked at again.
+    pub fn noticed(&mut self, paths: &[PathBuf]) -> std::io::Result<()> {
+        let Some(d) = self.kernel.as_mut() else { return Ok(()) };
+        let roots: Vec<&PathBuf> = self.desired.iter().filter(|(_, m)| *m == Depth::Levels).map(|(p, _)| p).collect();
+        for p in paths {
+            if self.desired.first().is_some_and(|(top, _)| top == p) {
+                for root in &roots {
+                    for (f, id) in folders(root, 0) {
+                        watch_one(d, &mut self.watched, f, id)?;
+                    }
                 }
+                continue;
+            }
+            let Some(level) = roots.iter().find_map(|r| p.strip_prefix(r).ok().map(|rest| rest.components().count()))
+            else {
+                continue;
+            };
+            if level == 0 || level > LEVELS {
+                continue;
+            }
+            match (dir_id(p), self.watched.get(p).copied()) {
+                (Some(now), Some(was)) if now == was => {}
+                (Some(_), _) => {
+                    for (f, id) in folders(p, level) {
+                        watch_one(d, &mut self.watched, f, id)?;
+                    }
+                }
+                (None, Some(_)) => forget(d, &mut self.watched, p),
                 (None, None) => {}
             }
         }
@@ -203,7 +205,7 @@ impl Watch {
 
     /// Stop watching for events; rescan every interval instead.
     pub fn poll_instead(&mut self, why: Option<&str>) {
-        self.debouncer = None;
+        self.kernel = None;
         self.watched.clear();
         if let Some(stop) = self.poll_stop.take() {
             stop.store(true, Ordering::Relaxed);
@@ -262,6 +264,76 @@ impl Drop for Watch {
         if let Some(stop) = self.poll_stop.take() {
             stop.store(true, Ordering::Relaxed);
         }
+    }
+}
+
+/// How far below the lease and lineage folders folders are watched:
+/// `<usecase>/<package>/<task>`, the levels a scan reads (what lies below a
+/// task's folder is not read, so not watched).
+pub const LEVELS: usize = 3;
+
+/// A folder's (device, inode), following a symlink as the scan follows one
+/// at the levels it reads; None for anything but a folder.
+fn dir_id(p: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(p).ok().filter(|m| m.is_dir()).map(|m| (m.dev(), m.ino()))
+}
+
+/// `top`'s folder and every folder below it to [`LEVELS`] (`level`: how far
+/// below a watched root it is), with its (device, inode). Each is listed by
+/// its entries' types alone: no file is `stat`ed (notify's recursive mode
+/// stats every entry below it to find the folders: two million at a
+/// million batches, seconds before the first frame), and a task's folder,
+/// where the files are, is not listed at all.
+pub fn folders(top: &Path, level: usize) -> Vec<(PathBuf, (u64, u64))> {
+    let mut out = Vec::new();
+    let Some(id) = dir_id(top) else { return out };
+    out.push((top.to_path_buf(), id));
+    let mut todo = vec![(top.to_path_buf(), level)];
+    while let Some((dir, level)) = todo.pop() {
+        if level >= LEVELS {
+            continue;
+        }
+        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        for e in rd.flatten() {
+            let Ok(t) = e.file_type() else { continue };
+            if !(t.is_dir() || t.is_symlink()) {
+                continue;
+            }
+            let path = e.path();
+            if let Some(id) = dir_id(&path) {
+                out.push((path.clone(), id));
+                todo.push((path, level + 1));
+            }
+        }
+    }
+    out
+}
+
+/// Watch one folder alone (again if it was made anew).
+fn watch_one(
+    d: &mut Kernel,
+    watched: &mut HashMap<PathBuf, (u64, u64)>,
+    p: PathBuf,
+    id: (u64, u64),
+) -> std::io::Result<()> {
+    match watched.get(&p) {
+        Some(was) if *was == id => return Ok(()),
+        Some(_) => {
+            d.unwatch(&p);
+        }
+        None => {}
+    }
+    d.watch(&p)?;
+    watched.insert(p, id);
+    Ok(())
+}
+
+/// Stop watching a folder that went, and every folder below it.
+fn forget(d: &mut Kernel, watched: &mut HashMap<PathBuf, (u64, u64)>, p: &Path) {
+    let gone: Vec<PathBuf> = watched.keys().filter(|k| k.starts_with(p)).cloned().collect();
+    for g in gone {
+        d.unwatch(&g);
+        watched.remove(&g);
     }
 }
 
