@@ -23,39 +23,12 @@ use std::time::{Duration, Instant};
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal, WaitOptions};
 
+mod procfs;
+use procfs::{Life, Proc, carries_run, gone, group_of, life, processes, read_stat};
+
 /// Make this process the reaper of its descendants' orphans.
 pub fn become_subreaper() -> std::io::Result<()> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid())).map_err(Into::into)
-}
-
-/// A process as `/proc/<pid>/stat` tells it.
-#[derive(Clone, Copy)]
-struct Proc {
-    pid: i32,
-    ppid: i32,
-    state: char,
-    /// Its session.
-    sid: i32,
-    /// Its process group.
-    pgid: i32,
-}
-
-/// Every process in `/proc`.
-fn processes() -> Vec<Proc> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    let mut out = Vec::new();
-    for e in entries.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
-        // `pid (comm) state ppid pgrp session ...`: comm may hold spaces and parentheses.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
-        let mut f = rest.split_whitespace();
-        let state = f.next().and_then(|s| s.chars().next()).unwrap_or('?');
-        let mut num = || f.next().and_then(|s| s.parse::<i32>().ok());
-        let (Some(ppid), Some(pgid), Some(sid)) = (num(), num(), num()) else { continue };
-        out.push(Proc { pid, ppid, state, sid, pgid });
-    }
-    out
 }
 
 /// Every live (not zombie) process below `root`, from a scan of `/proc`.
@@ -267,40 +240,6 @@ fn stop_below(grace: Duration, limit: Duration, keeper: &mut Option<i32>) -> Sto
     Stopped { found, left: 0, keeper_reaped: false }
 }
 
-/// Whether `/proc/<pid>/environ` holds `UBUNYE_RUN_ID=<run_id>`.
-fn carries_run(pid: i32, needle: &[u8]) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle))
-}
-
-/// The process group and session of `pid`, from `/proc/<pid>/stat`.
-fn group_of(pid: i32) -> Option<(i32, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut f = rest.split_whitespace().skip(2);
-    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
-}
-
-/// `PF_EXITING` in the flags of `/proc/<pid>/stat` (`include/linux/sched.h`):
-/// set at the start of `do_exit`, before the process lets go of its memory.
-const PF_EXITING: u64 = 0x4;
-
-/// Whether `pid` is gone, a zombie, or in the middle of exiting: it runs no
-/// more code of its own, whatever its environment reads now.
-fn exiting_or_gone(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return true };
-    stat_exiting(&stat).unwrap_or(false)
-}
-
-/// From a `/proc/<pid>/stat` line: whether it is a zombie (or dead) or has
-/// `PF_EXITING`; `None` when the line cannot be read.
-fn stat_exiting(stat: &str) -> Option<bool> {
-    // `pid (comm) state ppid pgrp session tty_nr tpgid flags ...`
-    let mut f = stat[stat.rfind(')')? + 1..].split_whitespace();
-    let state = f.next()?.chars().next()?;
-    let flags: u64 = f.nth(5)?.parse().ok()?;
-    Some(matches!(state, 'Z' | 'X' | 'x') || flags & PF_EXITING != 0)
-}
-
 /// Whether every live process of group `pgid` carries the run: then the group
 /// is the run's alone (exec started from a terminal shares the shell's job
 /// with its command, see `child.rs`), and one `kill(-pgid)` stops all of it at
@@ -308,19 +247,34 @@ fn stat_exiting(stat: &str) -> Option<bool> {
 /// (the shell script that started exec, a `tee` it pipes into) is never
 /// signalled whole.
 fn group_is_the_runs(pgid: i32, needle: &[u8], me: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
     let mut any = false;
-    for p in processes().into_iter().filter(|p| p.pgid == pgid && p.state != 'Z') {
-        if p.pid == me || !carries_run(p.pid, needle) {
-            // Gone or exiting since it was listed: no matter (an exiting
-            // process has let go of its memory, so its environment reads
-            // empty, before it is a zombie: a run's process that forks and
-            // exits over and over is nearly always in that state). Alive
-            // without the mark: not the run's.
-            if p.pid == me || !exiting_or_gone(p.pid) {
-                return false;
-            }
-        } else {
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let st = match read_stat(&e.path().join("stat")) {
+            Ok(Some(st)) => st,
+            Err(e) if gone(&e) => continue,
+            // A process that cannot be told may be in the group.
+            Ok(None) | Err(_) => return false,
+        };
+        if st.pgid != pgid {
+            continue;
+        }
+        if pid == me {
+            return false;
+        }
+        if carries_run(pid, needle) {
             any = true;
+            continue;
+        }
+        // Gone or exiting since it was listed: no matter (an exiting process
+        // has let go of its memory, so its environment reads empty, and a
+        // zombie still answers kill 0: a run's process that forks and exits
+        // over and over is nearly always in that state). Alive without the
+        // mark, or not to be told: not the run's.
+        match life(pid) {
+            Life::Gone | Life::Exiting => {}
+            Life::Running | Life::Unknown => return false,
         }
     }
     any
@@ -380,32 +334,47 @@ pub fn stop_run_processes(run_id: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::procfs::{first_thread_exits, stat_says_exiting, wait_until};
     use super::*;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command};
 
-    #[test]
-    fn a_process_is_exiting_by_its_state_or_its_flags() {
-        // Flags as the kernel prints them: decimal. 4194560 = PF_RANDOMIZE | PF_FORKNOEXEC.
-        let live = "42 (a) b) c) S 1 42 42 0 -1 4194560 120 0 0 0";
-        assert_eq!(stat_exiting(live), Some(false));
-        assert_eq!(stat_exiting("42 (hop.py) R 1 42 42 0 -1 4194564 120 0"), Some(true));
-        assert_eq!(stat_exiting("42 (sleep) Z 1 42 42 0 -1 4194560 1 0"), Some(true));
-        assert_eq!(stat_exiting("42 (sleep) S 1 42"), None);
-        assert_eq!(stat_exiting("no parenthesis"), None);
+    fn in_group(cmd: &mut Command, pgid: i32) -> Child {
+        cmd.process_group(pgid).spawn().unwrap()
     }
 
+    /// Review 20, F1 and F2: a group is the run's only when no process in it
+    /// is alive without the run's id, whatever its name or its threads.
     #[test]
-    fn this_process_runs_and_a_reaped_child_is_gone() {
+    fn a_group_is_the_runs_only_without_a_live_outsider() {
         let me = rustix::process::getpid().as_raw_nonzero().get();
-        assert!(!exiting_or_gone(me));
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id() as i32;
-        // Not reaped yet: once it has exited it is a zombie, so exiting.
-        let start = Instant::now();
-        while !exiting_or_gone(pid) {
-            assert!(start.elapsed() < Duration::from_secs(10), "`true` did not exit");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        child.wait().unwrap();
-        assert!(exiting_or_gone(pid));
+        let needle = b"UBUNYE_RUN_ID=review-20-group";
+        let mut run = in_group(Command::new("sleep").arg("30").env("UBUNYE_RUN_ID", "review-20-group"), 0);
+        let pgid = run.id() as i32;
+        wait_until("the run's sleep did not start", || carries_run(pgid, needle));
+        assert!(group_is_the_runs(pgid, needle, me));
+        // An outsider named with bytes that are not UTF-8 (its name is the
+        // one it was run by).
+        let d = tempfile::tempdir().unwrap();
+        let odd = d.path().join(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"\xff\xfeoutsider"));
+        std::os::unix::fs::symlink("/bin/sleep", &odd).unwrap();
+        let mut outsider = in_group(Command::new(&odd).arg("30").env_remove("UBUNYE_RUN_ID"), pgid);
+        let o = outsider.id() as i32;
+        wait_until("the outsider did not start", || {
+            std::fs::read(format!("/proc/{o}/stat")).is_ok_and(|l| l.windows(2).any(|w| w == b"\xff\xfe"))
+        });
+        assert!(!group_is_the_runs(pgid, needle, me), "an outsider not named in UTF-8 was not seen");
+        let _ = outsider.kill();
+        let _ = outsider.wait();
+        assert!(group_is_the_runs(pgid, needle, me));
+        // An outsider whose first thread exited: its stat line says zombie.
+        let mut outsider = in_group(first_thread_exits().env_remove("UBUNYE_RUN_ID"), pgid);
+        let o = outsider.id() as i32;
+        wait_until("its first thread did not exit", || stat_says_exiting(o));
+        assert!(!group_is_the_runs(pgid, needle, me), "an outsider whose first thread exited was not seen");
+        let _ = outsider.kill();
+        let _ = outsider.wait();
+        let _ = run.kill();
+        let _ = run.wait();
     }
 }
