@@ -115,3 +115,19 @@ fn a_folder_named_through_a_symlink_is_watched_under_both_names() {
     fs::write(&lease, "{}").unwrap();
     assert!(until_named(&mut watch, &rx, &lease), "the folder is no longer watched once its symlink went");
 }
+
+/// Review 20: the lineage folder made after the dashboard started (a use
+/// case whose first run has not ended yet) is watched from its own event.
+#[test]
+fn a_lineage_folder_made_while_watching_is_watched_to_its_tasks() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let root = fs::canonicalize(&uc).unwrap();
+    let lineage = ubunye::layout::lineage_root(&root);
+    fs::remove_dir_all(&lineage).unwrap();
+    let (mut watch, rx) = start(&root);
+    fs::create_dir_all(lineage.join("demo/sales/ingest")).unwrap();
+    assert!(until_named(&mut watch, &rx, &lineage), "no event for the lineage folder made");
+    let record = lineage.join("demo/sales/ingest/run-1.json");
+    fs::write(&record, "{}").unwrap();
+    assert!(until_named(&mut watch, &rx, &record), "no event for a record in a lineage folder made while watching");
+}

@@ -146,7 +146,9 @@ fn read(mut inotify: Inotify, folders: &Folders, stop: &AtomicBool, tx: &Sender<
                     return;
                 }
             }
-            since.get_or_insert_with(Instant::now);
+            if !paths.is_empty() {
+                since.get_or_insert_with(Instant::now);
+            }
         }
         let due = !more || since.is_some_and(|t| t.elapsed() >= DEBOUNCE * 10);
         if due && !paths.is_empty() {

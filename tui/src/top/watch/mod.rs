@@ -186,7 +186,7 @@ impl Watch {
             else {
                 continue;
             };
-            if level == 0 || level > LEVELS {
+            if level > LEVELS {
                 continue;
             }
             match (dir_id(p), self.watched.get(p).copied()) {
@@ -323,9 +323,17 @@ fn watch_one(
         }
         None => {}
     }
-    d.watch(&p)?;
-    watched.insert(p, id);
-    Ok(())
+    match d.watch(&p) {
+        Ok(()) => {
+            watched.insert(p, id);
+            Ok(())
+        }
+        // Gone (or made a file) since it was listed: its own event is on its
+        // way. Not to be read: the scan names it. Neither is the watcher's
+        // failure (review 20, F3); the next walk tries again.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR | libc::EACCES)) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Stop watching a folder that went, and every folder below it.
@@ -339,4 +347,26 @@ fn forget(d: &mut Kernel, watched: &mut HashMap<PathBuf, (u64, u64)>, p: &Path) 
 
 fn limit_hint() -> String {
     "inotify watch limit reached: raise it with `sysctl fs.inotify.max_user_watches=524288`; polling meanwhile".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Review 20, F3: a folder that went between its listing and its watch
+    /// is not the watcher's failure (it dropped `top` into polling).
+    #[test]
+    fn a_folder_gone_before_its_watch_is_passed_over() {
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let d = tempfile::tempdir().unwrap();
+        let mut k = Kernel::start(tx, d.path().to_path_buf()).unwrap();
+        let mut watched = HashMap::new();
+        let gone = d.path().join("gone");
+        watch_one(&mut k, &mut watched, gone.clone(), (1, 2)).unwrap();
+        assert!(watched.is_empty(), "a folder not watched is not noted as watched");
+        std::fs::create_dir(&gone).unwrap();
+        let id = dir_id(&gone).unwrap();
+        watch_one(&mut k, &mut watched, gone.clone(), id).unwrap();
+        assert_eq!(watched.get(&gone), Some(&id));
+    }
 }
