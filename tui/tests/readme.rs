@@ -88,6 +88,12 @@ const EXPECT: &[Expect] = &[
     Expect { command: "ubunye doctor -d uc", how: How::Shell, codes: &[0, 1], why: "0 nothing found, 1 findings" },
     Expect { command: "ubunye top -d uc", how: How::Terminal("q"), codes: &[0], why: "the dashboard, quit with q" },
     Expect {
+        command: "ubunye leases list -d uc --state dead,stalled,kept,unreadable --fail-if-any",
+        how: How::Shell,
+        codes: &[0, 1],
+        why: "1 with the rows when a batch needs someone, 0 when none",
+    },
+    Expect {
         command: "ubunye killtest --example",
         how: How::Shell,
         codes: &[0],

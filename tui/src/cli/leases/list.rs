@@ -13,17 +13,25 @@ use ubunye::sys::Sys;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "States, most severe first: unreadable, dead, orphan, pending, handed-back, kept, live, interrupted, failed, finished.\n\
-Examples:\n  ubunye leases list -d uc\n  ubunye leases list -d uc --state dead --state orphan --json\n  ubunye leases list -d uc --all --task 'demo/sales/*'"
+    after_help = "States, most severe first: unreadable, dead, orphan, pending, handed-back, kept, live, interrupted, failed, finished; \
+`--state stalled` picks the live batches whose heartbeat stopped.\n\
+Examples:\n  ubunye leases list -d uc\n  ubunye leases list -d uc --state dead --state orphan --json\n  ubunye leases list -d uc --all --task 'demo/sales/*'\n\
+  ubunye leases list -d uc --state dead,stalled,kept,unreadable --fail-if-any   # cron: exit 1 with the rows, 0 when none"
 )]
 pub struct ListArgs {
     #[command(flatten)]
     pub dir: DirArg,
     #[command(flatten)]
     pub lineage: LineageArg,
-    /// Only batches in this state (repeatable).
-    #[arg(long = "state", value_name = "S", value_parser = state_words())]
+    /// Only batches in these states (repeatable, or comma-separated);
+    /// `stalled`: live batches whose heartbeat stopped (the process alive,
+    /// its lease not written for three heartbeats).
+    #[arg(long = "state", value_name = "S", value_parser = state_words(), value_delimiter = ',')]
     pub states: Vec<String>,
+    /// Exit 1 when any batch is listed (the rows printed as usual), 0 when
+    /// none: for cron and CI checks.
+    #[arg(long)]
+    pub fail_if_any: bool,
     /// Only tasks that start with this (`demo`, `demo/sales/`) or match it
     /// as a pattern (`*/ingest`; `*` matches anything), as the dashboard's
     /// `/task:` filter.
@@ -37,13 +45,45 @@ pub struct ListArgs {
     pub json: bool,
 }
 
+/// `--state`'s word for the live batches flagged stalled.
+const STALLED: &str = "stalled";
+
 fn state_words() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(State::ALL.map(State::word))
+    clap::builder::PossibleValuesParser::new(State::ALL.map(State::word).into_iter().chain([STALLED]))
+}
+
+/// What `--state` asks for: states, and the stalled flag.
+#[derive(Clone, Debug, Default)]
+struct Wanted {
+    states: Vec<State>,
+    stalled: bool,
+}
+
+impl Wanted {
+    fn parse(words: &[String]) -> Wanted {
+        Wanted {
+            states: words.iter().filter_map(|w| State::parse(w)).collect(),
+            stalled: words.iter().any(|w| w == STALLED),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.states.is_empty() && !self.stalled
+    }
+
+    /// The filters as given, for the line that says why nothing is listed.
+    fn words(&self) -> impl Iterator<Item = &str> {
+        self.states.iter().map(|s| s.word()).chain(self.stalled.then_some(STALLED))
+    }
 }
 
 /// Whether `list` shows a batch.
-fn shown(b: &Batch, states: &[State], all: bool) -> bool {
-    if states.is_empty() { all || b.state != State::Finished } else { states.contains(&b.state) }
+fn shown(b: &Batch, want: &Wanted, all: bool) -> bool {
+    if want.is_empty() {
+        all || b.state != State::Finished
+    } else {
+        want.states.contains(&b.state) || (want.stalled && b.flags.contains(&Flag::Stalled))
+    }
 }
 
 /// One row of `leases list`, owned: a listing keeps its rows, never the
@@ -134,7 +174,7 @@ fn short_host(h: &str) -> &str {
 
 pub fn run(a: &ListArgs, colour: bool) -> i32 {
     let sys = crate::console::machine::sys();
-    let states: Vec<State> = a.states.iter().filter_map(|w| State::parse(w)).collect();
+    let states = Wanted::parse(&a.states);
     let opts =
         ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: a.task.clone(), ..ScanOptions::default() };
     if a.json {
@@ -169,18 +209,25 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
         let _ = out.flush();
         return exit::OK;
     }
+    let listed = rows.len();
     let header = ["STATE", "TASK", "VARIABLES / KEY", "RUN", "PID@HOST", "AGE", "CLAIMS", "NOTE"];
     let _ = table::print(&mut out, &header, rows.len(), |i| rows[i].clone(), table::terminal_width());
     let _ = out.flush();
-    exit::OK
+    found(a, listed)
+}
+
+/// The exit code once the rows are out: with `--fail-if-any`, 1 when any
+/// batch was listed.
+fn found(a: &ListArgs, listed: usize) -> i32 {
+    if a.fail_if_any && listed > 0 { exit::REFUSED } else { exit::OK }
 }
 
 /// `--json`: the rows are made and written out on a thread of their own as
 /// each task is read, and kept as JSON bytes (`stream::Rows`): memory holds a
 /// task or two, whatever the use case's size.
-fn run_json(a: &ListArgs, opts: &ScanOptions, states: &[State], sys: &Sys) -> i32 {
+fn run_json(a: &ListArgs, opts: &ScanOptions, states: &Wanted, sys: &Sys) -> i32 {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Batch>>(1);
-    let (want, all) = (states.to_vec(), a.all);
+    let (want, all) = (states.clone(), a.all);
     let writer = std::thread::spawn(move || -> std::io::Result<(super::stream::Rows, Count)> {
         let mut rows = super::stream::Rows::new();
         let mut count = Count::default();
@@ -214,7 +261,8 @@ fn run_json(a: &ListArgs, opts: &ScanOptions, states: &[State], sys: &Sys) -> i3
             return exit::USAGE;
         }
     };
-    let empty = (rows.len() == 0).then(|| nothing_shown(a, states, &head.root, count, sys));
+    let listed = rows.len();
+    let empty = (listed == 0).then(|| nothing_shown(a, states, &head.root, count, sys));
     let now = ubunye::timefmt::rfc3339(head.now.time);
     // A path that is not UTF-8 is written as the problems' paths are (lossily).
     let root = serde_json::Value::String(head.root.to_string_lossy().into_owned());
@@ -226,7 +274,7 @@ fn run_json(a: &ListArgs, opts: &ScanOptions, states: &[State], sys: &Sys) -> i3
     if let Some(why) = empty.filter(|_| a.task.is_some() || !states.is_empty()) {
         say_err(&why);
     }
-    exit::OK
+    found(a, listed)
 }
 
 /// How many batches a scan held, and how many of them need attention.
@@ -247,9 +295,9 @@ impl Count {
 /// what the use case holds without them. `count` is of the scan made; with
 /// `--task` it is read again without it (only now that nothing matched: a
 /// filtered list of a big use case reads its own tasks alone).
-fn nothing_shown(a: &ListArgs, states: &[State], root: &std::path::Path, count: Count, sys: &Sys) -> String {
+fn nothing_shown(a: &ListArgs, states: &Wanted, root: &std::path::Path, count: Count, sys: &Sys) -> String {
     let mut filters: Vec<String> = a.task.iter().map(|t| format!("--task '{t}'")).collect();
-    filters.extend(states.iter().map(|s| format!("--state {}", s.word())));
+    filters.extend(states.words().map(|w| format!("--state {w}")));
     if filters.is_empty() {
         return format!(
             "No batch needs attention in {} ({} batch(es){}).",

@@ -248,6 +248,7 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
     };
     let mut rows: Vec<&bucket::StoreBatch> = batches.iter().filter(wanted).collect();
     rows.sort_by_key(|b| (order(b.state), b.task.clone(), b.key.clone()));
+    let fail_if_any = if a.fail_if_any && !rows.is_empty() { exit::REFUSED } else { exit::OK };
     if a.json {
         crate::cli::print_json(&Out {
             use_case: uc.to_string(),
@@ -255,7 +256,7 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
             now: ubunye::timefmt::rfc3339(now),
             batches: rows,
         });
-        return exit::OK;
+        return fail_if_any;
     }
     if rows.is_empty() {
         outln(&format!(
@@ -289,5 +290,5 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
     };
     let _ = table::print(&mut out, &header, rows.len(), line, table::terminal_width());
     let _ = out.flush();
-    exit::OK
+    fail_if_any
 }
