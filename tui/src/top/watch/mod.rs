@@ -72,8 +72,8 @@ enum Depth {
 pub struct Watch {
     tx: Sender<Event>,
     interval: Duration,
-    /// (folder, recursive): the lease and lineage folders, and the folders they
-    /// appear in.
+    /// (folder, how deep): the lease and lineage folders (to [`LEVELS`]), and
+    /// the folders they appear in (alone).
     desired: Vec<(PathBuf, Depth)>,
     /// The lease folder and the lineage folder, as a poll looks at them.
     leases: PathBuf,
@@ -141,8 +141,9 @@ impl Watch {
     }
 
     /// Watch the folders that exist and are not watched yet (or were made
-    /// anew); forget those that went. A folder marked recursive is watched
-    /// with every folder below it to [`LEVELS`], found by [`folders`].
+    /// anew); forget those that went. The lease and lineage folders are
+    /// watched with every folder below them to [`LEVELS`], found by
+    /// [`folders`].
     pub fn ensure(&mut self) -> std::io::Result<()> {
         let Some(d) = self.kernel.as_mut() else { return Ok(()) };
         for (p, mode) in &self.desired {
