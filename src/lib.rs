@@ -20,6 +20,7 @@ pub mod durable;
 pub mod error;
 pub mod exec;
 pub mod explain;
+pub mod fleet;
 pub mod fsx;
 pub mod key;
 pub mod killtest;

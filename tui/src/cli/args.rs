@@ -22,13 +22,24 @@ pub struct LineageArg {
     pub lineage_dir: Option<PathBuf>,
 }
 
+impl Default for DirArg {
+    fn default() -> DirArg {
+        DirArg { dir: PathBuf::from(".") }
+    }
+}
+
 /// One batch named on the command line: what `explain`, `takeover` and
 /// `finish` take.
 #[derive(Args, Debug, Clone)]
 pub struct BatchArg {
-    /// A batch key, a unique prefix of one, or the path of a lease-folder file.
+    /// A batch key, a unique prefix of one, the path of a lease-folder file,
+    /// or `<usecase>:<key>` as the listings of several use cases print it.
     pub batch: String,
     #[command(flatten)]
+    pub ucs: UseCasesArg,
+    /// The one use case, once [`BatchArg::settle`] has read `ucs` and
+    /// `<usecase>:<key>`.
+    #[arg(skip)]
     pub dir: DirArg,
     #[command(flatten)]
     pub lineage: LineageArg,
@@ -59,5 +70,92 @@ impl VarArgs {
     pub fn variables(&self) -> Result<ubunye::vars::Variables, String> {
         ubunye::vars::cli_variables(self.dt.as_deref(), self.dtf.as_deref(), &self.mode, &self.vars)
             .map_err(|e| e.to_string())
+    }
+}
+
+/// The use cases a listing reads: `-d` (repeatable) and `--find`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct UseCasesArg {
+    /// A use-case folder (the Python engine's `ubunye run -d`), or
+    /// s3://bucket/prefix for a use case in an object store. Repeat it for
+    /// several use cases; default: the current folder.
+    #[arg(short = 'd', long = "usecase-dir", visible_alias = "dir", value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Every use case below this folder (a folder holding .ubunye/leases or
+    /// .ubunye/lineage): never below a use case it found, never into hidden
+    /// folders, symlinks followed only inside ROOT. Repeatable; with -d, both.
+    #[arg(long, value_name = "ROOT")]
+    pub find: Vec<PathBuf>,
+    /// How many folders below --find's ROOT to look.
+    #[arg(long, value_name = "N", default_value_t = ubunye::fleet::DEFAULT_DEPTH, requires = "find")]
+    pub depth: usize,
+}
+
+impl UseCasesArg {
+    /// One use case named the way every command always took it: a single
+    /// `-d` (or none), no `--find`. Listings then print as they always did;
+    /// otherwise their rows carry their use case.
+    pub fn single(&self) -> Option<&std::path::Path> {
+        match (self.dirs.as_slice(), self.find.is_empty()) {
+            ([], true) => Some(std::path::Path::new(".")),
+            ([d], true) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// As a [`DirArg`], for the code that reads one use case.
+    pub fn one(&self) -> Option<DirArg> {
+        self.single().map(|d| DirArg { dir: d.to_path_buf() })
+    }
+}
+
+impl BatchArg {
+    /// Read `<usecase>:<key>` and the use-case flags into `dir` and `batch`:
+    /// one use case (or, with `many`, as many as `ucs` names). The line that
+    /// says what is wrong when the batch is named twice, or in several use
+    /// cases where one is needed.
+    pub fn settle(&mut self, many: bool) -> Result<(), String> {
+        if let Some((uc, key)) = split_query(&self.batch) {
+            if !self.ucs.dirs.is_empty() || !self.ucs.find.is_empty() {
+                return Err(format!(
+                    "'{}' names its use case already: give either -d/--find or <usecase>:<key>, not both",
+                    self.batch
+                ));
+            }
+            self.ucs.dirs = vec![uc.to_path_buf()];
+            self.batch = key.to_string();
+        }
+        match self.ucs.one() {
+            Some(d) => self.dir = d,
+            None if many => {}
+            None => {
+                return Err("a repair names one batch of one use case: give -d once, or <usecase>:<key> as `leases list` prints it with several use cases".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A batch named as the listings print it across use cases:
+/// `<usecase>:<key>`: the use-case folder and the key (or its first hex
+/// digits). None when `query` is not of that form (a key, a prefix, a path
+/// without a `:` before hex digits at its end).
+pub fn split_query(query: &str) -> Option<(&std::path::Path, &str)> {
+    let (uc, key) = query.rsplit_once(':')?;
+    let hex = !key.is_empty() && key.bytes().all(|b| b.is_ascii_hexdigit());
+    (hex && !uc.is_empty()).then(|| (std::path::Path::new(uc), key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_usecase_key_form() {
+        assert_eq!(split_query("teams/a/uc:7d10"), Some((std::path::Path::new("teams/a/uc"), "7d10")));
+        assert_eq!(split_query("c:/x:ab"), Some((std::path::Path::new("c:/x"), "ab")));
+        for q in ["7d10", "uc:", ":7d10", "uc/.ubunye/leases/t/x.json", "uc:7g"] {
+            assert_eq!(split_query(q), None, "{q}");
+        }
     }
 }

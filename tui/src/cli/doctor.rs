@@ -4,7 +4,7 @@
 use clap::Args;
 
 use super::LineageArg;
-use super::{DirArg, exit, say_err};
+use super::{UseCasesArg, exit, say_err};
 use ubunye::state::ScanOptions;
 
 /// What the engine leaves for people.
@@ -15,11 +15,11 @@ use ubunye::state::ScanOptions;
 /// to do about it.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Exit codes: 0 nothing found, 1 findings, 2 a -d that is not a use case.\nNothing is ever changed."
+    after_help = "Exit codes: 0 nothing found, 1 findings, 2 a -d that is not a use case.\nNothing is ever changed.\n\nWith several use cases (-d repeated, or --find ROOT) each finding names its use case, and one that cannot be read is a finding of its own (kind unreadable), not the end of the look."
 )]
 pub struct DoctorArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub ucs: UseCasesArg,
     #[command(flatten)]
     pub lineage: LineageArg,
     /// JSON (schema: docs/json.md).
@@ -27,10 +27,19 @@ pub struct DoctorArgs {
     pub json: bool,
 }
 
+/// A finding with its use case (several use cases).
+#[derive(serde::Serialize)]
+struct Of<'a> {
+    use_case: &'a str,
+    #[serde(flatten)]
+    finding: &'a ubunye::doctor::Finding,
+}
+
 pub fn run(a: &DoctorArgs) -> i32 {
     let sys = crate::console::machine::sys();
     let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None, ..ScanOptions::default() };
-    let look = match ubunye::doctor::look(&a.dir.dir, &opts, &sys) {
+    let Some(dir) = a.ucs.single() else { return many(a, &opts, &sys) };
+    let look = match ubunye::doctor::look(dir, &opts, &sys) {
         Ok(l) => l,
         Err(e) => {
             say_err(&e.to_string());
@@ -46,14 +55,69 @@ pub fn run(a: &DoctorArgs) -> i32 {
     } else if findings.is_empty() {
         super::outln(&format!("{}: clean ({looked_at} batch(es) looked at).", root.display()));
     } else {
-        for f in &findings {
-            let at = match (&f.task, &f.key) {
-                (Some(t), Some(k)) => format!(" [{t} {k}]"),
-                _ => String::new(),
-            };
-            super::outln(&format!("{:<18} {}{at}\n{:<18} {}", f.kind, f.path.display(), "", f.detail));
-        }
+        print_findings(&findings);
         super::outln(&format!("{} finding(s).", findings.len()));
     }
     if findings.is_empty() { exit::OK } else { exit::REFUSED }
+}
+
+fn print_findings(findings: &[ubunye::doctor::Finding]) {
+    for f in findings {
+        let at = match (&f.task, &f.key) {
+            (Some(t), Some(k)) => format!(" [{t} {k}]"),
+            _ => String::new(),
+        };
+        super::outln(&format!("{:<18} {}{at}\n{:<18} {}", f.kind, f.path.display(), "", f.detail));
+    }
+}
+
+/// Doctor over several use cases: each looked at in turn; one that cannot
+/// be read is a finding (`unreadable`) and the others are still looked at.
+fn many(a: &DoctorArgs, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> i32 {
+    let mut all: Vec<(String, Vec<ubunye::doctor::Finding>, Option<usize>)> = Vec::new();
+    for uc in super::fleet::resolve(&a.ucs) {
+        let look = match &uc.error {
+            Some(e) => Err(e.clone()),
+            None => ubunye::doctor::look(&uc.shown, opts, sys).map_err(|e| e.to_string()),
+        };
+        let (findings, looked) = match look {
+            Ok(l) => (l.findings, Some(l.looked_at)),
+            Err(why) => (
+                vec![ubunye::doctor::Finding {
+                    kind: "unreadable",
+                    path: uc.shown.clone(),
+                    detail: format!("this use case cannot be read: {why}"),
+                    task: None,
+                    key: None,
+                }],
+                None,
+            ),
+        };
+        all.push((uc.name(), findings, looked));
+    }
+    let count: usize = all.iter().map(|(_, f, _)| f.len()).sum();
+    if a.json {
+        let use_cases: Vec<serde_json::Value> = all
+            .iter()
+            .map(|(uc, f, looked)| serde_json::json!({"use_case": uc, "findings": f.len(), "looked_at": looked}))
+            .collect();
+        let findings: Vec<Of<'_>> =
+            all.iter().flat_map(|(uc, fs, _)| fs.iter().map(move |f| Of { use_case: uc, finding: f })).collect();
+        super::outln(
+            &serde_json::to_string_pretty(&serde_json::json!({"use_cases": use_cases, "findings": findings}))
+                .unwrap_or_default(),
+        );
+    } else {
+        for (uc, findings, looked) in &all {
+            match (findings.is_empty(), looked) {
+                (true, Some(n)) => super::outln(&format!("== {uc}: clean ({n} batch(es) looked at).")),
+                _ => {
+                    super::outln(&format!("== {uc}: {} finding(s)", findings.len()));
+                    print_findings(findings);
+                }
+            }
+        }
+        super::outln(&format!("{count} finding(s) in {} use case(s).", all.len()));
+    }
+    if count == 0 { exit::OK } else { exit::REFUSED }
 }

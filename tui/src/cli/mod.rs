@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 mod args;
 pub(crate) mod doctor;
 pub(crate) mod exec;
+pub(crate) mod fleet;
 mod generate;
 mod key;
 pub(crate) mod killtest;
@@ -19,7 +20,7 @@ mod table;
 
 pub(crate) use crate::console::print::{out, outln, print_json, say_err};
 pub use crate::console::{colour, exit, print, usecase};
-pub use args::{BatchArg, DirArg, LineageArg, VarArgs};
+pub use args::{BatchArg, DirArg, LineageArg, UseCasesArg, VarArgs};
 pub(crate) use exec::{ExecArgs, task_of as exec_task_of};
 
 /// `ubunye demo` options.
@@ -92,19 +93,33 @@ pub enum Command {
 impl Command {
     /// The use-case folder a command reads (exec makes its own, and checks
     /// it itself).
+    /// Only for one use case (a single `-d`): several are each checked
+    /// as they are read, and one that cannot be is a row of the listing.
     fn use_case_dir(&self) -> Option<&std::path::Path> {
-        let d = match self {
+        match self {
             Command::Leases(l) => match &l.command {
-                leases::LeasesCommand::List(a) => &a.dir,
-                leases::LeasesCommand::Explain(a) => &a.which.dir,
-                leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => &a.which.dir,
+                leases::LeasesCommand::List(a) => a.ucs.single(),
+                leases::LeasesCommand::Explain(a) => a.which.ucs.single(),
+                leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => Some(&a.which.dir.dir),
             },
-            Command::Runs(a) => &a.dir,
-            Command::Doctor(a) => &a.dir,
-            Command::Top(a) => &a.dir,
-            _ => return None,
-        };
-        Some(&d.dir)
+            Command::Runs(a) => a.ucs.single(),
+            Command::Doctor(a) => a.ucs.single(),
+            Command::Top(a) => Some(&a.dir.dir),
+            _ => None,
+        }
+    }
+
+    /// `<usecase>:<key>` and the use-case flags of the commands that name
+    /// one batch, read once (see [`BatchArg::settle`]).
+    fn settle(&mut self) -> Result<(), String> {
+        match self {
+            Command::Leases(l) => match &mut l.command {
+                leases::LeasesCommand::Explain(a) => a.which.settle(true),
+                leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => a.which.settle(false),
+                leases::LeasesCommand::List(_) => Ok(()),
+            },
+            _ => Ok(()),
+        }
     }
 }
 
@@ -198,7 +213,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         _ => {}
     }
     let parsed = command().try_get_matches_from(args).and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
+    let mut cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
@@ -206,6 +221,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
             return code;
         }
     };
+    if let Err(why) = cli.command.settle() {
+        say_err(&why);
+        return exit::USAGE;
+    }
     if let Some(dir) = cli.command.use_case_dir() {
         // A use case in a store (issue 13): its URL is checked by the
         // command itself.
@@ -248,11 +267,11 @@ fn dispatch(cli: &Cli) -> i32 {
         Command::Leases(l) => {
             use leases::LeasesCommand as L;
             match &l.command {
-                L::List(a) => match store::store_dir(&a.dir) {
+                L::List(a) => match a.ucs.single().and_then(store::store_path) {
                     Some(dir) => store::list(a, dir, colour),
                     None => leases::run(l, colour),
                 },
-                L::Explain(a) => match store::store_dir(&a.which.dir) {
+                L::Explain(a) => match a.which.ucs.single().and_then(store::store_path) {
                     Some(dir) => store::explain(a, dir),
                     None => leases::run(l, colour),
                 },
@@ -269,11 +288,11 @@ fn dispatch(cli: &Cli) -> i32 {
                 },
             }
         }
-        Command::Runs(a) => match store::store_dir(&a.dir) {
+        Command::Runs(a) => match a.ucs.single().and_then(store::store_path) {
             Some(dir) => store::runs(a, dir, colour),
             None => runs::run(a, colour),
         },
-        Command::Doctor(a) => match store::store_dir(&a.dir) {
+        Command::Doctor(a) => match a.ucs.single().and_then(store::store_path) {
             Some(dir) => store::doctor(a, dir),
             None => doctor::run(a),
         },

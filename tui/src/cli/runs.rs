@@ -6,17 +6,17 @@ use clap::Args;
 use serde::Serialize;
 
 use super::LineageArg;
-use super::{DirArg, exit, say_err, table};
+use super::{UseCasesArg, exit, say_err, table};
 use ubunye::state::{self, RecordInfo, UnreadableFile};
 
 /// The run records (lineage) of a use case, newest first.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  ubunye runs -d uc --status interrupted --since 1d\n  ubunye runs -d uc --task 'demo/sales/*' --limit 5 --json"
+    after_help = "Examples:\n  ubunye runs -d uc --status interrupted --since 1d\n  ubunye runs -d uc --task 'demo/sales/*' --limit 5 --json\n  ubunye runs --find /data --status error --since 1h    # all below a folder\n\nWith several use cases (-d repeated, or --find) the newest records of all of them come first, each naming its use case; one that cannot be read is said on stderr and the others are still listed."
 )]
 pub struct RunsArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub ucs: UseCasesArg,
     #[command(flatten)]
     pub lineage: LineageArg,
     /// Only tasks that start with this (`demo`, `demo/sales/`) or match it
@@ -59,32 +59,68 @@ impl Status {
 
 #[derive(Serialize)]
 struct Row<'a> {
+    use_case: &'a str,
     task: String,
     #[serde(flatten)]
     record: &'a RecordInfo,
     variables: Option<&'a serde_json::Map<String, serde_json::Value>>,
 }
 
+/// The records of a use case, by task: `(use case, task, record)`, the use
+/// case shared by its records.
+pub(crate) type Records = Vec<(std::sync::Arc<str>, String, RecordInfo)>;
+
 pub fn run(a: &RunsArgs, colour: bool) -> i32 {
-    let root = match super::usecase::check(&a.dir.dir) {
-        Ok(r) => r,
-        Err(why) => {
-            say_err(&why);
-            return exit::USAGE;
-        }
-    };
-    let lineage = match &a.lineage.lineage_dir {
-        Some(d) if d.is_absolute() => d.clone(),
-        Some(d) => a.dir.dir.join(d),
-        None => ubunye::layout::lineage_root(&root),
+    let (ucs, many) = match a.ucs.single() {
+        Some(d) => (vec![super::fleet::UseCase { shown: d.to_path_buf(), error: None }], false),
+        None => (super::fleet::resolve(&a.ucs), true),
     };
     let mut problems: Vec<UnreadableFile> = Vec::new();
-    let mut records: Vec<(String, RecordInfo)> = Vec::new();
+    let mut records: Records = Vec::new();
     // Every record file, filtered or not: what "without the filters" holds.
     let mut all = 0usize;
-    for (task, dir) in state::task_dirs(&lineage, &mut problems) {
+    let mut place = String::new();
+    for uc in &ucs {
+        let root = match uc.error.clone().map_or_else(|| super::usecase::check(&uc.shown), Err) {
+            Ok(r) => r,
+            Err(why) if !many => {
+                say_err(&why);
+                return exit::USAGE;
+            }
+            Err(why) => {
+                say_err(&format!("{}: cannot be read, left out: {why}", uc.name()));
+                continue;
+            }
+        };
+        let lineage = match &a.lineage.lineage_dir {
+            Some(d) if d.is_absolute() => d.clone(),
+            Some(d) => uc.shown.join(d),
+            None => ubunye::layout::lineage_root(&root),
+        };
+        let name: std::sync::Arc<str> = if many { uc.name().into() } else { root.to_string_lossy().into() };
+        place = lineage.display().to_string();
+        all += read_lineage(&lineage, &name, a.task.as_deref(), &mut records, &mut problems);
+    }
+    if many {
+        place = format!("{} use case(s)", ucs.len());
+    }
+    show(a, &place, records, &problems, all, colour, many)
+}
+
+/// Read every record of `lineage` whose task passes `task` into `records`
+/// (those that cannot be read into `problems`); how many record files there
+/// are, filtered or not.
+fn read_lineage(
+    lineage: &std::path::Path,
+    uc: &std::sync::Arc<str>,
+    task: Option<&str>,
+    records: &mut Records,
+    problems: &mut Vec<UnreadableFile>,
+) -> usize {
+    let mut all = 0;
+    for (t, dir) in state::task_dirs(lineage, problems) {
         let Ok(rd) = std::fs::read_dir(&dir) else { continue };
-        let wanted = a.task.as_deref().is_none_or(|t| state::task_matches(t, &task));
+        let wanted = task.is_none_or(|f| state::task_matches(f, &t));
         for e in rd.flatten() {
             let p = e.path();
             if p.extension().is_none_or(|x| x != "json") {
@@ -95,31 +131,33 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
                 continue;
             }
             match state::read_record(&p) {
-                Ok(r) => records.push((task.clone(), r)),
+                Ok(r) => records.push((uc.clone(), t.clone(), r)),
                 Err(u) => problems.push(u),
             }
         }
     }
-    show(a, &lineage.display().to_string(), records, &problems, all, colour)
+    all
 }
 
 /// Filter, sort, cut and print `records` (`all`: how many there are without
 /// the filters), read from `place` (a folder, or a store's URL).
+/// `many`: the records are of several use cases (the table names each).
 pub(crate) fn show(
     a: &RunsArgs,
     place: &str,
-    mut records: Vec<(String, RecordInfo)>,
+    mut records: Records,
     problems: &[UnreadableFile],
     all: usize,
     colour: bool,
+    many: bool,
 ) -> i32 {
-    records.retain(|(t, _)| a.task.as_deref().is_none_or(|f| state::task_matches(f, t)));
+    records.retain(|(_, t, _)| a.task.as_deref().is_none_or(|f| state::task_matches(f, t)));
     let cutoff = a.since.and_then(|d| std::time::SystemTime::now().checked_sub(d));
-    records.retain(|(_, r)| {
+    records.retain(|(_, _, r)| {
         a.status.is_none_or(|s| r.status.as_deref() == Some(s.word()))
             && cutoff.is_none_or(|c| r.started_at.as_deref().and_then(ubunye::timefmt::parse).is_some_and(|t| t >= c))
     });
-    records.sort_by(|x, y| y.1.started_at.cmp(&x.1.started_at));
+    records.sort_by(|x, y| y.2.started_at.cmp(&x.2.started_at));
     let left_out = records.len().saturating_sub(a.limit);
     records.truncate(a.limit);
     let mut filters: Vec<String> = a.task.iter().map(|t| format!("--task '{t}'")).collect();
@@ -137,8 +175,10 @@ pub(crate) fn show(
     let cut = (left_out > 0)
         .then(|| format!("{left_out} older record(s) left out by --limit {}: a larger --limit shows them", a.limit));
     if a.json {
-        let rows: Vec<Row<'_>> =
-            records.iter().map(|(t, r)| Row { task: t.clone(), record: r, variables: r.variables.as_ref() }).collect();
+        let rows: Vec<Row<'_>> = records
+            .iter()
+            .map(|(uc, t, r)| Row { use_case: uc, task: t.clone(), record: r, variables: r.variables.as_ref() })
+            .collect();
         super::print_json(&serde_json::json!({"records": rows, "left_out": left_out, "problems": problems}));
         if let Some(why) = nothing.filter(|_| !filters.is_empty()) {
             say_err(&why);
@@ -153,7 +193,7 @@ pub(crate) fn show(
         return exit::OK;
     }
     let line = |i: usize| {
-        let (task, r) = &records[i];
+        let (uc, task, r) = &records[i];
         let vars = r.variables.as_ref().map(state::variables_text).unwrap_or_default();
         // A record that cannot be parsed is named as unreadable, with its file.
         let status = match (&r.status, &r.damaged) {
@@ -169,23 +209,26 @@ pub(crate) fn show(
             (Some(s), Some(e)) => e.duration_since(s).map(|d| format!("{:.1}", d.as_secs_f64())).unwrap_or_default(),
             _ => String::new(),
         };
-        table::Line {
-            cells: vec![
-                r.started_at.clone().unwrap_or_default(),
-                status,
-                task.clone(),
-                ubunye::documents::short(&r.run_id).to_string(),
-                vars,
-                secs,
-                match &r.damaged {
-                    Some(why) => format!("{} cannot be parsed: {why}", r.path.display()),
-                    None => r.error.clone().unwrap_or_default(),
-                },
-            ],
-            colour: code.filter(|_| colour).map(|c| (1, c)),
+        let mut cells = vec![r.started_at.clone().unwrap_or_default(), status];
+        if many {
+            cells.push(uc.to_string());
         }
+        cells.extend([
+            task.clone(),
+            ubunye::documents::short(&r.run_id).to_string(),
+            vars,
+            secs,
+            match &r.damaged {
+                Some(why) => format!("{} cannot be parsed: {why}", r.path.display()),
+                None => r.error.clone().unwrap_or_default(),
+            },
+        ]);
+        table::Line { cells, colour: code.filter(|_| colour).map(|c| (1, c)) }
     };
-    let header = ["STARTED", "STATUS", "TASK", "RUN", "VARIABLES", "SECONDS", "ERROR"];
+    let mut header = vec!["STARTED", "STATUS", "TASK", "RUN", "VARIABLES", "SECONDS", "ERROR"];
+    if many {
+        header.insert(2, "USE CASE");
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let _ = table::print(&mut out, &header, records.len(), line, table::terminal_width());
     let _ = out.flush();

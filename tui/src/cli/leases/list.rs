@@ -6,21 +6,32 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
+use crate::cli::fleet::{self, UseCase};
 use crate::cli::table::{self, glyph_colour};
-use crate::cli::{DirArg, LineageArg, exit, say_err};
+use crate::cli::{LineageArg, UseCasesArg, exit, say_err};
 use ubunye::state::{self, Batch, Flag, ScanOptions, State};
 use ubunye::sys::Sys;
 
 #[derive(Args, Debug)]
 #[command(
     after_help = "States, most severe first: unreadable, dead, orphan, pending, handed-back, kept, live, interrupted, failed, finished; \
-`--state stalled` picks the live batches whose heartbeat stopped.\n\
-Examples:\n  ubunye leases list -d uc\n  ubunye leases list -d uc --state dead --state orphan --json\n  ubunye leases list -d uc --all --task 'demo/sales/*'\n\
-  ubunye leases list -d uc --state dead,stalled,kept,unreadable --fail-if-any   # cron: exit 1 with the rows, 0 when none"
+`--state stalled` picks the live batches whose heartbeat stopped.
+
+Examples:
+  ubunye leases list -d uc
+  ubunye leases list -d uc --state dead --state orphan --json
+  ubunye leases list -d uc --all --task 'demo/sales/*'
+  ubunye leases list -d a -d b --state dead,kept        # several use cases
+  ubunye leases list --find /data --state dead,kept     # all below a folder
+
+For cron: exit 1 with the rows when a batch needs someone, 0 when none:
+  ubunye leases list -d uc --state dead,stalled,kept,unreadable --fail-if-any
+
+With several use cases each row names its batch as <usecase>:<key>, which explain, takeover and finish take; a use case that cannot be read is an unreadable row, and the others are still listed."
 )]
 pub struct ListArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub ucs: UseCasesArg,
     #[command(flatten)]
     pub lineage: LineageArg,
     /// Only batches in these states (repeatable, or comma-separated);
@@ -90,6 +101,8 @@ fn shown(b: &Batch, want: &Wanted, all: bool) -> bool {
 /// batches they came from (a use case can hold 100,000).
 #[derive(Serialize)]
 struct Row {
+    /// The use-case folder, resolved.
+    use_case: String,
     task: String,
     key: String,
     state: State,
@@ -108,12 +121,16 @@ struct Row {
     age: Option<Duration>,
     #[serde(skip)]
     has_lease: bool,
+    /// With several use cases: the use case as given or found (what the
+    /// table shows before the key).
+    #[serde(skip)]
+    shown: Option<String>,
 }
 
 impl Row {
     /// `history`: only JSON shows it (a table has no room for it, and 100,000
     /// rows keep it in memory).
-    fn from_batch(mut b: Batch, history: bool) -> Row {
+    fn from_batch(mut b: Batch, history: bool, uc: &Origin) -> Row {
         let claims = b.claim_count();
         let history = if history { b.history() } else { Vec::new() };
         let has_lease = b.lease.is_some() || !b.orphans.is_empty();
@@ -128,6 +145,8 @@ impl Row {
             claims,
             history,
             has_lease,
+            use_case: uc.root.clone(),
+            shown: uc.shown.clone(),
             task: b.task,
             key: b.key,
             state: b.state,
@@ -151,20 +170,51 @@ impl Row {
         };
         let age = self.age.map(ubunye::timefmt::age).unwrap_or_default();
         let stalled = if self.flags.contains(&Flag::Stalled) { " stalled" } else { "" };
-        table::Line {
-            cells: vec![
-                format!("{g} {}", self.state.word()),
-                self.task.clone(),
-                self.variables.as_ref().map(state::variables_text).unwrap_or_else(|| self.key.clone()),
-                self.run_id.as_deref().map(ubunye::documents::short).unwrap_or_default().to_string(),
-                who,
-                format!("{age}{stalled}"),
-                if self.has_lease { self.claims.to_string() } else { String::new() },
-                self.note.clone(),
-            ],
-            colour: code.filter(|_| colour).map(|c| (0, c)),
+        let mut cells = vec![format!("{g} {}", self.state.word())];
+        if let Some(uc) = &self.shown {
+            cells.push(if self.key.is_empty() { uc.clone() } else { format!("{uc}:{}", self.key) });
+        }
+        cells.extend([
+            self.task.clone(),
+            self.variables.as_ref().map(state::variables_text).unwrap_or_else(|| self.key.clone()),
+            self.run_id.as_deref().map(ubunye::documents::short).unwrap_or_default().to_string(),
+            who,
+            format!("{age}{stalled}"),
+            if self.has_lease { self.claims.to_string() } else { String::new() },
+            self.note.clone(),
+        ]);
+        table::Line { cells, colour: code.filter(|_| colour).map(|c| (0, c)) }
+    }
+
+    /// A use case among several that cannot be read: a row of its own.
+    fn unreadable(uc: &Origin, why: String) -> Row {
+        Row {
+            use_case: uc.root.clone(),
+            task: String::new(),
+            key: String::new(),
+            state: State::Unreadable,
+            flags: Vec::new(),
+            variables: None,
+            run_id: None,
+            pid: None,
+            host: None,
+            heartbeat_age_s: None,
+            dead: None,
+            claims: 0,
+            note: format!("this use case cannot be read: {why}"),
+            history: Vec::new(),
+            age: None,
+            has_lease: false,
+            shown: uc.shown.clone(),
         }
     }
+}
+
+/// Whose rows these are: the use case resolved, and as shown (with several).
+#[derive(Clone, Debug, Default)]
+struct Origin {
+    root: String,
+    shown: Option<String>,
 }
 
 /// `vm|pid:[4026531836]` -> `vm`
@@ -172,35 +222,67 @@ fn short_host(h: &str) -> &str {
     h.split('|').next().unwrap_or(h)
 }
 
+/// The use cases a listing reads: the one `-d` as always, or many.
+fn use_cases(a: &UseCasesArg) -> (Vec<UseCase>, bool) {
+    match a.single() {
+        Some(d) => (vec![UseCase { shown: d.to_path_buf(), error: None }], false),
+        None => (fleet::resolve(a), true),
+    }
+}
+
+impl Origin {
+    fn of(uc: &UseCase, many: bool) -> Origin {
+        let root = std::fs::canonicalize(&uc.shown).unwrap_or_else(|_| uc.shown.clone());
+        Origin { root: root.to_string_lossy().into_owned(), shown: many.then(|| uc.name()) }
+    }
+}
+
+/// One use case's part of a listing: its head, or why it could not be read.
+struct Part {
+    uc: UseCase,
+    head: Result<state::ScanHead, String>,
+}
+
 pub fn run(a: &ListArgs, colour: bool) -> i32 {
     let sys = crate::console::machine::sys();
     let states = Wanted::parse(&a.states);
     let opts =
         ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: a.task.clone(), ..ScanOptions::default() };
+    let (ucs, many) = use_cases(&a.ucs);
     if a.json {
-        return run_json(a, &opts, &states, &sys);
+        return run_json(a, ucs, many, &opts, &states, &sys);
     }
     // A table's lines, made as each task is read (a row's batch is not
-    // kept), a list per state: tasks come in order and keys in order within
-    // a task, so each list is in the listing's order.
+    // kept), a list per state: use cases, tasks and keys come in order, so
+    // each list is in the listing's order.
     let mut by_state: Vec<Vec<table::Line>> = State::ALL.iter().map(|_| Vec::new()).collect();
     let mut count = Count::default();
-    let head = state::scan_tasks(&a.dir.dir, &opts, &sys, |_, batches| {
-        count.add(&batches);
-        for b in batches.into_iter().filter(|b| shown(b, &states, a.all)) {
-            by_state[b.state.rank()].push(Row::from_batch(b, false).line(colour));
+    let mut parts = Vec::new();
+    for uc in ucs {
+        let origin = Origin::of(&uc, many);
+        let head = match &uc.error {
+            Some(e) => Err(e.clone()),
+            None => state::scan_tasks(&uc.shown, &opts, &sys, |_, batches| {
+                count.add(&batches);
+                for b in batches.into_iter().filter(|b| shown(b, &states, a.all)) {
+                    by_state[b.state.rank()].push(Row::from_batch(b, false, &origin).line(colour));
+                }
+            })
+            .map_err(|e| e.to_string()),
+        };
+        match &head {
+            Err(e) if !many => {
+                say_err(e);
+                return exit::USAGE;
+            }
+            Err(e) => by_state[State::Unreadable.rank()].push(Row::unreadable(&origin, e.clone()).line(colour)),
+            Ok(_) => {}
         }
-    });
-    let head = match head {
-        Ok(h) => h,
-        Err(e) => {
-            say_err(&e.to_string());
-            return exit::USAGE;
-        }
-    };
+        parts.push(Part { uc, head });
+    }
     let rows: Vec<table::Line> = by_state.into_iter().flatten().collect();
-    let empty = rows.is_empty().then(|| nothing_shown(a, &states, &head.root, count, &sys));
-    for p in &head.problems {
+    let empty = rows.is_empty().then(|| nothing_shown(a, &states, &parts, count, &sys));
+    for p in parts.iter().filter_map(|p| p.head.as_ref().ok()).flat_map(|h| &h.problems) {
         say_err(&format!("{}: {}", p.path.display(), p.why));
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -210,7 +292,10 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
         return exit::OK;
     }
     let listed = rows.len();
-    let header = ["STATE", "TASK", "VARIABLES / KEY", "RUN", "PID@HOST", "AGE", "CLAIMS", "NOTE"];
+    let mut header = vec!["STATE", "TASK", "VARIABLES / KEY", "RUN", "PID@HOST", "AGE", "CLAIMS", "NOTE"];
+    if many {
+        header.insert(1, "USE CASE:KEY");
+    }
     let _ = table::print(&mut out, &header, rows.len(), |i| rows[i].clone(), table::terminal_width());
     let _ = out.flush();
     found(a, listed)
@@ -225,32 +310,49 @@ fn found(a: &ListArgs, listed: usize) -> i32 {
 /// `--json`: the rows are made and written out on a thread of their own as
 /// each task is read, and kept as JSON bytes (`stream::Rows`): memory holds a
 /// task or two, whatever the use case's size.
-fn run_json(a: &ListArgs, opts: &ScanOptions, states: &Wanted, sys: &Sys) -> i32 {
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Batch>>(1);
+fn run_json(a: &ListArgs, ucs: Vec<UseCase>, many: bool, opts: &ScanOptions, states: &Wanted, sys: &Sys) -> i32 {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(std::sync::Arc<Origin>, Result<Vec<Batch>, String>)>(1);
     let (want, all) = (states.clone(), a.all);
     let writer = std::thread::spawn(move || -> std::io::Result<(super::stream::Rows, Count)> {
         let mut rows = super::stream::Rows::new();
         let mut count = Count::default();
-        for batches in rx {
-            count.add(&batches);
-            for b in batches.into_iter().filter(|b| shown(b, &want, all)) {
-                rows.push(b.state, &Row::from_batch(b, true))?;
+        for (origin, batches) in rx {
+            match batches {
+                Ok(batches) => {
+                    count.add(&batches);
+                    for b in batches.into_iter().filter(|b| shown(b, &want, all)) {
+                        rows.push(b.state, &Row::from_batch(b, true, &origin))?;
+                    }
+                }
+                Err(why) => rows.push(State::Unreadable, &Row::unreadable(&origin, why))?,
             }
         }
         Ok((rows, count))
     });
-    let head = state::scan_tasks(&a.dir.dir, opts, sys, |_, batches| {
-        let _ = tx.send(batches);
-    });
+    let mut parts = Vec::new();
+    for uc in ucs {
+        let origin = std::sync::Arc::new(Origin::of(&uc, many));
+        let head = match &uc.error {
+            Some(e) => Err(e.clone()),
+            None => state::scan_tasks(&uc.shown, opts, sys, |_, batches| {
+                let _ = tx.send((origin.clone(), Ok(batches)));
+            })
+            .map_err(|e| e.to_string()),
+        };
+        match &head {
+            Err(e) if !many => {
+                say_err(e);
+                return exit::USAGE;
+            }
+            Err(e) => {
+                let _ = tx.send((origin, Err(e.clone())));
+            }
+            Ok(_) => {}
+        }
+        parts.push(Part { uc, head });
+    }
     drop(tx);
     let written = writer.join().unwrap_or_else(|_| Err(std::io::Error::other("the JSON writer panicked")));
-    let head = match head {
-        Ok(h) => h,
-        Err(e) => {
-            say_err(&e.to_string());
-            return exit::USAGE;
-        }
-    };
     let (rows, count) = match written {
         Ok(r) => r,
         Err(e) => {
@@ -262,14 +364,40 @@ fn run_json(a: &ListArgs, opts: &ScanOptions, states: &Wanted, sys: &Sys) -> i32
         }
     };
     let listed = rows.len();
-    let empty = (listed == 0).then(|| nothing_shown(a, states, &head.root, count, sys));
-    let now = ubunye::timefmt::rfc3339(head.now.time);
-    // A path that is not UTF-8 is written as the problems' paths are (lossily).
-    let root = serde_json::Value::String(head.root.to_string_lossy().into_owned());
-    let clock = serde_json::to_value(head.now.source).unwrap_or_default();
-    let fields: [(&str, &serde_json::Value); 3] = [("use_case", &root), ("clock", &clock), ("now", &now.into())];
+    let empty = (listed == 0).then(|| nothing_shown(a, states, &parts, count, sys));
+    let problems: Vec<state::UnreadableFile> =
+        parts.iter().filter_map(|p| p.head.as_ref().ok()).flat_map(|h| h.problems.iter().cloned()).collect();
+    let head_of = |h: &state::ScanHead| {
+        [
+            // A path that is not UTF-8 is written as the problems' paths are (lossily).
+            ("use_case", serde_json::Value::String(h.root.to_string_lossy().into_owned())),
+            ("clock", serde_json::to_value(h.now.source).unwrap_or_default()),
+            ("now", ubunye::timefmt::rfc3339(h.now.time).into()),
+        ]
+    };
+    let fields: Vec<(&str, serde_json::Value)> = if many {
+        let list = parts
+            .iter()
+            .map(|p| {
+                let mut o = serde_json::Map::new();
+                o.insert("shown".into(), p.uc.name().into());
+                match &p.head {
+                    Ok(h) => o.extend(head_of(h).map(|(k, v)| (k.to_string(), v))),
+                    Err(e) => {
+                        o.insert("use_case".into(), Origin::of(&p.uc, true).root.into());
+                        o.insert("error".into(), e.clone().into());
+                    }
+                }
+                serde_json::Value::Object(o)
+            })
+            .collect();
+        vec![("use_cases", serde_json::Value::Array(list))]
+    } else {
+        parts.iter().filter_map(|p| p.head.as_ref().ok()).flat_map(head_of).collect()
+    };
+    let fields: Vec<(&str, &serde_json::Value)> = fields.iter().map(|(k, v)| (*k, v)).collect();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let _ = rows.write_document(&mut out, &fields, &head.problems).and_then(|_| out.flush());
+    let _ = rows.write_document(&mut out, &fields, &problems).and_then(|_| out.flush());
     // A filter that left nothing says so, beside the document.
     if let Some(why) = empty.filter(|_| a.task.is_some() || !states.is_empty()) {
         say_err(&why);
@@ -292,16 +420,21 @@ impl Count {
 }
 
 /// Why the list is empty, in one line: the filters that left nothing, and
-/// what the use case holds without them. `count` is of the scan made; with
-/// `--task` it is read again without it (only now that nothing matched: a
+/// what the use cases hold without them. `count` is of the scan made; with
+/// `--task` they are read again without it (only now that nothing matched: a
 /// filtered list of a big use case reads its own tasks alone).
-fn nothing_shown(a: &ListArgs, states: &Wanted, root: &std::path::Path, count: Count, sys: &Sys) -> String {
+fn nothing_shown(a: &ListArgs, states: &Wanted, parts: &[Part], count: Count, sys: &Sys) -> String {
+    let roots: Vec<&std::path::Path> =
+        parts.iter().filter_map(|p| p.head.as_ref().ok()).map(|h| h.root.as_path()).collect();
+    let place = match roots.as_slice() {
+        [one] if parts.len() == 1 => one.display().to_string(),
+        _ => format!("{} use case(s)", parts.len()),
+    };
     let mut filters: Vec<String> = a.task.iter().map(|t| format!("--task '{t}'")).collect();
     filters.extend(states.words().map(|w| format!("--state {w}")));
     if filters.is_empty() {
         return format!(
-            "No batch needs attention in {} ({} batch(es){}).",
-            root.display(),
+            "No batch needs attention in {place} ({} batch(es){}).",
             count.all,
             if count.all > 0 && !a.all { ", all finished: --all shows them" } else { "" }
         );
@@ -311,12 +444,13 @@ fn nothing_shown(a: &ListArgs, states: &Wanted, root: &std::path::Path, count: C
         without = Count::default();
         let opts =
             ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None, ..ScanOptions::default() };
-        let _ = state::scan_tasks(root, &opts, sys, |_, batches| without.add(&batches));
+        for root in &roots {
+            let _ = state::scan_tasks(root, &opts, sys, |_, batches| without.add(&batches));
+        }
     }
     format!(
-        "No batch matches {} in {}; without {}: {} of its {} batch(es) need attention{}.",
+        "No batch matches {} in {place}; without {}: {} of its {} batch(es) need attention{}.",
         filters.join(" "),
-        root.display(),
         if filters.len() == 1 { "it" } else { "them" },
         without.attention,
         without.all,

@@ -76,6 +76,19 @@ fn check_query(query: &str, purpose: Purpose) -> Result<(), String> {
     Ok(())
 }
 
+/// How a batch is read for a purpose.
+fn options(lineage: &LineageArg, purpose: Purpose, sys: &Sys) -> ScanOptions {
+    let clock = if purpose == Purpose::Repair { state::ClockRead::Probe } else { state::ClockRead::Looking };
+    // Looking may use an index of the task kept outside the use case
+    // (`ubunye::state::scan_one`: a file is trusted only while its stamp,
+    // taken before it was read, stands); a repair reads the task whole.
+    let index_dir = match purpose {
+        Purpose::Look => sys.knobs.cache_dir.as_ref().map(|d| d.join("index")),
+        Purpose::Repair => None,
+    };
+    ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: None, clock, index_dir, index_settle: None }
+}
+
 /// Find and read one batch for `explain` (and the repairs). Every error is
 /// the query's or the folder's: a usage error (exit 2).
 pub fn locate(
@@ -89,16 +102,7 @@ pub fn locate(
     check_query(query, purpose)?;
     // A repair about to act may write: it reads the disk's clock with a probe,
     // as the run it stands for does (a file server's clock).
-    let clock = if purpose == Purpose::Repair { state::ClockRead::Probe } else { state::ClockRead::Looking };
-    // Looking may use an index of the task kept outside the use case
-    // (`ubunye::state::scan_one`: a file is trusted only while its stamp,
-    // taken before it was read, stands); a repair reads the task whole.
-    let index_dir = match purpose {
-        Purpose::Look => sys.knobs.cache_dir.as_ref().map(|d| d.join("index")),
-        Purpose::Repair => None,
-    };
-    let opts =
-        ScanOptions { lineage_dir: lineage.lineage_dir.clone(), task_glob: None, clock, index_dir, index_settle: None };
+    let opts = options(lineage, purpose, sys);
     let q = state::shorten(query);
     match state::locate(&dir.dir, query, task, &opts, sys).map_err(|e| e.to_string())? {
         Located::Located(scan, b) => Ok((*scan, *b)),
@@ -118,13 +122,64 @@ pub fn locate(
     }
 }
 
-/// The explanation of the batch the command line names (see [`locate`]).
+/// The explanation of the batch the command line names (see [`locate`]);
+/// with several use cases, the one batch the query names among them all.
 pub fn explained(
     which: &BatchArg,
     purpose: Purpose,
     sys: &Sys,
 ) -> Result<(state::Scan, ubunye::explain::Explanation), String> {
-    let (scan, batch) = locate(&which.dir, &which.lineage, &which.batch, which.task.as_deref(), purpose, sys)?;
-    let e = ubunye::explain::explain(&scan, batch, &which.dir.dir);
+    let (dir, scan, batch) = match which.ucs.single() {
+        Some(_) => {
+            let (scan, batch) = locate(&which.dir, &which.lineage, &which.batch, which.task.as_deref(), purpose, sys)?;
+            (which.dir.dir.clone(), scan, batch)
+        }
+        None => among(which, sys)?,
+    };
+    let e = ubunye::explain::explain(&scan, batch, &dir);
     Ok((scan, e))
+}
+
+/// The one batch, of several use cases, a key (or prefix) names: refused,
+/// naming each, when it names batches in more than one, and when it names
+/// none in any (saying which could not be read). Looking only.
+fn among(which: &BatchArg, sys: &Sys) -> Result<(std::path::PathBuf, state::Scan, Batch), String> {
+    check_query(&which.batch, Purpose::Look)?;
+    if which.batch.contains('/') {
+        return Err(format!("'{}' is a path: it names its own use case; give it without -d or --find", which.batch));
+    }
+    let q = state::shorten(&which.batch);
+    let opts = options(&which.lineage, Purpose::Look, sys);
+    let ucs = crate::cli::fleet::resolve(&which.ucs);
+    let (mut hits, mut names, mut unread) = (Vec::new(), Vec::new(), Vec::new());
+    for uc in &ucs {
+        if let Some(e) = &uc.error {
+            unread.push(format!("{}: {e}", uc.name()));
+            continue;
+        }
+        let name = |id: &state::BatchId| format!("{}:{} {}", uc.name(), id.key, id.task);
+        match state::locate(&uc.shown, &which.batch, which.task.as_deref(), &opts, sys) {
+            Ok(Located::Located(scan, b)) => {
+                names.push(format!("{}:{} {}", uc.name(), b.key, b.task));
+                hits.push((uc.shown.clone(), *scan, *b));
+            }
+            Ok(Located::Ambiguous(c)) => names.extend(c.iter().map(name)),
+            Ok(Located::Gone(id)) => unread.push(format!("{}: its files went while it was read", name(&id))),
+            Ok(Located::NotFound { .. } | Located::NotALeaseFile(_)) => {}
+            Err(e) => unread.push(format!("{}: {e}", uc.name())),
+        }
+    }
+    match (names.len(), hits.pop()) {
+        (1, Some(hit)) => Ok(hit),
+        (0, _) => Err(format!(
+            "no batch with a key starting '{q}' in any of {} use case(s){}",
+            ucs.len(),
+            if unread.is_empty() { String::new() } else { format!("; not read: {}", unread.join("; ")) }
+        )),
+        (n, _) => Err(format!(
+            "'{q}' names {n} batches in {} use case(s): {}. Give <usecase>:<key> (or more of the key, or --task).",
+            ucs.len(),
+            names.join("; ")
+        )),
+    }
 }

@@ -180,7 +180,9 @@ pub fn runs(a: &crate::cli::runs::RunsArgs, dir: &str, colour: bool) -> i32 {
         Ok((records, problems)) => {
             let all = records.len() + problems.len();
             let place = format!("s3://{}/{}", uc.bucket, uc.key(".ubunye/lineage"));
-            crate::cli::runs::show(a, &place, records, &problems, all, colour)
+            let name: std::sync::Arc<str> = dir.into();
+            let records = records.into_iter().map(|(t, r)| (name.clone(), t, r)).collect();
+            crate::cli::runs::show(a, &place, records, &problems, all, colour, false)
         }
         Err(e) => {
             say_err(&e.to_string());

@@ -76,6 +76,11 @@ pub fn store_dir(d: &super::DirArg) -> Option<&str> {
     d.dir.to_str().filter(|d| bucket::is_store_url(d))
 }
 
+/// The one `-d` of a listing, when it names a use case in a store.
+pub fn store_path(d: &std::path::Path) -> Option<&str> {
+    d.to_str().filter(|d| bucket::is_store_url(d))
+}
+
 /// `ubunye exec -d s3://...`.
 pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
     let usage = |m: &str| {
