@@ -204,6 +204,44 @@ pub enum Flag {
     UnreadableFiles,
 }
 
+impl Flag {
+    /// Every flag, in order.
+    pub const ALL: [Flag; 13] = [
+        Flag::Stalled,
+        Flag::ClockBehind,
+        Flag::HolderAlive,
+        Flag::Committed,
+        Flag::Replaces,
+        Flag::LeftoverDone,
+        Flag::TempFiles,
+        Flag::PathsOutside,
+        Flag::LocalClock,
+        Flag::NotJson,
+        Flag::DamagedRecord,
+        Flag::UnknownFiles,
+        Flag::UnreadableFiles,
+    ];
+
+    /// Its word in JSON (`stalled`, `clock-behind`, ...).
+    pub fn word(self) -> &'static str {
+        match self {
+            Flag::Stalled => "stalled",
+            Flag::ClockBehind => "clock-behind",
+            Flag::HolderAlive => "holder-alive",
+            Flag::Committed => "committed",
+            Flag::Replaces => "replaces",
+            Flag::LeftoverDone => "leftover-done",
+            Flag::TempFiles => "temp-files",
+            Flag::PathsOutside => "paths-outside",
+            Flag::LocalClock => "local-clock",
+            Flag::NotJson => "not-json",
+            Flag::DamagedRecord => "damaged-record",
+            Flag::UnknownFiles => "unknown-files",
+            Flag::UnreadableFiles => "unreadable-files",
+        }
+    }
+}
+
 /// Who holds a lease.
 #[derive(Clone, Debug, Serialize)]
 pub struct Holder {
@@ -662,6 +700,33 @@ mod tests {
     }
 
     use super::*;
+
+    /// `Flag::ALL` holds every flag once, in order, and `word` is its JSON
+    /// word (the match below fails to compile when a flag is added).
+    #[test]
+    fn every_flag_is_in_all_with_its_json_word() {
+        fn place(f: Flag) -> usize {
+            match f {
+                Flag::Stalled => 0,
+                Flag::ClockBehind => 1,
+                Flag::HolderAlive => 2,
+                Flag::Committed => 3,
+                Flag::Replaces => 4,
+                Flag::LeftoverDone => 5,
+                Flag::TempFiles => 6,
+                Flag::PathsOutside => 7,
+                Flag::LocalClock => 8,
+                Flag::NotJson => 9,
+                Flag::DamagedRecord => 10,
+                Flag::UnknownFiles => 11,
+                Flag::UnreadableFiles => 12,
+            }
+        }
+        for (i, f) in Flag::ALL.iter().enumerate() {
+            assert_eq!(place(*f), i);
+            assert_eq!(serde_json::to_value(f).unwrap(), f.word());
+        }
+    }
 
     #[test]
     fn globs() {

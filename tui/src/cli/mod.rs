@@ -13,6 +13,7 @@ mod generate;
 mod key;
 pub(crate) mod killtest;
 pub(crate) mod leases;
+pub(crate) mod metrics;
 mod python;
 pub(crate) mod runs;
 mod store;
@@ -80,6 +81,8 @@ pub enum Command {
     Runs(runs::RunsArgs),
     #[command(about = "What the engine leaves for people: stray staging, temp files, old marks...")]
     Doctor(doctor::DoctorArgs),
+    #[command(about = "The state of use cases as Prometheus metrics: printed, a textfile, or /metrics")]
+    Metrics(metrics::MetricsArgs),
     #[command(about = "Watch the leases and run records of a use case live (the dashboard)")]
     Top(TopArgs),
     #[command(about = "Build a sandbox use case with every kind of state, and open `top` on it")]
@@ -325,6 +328,7 @@ fn dispatch(cli: &Cli) -> i32 {
                 }
             })
         }
+        Command::Metrics(a) => metrics::run(a),
         Command::Completions(a) => generate::completions(a),
         Command::Man(a) => generate::man(a),
     }

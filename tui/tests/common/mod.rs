@@ -14,6 +14,7 @@ pub use ubunye_testkit::*;
 
 pub mod dash;
 pub mod killing;
+pub mod prom;
 pub mod tmux;
 pub mod trees;
 

@@ -1,0 +1,204 @@
+//! `ubunye metrics` (issue 17): what it counts is what `leases list` says,
+//! labels stay bounded, the text passes `promtool check metrics`, the rules of
+//! docs/alerts.md pass `promtool check rules`, a textfile is written whole,
+//! and bad input is one line and exit 2.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+mod common;
+use common::prom::{alert_rules, free_port, get, tool};
+use common::*;
+
+type Sample = (String, BTreeMap<String, String>, f64);
+
+/// The samples of an exposition: `name{k="v",...} value`.
+fn samples(text: &str) -> Vec<Sample> {
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let (name, labels) = match series.split_once('{') {
+            Some((n, rest)) => (n, rest.strip_suffix('}').unwrap()),
+            None => (series, ""),
+        };
+        let mut map = BTreeMap::new();
+        for pair in labels.split("\",").filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once("=\"").unwrap();
+            map.insert(k.to_string(), v.trim_end_matches('"').to_string());
+        }
+        out.push((name.to_string(), map, value.parse().unwrap()));
+    }
+    out
+}
+
+fn value(s: &[Sample], name: &str, want: &[(&str, &str)]) -> Option<f64> {
+    s.iter()
+        .find(|(n, l, _)| n == name && want.iter().all(|(k, v)| l.get(*k).map(String::as_str) == Some(*v)))
+        .map(|x| x.2)
+}
+
+fn run(cwd: &Path, args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(bin()).current_dir(cwd).args(args).output().unwrap();
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (o.status.code().unwrap_or(-1), s(&o.stdout), s(&o.stderr))
+}
+
+fn fleet() -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    for (name, at) in [("dead-killed", "a"), ("kept", "team/b"), ("rerun-pending", "team/c"), ("orphan", "d")] {
+        copy_tree(&fixture_dir(name).join("uc"), &root.join(at));
+    }
+    (d, root)
+}
+
+#[test]
+fn the_counts_are_the_listings_verdicts() {
+    let (_d, root) = fleet();
+    let (code, text, err) = run(&root, &["metrics", "--find", ".", "-d", "nowhere"]);
+    assert_eq!(code, 0, "{err}");
+    let s = samples(&text);
+    for uc in ["a", "team/b", "team/c", "d"] {
+        let real = std::fs::canonicalize(root.join(uc)).unwrap();
+        let real = real.to_str().unwrap();
+        let (_, list, _) = run(&root, &["leases", "list", "--all", "--json", "-d", uc]);
+        let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+        let mut want: BTreeMap<(String, String), f64> = BTreeMap::new();
+        for b in list["batches"].as_array().unwrap() {
+            let k = (b["task"].as_str().unwrap().to_string(), b["state"].as_str().unwrap().to_string());
+            *want.entry(k).or_default() += 1.0;
+        }
+        for ((task, state), n) in &want {
+            let got = value(&s, "ubunye_batches", &[("use_case", real), ("task", task), ("state", state)]);
+            assert_eq!(got, Some(*n), "{uc} {task} {state}\n{text}");
+        }
+        let total: f64 = s.iter().filter(|(n, l, _)| n == "ubunye_batches" && l["use_case"] == real).map(|x| x.2).sum();
+        assert_eq!(total, want.values().sum::<f64>(), "{uc}: no batch counted twice, none left out");
+        assert_eq!(value(&s, "ubunye_use_case_up", &[("use_case", real)]), Some(1.0));
+    }
+    // A use case that cannot be read is a metric, and the others are read.
+    assert_eq!(value(&s, "ubunye_use_case_up", &[("use_case", "nowhere")]), Some(0.0), "{text}");
+    assert_eq!(value(&s, "ubunye_scan_errors", &[("use_case", "nowhere")]), Some(1.0), "{text}");
+    // The fixtures judged from here (their holders' pids are not ours): the
+    // orphan, the pending removal and the kept lease have their ages.
+    let uc_c = std::fs::canonicalize(root.join("team/c")).unwrap();
+    let (_, list_c, _) = run(&root, &["leases", "list", "--json", "-d", "team/c"]);
+    if list_c.contains("\"pending\"") {
+        assert!(
+            value(&s, "ubunye_oldest_lease_age_seconds", &[("use_case", uc_c.to_str().unwrap()), ("state", "pending")])
+                .is_some(),
+            "{text}"
+        );
+    }
+    let uc_d = std::fs::canonicalize(root.join("d")).unwrap();
+    assert!(
+        value(&s, "ubunye_oldest_lease_age_seconds", &[("use_case", uc_d.to_str().unwrap()), ("state", "orphan")])
+            .is_some(),
+        "{text}"
+    );
+    // Bounded labels: no key or run id unless --per-batch.
+    assert!(s.iter().all(|(_, l, _)| !l.contains_key("key") && !l.contains_key("run_id")), "{text}");
+    let (_, per, _) = run(&root, &["metrics", "-d", "team/b", "--per-batch"]);
+    assert!(
+        samples(&per).iter().any(|(n, l, _)| n == "ubunye_lease_heartbeat_age_seconds" && l.contains_key("key")),
+        "{per}"
+    );
+    // OpenMetrics ends with # EOF; the default does not.
+    let (_, om, _) = run(&root, &["metrics", "-d", "a", "--openmetrics"]);
+    assert!(om.ends_with("# EOF\n") && !text.contains("# EOF"), "{om}");
+}
+
+#[test]
+fn promtool_passes_the_text_and_the_rules() {
+    let Some(promtool) = tool("promtool") else { return };
+    let (_d, root) = fleet();
+    let (_, text, _) = run(&root, &["metrics", "--find", ".", "--per-batch"]);
+    let mut p = Command::new(&promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    p.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let o = p.wait_with_output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success() && said.trim().is_empty(), "promtool check metrics: {said}\n{text}");
+    let rules = root.join("rules.yml");
+    std::fs::write(&rules, alert_rules()).unwrap();
+    let o = Command::new(&promtool).args(["check", "rules"]).arg(&rules).output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "promtool check rules: {said}");
+    assert!(said.contains("SUCCESS: 4 rules found"), "{said}");
+}
+
+#[test]
+fn a_textfile_is_written_whole_and_bad_input_is_one_line() {
+    let (_d, root) = fleet();
+    let out = root.join("prom/ubunye.prom");
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    std::fs::write(&out, "old\n").unwrap();
+    let (code, _, err) = run(&root, &["metrics", "-d", "a", "--textfile", out.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let (_, printed, _) = run(&root, &["metrics", "-d", "a"]);
+    let written = std::fs::read_to_string(&out).unwrap();
+    // The same series, and the same counts (times and ages move on from
+    // one run to the next).
+    let names = |t: &str| {
+        samples(t)
+            .into_iter()
+            .map(|(n, l, v)| (if n.ends_with("_seconds") { 0.0 } else { v }, n, l))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&written), names(&printed));
+    let left: Vec<_> = std::fs::read_dir(out.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["ubunye.prom"], "no temporary file is left");
+    // A folder that is not there, a path that is a folder: one line, exit 2.
+    for bad in [root.join("nope/x.prom"), root.join("prom")] {
+        let (code, out, err) = run(&root, &["metrics", "-d", "a", "--textfile", bad.to_str().unwrap()]);
+        assert_eq!((code, out.as_str()), (2, ""), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("--textfile"), "{err}");
+    }
+    // Listening: not on a reachable address without --listen-any; not on a
+    // port in use.
+    let (code, _, err) = run(&root, &["metrics", "-d", "a", "--listen", "0.0.0.0:9464"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--listen-any") && err.lines().count() == 1, "{err}");
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    let (code, _, err) = run(&root, &["metrics", "-d", "a", "--listen", &addr]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&addr) && err.lines().count() == 1, "{err}");
+}
+
+#[test]
+fn listen_serves_metrics_and_nothing_else() {
+    let (_d, root) = fleet();
+    let port = free_port();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut server = Command::new(bin())
+        .current_dir(&root)
+        .args(["metrics", "-d", "a", "--listen", &addr.to_string(), "--interval", "200ms"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut got = Err(String::new());
+    for _ in 0..100 {
+        got = get(addr, "/metrics", Duration::from_secs(2));
+        if got.is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let missing = get(addr, "/nothing", Duration::from_secs(2));
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let (code, body) = got.unwrap();
+    assert_eq!(code, 200);
+    assert!(samples(&body).iter().any(|(n, _, _)| n == "ubunye_batches"), "{body}");
+    assert_eq!(missing.unwrap().0, 404);
+}
