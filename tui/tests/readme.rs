@@ -94,6 +94,19 @@ const EXPECT: &[Expect] = &[
         why: "1 with the rows when a batch needs someone, 0 when none",
     },
     Expect {
+        command: "ubunye leases list -d uc -d another --state dead,kept",
+        how: How::Shell,
+        codes: &[0],
+        why: "two use cases in one listing",
+    },
+    Expect {
+        command: "ubunye leases explain uc:f194d8cb",
+        how: How::Shell,
+        codes: &[0],
+        why: "the dead batch, by <usecase>:<key>",
+    },
+    Expect { command: "ubunye metrics -d uc -d another", how: How::Shell, codes: &[0], why: "the metrics of both" },
+    Expect {
         command: "ubunye killtest --example",
         how: How::Shell,
         codes: &[0],
