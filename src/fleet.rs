@@ -9,7 +9,8 @@
 //! reached). It only lists folders and looks at their entries' types: no file
 //! is opened, and nothing is written.
 
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -29,81 +30,99 @@ pub struct Found {
     pub problems: Vec<UnreadableFile>,
 }
 
-/// Whether `dir` is a use case: it holds `.ubunye/leases` or `.ubunye/lineage`.
+/// Whether `dir` is a use case: it holds `.ubunye/leases` or
+/// `.ubunye/lineage`. A `.ubunye` folder that cannot be looked into counts
+/// as one: it is listed, and its listing says it cannot be read (never left
+/// out as if it were not there).
 pub fn is_use_case(dir: &Path) -> bool {
     let u = dir.join(".ubunye");
-    u.join("leases").is_dir() || u.join("lineage").is_dir()
+    if !fs::symlink_metadata(&u).is_ok_and(|m| m.is_dir()) {
+        return false;
+    }
+    let there = |p: PathBuf| match fs::metadata(p) {
+        Ok(m) => m.is_dir(),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    };
+    there(u.join("leases")) || there(u.join("lineage"))
 }
+
+/// A folder to look at: how many symlinks led to it, how deep it is, its
+/// name as shown and the folder it resolves to.
+type Visit = (usize, usize, PathBuf, PathBuf);
 
 /// The use cases at or below `root`, at most `depth` folders down. The root
 /// itself, when it is a use case, is the only one (nothing below a use case
 /// is looked at). An error only when the root cannot be opened.
+///
+/// Folders are looked at real paths first, shallowest first, and only then
+/// through symlinks: a folder reached both ways is shown by its own name, a
+/// folder a symlink reaches higher up is looked into as deep as that allows,
+/// and a symlink into a use case found (its outputs) leads nowhere.
 pub fn find(root: &Path, depth: usize) -> Result<Found, ScanError> {
     let top = fs::canonicalize(root).map_err(|e| ScanError::NoFolder(root.to_path_buf(), e.to_string()))?;
     if !top.is_dir() {
         return Err(ScanError::NoFolder(root.to_path_buf(), "it is not a folder".into()));
     }
     let mut found = Found::default();
-    let mut seen = BTreeSet::from([top.clone()]);
-    walk(&top, root.to_path_buf(), &top, depth, &mut seen, &mut found);
-    found.use_cases.sort();
-    Ok(found)
-}
-
-/// Look at `real` (resolved, inside `top`), shown as `shown`, with `left`
-/// levels still to go below it.
-fn walk(top: &Path, shown: PathBuf, real: &Path, left: usize, seen: &mut BTreeSet<PathBuf>, found: &mut Found) {
-    if is_use_case(real) {
-        found.use_cases.push(shown);
-        return;
-    }
-    if left == 0 {
-        return;
-    }
-    let entries = match fs::read_dir(real) {
-        Ok(e) => e,
-        Err(e) => {
-            found.problems.push(UnreadableFile::new(&shown, format!("cannot list it: {e}")));
-            return;
+    // The shallowest depth each folder was looked at; the use cases found.
+    let mut looked: BTreeMap<PathBuf, usize> = BTreeMap::new();
+    let mut ucs: Vec<PathBuf> = Vec::new();
+    let mut queue: BinaryHeap<Reverse<Visit>> = BinaryHeap::from([Reverse((0, 0, root.to_path_buf(), top.clone()))]);
+    while let Some(Reverse((hops, at, shown, real))) = queue.pop() {
+        if looked.get(&real).is_some_and(|&d| d <= at) || ucs.iter().any(|u| real.starts_with(u)) {
+            continue;
         }
-    };
-    // (a symlink?, name, resolved): real folders first, so that a folder
-    // reached both ways is shown by its own name.
-    let mut next: Vec<(bool, std::ffi::OsString, PathBuf)> = Vec::new();
-    for entry in entries {
-        let entry = match entry {
+        looked.insert(real.clone(), at);
+        if is_use_case(&real) {
+            ucs.push(real);
+            found.use_cases.push(shown);
+            continue;
+        }
+        if at == depth {
+            continue;
+        }
+        let entries = match fs::read_dir(&real) {
             Ok(e) => e,
             Err(e) => {
                 found.problems.push(UnreadableFile::new(&shown, format!("cannot list it: {e}")));
-                break;
+                continue;
             }
         };
-        let name = entry.file_name();
-        if name.as_encoded_bytes().first() == Some(&b'.') {
-            continue;
-        }
-        let Ok(kind) = entry.file_type() else { continue };
-        if kind.is_dir() {
-            next.push((false, name.clone(), real.join(&name)));
-        } else if kind.is_symlink() {
-            // Followed only to a folder inside the root.
-            match fs::canonicalize(entry.path()) {
-                Ok(t) if t.starts_with(top) && t.is_dir() => next.push((true, name, t)),
-                _ => {}
+        for entry in entries {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    found.problems.push(UnreadableFile::new(&shown, format!("cannot list it: {e}")));
+                    break;
+                }
+            };
+            let name = entry.file_name();
+            if name.as_encoded_bytes().first() == Some(&b'.') {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else { continue };
+            if kind.is_dir() {
+                queue.push(Reverse((hops, at + 1, shown.join(&name), real.join(&name))));
+            } else if kind.is_symlink() {
+                // Followed only to a folder inside the root, and not a hidden one.
+                match fs::canonicalize(entry.path()) {
+                    Ok(t) if t.is_dir() && inside(&top, &t) => {
+                        queue.push(Reverse((hops + 1, at + 1, shown.join(&name), t)))
+                    }
+                    _ => {}
+                }
             }
         }
     }
-    next.sort();
-    let mut below: Vec<(PathBuf, PathBuf)> = Vec::new();
-    for (_, name, real) in next {
-        if seen.insert(real.clone()) {
-            below.push((shown.join(&name), real));
-        }
-    }
-    below.sort();
-    for (shown, real) in below {
-        walk(top, shown, &real, left - 1, seen, found);
-    }
+    found.use_cases.sort();
+    found.problems.sort_by(|a, b| a.path.cmp(&b.path));
+    found.problems.dedup_by(|a, b| a.path == b.path);
+    Ok(found)
+}
+
+/// `t` is `top` or below it, through no hidden folder.
+fn inside(top: &Path, t: &Path) -> bool {
+    t.strip_prefix(top).is_ok_and(|rest| rest.iter().all(|c| c.as_encoded_bytes().first() != Some(&b'.')))
 }
 
 #[cfg(test)]
@@ -147,6 +166,46 @@ mod tests {
         std::os::unix::fs::symlink(&r, r.join("loop/up")).unwrap();
         let f = find(&r, 8).unwrap();
         assert_eq!(f.use_cases, vec![r.join("a")], "{:?}", f.use_cases);
+    }
+
+    #[test]
+    fn a_symlink_met_first_hides_no_use_case_and_leads_into_none() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        // At the default depth through its own folders; a symlink higher up
+        // reaches the same folder with fewer levels left.
+        uc(&r.join("m/n/o/uc"));
+        fs::create_dir_all(r.join("a/b/c")).unwrap();
+        std::os::unix::fs::symlink(r.join("m/n/o"), r.join("a/b/c/link")).unwrap();
+        // A symlink into a use case's outputs: what is below is its data.
+        uc(&r.join("z/uc"));
+        uc(&r.join("z/uc/out/nested"));
+        std::os::unix::fs::symlink(r.join("z/uc/out"), r.join("0into")).unwrap();
+        // A symlink to a hidden folder leads nowhere either.
+        uc(&r.join(".stash/h"));
+        std::os::unix::fs::symlink(r.join(".stash"), r.join("1stash")).unwrap();
+        // Only through a symlink: found, shown by the symlink.
+        uc(&r.join("deep/er/than/four/levels"));
+        std::os::unix::fs::symlink(r.join("deep/er/than/four"), r.join("short")).unwrap();
+        let f = find(r, DEFAULT_DEPTH).unwrap();
+        let want: Vec<PathBuf> = ["m/n/o/uc", "short/levels", "z/uc"].iter().map(|p| r.join(p)).collect();
+        assert_eq!(f.use_cases, want);
+    }
+
+    #[test]
+    fn a_ubunye_folder_that_cannot_be_looked_into_is_a_use_case() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        // A `leases` that cannot be looked at (a symlink to itself: ELOOP,
+        // as an unreadable folder is to a user who may not look in it).
+        fs::create_dir_all(r.join("locked/.ubunye")).unwrap();
+        std::os::unix::fs::symlink("leases", r.join("locked/.ubunye/leases")).unwrap();
+        assert!(is_use_case(&r.join("locked")));
+        // `.ubunye` as a file, or empty: not one.
+        fs::create_dir_all(r.join("file")).unwrap();
+        fs::write(r.join("file/.ubunye"), "").unwrap();
+        fs::create_dir_all(r.join("empty/.ubunye")).unwrap();
+        assert_eq!(find(r, 2).unwrap().use_cases, vec![r.join("locked")]);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 pub mod append;
 pub mod beneath;
 pub mod bucket;
+pub mod census;
 pub mod doctor;
 pub mod documents;
 pub mod durable;

@@ -161,6 +161,24 @@ fn a_use_case_that_cannot_be_read_is_a_row() {
     assert!(f.iter().any(|f| f["use_case"] == "gone" && f["kind"] == "unreadable"), "{v}");
     assert_eq!(v["use_cases"][0]["use_case"], "dead", "{v}");
     assert!(v["use_cases"][0]["looked_at"].as_u64().unwrap() > 0, "{v}");
+    // Runs: a problem of the listing, in its JSON too (review 21: it was
+    // said on stderr only).
+    let (code, out, err) = run(&root, &["runs", "-d", "dead", "-d", "gone", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    let problems = v["problems"].as_array().unwrap();
+    assert!(
+        problems.iter().any(|p| p["path"] == "gone" && p["why"].as_str().unwrap().contains("cannot be read")),
+        "{v}"
+    );
+    assert!(!v["records"].as_array().unwrap().is_empty(), "the others are listed: {v}");
+    // Explain: a prefix found once, beside a use case that could not be
+    // read, may be in that one too: refused, naming both (review 21).
+    let key = "7d106ca7";
+    let (code, _, err) = run(&root, &["leases", "explain", key, "-d", "dead", "-d", "gone"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("could not be read") && err.contains("gone") && err.contains("dead:7d106ca7"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
     // One -d that is not a use case stays a usage error, as always.
     let (code, _, err) = run(&root, &["leases", "list", "-d", "gone"]);
     assert_eq!(code, 2, "{err}");

@@ -103,6 +103,11 @@ impl UseCasesArg {
         }
     }
 
+    /// Every use case named, each with what stops it being read.
+    pub fn resolve(&self) -> Vec<crate::console::fleet::UseCase> {
+        crate::console::fleet::resolve(&self.dirs, &self.find, self.depth)
+    }
+
     /// As a [`DirArg`], for the code that reads one use case.
     pub fn one(&self) -> Option<DirArg> {
         self.single().map(|d| DirArg { dir: d.to_path_buf() })

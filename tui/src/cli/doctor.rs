@@ -75,7 +75,7 @@ fn print_findings(findings: &[ubunye::doctor::Finding]) {
 /// be read is a finding (`unreadable`) and the others are still looked at.
 fn many(a: &DoctorArgs, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> i32 {
     let mut all: Vec<(String, Vec<ubunye::doctor::Finding>, Option<usize>)> = Vec::new();
-    for uc in super::fleet::resolve(&a.ucs) {
+    for uc in a.ucs.resolve() {
         let look = match &uc.error {
             Some(e) => Err(e.clone()),
             None => ubunye::doctor::look(&uc.shown, opts, sys).map_err(|e| e.to_string()),

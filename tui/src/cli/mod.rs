@@ -8,7 +8,6 @@ use clap::{Args, Parser, Subcommand};
 mod args;
 pub(crate) mod doctor;
 pub(crate) mod exec;
-pub(crate) mod fleet;
 mod generate;
 mod key;
 pub(crate) mod killtest;

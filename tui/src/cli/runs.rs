@@ -12,7 +12,7 @@ use ubunye::state::{self, RecordInfo, UnreadableFile};
 /// The run records (lineage) of a use case, newest first.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  ubunye runs -d uc --status interrupted --since 1d\n  ubunye runs -d uc --task 'demo/sales/*' --limit 5 --json\n  ubunye runs --find /data --status error --since 1h    # all below a folder\n\nWith several use cases (-d repeated, or --find) the newest records of all of them come first, each naming its use case; one that cannot be read is said on stderr and the others are still listed."
+    after_help = "Examples:\n  ubunye runs -d uc --status interrupted --since 1d\n  ubunye runs -d uc --task 'demo/sales/*' --limit 5 --json\n  ubunye runs --find /data --status error --since 1h    # all below a folder\n\nWith several use cases (-d repeated, or --find) the newest records of all of them come first, each naming its use case; one that cannot be read is a problem (on stderr; in --json's problems) and the others are still listed."
 )]
 pub struct RunsArgs {
     #[command(flatten)]
@@ -72,8 +72,8 @@ pub(crate) type Records = Vec<(std::sync::Arc<str>, String, RecordInfo)>;
 
 pub fn run(a: &RunsArgs, colour: bool) -> i32 {
     let (ucs, many) = match a.ucs.single() {
-        Some(d) => (vec![super::fleet::UseCase { shown: d.to_path_buf(), error: None }], false),
-        None => (super::fleet::resolve(&a.ucs), true),
+        Some(d) => (vec![crate::console::fleet::UseCase { shown: d.to_path_buf(), error: None }], false),
+        None => (a.ucs.resolve(), true),
     };
     let mut problems: Vec<UnreadableFile> = Vec::new();
     let mut records: Records = Vec::new();
@@ -87,8 +87,10 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
                 say_err(&why);
                 return exit::USAGE;
             }
+            // One that cannot be read is a problem of the listing (in its
+            // JSON too), and the others are still listed.
             Err(why) => {
-                say_err(&format!("{}: cannot be read, left out: {why}", uc.name()));
+                problems.push(UnreadableFile::new(&uc.shown, format!("the use case cannot be read: {why}")));
                 continue;
             }
         };

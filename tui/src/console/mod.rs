@@ -3,6 +3,7 @@
 //! and the exit codes. It depends on nothing else in this crate.
 
 pub mod colour;
+pub mod fleet;
 pub mod machine;
 pub mod print;
 pub mod usecase;

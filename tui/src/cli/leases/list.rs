@@ -6,9 +6,9 @@ use std::time::Duration;
 use clap::Args;
 use serde::Serialize;
 
-use crate::cli::fleet::{self, UseCase};
 use crate::cli::table::{self, glyph_colour};
 use crate::cli::{LineageArg, UseCasesArg, exit, say_err};
+use crate::console::fleet::UseCase;
 use ubunye::state::{self, Batch, Flag, ScanOptions, State};
 use ubunye::sys::Sys;
 
@@ -226,7 +226,7 @@ fn short_host(h: &str) -> &str {
 fn use_cases(a: &UseCasesArg) -> (Vec<UseCase>, bool) {
     match a.single() {
         Some(d) => (vec![UseCase { shown: d.to_path_buf(), error: None }], false),
-        None => (fleet::resolve(a), true),
+        None => (a.resolve(), true),
     }
 }
 

@@ -150,7 +150,7 @@ fn among(which: &BatchArg, sys: &Sys) -> Result<(std::path::PathBuf, state::Scan
     }
     let q = state::shorten(&which.batch);
     let opts = options(&which.lineage, Purpose::Look, sys);
-    let ucs = crate::cli::fleet::resolve(&which.ucs);
+    let ucs = which.ucs.resolve();
     let (mut hits, mut names, mut unread) = (Vec::new(), Vec::new(), Vec::new());
     for uc in &ucs {
         if let Some(e) = &uc.error {
@@ -170,6 +170,18 @@ fn among(which: &BatchArg, sys: &Sys) -> Result<(std::path::PathBuf, state::Scan
         }
     }
     match (names.len(), hits.pop()) {
+        // One found, but a use case that could not be read may hold the
+        // same prefix: which one is meant cannot be told, so none is shown.
+        (1, Some((shown, _, b))) if !unread.is_empty() => Err(format!(
+            "'{q}' names {}:{} {}, but {} use case(s) could not be read and may hold it too ({}); give {}:{}",
+            shown.display(),
+            b.key,
+            b.task,
+            unread.len(),
+            unread.join("; "),
+            shown.display(),
+            b.key
+        )),
         (1, Some(hit)) => Ok(hit),
         (0, _) => Err(format!(
             "no batch with a key starting '{q}' in any of {} use case(s){}",

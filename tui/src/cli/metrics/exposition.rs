@@ -8,7 +8,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
-use super::census::{Census, WAITING};
+use ubunye::census::{Census, WAITING};
 use ubunye::state::{Flag, State};
 
 type Labels = Vec<(&'static str, String)>;
@@ -34,6 +34,22 @@ impl Format {
     }
 }
 
+/// A label value escaped as the text formats ask (`\\`, `\"`, `\n`):
+/// `prometheus-client` writes label values as they are given, and a path or
+/// a run id read from a lease may hold any of the three.
+fn esc(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The text of the censuses, and what took `scan` to make them.
 pub fn render(censuses: &[Census], format: Format, per_batch: bool) -> String {
     let mut reg = Registry::with_prefix("ubunye");
@@ -48,13 +64,12 @@ pub fn render(censuses: &[Census], format: Format, per_batch: bool) -> String {
     let lease_age = Secs::default();
     let lease_stalled = Count::default();
     for c in censuses {
-        let uc = || vec![("use_case", c.use_case.clone())];
+        let uc = || vec![("use_case", esc(&c.use_case))];
         up.get_or_create(&uc()).set(i64::from(c.error.is_none()));
         errors.get_or_create(&uc()).set(c.scan_errors as i64);
         duration.get_or_create(&uc()).set(c.duration.as_secs_f64());
         for (task, t) in &c.tasks {
-            let of =
-                |k: &'static str, v: String| vec![("use_case", c.use_case.clone()), ("task", task.clone()), (k, v)];
+            let of = |k: &'static str, v: String| vec![("use_case", esc(&c.use_case)), ("task", esc(task)), (k, v)];
             for s in State::ALL {
                 batches.get_or_create(&of("state", s.word().into())).set(t.states[s.rank()] as i64);
             }
@@ -63,26 +78,26 @@ pub fn render(censuses: &[Census], format: Format, per_batch: bool) -> String {
                 flagged.get_or_create(&of("flag", f.word().into())).set(n as i64);
             }
             if let Some(age) = t.max_heartbeat_age {
-                let labels = vec![("use_case", c.use_case.clone()), ("task", task.clone())];
+                let labels = vec![("use_case", esc(&c.use_case)), ("task", esc(task))];
                 heartbeat.get_or_create(&labels).set(age.as_secs_f64());
             }
         }
         for s in WAITING {
             if let Some(age) = c.oldest.get(&s) {
                 oldest
-                    .get_or_create(&vec![("use_case", c.use_case.clone()), ("state", s.word().into())])
+                    .get_or_create(&vec![("use_case", esc(&c.use_case)), ("state", s.word().into())])
                     .set(age.as_secs_f64());
             }
         }
         for (kind, n) in &c.findings {
-            findings.get_or_create(&vec![("use_case", c.use_case.clone()), ("kind", kind.to_string())]).set(*n as i64);
+            findings.get_or_create(&vec![("use_case", esc(&c.use_case)), ("kind", kind.to_string())]).set(*n as i64);
         }
         for h in c.held.iter().filter(|_| per_batch) {
             let labels = vec![
-                ("use_case", c.use_case.clone()),
-                ("task", h.task.clone()),
-                ("key", h.key.clone()),
-                ("run_id", h.run_id.clone()),
+                ("use_case", esc(&c.use_case)),
+                ("task", esc(&h.task)),
+                ("key", esc(&h.key)),
+                ("run_id", esc(&h.run_id)),
             ];
             lease_age.get_or_create(&labels).set(h.heartbeat_age.as_secs_f64());
             lease_stalled.get_or_create(&labels).set(i64::from(h.stalled));
@@ -152,6 +167,19 @@ fn in_order(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_values_are_escaped_so_none_can_end_its_own_quote() {
+        assert_eq!(esc("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+        let c = ubunye::census::Census {
+            use_case: "/x\"} 0\nforged{a=\"b".into(),
+            error: Some("gone".into()),
+            ..Default::default()
+        };
+        let text = render(&[c], Format::Prometheus, false);
+        assert!(!text.lines().any(|l| l.starts_with("forged")), "{text}");
+        assert!(text.contains("use_case=\"/x\\\"} 0\\nforged{a=\\\"b\""), "{text}");
+    }
 
     #[test]
     fn each_familys_samples_come_in_order() {

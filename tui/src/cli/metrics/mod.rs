@@ -10,9 +10,9 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{LineageArg, UseCasesArg, exit, say_err};
+use ubunye::census;
 use ubunye::state::ScanOptions;
 
-pub(crate) mod census;
 mod exposition;
 mod serve;
 
@@ -77,21 +77,8 @@ impl MetricsArgs {
 pub(crate) fn gather(a: &MetricsArgs) -> String {
     let sys = crate::console::machine::sys();
     let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), ..ScanOptions::default() };
-    let censuses: Vec<census::Census> = super::fleet::resolve(&a.ucs)
-        .into_iter()
-        .map(|uc| match uc.error.clone() {
-            _ if uc.shown.to_str().is_some_and(ubunye::bucket::is_store_url) => census::Census {
-                use_case: uc.name(),
-                error: Some("metrics count folders only: a use case in an object store is not counted (yet)".into()),
-                scan_errors: 1,
-                ..census::Census::default()
-            },
-            Some(e) => {
-                census::Census { use_case: uc.name(), error: Some(e), scan_errors: 1, ..census::Census::default() }
-            }
-            None => census::count(&uc.shown, &uc.name(), &opts, &sys, a.per_batch),
-        })
-        .collect();
+    let censuses: Vec<census::Census> =
+        a.ucs.resolve().iter().map(|uc| crate::console::fleet::count(uc, &opts, &sys, a.per_batch)).collect();
     exposition::render(&censuses, a.format(), a.per_batch)
 }
 
@@ -118,9 +105,17 @@ pub fn run(a: &MetricsArgs) -> i32 {
                 exit::USAGE
             }
         },
+        // Where the text goes must hold it: a full disk is not a success
+        // (a reader that went away is: `| head`).
         None => {
-            super::out(&text);
-            exit::OK
+            let mut o = std::io::stdout().lock();
+            match o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    say_err(&format!("cannot write the metrics to stdout ({e}); nothing else was changed"));
+                    exit::USAGE
+                }
+                _ => exit::OK,
+            }
         }
     }
 }

@@ -6,7 +6,9 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use super::args::UseCasesArg;
+use ubunye::census::{self, Census};
+use ubunye::state::ScanOptions;
+use ubunye::sys::Sys;
 
 /// One use case of many.
 #[derive(Clone, Debug)]
@@ -29,7 +31,7 @@ impl UseCase {
 /// The use cases named, in the order given (each `-d`, then each root's, in
 /// path order), the same folder once; with the folders `--find` could not
 /// list as use cases with an error.
-pub fn resolve(a: &UseCasesArg) -> Vec<UseCase> {
+pub fn resolve(dirs: &[PathBuf], find: &[PathBuf], depth: usize) -> Vec<UseCase> {
     let mut out = Vec::new();
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
     let mut add = |shown: PathBuf, error: Option<String>, out: &mut Vec<UseCase>| {
@@ -39,8 +41,7 @@ pub fn resolve(a: &UseCasesArg) -> Vec<UseCase> {
             out.push(UseCase { shown, error });
         }
     };
-    let dirs: Vec<PathBuf> =
-        if a.dirs.is_empty() && a.find.is_empty() { vec![PathBuf::from(".")] } else { a.dirs.clone() };
+    let dirs: Vec<PathBuf> = if dirs.is_empty() && find.is_empty() { vec![PathBuf::from(".")] } else { dirs.to_vec() };
     for d in dirs {
         let error = if d.to_str().is_some_and(ubunye::bucket::is_store_url) {
             Some("a use case in an object store is read alone: give it as the only -d".to_string())
@@ -49,8 +50,17 @@ pub fn resolve(a: &UseCasesArg) -> Vec<UseCase> {
         };
         add(d, error, &mut out);
     }
-    for root in &a.find {
-        match ubunye::fleet::find(root, a.depth) {
+    for root in find {
+        match ubunye::fleet::find(root, depth) {
+            // A root with no use case below it (a mount that is not there,
+            // a typo) is not all clear: it is a row that says so.
+            Ok(found) if found.use_cases.is_empty() && found.problems.is_empty() => add(
+                root.clone(),
+                Some(format!(
+                    "--find: no use case within {depth} folders below it (none holds .ubunye/leases or .ubunye/lineage)"
+                )),
+                &mut out,
+            ),
             Ok(found) => {
                 for p in found.problems {
                     add(p.path, Some(p.why), &mut out);
@@ -63,4 +73,22 @@ pub fn resolve(a: &UseCasesArg) -> Vec<UseCase> {
         }
     }
     out
+}
+
+/// The census of one use case of many ([`census::count`]); one that cannot
+/// be read (or is in an object store, which is not counted) is a census
+/// with its error, never a failure.
+pub fn count(uc: &UseCase, opts: &ScanOptions, sys: &Sys, per_batch: bool) -> Census {
+    // The label is the folder as named, made absolute: the same series
+    // whether it can be read or not, so an alert sees it go to 0.
+    let label = census::label(&std::path::absolute(&uc.shown).unwrap_or_else(|_| uc.shown.clone()));
+    let failed =
+        |error: String| Census { use_case: label.clone(), error: Some(error), scan_errors: 1, ..Census::default() };
+    if uc.shown.to_str().is_some_and(ubunye::bucket::is_store_url) {
+        return failed("a use case in an object store is not counted among many (yet): read it alone".into());
+    }
+    match &uc.error {
+        Some(e) => failed(e.clone()),
+        None => census::count(&uc.shown, &label, opts, sys, per_batch),
+    }
 }

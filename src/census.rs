@@ -1,15 +1,16 @@
-//! What `ubunye metrics` counts in one use case, read a task at a time (no
-//! use case is held whole): batches by task and state, flags, the held
-//! leases' heartbeat ages, the oldest lease of each state that waits for
-//! someone, doctor's findings by kind, and the scan's own time and errors.
-//! Every verdict is the library's; this only counts them.
+//! What `ubunye metrics` and the fleet dashboard count in one use case,
+//! read a task at a time (no use case is held whole): batches by task and
+//! state, flags, the held leases' heartbeat ages, the oldest lease of each
+//! state that waits for someone, doctor's findings by kind, and the scan's
+//! own time and errors. Every verdict is the library's; this only counts
+//! them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ubunye::state::{self, Batch, Flag, ScanOptions, State};
-use ubunye::sys::Sys;
+use crate::state::{self, Batch, Flag, ScanOptions, State};
+use crate::sys::Sys;
 
 /// The states whose oldest lease is measured: each waits for a person or
 /// the next run.
@@ -30,20 +31,27 @@ pub struct TaskCount {
 /// One held lease, for `--per-batch`.
 #[derive(Clone, Debug)]
 pub struct Held {
+    /// The task.
     pub task: String,
+    /// The batch key.
     pub key: String,
+    /// The holder's run id, as its lease says.
     pub run_id: String,
+    /// The lease file's age by the disk's clock.
     pub heartbeat_age: Duration,
+    /// Its holder is alive but its heartbeat stopped.
     pub stalled: bool,
 }
 
 /// One use case's counts.
 #[derive(Clone, Debug, Default)]
 pub struct Census {
-    /// Its label: the folder resolved (as found, when it cannot be).
+    /// Its label: the folder as named, made absolute (the same whether it
+    /// can be read or not), [`label`] of it.
     pub use_case: String,
     /// Why it could not be read at all.
     pub error: Option<String>,
+    /// Each task's counts, by task.
     pub tasks: BTreeMap<String, TaskCount>,
     /// The age of the oldest lease in each of [`WAITING`] (dead runs'
     /// leases renamed aside for `orphan`).
@@ -53,6 +61,7 @@ pub struct Census {
     /// What the scan could not read: folders that cannot be listed, files
     /// that cannot be read; and the use case itself.
     pub scan_errors: u64,
+    /// How long the count took.
     pub duration: Duration,
     /// Each held lease, when asked for.
     pub held: Vec<Held>,
@@ -95,7 +104,28 @@ impl Census {
     }
 }
 
-/// Count the use case at `uc` (`label` names it when it cannot be read).
+/// A path as a label: as it is when it is UTF-8; otherwise each byte that is
+/// not UTF-8, and each `%`, written `%XX`, so that two folders whose names
+/// differ only there keep two labels.
+pub fn label(p: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = p.as_os_str().as_bytes();
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c == '%' { out.push_str("%25") } else { out.push(c) }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Count the use case at `uc`, labelled `label`.
 /// Never fails: a use case that cannot be read is a census with its error.
 pub fn count(uc: &Path, label: &str, opts: &ScanOptions, sys: &Sys, per_batch: bool) -> Census {
     let started = Instant::now();
@@ -109,9 +139,8 @@ pub fn count(uc: &Path, label: &str, opts: &ScanOptions, sys: &Sys, per_batch: b
             return c;
         }
     };
-    c.use_case = head.root.to_string_lossy().into_owned();
     let now = head.now.time;
-    let mut examiner = ubunye::doctor::Examiner::new(&head.root, head.now);
+    let mut examiner = crate::doctor::Examiner::new(&head.root, head.now);
     let done = state::scan_tasks(uc, opts, sys, |_, batches| {
         for b in &batches {
             c.add(b, now, per_batch);
@@ -137,4 +166,19 @@ pub fn count(uc: &Path, label: &str, opts: &ScanOptions, sys: &Sys, per_batch: b
     }
     c.duration = started.elapsed();
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn a_label_keeps_utf8_and_tells_apart_what_is_not() {
+        assert_eq!(label(Path::new("/srv/a b/50%")), "/srv/a b/50%");
+        let ff = label(Path::new(OsStr::from_bytes(b"/srv/uc\xff")));
+        let fe = label(Path::new(OsStr::from_bytes(b"/srv/uc\xfe%")));
+        assert_eq!((ff.as_str(), fe.as_str()), ("/srv/uc%FF", "/srv/uc%FE%25"));
+    }
 }
