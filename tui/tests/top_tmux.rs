@@ -143,3 +143,53 @@ fn top_pid(uc: &Path) -> Option<rustix::process::Pid> {
         (cmd.starts_with(BIN) && cmd.contains(&want)).then(|| rustix::process::Pid::from_raw(pid)).flatten()
     })
 }
+
+/// `top --find ROOT` over three use cases (issue 17): one row each with its
+/// counts; `/uc:` keeps one; Enter opens its dashboard, `q` there comes back
+/// to the fleet, `q` again quits with the terminal restored; nothing in any
+/// use case changed.
+#[test]
+fn the_fleet_view_counts_each_use_case_opens_one_and_comes_back() {
+    if !common::tmux::require_tmux("the_fleet_view_counts_each_use_case_opens_one_and_comes_back") {
+        return;
+    }
+    let d = common::dash::short_tempdir();
+    let root = d.path().join("root");
+    common::copy_tree(&common::fixture_dir("dead-killed").join("uc"), &root.join("dead"));
+    common::copy_tree(&common::fixture_dir("kept").join("uc"), &root.join("team/a"));
+    common::copy_tree(&common::fixture_dir("kept").join("uc"), &root.join("team/b"));
+    let before = common::tree(&root);
+
+    let t = Tmux { socket: format!("ubunye-fleet-{}", std::process::id()) };
+    t.run(&["new-session", "-d", "-s", "e2e", "-x", "110", "-y", "30", "sh"]);
+    // The fixtures' host is this one: the dead run's pid is looked up here.
+    let line = format!(
+        "env UBUNYE_TEST_HOST='{}' {BIN} top --find {} --interval 200ms; echo TOP-EXITED $?",
+        common::FIXTURE_HOST,
+        root.display()
+    );
+    t.keys(&[&line, "Enter"]);
+    let fleet = t.wait("every use case counted", |p| p.contains("3 use cases") && !p.contains("reading"));
+    let row = |p: &str, name: &str| p.lines().find(|l| l.contains(name)).map(str::to_string).unwrap_or_default();
+    for name in ["root/dead", "root/team/a", "root/team/b"] {
+        assert!(!row(&fleet, name).is_empty(), "no row for {name}:\n{fleet}");
+    }
+    // The kept fixture's one batch is kept; the dead one's is dead.
+    let words = |l: String| l.split_whitespace().skip(1).take(4).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(words(row(&fleet, "root/team/a")), ["2", "1", "0", "0"], "batches, open, live, dead:\n{fleet}");
+    assert!(fleet.contains("1 dead") && fleet.contains("2 kept"), "the totals:\n{fleet}");
+
+    t.keys(&["/", "uc:team/b", "Enter"]);
+    let one = t.wait("the filter", |p| p.contains("/uc:team/b") && row(p, "root/team/a").is_empty());
+    assert!(!row(&one, "root/team/b").is_empty() && row(&one, "root/dead").is_empty(), "{one}");
+    t.keys(&["Enter"]);
+    let dash = t.wait("the use case's dashboard", |p| p.contains("ubunye top ·") && p.contains("kept"));
+    assert!(dash.contains("team/b"), "{dash}");
+    t.keys(&["q"]);
+    t.wait("the fleet again", |p| p.contains("3 use cases") && !p.contains("ubunye top ·"));
+    t.keys(&["q"]);
+    let shell = t.wait("top to exit", |p| p.contains("TOP-EXITED 0"));
+    assert!(!shell.contains("use cases"), "the fleet is still on screen:\n{shell}");
+    assert_eq!(t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).trim(), "0");
+    assert_eq!(common::tree(&root), before, "looking changed a use case");
+}

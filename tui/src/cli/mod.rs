@@ -106,7 +106,7 @@ impl Command {
             },
             Command::Runs(a) => a.ucs.single(),
             Command::Doctor(a) => a.ucs.single(),
-            Command::Top(a) => Some(&a.dir.dir),
+            Command::Top(a) => a.ucs.single(),
             _ => None,
         }
     }
@@ -137,17 +137,24 @@ impl Command {
 /// With `-d s3://bucket/prefix` it watches a use case in an object store: it
 /// lists the leases every --interval and reads again only what changed; the
 /// store's own clock judges them (as `leases list` does).
+///
+/// With -d given more than once, or --find ROOT, it shows the fleet: one row
+/// per use case, its batches counted by state (as `ubunye metrics` counts
+/// them), read again every --interval (or five times what a read took, when
+/// longer); Enter opens the dashboard of the one chosen, q there comes back;
+/// /uc:TEXT filters the use cases.
 #[derive(Args, Debug, Clone)]
 pub struct TopArgs {
     #[command(flatten)]
-    pub dir: DirArg,
+    pub ucs: UseCasesArg,
     /// How to notice changes: `notify` (file-system events), `poll` (every
     /// --interval, stat the folders and the leases and read again only what
     /// changed; a whole rescan every 600 polls), or `auto` (notify, falling
     /// back to poll where events do not arrive, as on NFS).
     #[arg(long, value_name = "MODE", default_value = "auto", value_parser = ["auto", "notify", "poll"])]
     pub watch: String,
-    /// How often to look for changes in poll mode (e.g. 2s, 500ms).
+    /// How often to look for changes in poll mode (e.g. 2s, 500ms); over
+    /// many use cases, how often to count them again.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     pub interval: std::time::Duration,
 }
@@ -298,19 +305,27 @@ fn dispatch(cli: &Cli) -> i32 {
             Some(dir) => store::doctor(a, dir),
             None => doctor::run(a),
         },
-        Command::Top(a) if a.dir.dir.to_str().is_some_and(ubunye::bucket::is_store_url) => {
-            if a.watch == "notify" {
-                say_err("a store sends no events: `top -d s3://...` polls every --interval; drop --watch notify");
-                return exit::USAGE;
+        Command::Top(a) => match a.ucs.single() {
+            Some(d) if d.to_str().is_some_and(ubunye::bucket::is_store_url) => {
+                if a.watch == "notify" {
+                    say_err("a store sends no events: `top -d s3://...` polls every --interval; drop --watch notify");
+                    return exit::USAGE;
+                }
+                crate::top::store::run(d.to_str().unwrap_or_default(), a.interval, colour)
             }
-            crate::top::store::run(a.dir.dir.to_str().unwrap_or_default(), a.interval, colour)
-        }
-        Command::Top(a) => crate::top::run(&crate::top::Options {
-            dir: a.dir.dir.clone(),
-            watch: a.watch.clone(),
-            interval: a.interval,
-            colour,
-        }),
+            Some(d) => crate::top::run(&crate::top::Options {
+                dir: d.to_path_buf(),
+                watch: a.watch.clone(),
+                interval: a.interval,
+                colour,
+            }),
+            None => crate::top::fleet::run(&crate::top::fleet::Options {
+                ucs: a.ucs.resolve(),
+                watch: a.watch.clone(),
+                interval: a.interval,
+                colour,
+            }),
+        },
         Command::Demo(a) => {
             let opts = crate::demo::Options { dir: a.dir.clone(), no_top: a.no_top };
             // What the demo shows its sandbox with: the dashboard on a

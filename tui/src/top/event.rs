@@ -58,4 +58,9 @@ pub enum Event {
         ok: bool,
         text: String,
     },
+    /// The fleet view ([`crate::top::fleet`]): one use case counted (its
+    /// place in the list).
+    FleetCounted(usize, Box<ubunye::census::Census>),
+    /// The fleet view: every use case counted once more, in this long.
+    FleetRound(std::time::Duration),
 }

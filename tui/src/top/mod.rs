@@ -9,11 +9,13 @@
 //!   kept up to date from file events; [`watch`]: notify or poll; [`term`]:
 //!   the terminal, restored on every exit; [`filter`]: the `/` filter;
 //!   [`view`]: the three views; [`store`]: the dashboard over a use case in
-//!   an object store (polled).
+//!   an object store (polled); [`fleet`]: many use cases, one row each, and
+//!   the dashboard of the one chosen.
 
 pub mod app;
 pub mod event;
 pub mod filter;
+pub mod fleet;
 pub mod index;
 pub mod keys;
 pub mod listing;
@@ -63,33 +65,41 @@ pub fn run(opts: &Options) -> i32 {
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return usage("top needs a terminal; `ubunye leases list` prints the same table once");
     }
-    let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys: crate::console::machine::sys() };
-    let (tx, rx) = mpsc::channel();
-    // Watch first, then read: nothing that changes in between is missed. The
-    // dashboard is up at once; the batches come in a task at a time.
-    let lineage = ubunye::layout::lineage_root(&root);
-    let watch = Watch::start(Requested::parse(&opts.watch), opts.interval, &root, &lineage, tx.clone());
     // The CLI decided (`--color`, NO_COLOR, CLICOLOR_FORCE): crossterm, which
     // reads NO_COLOR on its own, follows that decision.
     crossterm::style::force_color_output(opts.colour);
-    let mut app = App::new(Model::new(src.clone(), empty(&root, &lineage, &src.sys)), opts.colour, &watch.mode);
-    app.start_loading();
-    if let Err(e) = workers::read(&src, tx.clone()) {
-        return fail(&format!("cannot start reading: {e}"));
-    }
-    let (mut terminal, mut guard) = match term::enter() {
+    let (mut terminal, guard) = match term::enter() {
         Ok(t) => t,
         Err(e) => {
             term::restore();
             return fail(&format!("cannot use the terminal: {e}"));
         }
     };
-    if let Err(e) = term::feed(&tx, &mut guard) {
-        drop(guard);
-        return fail(&format!("cannot start: {e}"));
+    let ended = dashboard(&mut terminal, opts, &root);
+    drop(guard);
+    match ended {
+        Ok(code) => code,
+        Err(e) => fail(&e),
     }
+}
+
+/// The dashboard of the use case at `root` (`opts.dir` checked), in a
+/// terminal already entered, until it is quit: its exit code, or the line
+/// that says why it could not go on. The fleet view runs it for the use
+/// case chosen, and takes the terminal back after.
+pub fn dashboard(terminal: &mut ratatui::DefaultTerminal, opts: &Options, root: &Path) -> Result<i32, String> {
+    let src = Source { uc: opts.dir.clone(), opts: ScanOptions::default(), sys: crate::console::machine::sys() };
+    let (tx, rx) = mpsc::channel();
+    // Watch first, then read: nothing that changes in between is missed. The
+    // dashboard is up at once; the batches come in a task at a time.
+    let lineage = ubunye::layout::lineage_root(root);
+    let watch = Watch::start(Requested::parse(&opts.watch), opts.interval, root, &lineage, tx.clone());
+    let mut app = App::new(Model::new(src.clone(), empty(root, &lineage, &src.sys)), opts.colour, &watch.mode);
+    app.start_loading();
+    workers::read(&src, tx.clone()).map_err(|e| format!("cannot start reading: {e}"))?;
+    let feed = term::feed(&tx).map_err(|e| format!("cannot start: {e}"))?;
     let ended = Loop {
-        term: &mut terminal,
+        term: terminal,
         app: &mut app,
         rx,
         tx,
@@ -98,11 +108,8 @@ pub fn run(opts: &Options) -> i32 {
         on_frame: None,
     }
     .run();
-    drop(guard);
-    match ended {
-        Ok(code) => code,
-        Err(e) => fail(&format!("the terminal failed: {e}")),
-    }
+    drop(feed);
+    ended.map_err(|e| format!("the terminal failed: {e}"))
 }
 
 /// A use case with nothing read yet.

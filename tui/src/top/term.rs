@@ -31,18 +31,33 @@ pub fn restore() {
 }
 
 /// Restores the terminal when dropped, however the dashboard ends.
-pub struct Guard {
-    stop: Arc<AtomicBool>,
-    signals: Option<signal_hook::iterator::Handle>,
-}
+pub struct Guard;
 
 impl Drop for Guard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// The threads [`feed`] started; dropping it stops them (the key reader is
+/// waited for, so that no key meant for what comes next is taken). The
+/// terminal stays as it is: the fleet view hands it to a use case's
+/// dashboard and back.
+pub struct Feed {
+    stop: Arc<AtomicBool>,
+    signals: Option<signal_hook::iterator::Handle>,
+    input: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Feed {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.signals.take() {
             h.close();
         }
-        restore();
+        if let Some(h) = self.input.take() {
+            let _ = h.join();
+        }
     }
 }
 
@@ -54,16 +69,18 @@ pub fn enter() -> std::io::Result<(DefaultTerminal, Guard)> {
         previous(info);
     }));
     let term = ratatui::try_init()?;
-    let guard = Guard { stop: Arc::new(AtomicBool::new(false)), signals: None };
+    let guard = Guard;
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     Ok((term, guard))
 }
 
 /// Start the threads that feed the loop: keys and resizes, the 1 s tick, and
-/// signals. They end when the guard is dropped or the loop's channel closes.
-pub fn feed(tx: &Sender<Event>, guard: &mut Guard) -> std::io::Result<()> {
-    let (keys_tx, stop) = (tx.clone(), guard.stop.clone());
-    std::thread::Builder::new().name("top-input".into()).spawn(move || {
+/// signals. They end when the [`Feed`] is dropped or the loop's channel
+/// closes.
+pub fn feed(tx: &Sender<Event>) -> std::io::Result<Feed> {
+    let mut feed = Feed { stop: Arc::new(AtomicBool::new(false)), signals: None, input: None };
+    let (keys_tx, stop) = (tx.clone(), feed.stop.clone());
+    feed.input = Some(std::thread::Builder::new().name("top-input".into()).spawn(move || {
         while !stop.load(Ordering::Relaxed) {
             match ct::poll(Duration::from_millis(250)) {
                 Ok(false) => continue,
@@ -80,8 +97,8 @@ pub fn feed(tx: &Sender<Event>, guard: &mut Guard) -> std::io::Result<()> {
                 break;
             }
         }
-    })?;
-    let (tick_tx, stop) = (tx.clone(), guard.stop.clone());
+    })?);
+    let (tick_tx, stop) = (tx.clone(), feed.stop.clone());
     std::thread::Builder::new().name("top-tick".into()).spawn(move || {
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_secs(1));
@@ -91,8 +108,8 @@ pub fn feed(tx: &Sender<Event>, guard: &mut Guard) -> std::io::Result<()> {
         }
     })?;
     let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT])?;
-    guard.signals = Some(signals.handle());
-    let (sig_tx, stop) = (tx.clone(), guard.stop.clone());
+    feed.signals = Some(signals.handle());
+    let (sig_tx, stop) = (tx.clone(), feed.stop.clone());
     std::thread::Builder::new().name("top-signals".into()).spawn(move || {
         if let Some(sig) = signals.forever().next() {
             let _ = sig_tx.send(Event::Signal(sig));
@@ -107,7 +124,7 @@ pub fn feed(tx: &Sender<Event>, guard: &mut Guard) -> std::io::Result<()> {
             std::process::exit(128 + sig);
         }
     })?;
-    Ok(())
+    Ok(feed)
 }
 
 /// The OSC 52 sequence that puts `text` on the terminal's clipboard.

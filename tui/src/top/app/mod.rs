@@ -359,8 +359,10 @@ impl App {
             }
             Event::Repaired(done) => self.on_repaired(*done),
             Event::Signal(sig) => vec![Effect::Quit(128 + sig)],
-            // The dashboard over a store has its own app (`top::store`).
+            // The dashboard over a store and the fleet view have their own
+            // apps (`top::store`, `top::fleet`).
             Event::StoreLooked(_) | Event::StoreExplained { .. } | Event::StoreRepaired { .. } => Vec::new(),
+            Event::FleetCounted(..) | Event::FleetRound(_) => Vec::new(),
         }
     }
 

@@ -81,7 +81,7 @@ pub fn run(dir: &str, interval: Duration, colour: bool) -> i32 {
     }
     crossterm::style::force_color_output(colour);
     let mut app = StoreApp::new(dir, interval);
-    let (mut terminal, mut guard) = match crate::top::term::enter() {
+    let (mut terminal, guard) = match crate::top::term::enter() {
         Ok(t) => t,
         Err(e) => {
             crate::top::term::restore();
@@ -89,13 +89,17 @@ pub fn run(dir: &str, interval: Duration, colour: bool) -> i32 {
             return exit::REFUSED;
         }
     };
-    if let Err(e) = crate::top::term::feed(&tx, &mut guard) {
-        drop(guard);
-        say_err(&format!("cannot start: {e}"));
-        return exit::REFUSED;
-    }
+    let feed = match crate::top::term::feed(&tx) {
+        Ok(f) => f,
+        Err(e) => {
+            drop(guard);
+            say_err(&format!("cannot start: {e}"));
+            return exit::REFUSED;
+        }
+    };
     let ended = run_loop(&mut terminal, &mut app, &src, rx, &tx, colour, Some(Box::new(std::io::stdout())));
     stop.store(true, Ordering::Relaxed);
+    drop(feed);
     drop(guard);
     match ended {
         Ok(code) => code,

@@ -1,0 +1,192 @@
+//! `ubunye top` over many use cases (`-d` repeated, `--find ROOT`): one row
+//! per use case, its batches counted by state as `ubunye metrics` counts
+//! them (a task at a time: no use case is held whole, so memory follows the
+//! biggest task, not the fleet), read again every `--interval`, or five times
+//! what a read took when that is longer, so that the view never keeps more
+//! than a sixth of a core busy. Enter opens the dashboard of the use case
+//! chosen in the same terminal, as `ubunye top -d` opens it; `q` there comes
+//! back here. A use case that cannot be read is a row that says why. Looking
+//! writes nothing.
+//!
+//! * [`app`]: the state and its update (pure), and the one table of keys;
+//! * [`draw`]: the screen.
+
+pub mod app;
+pub mod draw;
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use ubunye::state::ScanOptions;
+use ubunye::sys::Sys;
+
+use crate::console::exit;
+use crate::console::fleet::UseCase;
+use crate::console::print::say_err;
+use crate::top::event::Event;
+use app::{Effect, FleetApp};
+
+/// What `ubunye top` is asked, over many use cases.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub ucs: Vec<UseCase>,
+    /// For the dashboard of one: `auto`, `notify` or `poll`.
+    pub watch: String,
+    pub interval: Duration,
+    pub colour: bool,
+}
+
+/// Run the fleet view; the exit code. Bad input is told in one line before
+/// the terminal is touched.
+pub fn run(opts: &Options) -> i32 {
+    if opts.interval < Duration::from_millis(100) {
+        say_err(&format!(
+            "--interval {} would read the use cases without pause: give at least 100ms",
+            humantime::format_duration(opts.interval)
+        ));
+        return exit::USAGE;
+    }
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        say_err("top needs a terminal; `ubunye leases list` with the same -d/--find prints the batches once");
+        return exit::USAGE;
+    }
+    crossterm::style::force_color_output(opts.colour);
+    let (mut terminal, guard) = match crate::top::term::enter() {
+        Ok(t) => t,
+        Err(e) => {
+            crate::top::term::restore();
+            say_err(&format!("cannot use the terminal: {e}"));
+            return exit::REFUSED;
+        }
+    };
+    let ended = views(&mut terminal, opts, &crate::console::machine::sys());
+    drop(guard);
+    match ended {
+        Ok(code) => code,
+        Err(e) => {
+            say_err(&e);
+            exit::REFUSED
+        }
+    }
+}
+
+/// The fleet view, and the dashboard of each use case opened from it, until
+/// quit.
+fn views(terminal: &mut ratatui::DefaultTerminal, opts: &Options, sys: &Sys) -> Result<i32, String> {
+    let mut app = FleetApp::new(opts.ucs.iter().map(UseCase::name).collect(), opts.interval);
+    loop {
+        // A new channel each time the view comes back: nothing a dashboard
+        // left on its way can reach it.
+        let (tx, rx) = mpsc::channel();
+        let (stop, now) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        count(&opts.ucs, opts.interval, sys, tx.clone(), stop.clone(), now.clone())
+            .map_err(|e| format!("cannot start reading: {e}"))?;
+        let feed = crate::top::term::feed(&tx).map_err(|e| format!("cannot start: {e}"))?;
+        let asked =
+            overview(terminal, &mut app, &rx, &now, opts.colour).map_err(|e| format!("the terminal failed: {e}"));
+        stop.store(true, Ordering::Relaxed);
+        drop(feed);
+        let i = match asked? {
+            Effect::Open(i) => i,
+            Effect::Quit(code) => return Ok(code),
+            Effect::ReadNow => continue,
+        };
+        let uc = &opts.ucs[i];
+        let one = crate::top::Options {
+            dir: uc.shown.clone(),
+            watch: opts.watch.clone(),
+            interval: opts.interval,
+            colour: opts.colour,
+        };
+        match crate::console::usecase::check(&uc.shown) {
+            Err(why) => app.message = Some(format!("cannot open {}: {why}", uc.name())),
+            Ok(root) => match crate::top::dashboard(terminal, &one, &root) {
+                // `q` in the dashboard: back to the fleet.
+                Ok(0) => {}
+                Ok(code) => return Ok(code),
+                Err(e) => app.message = Some(format!("{}: {e}", uc.name())),
+            },
+        }
+        let _ = terminal.clear();
+    }
+}
+
+/// Count every use case now and again until `stop`, a use case at a time
+/// (an [`Event::FleetCounted`] each, then [`Event::FleetRound`]); `now`
+/// cuts the wait short.
+fn count(
+    ucs: &[UseCase],
+    every: Duration,
+    sys: &Sys,
+    tx: Sender<Event>,
+    stop: Arc<AtomicBool>,
+    now: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let (ucs, sys) = (ucs.to_vec(), sys.clone());
+    std::thread::Builder::new().name("top-fleet-count".into()).spawn(move || {
+        let opts = ScanOptions::default();
+        while !stop.load(Ordering::Relaxed) {
+            let started = Instant::now();
+            for (i, uc) in ucs.iter().enumerate() {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let c = crate::console::fleet::count(uc, &opts, &sys, false);
+                if tx.send(Event::FleetCounted(i, Box::new(c))).is_err() {
+                    return;
+                }
+            }
+            let took = started.elapsed();
+            if tx.send(Event::FleetRound(took)).is_err() {
+                return;
+            }
+            // Sleep in steps, so that a quit or `r` is not kept waiting.
+            let mut left = every.max(took * 5);
+            while !left.is_zero() && !stop.load(Ordering::Relaxed) && !now.swap(false, Ordering::Relaxed) {
+                let step = left.min(Duration::from_millis(100));
+                std::thread::sleep(step);
+                left -= step;
+            }
+        }
+    })?;
+    Ok(())
+}
+
+/// The fleet view's loop: events in, a frame after each turn, until it asks
+/// to quit or to open a use case.
+pub fn overview<B: Backend>(
+    term: &mut Terminal<B>,
+    app: &mut FleetApp,
+    rx: &Receiver<Event>,
+    now: &AtomicBool,
+    colour: bool,
+) -> std::io::Result<Effect> {
+    let frame = |term: &mut Terminal<B>, app: &FleetApp| {
+        term.draw(|f| draw::draw(f, app, colour)).map(|_| ()).map_err(|e| std::io::Error::other(e.to_string()))
+    };
+    frame(term, app)?;
+    loop {
+        let Ok(first) = rx.recv() else { return Ok(Effect::Quit(0)) };
+        let mut events = vec![first];
+        while let Ok(e) = rx.try_recv() {
+            events.push(e);
+            if events.len() >= 1000 {
+                break;
+            }
+        }
+        for ev in events {
+            for effect in app.handle(ev) {
+                match effect {
+                    Effect::ReadNow => now.store(true, Ordering::Relaxed),
+                    asked => return Ok(asked),
+                }
+            }
+        }
+        frame(term, app)?;
+    }
+}
