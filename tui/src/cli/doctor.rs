@@ -74,7 +74,8 @@ fn print_findings(findings: &[ubunye::doctor::Finding]) {
 /// Doctor over several use cases: each looked at in turn; one that cannot
 /// be read is a finding (`unreadable`) and the others are still looked at.
 fn many(a: &DoctorArgs, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> i32 {
-    let mut all: Vec<(String, Vec<ubunye::doctor::Finding>, Option<usize>)> = Vec::new();
+    // (as shown, as JSON gives it, findings, files looked at)
+    let mut all: Vec<(String, String, Vec<ubunye::doctor::Finding>, Option<usize>)> = Vec::new();
     for uc in a.ucs.resolve() {
         let look = match &uc.error {
             Some(e) => Err(e.clone()),
@@ -93,22 +94,24 @@ fn many(a: &DoctorArgs, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> i32 {
                 None,
             ),
         };
-        all.push((uc.name(), findings, looked));
+        all.push((uc.name(), uc.path().to_string_lossy().into_owned(), findings, looked));
     }
-    let count: usize = all.iter().map(|(_, f, _)| f.len()).sum();
+    let count: usize = all.iter().map(|(_, _, f, _)| f.len()).sum();
     if a.json {
         let use_cases: Vec<serde_json::Value> = all
             .iter()
-            .map(|(uc, f, looked)| serde_json::json!({"use_case": uc, "findings": f.len(), "looked_at": looked}))
+            .map(|(shown, uc, f, looked)| {
+                serde_json::json!({"shown": shown, "use_case": uc, "findings": f.len(), "looked_at": looked})
+            })
             .collect();
         let findings: Vec<Of<'_>> =
-            all.iter().flat_map(|(uc, fs, _)| fs.iter().map(move |f| Of { use_case: uc, finding: f })).collect();
+            all.iter().flat_map(|(_, uc, fs, _)| fs.iter().map(move |f| Of { use_case: uc, finding: f })).collect();
         super::outln(
             &serde_json::to_string_pretty(&serde_json::json!({"use_cases": use_cases, "findings": findings}))
                 .unwrap_or_default(),
         );
     } else {
-        for (uc, findings, looked) in &all {
+        for (uc, _, findings, looked) in &all {
             match (findings.is_empty(), looked) {
                 (true, Some(n)) => super::outln(&format!("== {uc}: clean ({n} batch(es) looked at).")),
                 _ => {

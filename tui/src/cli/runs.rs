@@ -68,7 +68,20 @@ struct Row<'a> {
 
 /// The records of a use case, by task: `(use case, task, record)`, the use
 /// case shared by its records.
-pub(crate) type Records = Vec<(std::sync::Arc<str>, String, RecordInfo)>;
+pub(crate) type Records = Vec<(std::sync::Arc<Named>, String, RecordInfo)>;
+
+/// A use case as the table shows it and as `--json` gives it.
+pub(crate) struct Named {
+    pub shown: String,
+    pub json: String,
+}
+
+impl Named {
+    /// One name for both.
+    pub fn one(name: &str) -> std::sync::Arc<Named> {
+        std::sync::Arc::new(Named { shown: name.into(), json: name.into() })
+    }
+}
 
 pub fn run(a: &RunsArgs, colour: bool) -> i32 {
     let (ucs, many) = match a.ucs.single() {
@@ -99,7 +112,10 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
             Some(d) => uc.shown.join(d),
             None => ubunye::layout::lineage_root(&root),
         };
-        let name: std::sync::Arc<str> = if many { uc.name().into() } else { root.to_string_lossy().into() };
+        let name = match many {
+            true => std::sync::Arc::new(Named { shown: uc.name(), json: uc.path().to_string_lossy().into_owned() }),
+            false => Named::one(&root.to_string_lossy()),
+        };
         place = lineage.display().to_string();
         all += read_lineage(&lineage, &name, a.task.as_deref(), &mut records, &mut problems);
     }
@@ -114,7 +130,7 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
 /// are, filtered or not.
 fn read_lineage(
     lineage: &std::path::Path,
-    uc: &std::sync::Arc<str>,
+    uc: &std::sync::Arc<Named>,
     task: Option<&str>,
     records: &mut Records,
     problems: &mut Vec<UnreadableFile>,
@@ -179,7 +195,7 @@ pub(crate) fn show(
     if a.json {
         let rows: Vec<Row<'_>> = records
             .iter()
-            .map(|(uc, t, r)| Row { use_case: uc, task: t.clone(), record: r, variables: r.variables.as_ref() })
+            .map(|(uc, t, r)| Row { use_case: &uc.json, task: t.clone(), record: r, variables: r.variables.as_ref() })
             .collect();
         super::print_json(&serde_json::json!({"records": rows, "left_out": left_out, "problems": problems}));
         if let Some(why) = nothing.filter(|_| !filters.is_empty()) {
@@ -213,7 +229,7 @@ pub(crate) fn show(
         };
         let mut cells = vec![r.started_at.clone().unwrap_or_default(), status];
         if many {
-            cells.push(uc.to_string());
+            cells.push(uc.shown.clone());
         }
         cells.extend([
             task.clone(),

@@ -26,6 +26,13 @@ impl UseCase {
     pub fn name(&self) -> String {
         self.shown.display().to_string()
     }
+
+    /// The name JSON and the metrics give it: the folder as named, made
+    /// absolute (symlinks not resolved), the same whether it can be read or
+    /// not.
+    pub fn path(&self) -> PathBuf {
+        std::path::absolute(&self.shown).unwrap_or_else(|_| self.shown.clone())
+    }
 }
 
 /// The use cases named, in the order given (each `-d`, then each root's, in
@@ -81,7 +88,7 @@ pub fn resolve(dirs: &[PathBuf], find: &[PathBuf], depth: usize) -> Vec<UseCase>
 pub fn count(uc: &UseCase, opts: &ScanOptions, sys: &Sys, per_batch: bool) -> Census {
     // The label is the folder as named, made absolute: the same series
     // whether it can be read or not, so an alert sees it go to 0.
-    let label = census::label(&std::path::absolute(&uc.shown).unwrap_or_else(|_| uc.shown.clone()));
+    let label = census::label(&uc.path());
     let failed =
         |error: String| Census { use_case: label.clone(), error: Some(error), scan_errors: 1, ..Census::default() };
     if uc.shown.to_str().is_some_and(ubunye::bucket::is_store_url) {

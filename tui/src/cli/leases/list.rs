@@ -231,8 +231,14 @@ fn use_cases(a: &UseCasesArg) -> (Vec<UseCase>, bool) {
 }
 
 impl Origin {
+    /// One use case: the folder resolved, as its listing always gave it;
+    /// among many, as named made absolute, the same whether it can be read
+    /// or not (as `runs`, `doctor` and the metrics name it).
     fn of(uc: &UseCase, many: bool) -> Origin {
-        let root = std::fs::canonicalize(&uc.shown).unwrap_or_else(|_| uc.shown.clone());
+        let root = match many {
+            true => uc.path(),
+            false => std::fs::canonicalize(&uc.shown).unwrap_or_else(|_| uc.shown.clone()),
+        };
         Origin { root: root.to_string_lossy().into_owned(), shown: many.then(|| uc.name()) }
     }
 }
@@ -381,12 +387,13 @@ fn run_json(a: &ListArgs, ucs: Vec<UseCase>, many: bool, opts: &ScanOptions, sta
             .map(|p| {
                 let mut o = serde_json::Map::new();
                 o.insert("shown".into(), p.uc.name().into());
-                match &p.head {
-                    Ok(h) => o.extend(head_of(h).map(|(k, v)| (k.to_string(), v))),
-                    Err(e) => {
-                        o.insert("use_case".into(), Origin::of(&p.uc, true).root.into());
-                        o.insert("error".into(), e.clone().into());
-                    }
+                if let Ok(h) = &p.head {
+                    o.extend(head_of(h).map(|(k, v)| (k.to_string(), v)));
+                }
+                // As its rows name it (not resolved), whether read or not.
+                o.insert("use_case".into(), Origin::of(&p.uc, true).root.into());
+                if let Err(e) = &p.head {
+                    o.insert("error".into(), e.clone().into());
                 }
                 serde_json::Value::Object(o)
             })

@@ -180,7 +180,7 @@ pub fn runs(a: &crate::cli::runs::RunsArgs, dir: &str, colour: bool) -> i32 {
         Ok((records, problems)) => {
             let all = records.len() + problems.len();
             let place = format!("s3://{}/{}", uc.bucket, uc.key(".ubunye/lineage"));
-            let name: std::sync::Arc<str> = dir.into();
+            let name = crate::cli::runs::Named::one(dir);
             let records = records.into_iter().map(|(t, r)| (name.clone(), t, r)).collect();
             crate::cli::runs::show(a, &place, records, &problems, all, colour, false)
         }
