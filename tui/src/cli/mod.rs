@@ -42,7 +42,9 @@ pub struct DemoArgs {
 #[derive(Parser, Debug)]
 #[command(name = "ubunye", version, about, long_about = None, propagate_version = true)]
 #[command(after_help = "Every command that reads a use case takes -d DIR (default: the current
-folder) and --json for scripts (docs/json.md).
+folder) and --json for scripts (docs/json.md). list, runs, doctor, metrics
+and top take -d more than once, or --find ROOT for every use case below a
+folder; explain, takeover and finish take <usecase>:<key> as they print it.
 
 Exit codes:
   0    done; doctor: nothing found
