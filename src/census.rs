@@ -72,7 +72,7 @@ fn age_of(b: &Batch) -> Option<Duration> {
 }
 
 impl Census {
-    fn add(&mut self, b: &Batch, now: std::time::SystemTime, per_batch: bool) {
+    pub(crate) fn add(&mut self, b: &Batch, now: std::time::SystemTime, per_batch: bool) {
         let t = self.tasks.entry(b.task.clone()).or_default();
         t.states[b.state.rank()] += 1;
         for f in &b.flags {

@@ -36,6 +36,7 @@ pub mod repair;
 pub mod secrets;
 pub mod state;
 pub mod sys;
+pub mod tally;
 pub mod timefmt;
 pub mod vars;
 

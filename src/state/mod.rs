@@ -30,7 +30,7 @@ pub use locate::{Located, locate};
 pub use read::task_dirs;
 pub use record::{read_record, record_of};
 pub use scan::{
-    BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_one, scan_tasks, shorten,
+    BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_one, scan_tasks, shorten, task_clock,
 };
 
 /// A batch's one primary state.

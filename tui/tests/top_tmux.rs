@@ -145,7 +145,7 @@ fn top_pid(uc: &Path) -> Option<rustix::process::Pid> {
 }
 
 /// `top --find ROOT` over three use cases (issue 17): one row each with its
-/// counts; `/uc:` keeps one; Enter opens its dashboard, `q` there comes back
+/// counts, kept up to date; `/uc:` keeps one; Enter opens its dashboard, `q` there comes back
 /// to the fleet, `q` again quits with the terminal restored; nothing in any
 /// use case changed.
 #[test]
@@ -158,7 +158,6 @@ fn the_fleet_view_counts_each_use_case_opens_one_and_comes_back() {
     common::copy_tree(&common::fixture_dir("dead-killed").join("uc"), &root.join("dead"));
     common::copy_tree(&common::fixture_dir("kept").join("uc"), &root.join("team/a"));
     common::copy_tree(&common::fixture_dir("kept").join("uc"), &root.join("team/b"));
-    let before = common::tree(&root);
 
     let t = Tmux { socket: format!("ubunye-fleet-{}", std::process::id()) };
     t.run(&["new-session", "-d", "-s", "e2e", "-x", "110", "-y", "30", "sh"]);
@@ -178,6 +177,12 @@ fn the_fleet_view_counts_each_use_case_opens_one_and_comes_back() {
     let words = |l: String| l.split_whitespace().skip(1).take(4).map(str::to_string).collect::<Vec<_>>();
     assert_eq!(words(row(&fleet, "root/team/a")), ["2", "1", "0", "0"], "batches, open, live, dead:\n{fleet}");
     assert!(fleet.contains("1 dead") && fleet.contains("2 kept"), "the totals:\n{fleet}");
+    // A change shows by itself: its task is read again at the next look.
+    let kept = |p: &str| row(p, "root/team/a").split_whitespace().nth(5).map(str::to_string);
+    assert_eq!(kept(&fleet).as_deref(), Some("1"), "{fleet}");
+    std::fs::remove_file(root.join("team/a/.ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json")).unwrap();
+    t.wait("team/a's kept lease gone from its row", |p| kept(p).as_deref() == Some("0"));
+    let before = common::tree(&root);
 
     t.keys(&["/", "uc:team/b", "Enter"]);
     let one = t.wait("the filter", |p| p.contains("/uc:team/b") && row(p, "root/team/a").is_empty());

@@ -142,9 +142,10 @@ impl Command {
 ///
 /// With -d given more than once, or --find ROOT, it shows the fleet: one row
 /// per use case, its batches counted by state (as `ubunye metrics` counts
-/// them), read again every --interval (or five times what a read took, when
-/// longer); Enter opens the dashboard of the one chosen, q there comes back;
-/// /uc:TEXT filters the use cases.
+/// them), kept up to date every --interval (a task whose folder changed is
+/// read again, held leases are judged again; all is read whole every 10
+/// minutes); Enter opens the dashboard of the one chosen, q there comes
+/// back; /uc:TEXT filters the use cases.
 #[derive(Args, Debug, Clone)]
 pub struct TopArgs {
     #[command(flatten)]

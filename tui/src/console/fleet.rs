@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use ubunye::census::{self, Census};
 use ubunye::state::ScanOptions;
 use ubunye::sys::Sys;
+use ubunye::tally::Tally;
 
 /// One use case of many.
 #[derive(Clone, Debug)]
@@ -97,5 +98,20 @@ pub fn count(uc: &UseCase, opts: &ScanOptions, sys: &Sys, per_batch: bool) -> Ce
     match &uc.error {
         Some(e) => failed(e.clone()),
         None => census::count(&uc.shown, &label, opts, sys, per_batch),
+    }
+}
+
+/// A census of one use case of many kept up to date ([`Tally`]), read whole
+/// again every `full_every`; one that cannot be read at all (or is in an
+/// object store) is its census with the error, never a failure.
+pub fn tally(
+    uc: &UseCase,
+    opts: &ScanOptions,
+    sys: &Sys,
+    full_every: std::time::Duration,
+) -> Result<Tally, Box<Census>> {
+    match (&uc.error, uc.shown.to_str().is_some_and(ubunye::bucket::is_store_url)) {
+        (None, false) => Ok(Tally::new(&uc.shown, &census::label(&uc.path()), opts.clone(), false, full_every)),
+        _ => Err(Box::new(count(uc, opts, sys, false))),
     }
 }

@@ -44,10 +44,11 @@ pub fn draw(f: &mut Frame, app: &FleetApp, colour: bool) {
     let read = match app.rounds {
         0 => "reading every use case…".to_string(),
         _ => format!(
-            "read every {} or 5x what a read takes (the last: {:.1} s, {} s ago)",
+            "looked at every {} (the last look: {:.1} s, {} s ago); read whole every {} min",
             humantime::format_duration(app.every),
             app.took.as_secs_f64(),
-            app.since
+            app.since,
+            super::FULL_EVERY.as_secs() / 60
         ),
     };
     let filter = if app.typing || !app.filter.is_empty() { format!("/{}  ", app.filter) } else { String::new() };
@@ -166,7 +167,8 @@ fn draw_help(f: &mut Frame) {
         }
     }
     lines.push(Line::from(""));
-    lines.push(Line::from("Each use case is counted a task at a time, as `ubunye metrics` counts it."));
+    lines.push(Line::from("Each use case is counted as `ubunye metrics` counts it, then kept up to date:"));
+    lines.push(Line::from("a task whose folder changed is read again, held leases judged again."));
     lines.push(Line::from("Enter opens one's dashboard, as `ubunye top -d` opens it. Looking changes"));
     lines.push(Line::from("nothing."));
     let area = f.area();

@@ -1,12 +1,14 @@
 //! `ubunye top` over many use cases (`-d` repeated, `--find ROOT`): one row
 //! per use case, its batches counted by state as `ubunye metrics` counts
-//! them (a task at a time: no use case is held whole, so memory follows the
-//! biggest task, not the fleet), read again every `--interval`, or five times
-//! what a read took when that is longer, so that the view never keeps more
-//! than a sixth of a core busy. Enter opens the dashboard of the use case
-//! chosen in the same terminal, as `ubunye top -d` opens it; `q` there comes
-//! back here. A use case that cannot be read is a row that says why. Looking
-//! writes nothing.
+//! them (a task at a time: no use case is held whole, only its counts and
+//! the batches that hold a lease, so memory follows those, not the fleet).
+//! Every `--interval` each use case is brought up to date
+//! ([`ubunye::tally`]): its task folders are listed, a task whose folder
+//! changed is read again alone, and the held leases are judged again (dead
+//! and stalled depend on time); every [`FULL_EVERY`] each is read whole
+//! again. Enter opens the dashboard of the use case chosen in the same
+//! terminal, as `ubunye top -d` opens it; `q` there comes back here. A use
+//! case that cannot be read is a row that says why. Looking writes nothing.
 //!
 //! * [`app`]: the state and its update (pure), and the one table of keys;
 //! * [`draw`]: the screen.
@@ -116,9 +118,13 @@ fn views(terminal: &mut ratatui::DefaultTerminal, opts: &Options, sys: &Sys) -> 
     }
 }
 
-/// Count every use case now and again until `stop`, a use case at a time
-/// (an [`Event::FleetCounted`] each, then [`Event::FleetRound`]); `now`
-/// cuts the wait short.
+/// How often every use case is read whole again (and doctor's findings
+/// counted again); between, each is brought up to date ([`ubunye::tally`]).
+pub const FULL_EVERY: Duration = Duration::from_secs(600);
+
+/// Count every use case, then keep the counts up to date until `stop` (an
+/// [`Event::FleetCounted`] for each use case whose counts changed, then an
+/// [`Event::FleetRound`] each round); `now` cuts the wait short.
 fn count(
     ucs: &[UseCase],
     every: Duration,
@@ -130,23 +136,32 @@ fn count(
     let (ucs, sys) = (ucs.to_vec(), sys.clone());
     std::thread::Builder::new().name("top-fleet-count".into()).spawn(move || {
         let opts = ScanOptions::default();
+        let mut tallies: Vec<Result<ubunye::tally::Tally, Option<Box<ubunye::census::Census>>>> =
+            ucs.iter().map(|uc| crate::console::fleet::tally(uc, &opts, &sys, FULL_EVERY).map_err(Some)).collect();
         while !stop.load(Ordering::Relaxed) {
             let started = Instant::now();
-            for (i, uc) in ucs.iter().enumerate() {
+            for (i, t) in tallies.iter_mut().enumerate() {
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
-                let c = crate::console::fleet::count(uc, &opts, &sys, false);
-                if tx.send(Event::FleetCounted(i, Box::new(c))).is_err() {
-                    return;
+                let counted = match t {
+                    Ok(t) => t.refresh(&sys).then(|| Box::new(t.census.clone())),
+                    // What cannot be read is said once.
+                    Err(c) => c.take(),
+                };
+                if let Some(c) = counted {
+                    if tx.send(Event::FleetCounted(i, c)).is_err() {
+                        return;
+                    }
                 }
             }
             let took = started.elapsed();
             if tx.send(Event::FleetRound(took)).is_err() {
                 return;
             }
-            // Sleep in steps, so that a quit or `r` is not kept waiting.
-            let mut left = every.max(took * 5);
+            // Sleep in steps, so that a quit or `r` is not kept waiting;
+            // never less than the round took (at most half a core).
+            let mut left = every.max(took);
             while !left.is_zero() && !stop.load(Ordering::Relaxed) && !now.swap(false, Ordering::Relaxed) {
                 let step = left.min(Duration::from_millis(100));
                 std::thread::sleep(step);
