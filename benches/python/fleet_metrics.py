@@ -28,14 +28,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from state_scan import HOST, ROOT, THIS, best, build, floor_bin, peak_rss_mb, write  # noqa: E402
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--use-cases", type=int, default=10)
-    ap.add_argument("--batches", type=int, default=10_000, help="batches per use case")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--dir", help="the cache folder (default /tmp/ubunye-bench-fleet-<N>x<B>)")
-    ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/ubunye"))
-    a = ap.parse_args()
+def fleet(a):
+    """Build (once) or reuse the fleet; make its live leases this process's.
+    Returns the root and the use-case folders."""
     a.dir = a.dir or f"/tmp/ubunye-bench-fleet-{a.use_cases}x{a.batches}"
     if not os.path.exists(a.bin):
         sys.exit(f"{a.bin} is missing: run `cargo build --release` first")
@@ -61,6 +56,18 @@ def main():
             if doc.get("host") in (HOST, THIS):
                 doc["host"], doc["pid"] = THIS, os.getpid()
             write(p, json.dumps(doc), now)
+    return root, ucs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--use-cases", type=int, default=10)
+    ap.add_argument("--batches", type=int, default=10_000, help="batches per use case")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", help="the cache folder (default /tmp/ubunye-bench-fleet-<N>x<B>)")
+    ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/ubunye"))
+    a = ap.parse_args()
+    root, ucs = fleet(a)
     env = dict(os.environ, NO_COLOR="1")
     floor_cmd = [floor_bin(a), root]
     seen = subprocess.run(floor_cmd, check=True, capture_output=True, text=True).stdout.strip()

@@ -198,3 +198,40 @@ fn the_fleet_view_counts_each_use_case_opens_one_and_comes_back() {
     assert_eq!(t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).trim(), "0");
     assert_eq!(common::tree(&root), before, "looking changed a use case");
 }
+
+/// A terminal that goes away (its window closed: the tmux server killed)
+/// ends `top`, one use case or many, within seconds. (It did not, once:
+/// the key reader was waited for, and crossterm's read on a terminal that
+/// is gone never returns; the process spun a core for ever.)
+#[test]
+fn closing_the_terminal_ends_top() {
+    if !common::tmux::require_tmux("closing_the_terminal_ends_top") {
+        return;
+    }
+    let d = common::dash::short_tempdir();
+    let root = d.path().join("root");
+    common::copy_tree(&common::fixture_dir("kept").join("uc"), &root.join("a"));
+    common::copy_tree(&common::fixture_dir("kept").join("uc"), &root.join("b"));
+    for (n, args) in [(0, format!("-d {}", root.join("a").display())), (1, format!("--find {}", root.display()))] {
+        let t = Tmux { socket: format!("ubunye-close-{}-{n}", std::process::id()) };
+        let cmd = format!("{BIN} top {args}");
+        t.run(&["new-session", "-d", "-s", "e2e", "-x", "100", "-y", "30", &cmd]);
+        t.wait("top", |p| p.contains("ubunye top"));
+        let pid = t.run(&["list-panes", "-t", "e2e", "-F", "#{pane_pid}"]).trim().to_string();
+        assert!(Path::new(&format!("/proc/{pid}")).exists(), "top {args} runs as pid {pid}");
+        t.run(&["kill-server"]);
+        let until = Instant::now() + Duration::from_secs(6);
+        while Path::new(&format!("/proc/{pid}/stat")).exists() {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // A zombie has ended: only its parent (tmux, gone) had to reap it.
+            if stat.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')) {
+                break;
+            }
+            if Instant::now() > until {
+                let _ = Command::new("kill").args(["-9", &pid]).status();
+                panic!("top {args} still runs 6 s after its terminal went away");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}

@@ -39,15 +39,30 @@ impl Drop for Guard {
     }
 }
 
-/// The threads [`feed`] started; dropping it stops them (the key reader is
-/// waited for, so that no key meant for what comes next is taken). The
-/// terminal stays as it is: the fleet view hands it to a use case's
-/// dashboard and back.
+/// The threads [`feed`] started; dropping it stops them. The key reader is
+/// waited for, so that no key meant for what comes next is taken, but only
+/// a moment: on a terminal that went away (its window closed) crossterm's
+/// read never returns, and waiting for it would keep the process alive, a
+/// core busy, for ever. The terminal stays as it is: the fleet view hands it
+/// to a use case's dashboard and back.
 pub struct Feed {
     stop: Arc<AtomicBool>,
     signals: Option<signal_hook::iterator::Handle>,
-    input: Option<std::thread::JoinHandle<()>>,
+    input_done: Option<std::sync::mpsc::Receiver<()>>,
 }
+
+/// Sends once, when dropped.
+struct Done(std::sync::mpsc::Sender<()>);
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// How long a dropped [`Feed`] waits for its key reader: more than one of
+/// its polls.
+const INPUT_STOPS: Duration = Duration::from_millis(500);
 
 impl Drop for Feed {
     fn drop(&mut self) {
@@ -55,8 +70,8 @@ impl Drop for Feed {
         if let Some(h) = self.signals.take() {
             h.close();
         }
-        if let Some(h) = self.input.take() {
-            let _ = h.join();
+        if let Some(done) = self.input_done.take() {
+            let _ = done.recv_timeout(INPUT_STOPS);
         }
     }
 }
@@ -78,9 +93,12 @@ pub fn enter() -> std::io::Result<(DefaultTerminal, Guard)> {
 /// signals. They end when the [`Feed`] is dropped or the loop's channel
 /// closes.
 pub fn feed(tx: &Sender<Event>) -> std::io::Result<Feed> {
-    let mut feed = Feed { stop: Arc::new(AtomicBool::new(false)), signals: None, input: None };
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let mut feed = Feed { stop: Arc::new(AtomicBool::new(false)), signals: None, input_done: Some(done) };
     let (keys_tx, stop) = (tx.clone(), feed.stop.clone());
-    feed.input = Some(std::thread::Builder::new().name("top-input".into()).spawn(move || {
+    std::thread::Builder::new().name("top-input".into()).spawn(move || {
+        // Told when this thread ends, however it ends.
+        let _done = Done(done_tx);
         while !stop.load(Ordering::Relaxed) {
             match ct::poll(Duration::from_millis(250)) {
                 Ok(false) => continue,
@@ -97,7 +115,7 @@ pub fn feed(tx: &Sender<Event>) -> std::io::Result<Feed> {
                 break;
             }
         }
-    })?);
+    })?;
     let (tick_tx, stop) = (tx.clone(), feed.stop.clone());
     std::thread::Builder::new().name("top-tick".into()).spawn(move || {
         while !stop.load(Ordering::Relaxed) {
