@@ -104,15 +104,12 @@ impl Census {
     }
 }
 
-/// A path as a label: as it is when it is UTF-8; otherwise each byte that is
-/// not UTF-8, and each `%`, written `%XX`, so that two folders whose names
-/// differ only there keep two labels.
+/// A path as a label: each `%`, and each byte that is not UTF-8, written
+/// `%XX` (`%25` for `%`), so that two folders whose names differ keep two
+/// labels however they are spelled.
 pub fn label(p: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let bytes = p.as_os_str().as_bytes();
-    if let Ok(s) = std::str::from_utf8(bytes) {
-        return s.to_string();
-    }
     let mut out = String::with_capacity(bytes.len() + 8);
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
@@ -176,9 +173,10 @@ mod tests {
 
     #[test]
     fn a_label_keeps_utf8_and_tells_apart_what_is_not() {
-        assert_eq!(label(Path::new("/srv/a b/50%")), "/srv/a b/50%");
+        assert_eq!(label(Path::new("/srv/a b/é")), "/srv/a b/é");
         let ff = label(Path::new(OsStr::from_bytes(b"/srv/uc\xff")));
+        let pct = label(Path::new("/srv/uc%FF"));
         let fe = label(Path::new(OsStr::from_bytes(b"/srv/uc\xfe%")));
-        assert_eq!((ff.as_str(), fe.as_str()), ("/srv/uc%FF", "/srv/uc%FE%25"));
+        assert_eq!((ff.as_str(), pct.as_str(), fe.as_str()), ("/srv/uc%FF", "/srv/uc%25FF", "/srv/uc%FE%25"));
     }
 }

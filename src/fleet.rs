@@ -31,19 +31,22 @@ pub struct Found {
 }
 
 /// Whether `dir` is a use case: it holds `.ubunye/leases` or
-/// `.ubunye/lineage`. A `.ubunye` folder that cannot be looked into counts
-/// as one: it is listed, and its listing says it cannot be read (never left
-/// out as if it were not there).
+/// `.ubunye/lineage` (`.ubunye` may be a symlink, as `-d` reads it). A
+/// `.ubunye` that cannot be looked at or into counts as one: it is listed,
+/// and its listing says it cannot be read (never left out as if it were not
+/// there, nor walked into as a plain folder).
 pub fn is_use_case(dir: &Path) -> bool {
-    let u = dir.join(".ubunye");
-    if !fs::symlink_metadata(&u).is_ok_and(|m| m.is_dir()) {
-        return false;
-    }
-    let there = |p: PathBuf| match fs::metadata(p) {
-        Ok(m) => m.is_dir(),
-        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    let there = |p: &Path| match fs::metadata(p) {
+        Ok(m) => Some(m.is_dir()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(false),
+        Err(_) => None,
     };
-    there(u.join("leases")) || there(u.join("lineage"))
+    let u = dir.join(".ubunye");
+    match there(&u) {
+        Some(false) => false,
+        None => true,
+        Some(true) => there(&u.join("leases")) != Some(false) || there(&u.join("lineage")) != Some(false),
+    }
 }
 
 /// A folder to look at: how many symlinks led to it, how deep it is, its
@@ -66,16 +69,17 @@ pub fn find(root: &Path, depth: usize) -> Result<Found, ScanError> {
     let mut found = Found::default();
     // The shallowest depth each folder was looked at; the use cases found.
     let mut looked: BTreeMap<PathBuf, usize> = BTreeMap::new();
-    let mut ucs: Vec<PathBuf> = Vec::new();
+    // Each use case found (resolved), and its name as shown.
+    let mut ucs: BTreeMap<PathBuf, PathBuf> = BTreeMap::new();
     let mut queue: BinaryHeap<Reverse<Visit>> = BinaryHeap::from([Reverse((0, 0, root.to_path_buf(), top.clone()))]);
     while let Some(Reverse((hops, at, shown, real))) = queue.pop() {
-        if looked.get(&real).is_some_and(|&d| d <= at) || ucs.iter().any(|u| real.starts_with(u)) {
+        // In or below a use case found: its outputs, never looked at.
+        if looked.get(&real).is_some_and(|&d| d <= at) || real.ancestors().any(|a| ucs.contains_key(a)) {
             continue;
         }
         looked.insert(real.clone(), at);
         if is_use_case(&real) {
-            ucs.push(real);
-            found.use_cases.push(shown);
+            ucs.insert(real, shown);
             continue;
         }
         if at == depth {
@@ -114,6 +118,10 @@ pub fn find(root: &Path, depth: usize) -> Result<Found, ScanError> {
             }
         }
     }
+    // One found through a symlink before the use case it is in was known
+    // (both reached by symlinks) is that one's output: left out.
+    let inside_another = |real: &Path| real.ancestors().skip(1).any(|a| ucs.contains_key(a));
+    found.use_cases = ucs.iter().filter(|(real, _)| !inside_another(real)).map(|(_, shown)| shown.clone()).collect();
     found.use_cases.sort();
     found.problems.sort_by(|a, b| a.path.cmp(&b.path));
     found.problems.dedup_by(|a, b| a.path == b.path);
@@ -201,11 +209,39 @@ mod tests {
         fs::create_dir_all(r.join("locked/.ubunye")).unwrap();
         std::os::unix::fs::symlink("leases", r.join("locked/.ubunye/leases")).unwrap();
         assert!(is_use_case(&r.join("locked")));
+        // `.ubunye` itself that cannot be looked at (review 22: a folder that
+        // can be listed but not entered): one too, never walked into.
+        fs::create_dir_all(r.join("shut/out")).unwrap();
+        std::os::unix::fs::symlink(".ubunye", r.join("shut/.ubunye")).unwrap();
+        assert!(is_use_case(&r.join("shut")));
         // `.ubunye` as a file, or empty: not one.
         fs::create_dir_all(r.join("file")).unwrap();
         fs::write(r.join("file/.ubunye"), "").unwrap();
         fs::create_dir_all(r.join("empty/.ubunye")).unwrap();
-        assert_eq!(find(r, 2).unwrap().use_cases, vec![r.join("locked")]);
+        assert_eq!(find(r, 2).unwrap().use_cases, vec![r.join("locked"), r.join("shut")]);
+    }
+
+    #[test]
+    fn a_use_case_met_through_symlinks_is_never_one_below_another() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        // The outer use case is deeper than the walk goes by its own path;
+        // two symlinks reach it and one of its outputs, the inner first.
+        uc(&r.join("d/e/f/g/h/outer"));
+        uc(&r.join("d/e/f/g/h/outer/out/inner"));
+        std::os::unix::fs::symlink(r.join("d/e/f/g/h/outer/out/inner"), r.join("x")).unwrap();
+        std::os::unix::fs::symlink(r.join("d/e/f/g/h/outer"), r.join("y")).unwrap();
+        assert_eq!(find(r, 2).unwrap().use_cases, vec![r.join("y")]);
+    }
+
+    #[test]
+    fn a_ubunye_folder_that_is_a_symlink_is_a_use_case_as_d_reads_it() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().join("root");
+        fs::create_dir_all(t.path().join("state/leases")).unwrap();
+        fs::create_dir_all(r.join("uc/out/x")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("state"), r.join("uc/.ubunye")).unwrap();
+        assert_eq!(find(&r, 4).unwrap().use_cases, vec![r.join("uc")]);
     }
 
     #[test]

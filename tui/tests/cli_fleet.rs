@@ -211,3 +211,24 @@ fn runs_and_doctor_name_the_use_case_of_each_row() {
     let (_, text, _) = run(&root, &["doctor", "--find", "."]);
     assert!(text.contains("== ./demo:") && text.contains("use case(s)."), "{text}");
 }
+
+/// One folder mounted at two places is one use case (review 22: counted
+/// twice, a sum over the fleet doubled it). Needs `mount --bind` (root).
+#[test]
+fn a_folder_mounted_twice_is_read_once() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("root");
+    copy_tree(&fixture_dir("kept").join("uc"), &root.join("a/uc"));
+    std::fs::create_dir_all(root.join("b")).unwrap();
+    let mounted = Command::new("mount").arg("--bind").arg(root.join("a")).arg(root.join("b")).output();
+    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
+        let why = mounted.map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).unwrap_or_else(|e| e.to_string());
+        eprintln!("a_folder_mounted_twice_is_read_once: SKIPPED, mount --bind is not allowed here: {why}");
+        return;
+    }
+    let (code, out, err) = run(&root, &["leases", "list", "--all", "--json", "--find", "."]);
+    let _ = Command::new("umount").arg(root.join("b")).status();
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(v["use_cases"].as_array().unwrap().len(), 1, "{v}");
+}

@@ -227,6 +227,13 @@ fn a_use_case_that_goes_keeps_its_label_and_an_empty_root_is_an_error() {
     let a = a.to_str().unwrap();
     assert_eq!(value(&samples(&up), "ubunye_use_case_up", &[("use_case", a)]), Some(1.0), "{up}");
     assert_eq!(value(&samples(&down), "ubunye_use_case_up", &[("use_case", a)]), Some(0.0), "{down}");
+    // However it is typed (review 22: a trailing slash made a second series).
+    let b = root.join("team/b");
+    for typed in ["team/b/", "./team/../team/b", "team//b"] {
+        let (_, text, _) = run(&root, &["metrics", "-d", typed, "-d", "a"]);
+        let ups: Vec<_> = samples(&text).into_iter().filter(|(n, _, _)| n == "ubunye_use_case_up").collect();
+        assert!(ups.iter().any(|(_, l, _)| l["use_case"] == b.to_str().unwrap()), "{typed}: {text}");
+    }
     std::fs::create_dir_all(root.join("empty/mount")).unwrap();
     let (code, text, err) = run(&root, &["metrics", "--find", "empty"]);
     assert_eq!(code, 0, "{err}");
@@ -271,9 +278,10 @@ fn a_stuck_client_does_not_hold_up_a_scrape() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    // Three that connect and say nothing; one that asks two thousand times
-    // on one connection and reads nothing.
-    let silent: Vec<_> = (0..3).map(|_| std::net::TcpStream::connect(addr).unwrap()).collect();
+    // Forty that connect and say nothing (review 22: forty starved a pool of
+    // eight); one that asks two thousand times on one connection and reads
+    // nothing.
+    let silent: Vec<_> = (0..40).map(|_| std::net::TcpStream::connect(addr).unwrap()).collect();
     let mut greedy = std::net::TcpStream::connect(addr).unwrap();
     let asks = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".repeat(2000);
     greedy.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -295,14 +303,29 @@ fn a_stuck_client_does_not_hold_up_a_scrape() {
     let mut said = String::new();
     post.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
     let _ = std::io::Read::read_to_string(&mut post, &mut said);
+    // What HTTP allows besides: an empty line first, the absolute form; a
+    // head past 8 KiB is refused.
+    let ask = |raw: &[u8]| {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let _ = s.write_all(raw);
+        let mut said = String::new();
+        let _ = std::io::Read::read_to_string(&mut s, &mut said);
+        said
+    };
+    let blank = ask(b"\r\nGET /metrics HTTP/1.1\r\n\r\n");
+    let proxy = ask(b"GET http://127.0.0.1/metrics?x=1 HTTP/1.1\r\n\r\n");
+    let long = ask(format!("GET /metrics HTTP/1.1\r\nX: {}\r\n\r\n", "y".repeat(9000)).as_bytes());
     server.kill().unwrap();
     server.wait().unwrap();
     drop(silent);
     assert!(up, "the server came up");
+    assert!(blank.starts_with("HTTP/1.1 200") && proxy.starts_with("HTTP/1.1 200"), "{blank}\n{proxy}");
+    assert!(long.starts_with("HTTP/1.1 431"), "{long}");
     let (code, body) = got.unwrap_or_else(|e| panic!("the scrape beside stuck clients failed after {took:?}: {e}"));
     assert_eq!(code, 200);
     assert!(body.contains("ubunye_use_case_up"), "{body}");
     assert!(took < Duration::from_secs(1), "the scrape waited {took:?}");
     assert!(closed && cut < Duration::from_secs(4), "a head that never ends: closed {closed} after {cut:?}");
-    assert!(said.starts_with("HTTP/1.1 405"), "{said}");
+    assert!(said.starts_with("HTTP/1.1 405") && said.contains("Allow: GET, HEAD"), "{said}");
 }

@@ -145,9 +145,9 @@ fn top_pid(uc: &Path) -> Option<rustix::process::Pid> {
 }
 
 /// `top --find ROOT` over three use cases (issue 17): one row each with its
-/// counts, kept up to date; `/uc:` keeps one; Enter opens its dashboard, `q` there comes back
-/// to the fleet, `q` again quits with the terminal restored; nothing in any
-/// use case changed.
+/// counts, kept up to date; `/uc:` keeps one; Enter opens its dashboard, `q`
+/// there comes back to the fleet, Ctrl-C there quits both with the terminal
+/// restored; nothing in any use case changed.
 #[test]
 fn the_fleet_view_counts_each_use_case_opens_one_and_comes_back() {
     if !common::tmux::require_tmux("the_fleet_view_counts_each_use_case_opens_one_and_comes_back") {
@@ -192,7 +192,10 @@ fn the_fleet_view_counts_each_use_case_opens_one_and_comes_back() {
     assert!(dash.contains("team/b"), "{dash}");
     t.keys(&["q"]);
     t.wait("the fleet again", |p| p.contains("3 use cases") && !p.contains("ubunye top ·"));
-    t.keys(&["q"]);
+    // Ctrl-C in a use case's dashboard ends both (review 22: it went back).
+    t.keys(&["Enter"]);
+    t.wait("the use case's dashboard again", |p| p.contains("ubunye top ·"));
+    t.keys(&["C-c"]);
     let shell = t.wait("top to exit", |p| p.contains("TOP-EXITED 0"));
     assert!(!shell.contains("use cases"), "the fleet is still on screen:\n{shell}");
     assert_eq!(t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).trim(), "0");

@@ -31,8 +31,21 @@ impl UseCase {
     /// The name JSON and the metrics give it: the folder as named, made
     /// absolute (symlinks not resolved), the same whether it can be read or
     /// not.
+    /// Spelled one way however it was typed: no `.`, no `..` (taken back
+    /// by name), no trailing `/`.
     pub fn path(&self) -> PathBuf {
-        std::path::absolute(&self.shown).unwrap_or_else(|_| self.shown.clone())
+        let abs = std::path::absolute(&self.shown).unwrap_or_else(|_| self.shown.clone());
+        let mut out = PathBuf::new();
+        for c in abs.components() {
+            match c {
+                std::path::Component::CurDir => {}
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                c => out.push(c),
+            }
+        }
+        out
     }
 }
 
@@ -41,11 +54,14 @@ impl UseCase {
 /// list as use cases with an error.
 pub fn resolve(dirs: &[PathBuf], find: &[PathBuf], depth: usize) -> Vec<UseCase> {
     let mut out = Vec::new();
-    let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
+    let (mut seen, mut inodes): (BTreeSet<PathBuf>, BTreeSet<(u64, u64)>) = Default::default();
     let mut add = |shown: PathBuf, error: Option<String>, out: &mut Vec<UseCase>| {
-        // The same folder named twice (or reached by two roots) is read once.
+        // The same folder named twice (or reached by two roots, or mounted
+        // twice: its device and inode) is read once.
+        use std::os::unix::fs::MetadataExt;
         let key = std::fs::canonicalize(&shown).unwrap_or_else(|_| shown.clone());
-        if seen.insert(key) {
+        let inode = std::fs::metadata(&shown).ok().map(|m| (m.dev(), m.ino()));
+        if seen.insert(key) && inode.is_none_or(|i| inodes.insert(i)) {
             out.push(UseCase { shown, error });
         }
     };

@@ -78,16 +78,24 @@ pub fn run(opts: &Options) -> i32 {
     let ended = dashboard(&mut terminal, opts, &root);
     drop(guard);
     match ended {
-        Ok(code) => code,
+        Ok(e) => e.code,
         Err(e) => fail(&e),
     }
+}
+
+/// How a dashboard ended: its exit code, and whether by Ctrl-C (which ends a
+/// fleet view too, where q only goes back to it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ended {
+    pub code: i32,
+    pub interrupted: bool,
 }
 
 /// The dashboard of the use case at `root` (`opts.dir` checked), in a
 /// terminal already entered, until it is quit: its exit code, or the line
 /// that says why it could not go on. The fleet view runs it for the use
 /// case chosen, and takes the terminal back after.
-pub fn dashboard(terminal: &mut ratatui::DefaultTerminal, opts: &Options, root: &Path) -> Result<i32, String> {
+pub fn dashboard(terminal: &mut ratatui::DefaultTerminal, opts: &Options, root: &Path) -> Result<Ended, String> {
     let src = Source { uc: opts.dir.clone(), opts: ScanOptions::default(), sys: crate::console::machine::sys() };
     let (tx, rx) = mpsc::channel();
     // Watch first, then read: nothing that changes in between is missed. The
@@ -109,7 +117,8 @@ pub fn dashboard(terminal: &mut ratatui::DefaultTerminal, opts: &Options, root: 
     }
     .run();
     drop(feed);
-    ended.map_err(|e| format!("the terminal failed: {e}"))
+    let code = ended.map_err(|e| format!("the terminal failed: {e}"))?;
+    Ok(Ended { code, interrupted: app.interrupted })
 }
 
 /// A use case with nothing read yet.

@@ -90,8 +90,11 @@ pub fn run(a: &MetricsArgs) -> i32 {
             ));
             return exit::USAGE;
         }
-        if a.interval.is_zero() {
-            say_err("--interval 0: give how often to read the use cases again, e.g. 30s");
+        if a.interval < Duration::from_millis(100) {
+            say_err(&format!(
+                "--interval {} would read the use cases without pause: give how often to read them again, at least 100ms (e.g. 30s)",
+                humantime::format_duration(a.interval)
+            ));
             return exit::USAGE;
         }
         return serve::serve(a, addr);

@@ -3,25 +3,26 @@
 //! often it is scraped); a scrape is answered with the last reading, so its
 //! memory is one copy of that text.
 //!
-//! Every scrape is bounded: a few workers answer one request per connection
-//! (then close it), a request's head must come within [`HEAD_TIME`] and
-//! [`HEAD_MAX`] bytes, and the answer must be taken within [`SEND_TIME`];
-//! connections beyond what the workers and a short queue hold are closed at
-//! once. A client that stops reading, or never sends, holds one worker for
-//! seconds, never the server.
+//! Every scrape is bounded: each connection has a thread of its own (a small
+//! stack; at most [`MAX_OPEN`] at once, more are closed at once), answers one
+//! request and closes; a request's head must come within [`HEAD_TIME`] and
+//! [`HEAD_MAX`] bytes, and the answer must be taken within [`SEND_TIME`]. A
+//! client that never sends, or stops reading, holds its own thread for
+//! seconds, never another scrape.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc::{Receiver, TrySendError, sync_channel};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::MetricsArgs;
 use crate::cli::{exit, say_err};
 
-/// How many connections are answered at once, and how many more wait.
-const WORKERS: usize = 8;
-const QUEUE: usize = 32;
+/// How many connections are answered at once; more are closed at once.
+const MAX_OPEN: usize = 128;
+/// Each connection's thread's stack.
+const STACK: usize = 128 * 1024;
 /// The most a request's head may take, in time and in bytes.
 const HEAD_TIME: Duration = Duration::from_secs(2);
 const HEAD_MAX: usize = 8 * 1024;
@@ -58,35 +59,44 @@ pub fn serve(a: &MetricsArgs, addr: SocketAddr) -> i32 {
                 *reader.lock().unwrap_or_else(|p| p.into_inner()) = text;
             }
         });
-        let (tx, rx) = sync_channel::<TcpStream>(QUEUE);
-        let rx = Arc::new(Mutex::new(rx));
-        for _ in 0..WORKERS {
-            let (rx, latest) = (rx.clone(), latest.clone());
-            s.spawn(move || work(&rx, &latest, content_type));
-        }
+        let open = Arc::new(AtomicUsize::new(0));
         for conn in listener.incoming() {
-            match conn {
-                // More than the workers and the queue hold: closed at once.
-                Ok(c) => {
-                    if let Err(TrySendError::Disconnected(_)) = tx.try_send(c) {
-                        return;
-                    }
-                }
+            let c = match conn {
+                Ok(c) => c,
                 // Out of file descriptors, say: wait a little, do not spin.
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
+                }
+            };
+            if open.load(Ordering::Relaxed) >= MAX_OPEN {
+                continue;
             }
+            let held = Held::take(&open);
+            let latest = latest.clone();
+            // A thread that cannot be made: the connection is closed.
+            let _ = std::thread::Builder::new().name("metrics-http".into()).stack_size(STACK).spawn(move || {
+                let _held = held;
+                answer(c, &latest, content_type);
+            });
         }
     });
     exit::OK
 }
 
-fn work(rx: &Mutex<Receiver<TcpStream>>, latest: &Latest, content_type: &str) {
-    loop {
-        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-        match next {
-            Ok(c) => answer(c, latest, content_type),
-            Err(_) => return,
-        }
+/// One open connection, counted while it lives.
+struct Held(Arc<AtomicUsize>);
+
+impl Held {
+    fn take(open: &Arc<AtomicUsize>) -> Held {
+        open.fetch_add(1, Ordering::Relaxed);
+        Held(open.clone())
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -96,15 +106,22 @@ fn answer(mut c: TcpStream, latest: &Latest, content_type: &str) {
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 1024];
     let end = |h: &[u8]| h.windows(4).any(|w| w == b"\r\n\r\n") || h.windows(2).any(|w| w == b"\n\n");
-    while !end(&head) {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() || c.set_read_timeout(Some(left)).is_err() {
-            return;
+    loop {
+        // Empty lines before the request line are passed over (RFC 9112 2.2).
+        let start = head.iter().position(|&b| b != b'\r' && b != b'\n').unwrap_or(head.len());
+        if end(&head[start..]) {
+            head.drain(..start);
+            break;
         }
         if head.len() > HEAD_MAX {
             return send(c, 431, "text/plain", b"the request's head is too long\n", false);
         }
-        match c.read(&mut buf) {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() || c.set_read_timeout(Some(left)).is_err() {
+            return;
+        }
+        let room = (HEAD_MAX + 1 - head.len()).min(buf.len());
+        match c.read(&mut buf[..room]) {
             Ok(0) | Err(_) => return,
             Ok(n) => head.extend_from_slice(&buf[..n]),
         }
@@ -113,6 +130,12 @@ fn answer(mut c: TcpStream, latest: &Latest, content_type: &str) {
     let line = String::from_utf8_lossy(line);
     let mut words = line.split_whitespace();
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+    // The absolute form (`GET http://host/metrics`, through a proxy) names
+    // the same path.
+    let target = match target.split_once("://") {
+        Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
+        None => target,
+    };
     let path = target.split('?').next().unwrap_or("");
     let body_too = method != "HEAD";
     match (method, path) {
@@ -134,8 +157,9 @@ fn send(mut c: TcpStream, status: u16, content_type: &str, body: &[u8], body_too
         405 => "Method Not Allowed",
         _ => "Request Header Fields Too Large",
     };
+    let allow = if status == 405 { "Allow: GET, HEAD\r\n" } else { "" };
     let head = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n",
         body.len()
     );
     let until = Instant::now() + SEND_TIME;

@@ -139,6 +139,8 @@ impl Held {
 /// Everything on the screen.
 pub struct App {
     pub model: Model,
+    /// Quit by Ctrl-C (not q): a fleet view ends too.
+    pub interrupted: bool,
     pub view: View,
     pub sort: SortBy,
     /// The sort's order is the other way round (`S`).
@@ -206,6 +208,7 @@ impl App {
     pub fn new(model: Model, colour: bool, watch: &str) -> App {
         let mut app = App {
             model,
+            interrupted: false,
             view: View::Batches,
             sort: SortBy::Severity,
             reversed: false,
@@ -317,7 +320,16 @@ impl App {
 
     fn dispatch(&mut self, ev: Event) -> Vec<Effect> {
         match ev {
-            Event::Key(k) => self.on_key(k),
+            Event::Key(k) => {
+                let effects = self.on_key(k);
+                // Ctrl-C quits all the way out (a fleet view too, where q
+                // only goes back to it).
+                let ctrl_c = k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                if ctrl_c && effects.iter().any(|e| matches!(e, Effect::Quit(_))) {
+                    self.interrupted = true;
+                }
+                effects
+            }
             Event::Resize(..) => Vec::new(),
             Event::Tick => self.on_tick(),
             Event::FsChange(paths) => self.on_change(paths),

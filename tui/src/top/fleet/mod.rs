@@ -81,17 +81,19 @@ pub fn run(opts: &Options) -> i32 {
 /// quit.
 fn views(terminal: &mut ratatui::DefaultTerminal, opts: &Options, sys: &Sys) -> Result<i32, String> {
     let mut app = FleetApp::new(opts.ucs.iter().map(UseCase::name).collect(), opts.interval);
+    // One counter for the view's whole life, paused while a use case's
+    // dashboard is open (which reads that use case itself): its counts are
+    // kept across, never read again for coming back, and no second counter
+    // ever reads beside it.
+    let (tx, rx) = mpsc::channel();
+    let flags = Flags::default();
+    let _stop = Stop(flags.stop.clone());
+    count(&opts.ucs, opts.interval, sys, tx.clone(), flags.clone())
+        .map_err(|e| format!("cannot start reading: {e}"))?;
     loop {
-        // A new channel each time the view comes back: nothing a dashboard
-        // left on its way can reach it.
-        let (tx, rx) = mpsc::channel();
-        let (stop, now) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        count(&opts.ucs, opts.interval, sys, tx.clone(), stop.clone(), now.clone())
-            .map_err(|e| format!("cannot start reading: {e}"))?;
         let feed = crate::top::term::feed(&tx).map_err(|e| format!("cannot start: {e}"))?;
         let asked =
-            overview(terminal, &mut app, &rx, &now, opts.colour).map_err(|e| format!("the terminal failed: {e}"));
-        stop.store(true, Ordering::Relaxed);
+            overview(terminal, &mut app, &rx, &flags.now, opts.colour).map_err(|e| format!("the terminal failed: {e}"));
         drop(feed);
         let i = match asked? {
             Effect::Open(i) => i,
@@ -105,16 +107,37 @@ fn views(terminal: &mut ratatui::DefaultTerminal, opts: &Options, sys: &Sys) -> 
             interval: opts.interval,
             colour: opts.colour,
         };
-        match crate::console::usecase::check(&uc.shown) {
-            Err(why) => app.message = Some(format!("cannot open {}: {why}", uc.name())),
-            Ok(root) => match crate::top::dashboard(terminal, &one, &root) {
-                // `q` in the dashboard: back to the fleet.
-                Ok(0) => {}
-                Ok(code) => return Ok(code),
-                Err(e) => app.message = Some(format!("{}: {e}", uc.name())),
-            },
+        flags.paused.store(true, Ordering::Relaxed);
+        let ended = match crate::console::usecase::check(&uc.shown) {
+            Err(why) => Err(format!("cannot open {}: {why}", uc.name())),
+            Ok(root) => crate::top::dashboard(terminal, &one, &root).map_err(|e| format!("{}: {e}", uc.name())),
+        };
+        flags.paused.store(false, Ordering::Relaxed);
+        match ended {
+            // `q` in the dashboard: back to the fleet; Ctrl-C or a signal
+            // ends both.
+            Ok(e) if e.code == 0 && !e.interrupted => {}
+            Ok(e) => return Ok(e.code),
+            Err(e) => app.message = Some(e),
         }
         let _ = terminal.clear();
+    }
+}
+
+/// What the counter is told: stop, pause (a dashboard is open), look now.
+#[derive(Clone, Default)]
+struct Flags {
+    stop: Arc<AtomicBool>,
+    paused: Arc<AtomicBool>,
+    now: Arc<AtomicBool>,
+}
+
+/// Tells the counter to stop when dropped, however the view ends.
+struct Stop(Arc<AtomicBool>);
+
+impl Drop for Stop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
@@ -122,27 +145,23 @@ fn views(terminal: &mut ratatui::DefaultTerminal, opts: &Options, sys: &Sys) -> 
 /// counted again); between, each is brought up to date ([`ubunye::tally`]).
 pub const FULL_EVERY: Duration = Duration::from_secs(600);
 
-/// Count every use case, then keep the counts up to date until `stop` (an
-/// [`Event::FleetCounted`] for each use case whose counts changed, then an
-/// [`Event::FleetRound`] each round); `now` cuts the wait short.
-fn count(
-    ucs: &[UseCase],
-    every: Duration,
-    sys: &Sys,
-    tx: Sender<Event>,
-    stop: Arc<AtomicBool>,
-    now: Arc<AtomicBool>,
-) -> std::io::Result<()> {
+/// Count every use case, then keep the counts up to date until told to
+/// stop (an [`Event::FleetCounted`] for each use case whose counts changed,
+/// then an [`Event::FleetRound`] each round); while paused it reads nothing;
+/// `now` cuts the wait short.
+fn count(ucs: &[UseCase], every: Duration, sys: &Sys, tx: Sender<Event>, flags: Flags) -> std::io::Result<()> {
     let (ucs, sys) = (ucs.to_vec(), sys.clone());
     std::thread::Builder::new().name("top-fleet-count".into()).spawn(move || {
         let opts = ScanOptions::default();
         let mut tallies: Vec<Result<ubunye::tally::Tally, Option<Box<ubunye::census::Census>>>> =
             ucs.iter().map(|uc| crate::console::fleet::tally(uc, &opts, &sys, FULL_EVERY).map_err(Some)).collect();
-        while !stop.load(Ordering::Relaxed) {
+        let idle = |flags: &Flags| flags.paused.load(Ordering::Relaxed) || flags.stop.load(Ordering::Relaxed);
+        while !flags.stop.load(Ordering::Relaxed) {
             let started = Instant::now();
             for (i, t) in tallies.iter_mut().enumerate() {
-                if stop.load(Ordering::Relaxed) {
-                    return;
+                // Paused or stopped: the rest waits for the next round.
+                if idle(&flags) {
+                    break;
                 }
                 let counted = match t {
                     Ok(t) => t.refresh(&sys).then(|| Box::new(t.census.clone())),
@@ -156,16 +175,24 @@ fn count(
                 }
             }
             let took = started.elapsed();
-            if tx.send(Event::FleetRound(took)).is_err() {
+            if !idle(&flags) && tx.send(Event::FleetRound(took)).is_err() {
                 return;
             }
             // Sleep in steps, so that a quit or `r` is not kept waiting;
-            // never less than the round took (at most half a core).
+            // never less than the round took (at most half a core); while
+            // paused, until it is not.
             let mut left = every.max(took);
-            while !left.is_zero() && !stop.load(Ordering::Relaxed) && !now.swap(false, Ordering::Relaxed) {
-                let step = left.min(Duration::from_millis(100));
+            loop {
+                let paused = flags.paused.load(Ordering::Relaxed);
+                if flags.stop.load(Ordering::Relaxed)
+                    || (!paused && (left.is_zero() || flags.now.swap(false, Ordering::Relaxed)))
+                {
+                    break;
+                }
+                let step =
+                    left.min(Duration::from_millis(100)).max(Duration::from_millis(if paused { 100 } else { 0 }));
                 std::thread::sleep(step);
-                left -= step;
+                left = left.saturating_sub(step);
             }
         }
     })?;
