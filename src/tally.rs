@@ -8,7 +8,9 @@
 //! lease or a note made or removed; a record made), or whose held lease was
 //! rewritten where it is, is read again, alone, as a full count reads it. The batches that hold a lease or an orphan, the
 //! only ones whose verdict time alone can change (a holder gone, a heartbeat
-//! too old, stalled), are judged again with the library's [`state::rejudge`].
+//! too old, stalled), are judged again with the library's [`state::rejudge`]:
+//! those judged alive at each refresh, the others (whose ages alone move on)
+//! at every tenth, as the dashboard's tick does.
 //! Everything else is counted as it was. A change that touches no folder (a
 //! record rewritten in place with nothing else) is seen at the next full
 //! count, which also counts doctor's findings again: every `full_every`.
@@ -48,6 +50,8 @@ pub struct Tally {
     per_batch: bool,
     full_every: Duration,
     last_full: Option<Instant>,
+    /// Refreshes so far.
+    looks: u64,
     parts: BTreeMap<String, Part>,
     findings: BTreeMap<&'static str, u64>,
     /// The census as of the last refresh.
@@ -60,6 +64,11 @@ fn stamp(dir: &Path) -> Stamp {
     let ctime =
         SystemTime::UNIX_EPOCH + Duration::new(m.ctime().max(0) as u64, m.ctime_nsec().clamp(0, 999_999_999) as u32);
     Some((m.modified().ok()?, ctime, m.size()))
+}
+
+/// Its lease's holder was judged alive.
+fn alive(b: &Batch) -> bool {
+    b.lease.as_ref().is_some_and(|l| !l.holder.judgement.as_ref().is_some_and(|j| j.dead))
 }
 
 /// Whether time alone can change the batch's verdict.
@@ -78,6 +87,7 @@ impl Tally {
             per_batch,
             full_every,
             last_full: None,
+            looks: 0,
             parts: BTreeMap::new(),
             findings: BTreeMap::new(),
             census: Census { use_case: label.to_string(), ..Census::default() },
@@ -104,6 +114,7 @@ impl Tally {
             }
         };
         let full = self.last_full.is_none_or(|t| t.elapsed() >= self.full_every);
+        self.looks = self.looks.wrapping_add(1);
         let mut problems = Vec::new();
         let mut seen: BTreeMap<String, (Stamp, Stamp)> = BTreeMap::new();
         let leases_root = crate::layout::leases_root(&head.root);
@@ -123,8 +134,9 @@ impl Tally {
             let part = self.parts.entry(task.clone()).or_default();
             // A held lease rewritten where it is (not the engine's way: a
             // save is a write and a rename) changes no folder: its own
-            // times tell.
-            let rewritten = part.held.iter().any(|b| {
+            // times tell (looked at as often as it is judged, below).
+            let all = self.looks % 10 == 0;
+            let rewritten = part.held.iter().filter(|b| all || alive(b)).any(|b| {
                 b.lease.as_ref().is_some_and(|l| {
                     let times = std::fs::metadata(&l.path).ok().map(|m| FileTimes::of(&m));
                     times.map(|t| (t.mtime, t.ctime)) != l.times.map(|t| (t.mtime, t.ctime))
@@ -155,7 +167,11 @@ impl Tally {
                 }
                 *part = fresh;
             } else if !part.held.is_empty() {
-                for b in &mut part.held {
+                // As the dashboard's tick: a holder judged alive each look (it
+                // can die, or stall, at any moment), the rest every tenth
+                // (their ages move on; their verdict waits for a file to
+                // change, which a look sees).
+                for b in part.held.iter_mut().filter(|b| all || alive(b)) {
                     state::rejudge(b, sys, now);
                 }
                 part.now = Some(now.time);

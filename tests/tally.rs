@@ -46,6 +46,18 @@ fn a_tally_equals_a_full_count_after_every_kind_of_change() {
     let live = t.census.tasks.values().map(|c| c.states[ubunye::state::State::Live.rank()]).sum::<u64>();
     assert_eq!(live, 1, "{:#?}", t.census);
 
+    // A live holder's lease rewritten where it is (no engine saves so: a
+    // write and a rename, which changes its folder) is seen at the next look.
+    let lease = uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
+    let text = fs::read_to_string(&lease).unwrap();
+    fs::write(&lease, text.replace("3a4c5780-2b72-4a7b-bb74-3cc66043ff2f", "3a4c5780-2b72-4a7b-bb74-3cc66043ff2e"))
+        .unwrap();
+    let mtime = m.mtime(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
+    set_mtime(&lease, UNIX_EPOCH + Duration::from_secs(mtime.duration_since(UNIX_EPOCH).unwrap().as_secs()));
+    t.refresh(&sys);
+    same(&t, &uc, &sys, false);
+    assert!(t.census.held.iter().any(|h| h.run_id.ends_with("ff2e")), "{:#?}", t.census);
+
     // Time alone: twenty minutes without a heartbeat, and the holder is dead.
     clock.advance(Duration::from_secs(20 * 60));
     assert!(t.refresh(&sys), "a verdict changed");
@@ -54,10 +66,12 @@ fn a_tally_equals_a_full_count_after_every_kind_of_change() {
     assert_eq!(dead, 1, "{:#?}", t.census);
     assert!(!t.refresh(&sys) || t.census.held.iter().all(|h| h.heartbeat_age > Duration::ZERO));
 
-    // A lease written in its task; a new task; a file that cannot be read.
+    // A lease saved in its task, as engines save (a write and a rename); a
+    // new task; a file that cannot be read.
     let task = uc.join(".ubunye/leases/demo/sales/ingest");
     let kept = fixture_dir("kept").join("uc/.ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
-    fs::copy(&kept, task.join("7d106ca76674f2a1.json")).unwrap();
+    fs::copy(&kept, task.join("7d106ca76674f2a1.0badc0de.tmp")).unwrap();
+    fs::rename(task.join("7d106ca76674f2a1.0badc0de.tmp"), task.join("7d106ca76674f2a1.json")).unwrap();
     copy_tree(
         &fixture_dir("orphan").join("uc/.ubunye/leases/demo/sales/ingest"),
         &uc.join(".ubunye/leases/demo/web/clicks"),
