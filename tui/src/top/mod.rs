@@ -18,6 +18,7 @@ pub mod filter;
 pub mod fleet;
 pub mod index;
 pub mod keys;
+pub mod keytable;
 pub mod listing;
 pub mod model;
 pub mod popup;

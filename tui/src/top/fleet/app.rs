@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ubunye::census::Census;
 use ubunye::state::{Flag, State};
 
@@ -52,16 +52,8 @@ pub enum Act {
     Close,
 }
 
-/// One binding: the context, the keys, how they are shown, what they do.
-pub struct Binding {
-    pub ctx: Ctx,
-    pub keys: &'static [KeyCode],
-    pub shown: &'static str,
-    pub what: &'static str,
-    pub act: Act,
-    /// Offered in the footer.
-    pub footer: bool,
-}
+/// One binding of [`KEYS`].
+pub type Binding = crate::top::keytable::Binding<Ctx, Act>;
 
 use KeyCode::{Char as C, Down, End, Enter, Esc, Home, Up};
 
@@ -91,18 +83,12 @@ pub const KEYS: &[Binding] = &[
 
 /// The action of `key` in `ctx`, from [`KEYS`].
 pub fn lookup(ctx: Ctx, key: &KeyEvent) -> Option<Act> {
-    if key.kind == KeyEventKind::Release {
-        return None;
-    }
-    KEYS.iter().find(|b| b.ctx == ctx && b.keys.contains(&key.code)).map(|b| b.act)
+    crate::top::keytable::lookup(KEYS, ctx, key)
 }
 
 /// The footer of `ctx`: (keys, what), from [`KEYS`].
 pub fn footer(ctx: Ctx) -> Vec<(&'static str, &'static str)> {
-    KEYS.iter()
-        .filter(|b| b.ctx == ctx && b.footer)
-        .map(|b| (b.shown, b.what.split(" (").next().unwrap_or(b.what)))
-        .collect()
+    crate::top::keytable::footer(KEYS, ctx)
 }
 
 /// What the app asks of the loop.

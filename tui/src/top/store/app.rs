@@ -5,7 +5,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ubunye::bucket::{Polled, StoreBatch, StoreVerdict};
 
 use crate::report::store::order;
@@ -50,16 +50,8 @@ pub enum Act {
     Clear,
 }
 
-/// One binding: the context, the keys (as shown), what it does.
-pub struct Binding {
-    pub ctx: Ctx,
-    pub keys: &'static [KeyCode],
-    pub shown: &'static str,
-    pub what: &'static str,
-    pub act: Act,
-    /// Offered in the footer.
-    pub footer: bool,
-}
+/// One binding of [`KEYS`].
+pub type Binding = crate::top::keytable::Binding<Ctx, Act>;
 
 const fn b(
     ctx: Ctx,
@@ -103,19 +95,12 @@ pub const KEYS: &[Binding] = &[
 
 /// The action of `key` in `ctx`, from [`KEYS`].
 pub fn lookup(ctx: Ctx, key: &KeyEvent) -> Option<Act> {
-    if key.kind == KeyEventKind::Release {
-        return None;
-    }
-    KEYS.iter().find(|b| b.ctx == ctx && b.keys.contains(&key.code)).map(|b| b.act)
+    crate::top::keytable::lookup(KEYS, ctx, key)
 }
 
 /// The footer of `ctx`: (keys, what), from [`KEYS`].
 pub fn footer(ctx: Ctx) -> Vec<(&'static str, &'static str)> {
-    KEYS.iter().filter(|b| b.ctx == ctx && b.footer).map(|b| (b.shown, short_what(b.what))).collect()
-}
-
-fn short_what(what: &'static str) -> &'static str {
-    what.split(" (").next().unwrap_or(what)
+    crate::top::keytable::footer(KEYS, ctx)
 }
 
 /// What the app asks the loop to do.

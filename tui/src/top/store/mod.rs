@@ -148,14 +148,7 @@ pub fn run_loop<B: Backend>(
     };
     frame(term, app)?;
     loop {
-        let Ok(first) = rx.recv() else { return Ok(0) };
-        let mut events = vec![first];
-        while let Ok(e) = rx.try_recv() {
-            events.push(e);
-            if events.len() >= 1000 {
-                break;
-            }
-        }
+        let Some(events) = crate::top::runtime::drain(&rx, 1000) else { return Ok(0) };
         for ev in events {
             for effect in handle(app, ev) {
                 match effect {

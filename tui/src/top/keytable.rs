@@ -1,0 +1,34 @@
+//! One key table for a view with contexts and actions of its own (the
+//! dashboard over a store, the fleet view): its bindings, what a key does,
+//! and the footer, all from the one table, so what is shown is what works.
+//! (The dashboard of a use case has its views as well: [`super::keys`].)
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
+
+/// One binding: the context, the keys, how they are shown, what they do.
+pub struct Binding<C: 'static, A: 'static> {
+    pub ctx: C,
+    pub keys: &'static [KeyCode],
+    pub shown: &'static str,
+    pub what: &'static str,
+    pub act: A,
+    /// Offered in the footer.
+    pub footer: bool,
+}
+
+/// The action of `key` in `ctx`.
+pub fn lookup<C: PartialEq + Copy, A: Copy>(table: &[Binding<C, A>], ctx: C, key: &KeyEvent) -> Option<A> {
+    if key.kind == KeyEventKind::Release {
+        return None;
+    }
+    table.iter().find(|b| b.ctx == ctx && b.keys.contains(&key.code)).map(|b| b.act)
+}
+
+/// The footer of `ctx`: (keys, what, up to its first parenthesis).
+pub fn footer<C: PartialEq + Copy, A>(table: &[Binding<C, A>], ctx: C) -> Vec<(&'static str, &'static str)> {
+    table
+        .iter()
+        .filter(|b| b.ctx == ctx && b.footer)
+        .map(|b| (b.shown, b.what.split(" (").next().unwrap_or(b.what)))
+        .collect()
+}
