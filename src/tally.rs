@@ -24,8 +24,8 @@ use crate::liveness::FileTimes;
 use crate::state::{self, Batch, ScanOptions};
 use crate::sys::Sys;
 
-/// A folder's times and size: what changes when an entry is made, removed
-/// or renamed in it.
+/// A folder's times and size (what changes when an entry is made, removed
+/// or renamed in it), or a file's (when it is written).
 type Stamp = Option<(SystemTime, SystemTime, u64)>;
 
 /// One task: its batches counted as they will stay, and those time can
@@ -39,6 +39,11 @@ struct Part {
     now: Option<SystemTime>,
     /// What reading it could not read.
     problems: Vec<state::UnreadableFile>,
+    /// The run records that can still change where they are (the peer
+    /// rewrites a record in place, not atomically): of batches not finished
+    /// and holding no lease (a run with leases off), and records read
+    /// damaged (read mid-write); with their stamps when read.
+    records: Vec<(PathBuf, Stamp)>,
 }
 
 /// A use case's census, brought up to date by [`Tally::refresh`].
@@ -94,6 +99,11 @@ impl Tally {
         }
     }
 
+    /// Read it whole at the next refresh (`r` in the fleet view).
+    pub fn read_whole_next(&mut self) {
+        self.last_full = None;
+    }
+
     /// Bring the census up to date; whether anything it shows changed.
     pub fn refresh(&mut self, sys: &Sys) -> bool {
         let started = Instant::now();
@@ -141,7 +151,7 @@ impl Tally {
                     let times = std::fs::metadata(&l.path).ok().map(|m| FileTimes::of(&m));
                     times.map(|t| (t.mtime, t.ctime)) != l.times.map(|t| (t.mtime, t.ctime))
                 })
-            });
+            }) || part.records.iter().any(|(p, was)| stamp(p) != *was);
             if full || rewritten || part.stamps != stamps {
                 // Read again, alone, as a full count reads it.
                 let (mut fresh, mut all) = (Part { stamps, now: Some(now.time), ..Part::default() }, Vec::new());
@@ -150,11 +160,25 @@ impl Tally {
                 });
                 match read {
                     Ok(h) => fresh.problems = h.problems,
-                    Err(e) => failed = Some(e.to_string()),
+                    // The task as it was is kept, and read again at the next
+                    // look, whole (review 23: its stamps were kept with no
+                    // batches, and it stayed empty until the full count).
+                    Err(e) => {
+                        failed = Some(e.to_string());
+                        self.last_full = None;
+                        continue;
+                    }
                 }
                 for b in all {
                     if let Some(e) = examiner.as_mut() {
                         e.batch(&b);
+                    }
+                    for r in b
+                        .records
+                        .iter()
+                        .filter(|r| r.damaged.is_some() || (b.lease.is_none() && b.state != state::State::Finished))
+                    {
+                        fresh.records.push((r.path.clone(), stamp(&r.path)));
                     }
                     if timed(&b) {
                         fresh.held.push(b);
@@ -177,7 +201,7 @@ impl Tally {
                 part.now = Some(now.time);
             }
         }
-        if let Some(e) = examiner {
+        if let (Some(e), None) = (examiner, &failed) {
             self.findings.clear();
             let all: Vec<state::UnreadableFile> =
                 problems.iter().cloned().chain(self.parts.values().flat_map(|p| p.problems.iter().cloned())).collect();

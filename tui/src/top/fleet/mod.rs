@@ -156,8 +156,13 @@ fn count(ucs: &[UseCase], every: Duration, sys: &Sys, tx: Sender<Event>, flags: 
         let mut tallies: Vec<Result<ubunye::tally::Tally, Option<Box<ubunye::census::Census>>>> =
             ucs.iter().map(|uc| crate::console::fleet::tally(uc, &opts, &sys, FULL_EVERY).map_err(Some)).collect();
         let idle = |flags: &Flags| flags.paused.load(Ordering::Relaxed) || flags.stop.load(Ordering::Relaxed);
+        let mut whole = false;
         while !flags.stop.load(Ordering::Relaxed) {
             let started = Instant::now();
+            // `r`: every use case read whole, doctor's findings with it.
+            if std::mem::take(&mut whole) {
+                tallies.iter_mut().flatten().for_each(ubunye::tally::Tally::read_whole_next);
+            }
             for (i, t) in tallies.iter_mut().enumerate() {
                 // Paused or stopped: the rest waits for the next round.
                 if idle(&flags) {
@@ -184,9 +189,11 @@ fn count(ucs: &[UseCase], every: Duration, sys: &Sys, tx: Sender<Event>, flags: 
             let mut left = every.max(took);
             loop {
                 let paused = flags.paused.load(Ordering::Relaxed);
-                if flags.stop.load(Ordering::Relaxed)
-                    || (!paused && (left.is_zero() || flags.now.swap(false, Ordering::Relaxed)))
-                {
+                if flags.stop.load(Ordering::Relaxed) || (!paused && left.is_zero()) {
+                    break;
+                }
+                if !paused && flags.now.swap(false, Ordering::Relaxed) {
+                    whole = true;
                     break;
                 }
                 let step =
