@@ -169,6 +169,7 @@ fn draw_help(f: &mut Frame) {
     lines.push(Line::from(""));
     lines.push(Line::from("Each use case is counted as `ubunye metrics` counts it, then kept up to date:"));
     lines.push(Line::from("a task whose folder changed is read again, held leases judged again."));
+    lines.push(Line::from("DOCTOR is as of the last whole read (every 10 minutes, or r)."));
     lines.push(Line::from("Enter opens one's dashboard, as `ubunye top -d` opens it. Looking changes"));
     lines.push(Line::from("nothing."));
     let area = f.area();
