@@ -20,7 +20,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::census::{Census, TaskCount};
-use crate::liveness::FileTimes;
 use crate::state::{self, Batch, ScanOptions};
 use crate::sys::Sys;
 
@@ -142,17 +141,24 @@ impl Tally {
             let leases = leases_root.join(&task);
             let now = state::task_clock(&self.opts, sys, leases.is_dir().then_some(leases.as_path()), head.now);
             let part = self.parts.entry(task.clone()).or_default();
-            // A held lease rewritten where it is (not the engine's way: a
-            // save is a write and a rename) changes no folder: its own
-            // times tell (looked at as often as it is judged, below).
+            // As the dashboard's tick: a holder judged alive each look (it
+            // can die, or stall, at any moment), the rest every tenth
+            // (their ages move on; their verdict waits for a file to change,
+            // which a look sees). Judging stats the lease: one rewritten
+            // where it is (not the engine's way: a save is a write and a
+            // rename, which changes its folder) has new times, and its task
+            // is read again; so is one whose records can change in place.
             let all = self.looks % 10 == 0;
-            let rewritten = part.held.iter().filter(|b| all || alive(b)).any(|b| {
-                b.lease.as_ref().is_some_and(|l| {
-                    let times = std::fs::metadata(&l.path).ok().map(|m| FileTimes::of(&m));
-                    times.map(|t| (t.mtime, t.ctime)) != l.times.map(|t| (t.mtime, t.ctime))
-                })
-            }) || part.records.iter().any(|(p, was)| stamp(p) != *was);
-            if full || rewritten || part.stamps != stamps {
+            let mut reread = full || part.stamps != stamps || part.records.iter().any(|(p, was)| stamp(p) != *was);
+            if !reread {
+                for b in part.held.iter_mut().filter(|b| all || alive(b)) {
+                    let was = b.lease.as_ref().map(|l| l.times.map(|t| (t.mtime, t.ctime)));
+                    state::rejudge(b, sys, now);
+                    reread |= b.lease.as_ref().map(|l| l.times.map(|t| (t.mtime, t.ctime))) != was;
+                }
+                part.now = Some(now.time);
+            }
+            if reread {
                 // Read again, alone, as a full count reads it.
                 let (mut fresh, mut all) = (Part { stamps, now: Some(now.time), ..Part::default() }, Vec::new());
                 let read = state::scan_named_tasks(&self.uc, &self.opts, sys, std::slice::from_ref(&task), |_, b| {
@@ -190,15 +196,6 @@ impl Tally {
                     }
                 }
                 *part = fresh;
-            } else if !part.held.is_empty() {
-                // As the dashboard's tick: a holder judged alive each look (it
-                // can die, or stall, at any moment), the rest every tenth
-                // (their ages move on; their verdict waits for a file to
-                // change, which a look sees).
-                for b in part.held.iter_mut().filter(|b| all || alive(b)) {
-                    state::rejudge(b, sys, now);
-                }
-                part.now = Some(now.time);
             }
         }
         if let (Some(e), None) = (examiner, &failed) {
