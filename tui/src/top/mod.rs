@@ -71,10 +71,7 @@ pub fn run(opts: &Options) -> i32 {
     crossterm::style::force_color_output(opts.colour);
     let (mut terminal, guard) = match term::enter() {
         Ok(t) => t,
-        Err(e) => {
-            term::restore();
-            return fail(&format!("cannot use the terminal: {e}"));
-        }
+        Err(e) => return fail(&e),
     };
     let ended = dashboard(&mut terminal, opts, &root);
     drop(guard);

@@ -76,14 +76,18 @@ impl Drop for Feed {
     }
 }
 
-/// Enter the dashboard's terminal: alternate screen, raw mode, panic hook.
-pub fn enter() -> std::io::Result<(DefaultTerminal, Guard)> {
+/// Enter the dashboard's terminal: alternate screen, raw mode, panic hook;
+/// or, the terminal put back, the line that says why not.
+pub fn enter() -> Result<(DefaultTerminal, Guard), String> {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         restore();
         previous(info);
     }));
-    let term = ratatui::try_init()?;
+    let term = ratatui::try_init().map_err(|e| {
+        restore();
+        format!("cannot use the terminal: {e}")
+    })?;
     let guard = Guard;
     let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
     Ok((term, guard))

@@ -84,8 +84,7 @@ pub fn run(dir: &str, interval: Duration, colour: bool) -> i32 {
     let (mut terminal, guard) = match crate::top::term::enter() {
         Ok(t) => t,
         Err(e) => {
-            crate::top::term::restore();
-            say_err(&format!("cannot use the terminal: {e}"));
+            say_err(&e);
             return exit::REFUSED;
         }
     };
