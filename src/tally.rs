@@ -106,7 +106,7 @@ impl Tally {
     /// Bring the census up to date; whether anything it shows changed.
     pub fn refresh(&mut self, sys: &Sys) -> bool {
         let started = Instant::now();
-        let before = (self.census.error.clone(), self.shown());
+        let before = self.shown();
         let head = match state::head(&self.uc, &self.opts, sys) {
             Ok(h) => h,
             Err(e) => {
@@ -119,7 +119,7 @@ impl Tally {
                 };
                 self.parts.clear();
                 self.last_full = None;
-                return before != (self.census.error.clone(), self.shown());
+                return before != self.shown();
             }
         };
         let full = self.last_full.is_none_or(|t| t.elapsed() >= self.full_every);
@@ -209,7 +209,7 @@ impl Tally {
         }
         self.census = self.put_together(head.now.time, problems.len() as u64, failed);
         self.census.duration = started.elapsed();
-        before != (self.census.error.clone(), self.shown())
+        before != self.shown()
     }
 
     /// The census of the parts as they are now.
@@ -233,10 +233,9 @@ impl Tally {
         c
     }
 
-    /// What a view shows of the census (not its time).
+    /// What a view shows of the census (all but its time).
     fn shown(&self) -> String {
-        let c = &self.census;
-        let mut c = c.clone();
+        let mut c = self.census.clone();
         c.duration = Duration::ZERO;
         format!("{c:?}")
     }

@@ -32,3 +32,28 @@ pub fn footer<C: PartialEq + Copy, A>(table: &[Binding<C, A>], ctx: C) -> Vec<(&
         .map(|b| (b.shown, b.what.split(" (").next().unwrap_or(b.what)))
         .collect()
 }
+
+/// A key pressed while a filter is typed after `/`: `done` (its action)
+/// keeps the filter, `clear` empties it, both end the typing; Backspace and
+/// letters edit it.
+pub fn type_filter<A: PartialEq>(
+    act: Option<A>,
+    done: A,
+    clear: A,
+    key: &KeyEvent,
+    filter: &mut String,
+    typing: &mut bool,
+) {
+    match (act, key.code) {
+        (Some(a), _) if a == done => *typing = false,
+        (Some(a), _) if a == clear => {
+            *typing = false;
+            filter.clear();
+        }
+        (_, KeyCode::Backspace) => {
+            filter.pop();
+        }
+        (_, KeyCode::Char(c)) => filter.push(c),
+        _ => {}
+    }
+}

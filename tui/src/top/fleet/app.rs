@@ -249,18 +249,8 @@ impl FleetApp {
         }
         let ctx = self.ctx();
         if ctx == Ctx::Filter {
-            match (lookup(ctx, key), key.code) {
-                (Some(Act::Done), _) => self.typing = false,
-                (Some(Act::Clear), _) => {
-                    self.typing = false;
-                    self.filter.clear();
-                }
-                (_, KeyCode::Backspace) => {
-                    self.filter.pop();
-                }
-                (_, C(c)) => self.filter.push(c),
-                _ => {}
-            }
+            let act = lookup(ctx, key);
+            crate::top::keytable::type_filter(act, Act::Done, Act::Clear, key, &mut self.filter, &mut self.typing);
             self.selected = 0;
             return Vec::new();
         }

@@ -64,7 +64,7 @@ const fn b(
     Binding { ctx, keys, shown, what, act, footer }
 }
 
-use KeyCode::{Backspace, Char as C, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up};
+use KeyCode::{Char as C, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up};
 
 /// Every key of the dashboard over a store.
 pub const KEYS: &[Binding] = &[
@@ -298,18 +298,8 @@ impl StoreApp {
         }
         let ctx = self.ctx();
         if ctx == Ctx::Filter {
-            match (lookup(ctx, key), key.code) {
-                (Some(Act::Done), _) => self.typing = false,
-                (Some(Act::Clear), _) => {
-                    self.typing = false;
-                    self.filter.clear();
-                }
-                (_, Backspace) => {
-                    self.filter.pop();
-                }
-                (_, C(c)) => self.filter.push(c),
-                _ => {}
-            }
+            let act = lookup(ctx, key);
+            crate::top::keytable::type_filter(act, Act::Done, Act::Clear, key, &mut self.filter, &mut self.typing);
             self.selected = 0;
             return Vec::new();
         }
