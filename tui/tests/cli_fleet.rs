@@ -130,11 +130,30 @@ fn find_stays_inside_root_and_out_of_outputs() {
     let v = json(&out);
     let shown: Vec<&str> = v["use_cases"].as_array().unwrap().iter().map(|u| u["shown"].as_str().unwrap()).collect();
     assert_eq!(shown, ["root/uc"], "{v}");
-    // The library's walk, asked directly, lists folders only: strace-free
-    // proof that it did not go into the output is the nested use case not
-    // found, and that it followed no link out is the outside one not found.
+    // The library's walk, asked directly: that it followed no link out is
+    // the outside one not found; that it did not go into the output, the
+    // kernel's word (the nested use case alone proves nothing: one found
+    // inside another is also left out after the walk). inotify tells every
+    // opening of a watched folder, a listing's first step.
+    let ino = inotify::Inotify::init().unwrap();
+    for d in [root.join("uc/out"), root.join("uc/out/big")] {
+        ino.watches().add(&d, inotify::WatchMask::OPEN).unwrap();
+    }
+    let opened = |ino: &mut inotify::Inotify| {
+        let mut buf = [0u8; 4096];
+        match ino.read_events(&mut buf) {
+            Ok(events) => events.count(),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+            Err(e) => panic!("inotify: {e}"),
+        }
+    };
+    let mut ino = ino;
     let f = ubunye::fleet::find(&root, 9).unwrap();
     assert_eq!(f.use_cases, vec![root.join("uc")]);
+    assert_eq!(opened(&mut ino), 0, "the walk opened a folder of the use case's outputs");
+    // The watch sees a listing (so the zero above could have failed).
+    let _ = std::fs::read_dir(root.join("uc/out/big")).unwrap().count();
+    assert!(opened(&mut ino) > 0, "inotify saw no listing of the output");
 }
 
 #[test]
