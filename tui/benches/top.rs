@@ -216,8 +216,8 @@ fn start_loop(uc: &Path, mode: &str, wanted: Wanted, seen: Sender<Duration>) -> 
             let mut w = wanted.lock().unwrap();
             if let Some((id, want, since)) = w.as_ref() {
                 let shows = app.model.get(id).is_some_and(|b| match want {
-                    Want::State(state) => b.state == *state,
-                    Want::Record(run, there) => b.records.iter().any(|r| &r.run_id == run) == *there,
+                    Want::State(state) => b.state() == *state,
+                    Want::Record(run, there) => b.records().any(|r| *r.run_id() == **run) == *there,
                 });
                 if shows {
                     let _ = seen.send(since.elapsed());

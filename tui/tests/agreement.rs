@@ -43,13 +43,13 @@ fn agree(uc: &Path, sys: &Sys, what: &str) -> usize {
     let events = read_all(&a);
     let effects = a.handle_all(events);
     settle(&mut a, effects);
-    assert_eq!(a.model.batches().len(), scan.batches.len(), "{what}: the dashboard has as many batches");
+    assert_eq!(a.model.len(), scan.batches.len(), "{what}: the dashboard has as many batches");
     for b in &scan.batches {
         let id = (b.task.clone(), b.key.clone());
         let (one_scan, one) = state::scan_one(uc, &b.task, &b.key, &opts, sys).unwrap();
         let one = one.unwrap_or_else(|| panic!("{what}: scan_one finds {}", b.key));
         assert_eq!(verdict(&one), verdict(b), "{what}: explain's batch is the list's ({})", b.key);
-        let shown = a.model.get(&id).unwrap_or_else(|| panic!("{what}: the dashboard has {}", b.key));
+        let shown = a.model.batch(&id).unwrap_or_else(|| panic!("{what}: the dashboard has {}", b.key));
         assert_eq!(shown.state, b.state, "{what}: the dashboard's state ({})", b.key);
         assert_eq!(shown.note, b.note, "{what}: the dashboard's note ({})", b.key);
         let whole = a.model.whole(&id).unwrap().unwrap();

@@ -294,7 +294,7 @@ fn a_file_event_rereads_only_its_batch() {
     fs::remove_file(&lease).unwrap();
     a.handle(Event::FsChange(vec![lease]));
     // The lease went; its record (named by no file now) is kept from the scan.
-    let b = a.model.batches().iter().find(|b| b.key == "7d106ca76674f2a1").unwrap();
+    let b = a.model.to_batches().into_iter().find(|b| b.key == "7d106ca76674f2a1").unwrap();
     assert_eq!(b.state, State::Interrupted, "{}", b.note);
     assert!(a.model.last_change.is_some());
 }
@@ -375,7 +375,7 @@ fn a_lease_taken_after_a_tick_is_judged_by_the_next() {
     let (sys, clock, _) = fake_sys(ELSEWHERE, captured + Duration::from_secs(5));
     let mut a = app(&uc, sys);
     a.handle(Event::Tick);
-    let state = |a: &App, key: &str| a.model.batches().iter().find(|b| b.key == key).map(|b| b.state);
+    let state = |a: &App, key: &str| a.model.to_batches().into_iter().find(|b| b.key == key).map(|b| b.state);
     assert_eq!(state(&a, "39bc42311894ddba"), Some(State::Finished));
     let (live, taken) = (lease_path(&uc, "7d106ca76674f2a1.json"), lease_path(&uc, "39bc42311894ddba.json"));
     fs::copy(&live, &taken).unwrap();

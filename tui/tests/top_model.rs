@@ -35,8 +35,8 @@ fn a_rescan_streams_in_and_drops_the_batches_that_went() {
     ubunye_tui::top::workers::read(&a.model.src, tx).unwrap();
     a.handle_all(rx.iter().collect());
     assert!(!a.scanning);
-    assert_eq!(a.model.batches().len(), 2, "the batch that went is dropped, not hidden");
-    let tasks: Vec<&str> = a.rows.iter().map(|&i| a.model.batches()[i].task.as_str()).collect();
+    assert_eq!(a.model.len(), 2, "the batch that went is dropped, not hidden");
+    let tasks: Vec<&str> = a.rows.iter().map(|&i| a.model.row(i).unwrap().task()).collect();
     assert_eq!(tasks, vec!["demo/sales/ingest", "demo/sales/other"]);
     // (The copy is judged live: its file is newer than the test's clock.)
     assert_eq!(states(&a), vec![State::Dead, State::Live]);
@@ -54,7 +54,7 @@ fn a_rescan_that_arrives_while_frozen_is_done_again_after() {
     let events = read_all(&a);
     a.handle_all(events);
     assert_eq!(states(&a), vec![State::Dead, State::Finished], "frozen: nothing applied");
-    assert_eq!(a.model.batches().len(), 2);
+    assert_eq!(a.model.len(), 2);
     let effects = press(&mut a, "F");
     assert!(effects.iter().any(|e| matches!(e, Effect::FullScan)), "{effects:?}");
     let events = read_all(&a);
@@ -68,16 +68,17 @@ fn a_rescan_that_arrives_while_frozen_is_done_again_after() {
 /// `leases explain` says, claimed files and all.
 #[test]
 fn a_light_finished_batch_is_explained_as_a_whole_one() {
-    let mut light = 0;
+    let (mut light, mut packed) = (0, 0);
     for fx in ["dead-killed", "finished", "finished-rerun", "taken-over-done", "dead-spark-staged-taken-over"] {
         let (_d, uc, captured) = fixture(fx);
         let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
         let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys };
         let scan = src.scan().unwrap();
         let mut m = Model::new(src, scan.clone());
+        packed += m.packed().0;
         for b in &scan.batches {
             let id = (b.task.clone(), b.key.clone());
-            let kept = m.get(&id).unwrap().clone();
+            let kept = m.batch(&id).unwrap();
             let claims = |b: &ubunye::state::Batch| {
                 b.finished.as_ref().map_or(0, |f| f.outputs.iter().map(|o| o.1.len()).sum::<usize>())
             };
@@ -93,6 +94,7 @@ fn a_light_finished_batch_is_explained_as_a_whole_one() {
         }
     }
     assert!(light >= 5, "{light} light batches looked at");
+    assert!(packed >= 3, "{packed} batches packed: the plain finished ones");
 }
 
 /// A light batch keeps no path for a record at the usual place; a change to
@@ -100,7 +102,7 @@ fn a_light_finished_batch_is_explained_as_a_whole_one() {
 #[test]
 fn a_light_batch_still_follows_its_records() {
     let (_d, uc, mut a) = open("finished", LATER);
-    let b = a.model.batches()[0].clone();
+    let b = a.model.batch_at(0).unwrap();
     assert_eq!(b.state, State::Finished);
     assert_eq!(b.records.len(), 1);
     assert!(b.records[0].path.as_os_str().is_empty(), "kept light");
@@ -110,7 +112,7 @@ fn a_light_batch_still_follows_its_records() {
         .join(format!("{}.json", b.records[0].run_id));
     fs::remove_file(&record).unwrap();
     change(&mut a, vec![record]);
-    let now = a.model.get(&(b.task.clone(), b.key.clone())).unwrap();
+    let now = a.model.batch(&(b.task.clone(), b.key.clone())).unwrap();
     assert!(now.records.is_empty(), "{:?}", now.records);
     assert_eq!(now.state, State::Finished);
 }
@@ -135,7 +137,7 @@ fn shown(b: &Batch, vars: Option<&str>) -> String {
 
 /// Every batch of the model as a fresh full scan shows it.
 fn assert_as_a_full_scan(a: &App, what: &str) {
-    let mut got: Vec<String> = a.model.batches().iter().enumerate().map(|(i, b)| shown(b, a.model.vars(i))).collect();
+    let mut got: Vec<String> = a.model.to_batches().iter().enumerate().map(|(i, b)| shown(b, a.model.vars(i))).collect();
     let mut want: Vec<String> = full(a).batches.iter().map(|b| shown(b, b.variables_text().as_deref())).collect();
     got.sort();
     want.sort();
@@ -179,7 +181,7 @@ fn a_record_event_on_a_light_batch_judges_it_whole() {
     ] {
         let rec = new_record(&uc, FINISHED_RUN, run, status, started);
         change(&mut a, vec![rec]);
-        let b = &a.model.batches()[0];
+        let b = &a.model.batch_at(0).unwrap();
         assert_eq!(b.state, State::Finished, "{status}");
         assert!(b.note.contains(&format!("a later run {} {said}", &run[..8])), "{status}: {}", b.note);
         assert_as_a_full_scan(&a, status);
@@ -207,7 +209,7 @@ fn a_light_batch_read_again_keeps_its_variables() {
     let rec = record_path(&uc, RERUN_NAMED);
     fs::remove_file(&rec).unwrap();
     a.refresh_detail(true);
-    let (scan, b) = (full(&a), a.model.batches()[0].clone());
+    let (scan, b) = (full(&a), a.model.batch_at(0).unwrap());
     let fresh = scan.batches.iter().find(|x| x.key == b.key).unwrap().clone();
     let want: Vec<String> = ubunye_tui::report::explanation(&ubunye::explain::explain(&scan, fresh, &uc))
         .lines()
@@ -232,9 +234,9 @@ fn a_rescan_ending_while_frozen_changes_nothing_until_the_freeze_ends() {
     let (parts, loaded): (Vec<Event>, Vec<Event>) = read_all(&a).into_iter().partition(|e| matches!(e, Event::Part(_)));
     a.handle_all(parts);
     press(&mut a, "F");
-    let before = (a.rows.clone(), a.model.batches().len());
+    let before = (a.rows.clone(), a.model.len());
     a.handle_all(loaded);
-    assert_eq!((a.rows.clone(), a.model.batches().len()), before, "frozen");
+    assert_eq!((a.rows.clone(), a.model.len()), before, "frozen");
     let effects = press(&mut a, "F");
     assert!(effects.iter().any(|e| matches!(e, Effect::FullScan)), "{effects:?}");
     a.handle_all(read_all(&a));
@@ -387,16 +389,16 @@ fn a_random_walk_seen_only_by_polls_shows_what_a_full_scan_shows() {
 /// Each batch found at its own position, none twice, every row of the table
 /// and of the runs view in bounds.
 fn in_bounds(a: &mut App, what: &str) {
-    let n = a.model.batches().len();
-    for (i, b) in a.model.batches().iter().enumerate() {
-        let found = a.model.get(&(b.task.clone(), b.key.clone())).map(|g| g as *const Batch);
-        assert_eq!(found, Some(b as *const Batch), "{what}: {} {} not found at {i}", b.task, b.key);
+    let n = a.model.len();
+    for i in 0..n {
+        let id = a.model.row(i).unwrap().id();
+        assert_eq!(a.model.position_of(&id), Some(i), "{what}: {} {} not found at {i}", id.0, id.1);
     }
     assert!(a.rows.iter().all(|&i| i < n), "{what}: a row out of bounds");
     press(a, "2");
     a.prepare();
-    let bs = a.model.batches();
-    assert!(a.runs.iter().all(|&(b, r)| b < n && r < bs[b].records.len()), "{what}: a run out of bounds");
+    let count = |b: usize| a.model.row(b).map_or(0, |b| b.record_count());
+    assert!(a.runs.iter().all(|&(b, r)| b < n && r < count(b)), "{what}: a run out of bounds");
     press(a, "1");
 }
 
@@ -528,7 +530,7 @@ fn a_task_read_that_failed_is_asked_again_at_the_next_tick() {
         "{effects:?}"
     );
     settle(&mut a, effects);
-    let b = &a.model.batches()[0];
+    let b = &a.model.batch_at(0).unwrap();
     assert_eq!(b.state, State::Finished);
     assert!(b.note.contains(&format!("a later run {} failed", &RUN_X[..8])), "{}", b.note);
     assert_as_a_full_scan(&a, "after the read was asked again");

@@ -4,7 +4,9 @@
 //! `leases list --task`); any other word must appear (any case) in the task, key,
 //! variables, run, holder or note.
 
-use ubunye::state::{Batch, State, task_matches};
+use ubunye::state::{State, task_matches};
+
+use crate::top::model::BatchRef;
 
 /// A parsed filter.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,34 +45,29 @@ impl Filter {
     }
 
     /// Whether a batch passes (`vars`: its variables as one line).
-    pub fn matches(&self, b: &Batch, vars: Option<&str>) -> bool {
+    pub fn matches(&self, b: BatchRef) -> bool {
         if !self.unknown.is_empty() {
             return false;
         }
-        if !self.states.is_empty() && !self.states.contains(&b.state) {
+        if !self.states.is_empty() && !self.states.contains(&b.state()) {
             return false;
         }
-        if !self.tasks.is_empty() && !self.tasks.iter().any(|t| task_matches(t, &b.task)) {
+        if !self.tasks.is_empty() && !self.tasks.iter().any(|t| task_matches(t, b.task())) {
             return false;
         }
         if self.words.is_empty() {
             return true;
         }
-        let holder = b.lease.as_ref().map(|l| {
+        let holder = b.lease().map(|l| {
             format!(
                 "{}@{}",
                 l.holder.pid.map(|p| p.to_string()).unwrap_or_default(),
                 l.holder.host.as_deref().unwrap_or_default()
             )
         });
-        let hay = [
-            Some(b.task.as_str()),
-            Some(b.key.as_str()),
-            b.run_id.as_deref(),
-            Some(b.note.as_str()),
-            Some(b.state.word()),
-            holder.as_deref(),
-        ];
+        let (run, note) = (b.run_id(), b.note());
+        let hay = [Some(b.task()), Some(b.key()), run.as_deref(), Some(&*note), Some(b.state().word()), holder.as_deref()];
+        let vars = b.vars();
         self.words.iter().all(|w| {
             hay.iter().flatten().any(|h| h.to_lowercase().contains(w))
                 || vars.is_some_and(|v| v.to_lowercase().contains(w))

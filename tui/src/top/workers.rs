@@ -13,7 +13,7 @@ pub fn read(src: &Source, tx: mpsc::Sender<Event>) -> std::io::Result<()> {
     let src = src.clone();
     std::thread::Builder::new().name("top-read".into()).spawn(move || {
         let head = ubunye::state::scan_tasks(&src.uc, &src.opts, &src.sys, |_, batches| {
-            let _ = tx.send(Event::Part(batches.into_iter().map(super::model::keep).collect()));
+            let _ = tx.send(Event::Part(super::model::keep_all(batches)));
         });
         let _ = tx.send(Event::Loaded(Box::new(head.map_err(|e| e.to_string()))));
     })?;
@@ -32,7 +32,7 @@ pub fn read_tasks(src: &Source, tasks: Vec<String>, tx: mpsc::Sender<Event>) -> 
     let src = src.clone();
     std::thread::Builder::new().name("top-read-tasks".into()).spawn(move || {
         let head = ubunye::state::scan_named_tasks(&src.uc, &src.opts, &src.sys, &tasks, |_, batches| {
-            let _ = tx.send(Event::Part(batches.into_iter().map(super::model::keep).collect()));
+            let _ = tx.send(Event::Part(super::model::keep_all(batches)));
         });
         let _ = tx.send(Event::Loaded(Box::new(head.map_err(|e| e.to_string()))));
     })?;

@@ -156,11 +156,11 @@ pub fn press(app: &mut App, keys: &str) -> Vec<Effect> {
 }
 
 pub fn states(app: &App) -> Vec<State> {
-    app.rows.iter().map(|&i| app.model.batches()[i].state).collect()
+    app.rows.iter().map(|&i| app.model.state_of(i)).collect()
 }
 
 pub fn selected_state(app: &App) -> Option<State> {
-    app.selected_batch().map(|b| b.state)
+    app.selected_batch().map(|b| b.state())
 }
 
 /// A lease-folder file of the fixtures' task.

@@ -163,7 +163,7 @@ impl App {
             Action::Finish => self.open_repair(Kind::Finish),
             Action::Copy => {
                 if let Some(b) = self.selected_batch() {
-                    let key = b.key.clone();
+                    let key = b.key().to_string();
                     self.say(Level::Info, format!("copied {key} to the clipboard (OSC 52)"));
                     return vec![Effect::Copy(key)];
                 }
@@ -222,15 +222,14 @@ impl App {
         match self.view {
             View::Batches => {
                 if let Some(b) = self.selected_batch() {
-                    self.selected_id = Some((b.task.clone(), b.key.clone()));
+                    self.selected_id = Some(b.id());
                     self.moved = true;
                     self.detail.open = true;
                     self.detail.scroll = 0;
                 }
             }
             View::Runs => {
-                let id = self.runs.get(self.selected[1]).and_then(|&(bi, _)| self.model.batches().get(bi));
-                let id = id.map(|b| (b.task.clone(), b.key.clone()));
+                let id = self.runs.get(self.selected[1]).and_then(|&(bi, _)| self.model.row(bi)).map(|b| b.id());
                 self.jump_to(id);
             }
             View::Doctor => {
@@ -250,7 +249,7 @@ impl App {
             self.say(Level::Info, "no batch to show for this line");
             return;
         };
-        if !self.rows.iter().any(|&i| self.model.batches().get(i).is_some_and(|b| b.task == id.0 && b.key == id.1)) {
+        if !self.model.position_of(&id).is_some_and(|at| self.rows.contains(&at)) {
             self.set_filter("");
         }
         self.selected_id = Some(id);
@@ -267,7 +266,7 @@ impl App {
             self.say(Level::Info, "no batch selected");
             return;
         };
-        let (task, key) = (b.task.clone(), b.key.clone());
+        let (task, key) = b.id();
         // The selection stays on this batch whatever it becomes.
         self.moved = true;
         self.selected_id = Some((task.clone(), key.clone()));
@@ -289,7 +288,7 @@ impl App {
         self.selected[v] = (cur.saturating_add(delta)).clamp(0, len as isize - 1) as usize;
         if self.view == View::Batches {
             self.moved = true;
-            self.selected_id = self.selected_batch().map(|b| (b.task.clone(), b.key.clone()));
+            self.selected_id = self.selected_batch().map(|b| b.id());
             self.refresh_detail(false);
         }
     }

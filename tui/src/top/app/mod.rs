@@ -15,12 +15,12 @@ use std::time::{Duration, Instant};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ubunye::doctor::Finding;
 use ubunye::repair::{Kind, RepairPlan};
-use ubunye::state::{Batch, State};
+
 
 use crate::top::event::Event;
 use crate::top::filter::Filter;
 use crate::top::keys::{self, Action, Ctx};
-use crate::top::model::{Id, Model};
+use crate::top::model::{BatchRef, Id, Model};
 use crate::top::popup::{self, Popup, RepairDone, Scroll};
 pub use crate::top::view::View;
 
@@ -279,8 +279,8 @@ impl App {
     }
 
     /// The selected batch in the batch view.
-    pub fn selected_batch(&self) -> Option<&Batch> {
-        self.rows.get(self.selected[0]).and_then(|&i| self.model.batches().get(i))
+    pub fn selected_batch(&self) -> Option<BatchRef<'_>> {
+        self.rows.get(self.selected[0]).and_then(|&i| self.model.row(i))
     }
 
     /// Handle one event.
@@ -349,7 +349,7 @@ impl App {
             Event::Part(batches) => {
                 self.model.extend(batches);
                 if self.loading.is_some() {
-                    self.loading = Some(self.model.batches().len());
+                    self.loading = Some(self.model.len());
                 }
                 self.stale = true;
                 Vec::new()
@@ -414,7 +414,7 @@ impl App {
         if self.model.tick() {
             self.rebuild();
         }
-        if self.selected_batch().is_some_and(|b| b.lease.is_some()) {
+        if self.selected_batch().is_some_and(|b| b.lease().is_some()) {
             self.refresh_detail(true);
         }
         let retry = std::mem::take(&mut self.retry);

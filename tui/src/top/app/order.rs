@@ -4,7 +4,9 @@
 //! batches). Each row gets one `u128` made of its ranks, sorted once; the
 //! order is the one the comparators below define, exactly.
 
-use ubunye::state::{Batch, State};
+use ubunye::state::State;
+
+use crate::top::model::BatchRef;
 
 use super::SortBy;
 
@@ -24,39 +26,46 @@ fn state_rank(s: State) -> u128 {
     State::ALL.iter().filter(|o| **o < s).count() as u128
 }
 
-/// `rows` (positions in `batches`) in the order `by`, as the comparators
+/// `rows` (positions: `at(i)` is batch `i`) in the order `by`, as the comparators
 /// say: severity is state, then task, then key; task is task, then key; age
 /// is the lease's age, oldest first, then severity; claims is the count of
 /// claimed files, most first, then severity.
 /// `task(i)` is batch `i`'s task's rank among the task names (the model
 /// numbers its tasks: no row's task name is read).
-pub(super) fn sort(batches: &[Batch], rows: &mut Vec<usize>, by: SortBy, task: impl Fn(usize) -> u32, tasks: usize) {
+pub(super) fn sort<'a>(
+    at: impl Fn(usize) -> BatchRef<'a>,
+    len: usize,
+    rows: &mut Vec<usize>,
+    by: SortBy,
+    task: impl Fn(usize) -> u32,
+    tasks: usize,
+) {
     // A position must fit the packed integer's low 32 bits, a task rank 24.
-    if batches.len() > u32::MAX as usize || tasks >= 1 << 24 {
-        return slow(batches, rows, by);
+    if len > u32::MAX as usize || tasks >= 1 << 24 {
+        return slow(at, rows, by);
     }
     // Task then key (with the state above them for severity).
-    let state = |b: &Batch| if by == SortBy::Task { 0 } else { state_rank(b.state) };
+    let state = |b: &BatchRef| if by == SortBy::Task { 0 } else { state_rank(b.state()) };
     let mut packed: Vec<u128> = rows
         .iter()
         .map(|&i| {
-            let b = &batches[i];
-            state(b) << 120 | u128::from(task(i) & 0xff_ffff) << 96 | u128::from(prefix(&b.key)) << 32 | i as u128
+            let b = at(i);
+            state(&b) << 120 | u128::from(task(i) & 0xff_ffff) << 96 | u128::from(prefix(b.key())) << 32 | i as u128
         })
         .collect();
     packed.sort_unstable();
     // Keys that share their first 8 bytes: by the whole key.
     let row = |p: &u128| (*p as u32) as usize;
-    let mut at = 0;
-    while at < packed.len() {
-        let mut end = at + 1;
-        while end < packed.len() && packed[end] >> 32 == packed[at] >> 32 {
+    let mut from = 0;
+    while from < packed.len() {
+        let mut end = from + 1;
+        while end < packed.len() && packed[end] >> 32 == packed[from] >> 32 {
             end += 1;
         }
-        if end - at > 1 {
-            packed[at..end].sort_unstable_by(|x, y| batches[row(x)].key.cmp(&batches[row(y)].key));
+        if end - from > 1 {
+            packed[from..end].sort_unstable_by(|x, y| at(row(x)).key().cmp(at(row(y)).key()));
         }
-        at = end;
+        from = end;
     }
     rows.clear();
     rows.extend(packed.iter().map(row));
@@ -64,7 +73,7 @@ pub(super) fn sort(batches: &[Batch], rows: &mut Vec<usize>, by: SortBy, task: i
         return;
     }
     // Then by the first measure, severity's place breaking ties.
-    let first = |b: &Batch| -> u64 {
+    let first = |b: BatchRef| -> u64 {
         match by {
             SortBy::Age => {
                 age(b).map_or(u64::MAX, |a| u64::MAX - 1 - (a.as_nanos().min(u128::from(u64::MAX - 1)) as u64))
@@ -73,32 +82,33 @@ pub(super) fn sort(batches: &[Batch], rows: &mut Vec<usize>, by: SortBy, task: i
         }
     };
     let mut packed: Vec<u128> =
-        rows.iter().enumerate().map(|(place, &i)| u128::from(first(&batches[i])) << 64 | place as u128).collect();
+        rows.iter().enumerate().map(|(place, &i)| u128::from(first(at(i))) << 64 | place as u128).collect();
     packed.sort_unstable();
     let placed = std::mem::take(rows);
     rows.extend(packed.iter().map(|p| placed[(*p as u64) as usize]));
 }
 
-fn age(b: &Batch) -> Option<std::time::Duration> {
-    b.lease.as_ref().and_then(|l| l.holder.judgement.as_ref()).and_then(|j| j.age).map(|a| a.age)
+fn age(b: BatchRef) -> Option<std::time::Duration> {
+    b.lease().and_then(|l| l.holder.judgement.as_ref()).and_then(|j| j.age).map(|a| a.age)
 }
 
 /// The comparators themselves: for more rows than a `u32` counts.
-pub(super) fn slow(batches: &[Batch], rows: &mut [usize], by: SortBy) {
-    let severity =
-        |a: &Batch, b: &Batch| a.state.cmp(&b.state).then_with(|| a.task.cmp(&b.task)).then_with(|| a.key.cmp(&b.key));
+pub(super) fn slow<'a>(at: impl Fn(usize) -> BatchRef<'a>, rows: &mut [usize], by: SortBy) {
+    let severity = |a: BatchRef, b: BatchRef| {
+        a.state().cmp(&b.state()).then_with(|| a.task().cmp(b.task())).then_with(|| a.key().cmp(b.key()))
+    };
     match by {
-        SortBy::Severity => rows.sort_unstable_by(|&x, &y| severity(&batches[x], &batches[y])),
+        SortBy::Severity => rows.sort_unstable_by(|&x, &y| severity(at(x), at(y))),
         SortBy::Task => rows.sort_unstable_by(|&x, &y| {
-            let (a, b) = (&batches[x], &batches[y]);
-            a.task.cmp(&b.task).then_with(|| a.key.cmp(&b.key))
+            let (a, b) = (at(x), at(y));
+            a.task().cmp(b.task()).then_with(|| a.key().cmp(b.key()))
         }),
         SortBy::Age => rows.sort_unstable_by(|&x, &y| {
-            let (a, b) = (&batches[x], &batches[y]);
+            let (a, b) = (at(x), at(y));
             age(b).cmp(&age(a)).then_with(|| severity(a, b))
         }),
         SortBy::Claims => rows.sort_unstable_by(|&x, &y| {
-            let (a, b) = (&batches[x], &batches[y]);
+            let (a, b) = (at(x), at(y));
             b.claim_count().cmp(&a.claim_count()).then_with(|| severity(a, b))
         }),
     }
@@ -107,6 +117,7 @@ pub(super) fn slow(batches: &[Batch], rows: &mut [usize], by: SortBy) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ubunye::state::Batch;
 
     /// Random batches (keys sharing their first 8 bytes, odd keys, a few
     /// tasks, every state): the packed sort gives the comparators' order.
@@ -144,8 +155,9 @@ mod tests {
                 names.sort_unstable();
                 names.dedup();
                 let rank = |i: usize| names.binary_search(&batches[i].task.as_str()).unwrap() as u32;
-                sort(&batches, &mut fast, by, rank, names.len());
-                slow(&batches, &mut want, by);
+                let at = |i: usize| BatchRef::Whole { batch: &batches[i], vars: None };
+                sort(at, n, &mut fast, by, rank, names.len());
+                slow(at, &mut want, by);
                 let shown = |rows: &[usize]| -> Vec<(State, String, String)> {
                     rows.iter().map(|&i| (batches[i].state, batches[i].task.clone(), batches[i].key.clone())).collect()
                 };

@@ -13,22 +13,19 @@ impl App {
     /// Filter and sort the batch table again, keeping the selected batch
     /// selected, and count the states.
     pub fn rebuild(&mut self) {
-        let batches = self.model.batches();
+        let model = &self.model;
+        let n = model.len();
         let mut counts = [0usize; 10];
-        for b in batches {
-            if let Some(i) = State::ALL.iter().position(|s| *s == b.state) {
-                counts[i] += 1;
-            }
+        for i in 0..n {
+            counts[model.state_of(i).rank()] += 1;
         }
         self.counts = counts;
-        let mut rows: Vec<usize> = if self.filter.is_empty() {
-            (0..batches.len()).collect()
-        } else {
-            (0..batches.len()).filter(|&i| self.filter.matches(&batches[i], self.model.vars(i))).collect()
-        };
-        let ranks = self.model.task_ranks();
-        let task = |i: usize| ranks.get(self.model.task_of(i) as usize).copied().unwrap_or(0);
-        order::sort(batches, &mut rows, self.sort, task, ranks.len());
+        let at = |i: usize| model.row(i).expect("a position of the model");
+        let mut rows: Vec<usize> =
+            if self.filter.is_empty() { (0..n).collect() } else { (0..n).filter(|&i| self.filter.matches(at(i))).collect() };
+        let ranks = model.task_ranks();
+        let task = |i: usize| ranks.get(model.task_of(i) as usize).copied().unwrap_or(0);
+        order::sort(at, n, &mut rows, self.sort, task, ranks.len());
         if self.reversed {
             rows.reverse();
         }
@@ -48,7 +45,7 @@ impl App {
                     self.selected[0] = 0;
                 }
                 self.selected[0] = self.selected[0].min(self.rows.len().saturating_sub(1));
-                self.selected_id = self.selected_batch().map(|b| (b.task.clone(), b.key.clone()));
+                self.selected_id = self.selected_batch().map(|b| b.id());
             }
         }
         if self.rows.is_empty() {
@@ -59,7 +56,7 @@ impl App {
 
     /// Explain the selected batch again if it changed (or `force`).
     pub fn refresh_detail(&mut self, force: bool) {
-        let Some(id) = self.selected_batch().map(|b| (b.task.clone(), b.key.clone())) else {
+        let Some(id) = self.selected_batch().map(|b| b.id()) else {
             self.detail.id = None;
             self.detail.lines.clear();
             return;
@@ -91,17 +88,16 @@ impl App {
         match self.view {
             View::Batches => {}
             View::Runs if self.runs_generation != Some(self.model.generation) => {
-                let batches = self.model.batches();
-                let mut runs: Vec<(usize, usize)> = batches
-                    .iter()
-                    .enumerate()
-                    .filter(|&(i, b)| self.filter.is_empty() || self.filter.matches(b, self.model.vars(i)))
-                    .flat_map(|(bi, b)| (0..b.records.len()).map(move |ri| (bi, ri)))
+                let model = &self.model;
+                // Each record's start read once, beside it, then sorted
+                // (newest first; a stable sort keeps the batches' order).
+                let mut runs: Vec<(Option<String>, usize, usize)> = (0..model.len())
+                    .filter_map(|i| model.row(i).map(|b| (i, b)))
+                    .filter(|(_, b)| self.filter.is_empty() || self.filter.matches(*b))
+                    .flat_map(|(bi, b)| b.records().enumerate().map(move |(ri, r)| (r.started_at().map(|s| s.into_owned()), bi, ri)))
                     .collect();
-                runs.sort_by(|&(a, ar), &(b, br)| {
-                    batches[b].records[br].started_at.cmp(&batches[a].records[ar].started_at)
-                });
-                self.runs = runs;
+                runs.sort_by(|a, b| b.0.cmp(&a.0));
+                self.runs = runs.into_iter().map(|(_, b, r)| (b, r)).collect();
                 self.runs_generation = Some(self.model.generation);
                 self.selected[1] = self.selected[1].min(self.runs.len().saturating_sub(1));
             }

@@ -6,39 +6,137 @@ use std::path::PathBuf;
 
 use ubunye::state::{self, Batch, State};
 
+use super::packed::{Packed, Packer, pack};
+use super::row::BatchRef;
+
 /// What the model keeps beside each batch.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(super) struct Side {
     pub stamp: u32,
     /// Its task's number ([`super::tasks::Tasks`]).
     pub task: u32,
+}
+
+/// What the model keeps of each batch: whole, or packed when it is a plain
+/// finished one (most of a big use case).
+#[derive(Debug)]
+pub(super) enum Slot {
+    Whole(Box<Whole>),
+    Packed(Packed),
+}
+
+/// A batch kept whole.
+#[derive(Debug)]
+pub(super) struct Whole {
+    pub batch: Batch,
+    /// Made light ([`lighten`]): read whole again before it is explained.
     pub light: bool,
     /// Its variables as one line (`dt=2025-01-02 mode=DEV`): a light batch
     /// keeps them only so.
     pub vars: Option<Box<str>>,
 }
 
+impl Slot {
+    /// The batch, borrowed, with its task's name (kept apart, by number).
+    pub fn row<'a>(&'a self, task: &'a str) -> BatchRef<'a> {
+        match self {
+            Slot::Whole(w) => BatchRef::Whole { batch: &w.batch, vars: w.vars.as_deref() },
+            Slot::Packed(p) => BatchRef::Packed { task, packed: p },
+        }
+    }
+
+    pub fn key(&self) -> &str {
+        match self {
+            Slot::Whole(w) => &w.batch.key,
+            Slot::Packed(p) => p.key(),
+        }
+    }
+
+    /// Whether it was made light: what is kept is not all there is.
+    pub fn light(&self) -> bool {
+        match self {
+            Slot::Whole(w) => w.light,
+            Slot::Packed(_) => true,
+        }
+    }
+
+    /// The batch, when it is kept whole.
+    pub fn whole_mut(&mut self) -> Option<&mut Batch> {
+        match self {
+            Slot::Whole(w) => Some(&mut w.batch),
+            Slot::Packed(_) => None,
+        }
+    }
+
+    /// The batch as kept (light or not), owned.
+    pub fn to_batch(&self, task: &str) -> Batch {
+        match self {
+            Slot::Whole(w) => w.batch.clone(),
+            Slot::Packed(p) => p.unpack(task),
+        }
+    }
+}
+
 /// A batch made ready for the model ([`keep`]).
 #[derive(Debug)]
 pub struct Kept {
-    pub(super) batch: Batch,
-    pub(super) light: bool,
-    pub(super) vars: Option<Box<str>>,
+    pub(super) task: String,
+    pub(super) slot: Slot,
 }
 
 /// Make a batch, read whole, ready for the model: its variables as one line,
-/// and light when it is finished. The first read and the rescans do this on
-/// their own thread, as each task's batches are read, so that a task's whole
-/// batches are let go before the next task is read.
-pub fn keep(mut b: Batch) -> Kept {
-    let (light, vars) = prepare(&mut b);
-    Kept { batch: b, light, vars }
+/// and light (packed, when nothing of it needs more) when it is finished.
+/// The first read and the rescans do this on their own thread, as each
+/// task's batches are read, so that a task's whole batches are let go before
+/// the next task is read.
+pub fn keep(b: Batch) -> Kept {
+    let (b, light, vars) = prepare(b);
+    if light {
+        if let Some(p) = pack(&b, vars.as_deref()) {
+            return Kept { task: b.task, slot: Slot::Packed(p) };
+        }
+    }
+    Kept { task: b.task.clone(), slot: whole(b, light, vars) }
 }
 
-/// [`keep`], in place: whether it was made light, and its variables.
-pub(super) fn prepare(b: &mut Batch) -> (bool, Option<Box<str>>) {
+/// [`keep`] for the batches of a read, the light ones packed in one chunk
+/// (one allocation for a task of 10,000 batches, instead of one each among
+/// what the read frees: what the allocator cannot give back).
+pub fn keep_all(batches: Vec<Batch>) -> Vec<Kept> {
+    enum Ready {
+        Packed(String, super::packed::Span),
+        Whole(Kept),
+    }
+    let mut packer = Packer::default();
+    let ready: Vec<Ready> = batches
+        .into_iter()
+        .map(|b| {
+            let (b, light, vars) = prepare(b);
+            match light.then(|| packer.pack(&b, vars.as_deref())).flatten() {
+                Some(span) => Ready::Packed(b.task, span),
+                None => Ready::Whole(Kept { task: b.task.clone(), slot: whole(b, light, vars) }),
+            }
+        })
+        .collect();
+    let chunk = packer.finish();
+    ready
+        .into_iter()
+        .map(|r| match r {
+            Ready::Packed(task, span) => Kept { task, slot: Slot::Packed(chunk.get(span)) },
+            Ready::Whole(k) => k,
+        })
+        .collect()
+}
+
+fn whole(batch: Batch, light: bool, vars: Option<Box<str>>) -> Slot {
+    Slot::Whole(Box::new(Whole { batch, light, vars }))
+}
+
+/// Its variables as one line, then made light when it is finished.
+fn prepare(mut b: Batch) -> (Batch, bool, Option<Box<str>>) {
     let vars = b.variables.as_ref().map(|v| state::variables_text(v).into_boxed_str());
-    (lighten(b), vars)
+    let light = lighten(&mut b);
+    (b, light, vars)
 }
 
 /// Keep a finished batch light: what the table, the filter and the runs view

@@ -10,19 +10,23 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use ubunye::layout::{self, Entry};
-use ubunye::state::{self, Batch, Scan, ScanOptions};
+use ubunye::state::{self, Batch, Scan, ScanOptions, State};
 use ubunye::sys::{Now, Sys};
 
 use crate::top::index::Index;
 
 mod clock;
 mod light;
+mod packed;
 mod records;
+mod row;
 mod tasks;
+mod text;
 use clock::Clocks;
-pub use light::{Kept, keep};
-use light::{Side, give_back_memory, prepare};
+pub use light::{Kept, keep, keep_all};
+use light::{Side, Slot, give_back_memory};
 use records::file_record;
+pub use row::{BatchRef, RecordRef};
 use tasks::Tasks;
 
 /// Where the data comes from, and the machine that judges it.
@@ -98,6 +102,8 @@ fn task_folder(path: &Path, parts: &[String]) -> Target {
 /// The use case as last read.
 pub struct Model {
     pub src: Source,
+    /// The use case's folders, clock and problems; its batches are the
+    /// model's own ([`Model::row`]), not kept here.
     pub scan: Scan,
     index: Index,
     leases_root: PathBuf,
@@ -108,9 +114,11 @@ pub struct Model {
     ticks: u64,
     /// When something last changed (this machine's clock).
     pub last_change: Option<SystemTime>,
+    /// Every batch: whole, or packed when light ([`light`]).
+    slots: Vec<Slot>,
     /// The read under way (the first read or a rescan), and for each batch
     /// the read that last put it (what a read did not put again is gone) and
-    /// whether it is kept light ([`lighten`]).
+    /// its task's number.
     pass: u32,
     side: Vec<Side>,
     /// The tasks the read under way reads (None: all of them).
@@ -134,30 +142,26 @@ impl Model {
             ticks: 0,
             last_change: None,
             pass: 0,
+            slots: Vec::new(),
             side: Vec::new(),
             scope: None,
             leased: None,
             tasks: Tasks::default(),
             scan,
         };
-        let tasks = &mut m.tasks;
-        m.side = m
-            .scan
-            .batches
-            .iter_mut()
-            .map(|b| {
-                let task = tasks.id(&b.task);
-                let (light, vars) = prepare(b);
-                Side { stamp: 0, task, light, vars }
-            })
-            .collect();
+        for k in keep_all(std::mem::take(&mut m.scan.batches)) {
+            let task = m.tasks.id(&k.task);
+            m.slots.push(k.slot);
+            m.side.push(Side { stamp: 0, task });
+        }
         m.reindex();
         m
     }
 
     fn reindex(&mut self) {
         self.leased = None;
-        self.index = Index::build(&self.scan.batches);
+        let (slots, side, tasks) = (&self.slots, &self.side, &self.tasks);
+        self.index = Index::build(slots.len(), |i| names(slots, side, tasks, i));
     }
 
     /// The tasks of the read under way (None: all of them, or no read).
@@ -204,13 +208,13 @@ impl Model {
         let gone: Vec<bool> = self.side.iter().map(|s| s.stamp != pass && read(s)).collect();
         if complete && gone.iter().any(|&g| g) {
             let mut keep = gone.iter().map(|&g| !g);
-            self.scan.batches.retain(|_| keep.next().unwrap_or(true));
+            self.slots.retain(|_| keep.next().unwrap_or(true));
             let mut keep = gone.iter().map(|&g| !g);
             self.side.retain(|_| keep.next().unwrap_or(true));
             self.reindex();
         }
         // The batches came a task at a time: room left over is let go.
-        self.scan.batches.shrink_to_fit();
+        self.slots.shrink_to_fit();
         self.side.shrink_to_fit();
         match &scope {
             None => self.scan.problems = head.problems,
@@ -235,19 +239,20 @@ impl Model {
     /// Put a batch, read whole, in place (a new one at the end), stamped with
     /// the read under way, light when it is finished.
     fn place(&mut self, k: Kept) {
-        let task = self.tasks.id(&k.batch.task);
-        let (b, side) = (k.batch, Side { stamp: self.pass, task, light: k.light, vars: k.vars });
-        let at = self.position(&b.task, &b.key);
+        let task = self.tasks.id(&k.task);
+        let side = Side { stamp: self.pass, task };
+        let at = self.position(&k.task, k.slot.key());
         self.leased = None;
         match at {
             Some(i) => {
-                self.scan.batches[i] = b;
+                self.slots[i] = k.slot;
                 self.side[i] = side;
             }
             None => {
-                self.scan.batches.push(b);
+                self.slots.push(k.slot);
                 self.side.push(side);
-                self.index.insert(&self.scan.batches, self.scan.batches.len() - 1);
+                let (slots, side, tasks) = (&self.slots, &self.side, &self.tasks);
+                self.index.insert(slots.len() - 1, |i| names(slots, side, tasks, i));
             }
         }
     }
@@ -256,8 +261,8 @@ impl Model {
     /// when it is kept light, read again as [`Model::reread`] reads it.
     pub fn whole(&mut self, id: &Id) -> Result<Option<Batch>, String> {
         let Some(i) = self.position(&id.0, &id.1) else { return Ok(None) };
-        if !self.side[i].light {
-            return Ok(self.scan.batches.get(i).cloned());
+        if !self.slots[i].light() {
+            return Ok(self.batch_at(i));
         }
         let now = self.now();
         self.read_again(id, now).map(Some)
@@ -287,15 +292,65 @@ impl Model {
         self.last_change = Some(self.src.sys.clock.now());
     }
 
-    pub fn get(&self, id: &Id) -> Option<&Batch> {
-        self.position(&id.0, &id.1).and_then(|i| self.scan.batches.get(i))
+    /// Batch `id`, borrowed.
+    pub fn get(&self, id: &Id) -> Option<BatchRef<'_>> {
+        self.position(&id.0, &id.1).and_then(|i| self.row(i))
+    }
+
+    /// Batch `id` as kept (light or not), owned: for tests and comparisons.
+    pub fn batch(&self, id: &Id) -> Option<Batch> {
+        self.position(&id.0, &id.1).and_then(|i| self.batch_at(i))
+    }
+
+    /// The batch at `i` as kept, owned.
+    pub fn batch_at(&self, i: usize) -> Option<Batch> {
+        let (slot, side) = (self.slots.get(i)?, self.side.get(i)?);
+        Some(slot.to_batch(self.tasks.name(side.task)))
+    }
+
+    /// Every batch as kept, owned, in the model's order: for tests.
+    pub fn to_batches(&self) -> Vec<Batch> {
+        (0..self.len()).filter_map(|i| self.batch_at(i)).collect()
+    }
+
+    /// Batch `i`, borrowed.
+    pub fn row(&self, i: usize) -> Option<BatchRef<'_>> {
+        let (slot, side) = (self.slots.get(i)?, self.side.get(i)?);
+        Some(slot.row(self.tasks.name(side.task)))
+    }
+
+    /// The state of batch `i` (a packed one is finished: nothing is read).
+    pub fn state_of(&self, i: usize) -> State {
+        match self.slots.get(i) {
+            Some(Slot::Whole(w)) => w.batch.state,
+            _ => State::Finished,
+        }
+    }
+
+    /// How many batches it holds.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// How many batches are kept packed, and the bytes their packing holds.
+    pub fn packed(&self) -> (usize, usize) {
+        self.slots.iter().fold((0, 0), |(n, bytes), s| match s {
+            Slot::Packed(p) => (n + 1, bytes + p.size()),
+            Slot::Whole(_) => (n, bytes),
+        })
     }
 
     fn position(&self, task: &str, key: &str) -> Option<usize> {
-        self.index.get(&self.scan.batches, task, key)
+        let (slots, side, tasks) = (&self.slots, &self.side, &self.tasks);
+        let names = |i: usize| (i < slots.len()).then(|| names(slots, side, tasks, i));
+        self.index.get(names, task, key)
     }
 
-    /// Where batch `id` is in [`Model::batches`].
+    /// Where batch `id` is ([`Model::row`]).
     pub fn position_of(&self, id: &Id) -> Option<usize> {
         self.position(&id.0, &id.1)
     }
@@ -311,13 +366,9 @@ impl Model {
         self.tasks.ranks()
     }
 
-    pub fn batches(&self) -> &[Batch] {
-        &self.scan.batches
-    }
-
-    /// The variables of the batch at `i` of [`Model::batches`], as one line.
+    /// The variables of batch `i`, as one line.
     pub fn vars(&self, i: usize) -> Option<&str> {
-        self.side.get(i).and_then(|s| s.vars.as_deref())
+        self.row(i).and_then(|r| r.vars())
     }
 
     /// The disk's "now" by the use case's lease folder (read without writing,
@@ -449,9 +500,8 @@ impl Model {
         let records_dir = self.scan.lineage_dir.join(&id.0);
         if let Some(old) = self.get(id) {
             let more: Vec<PathBuf> = old
-                .records
-                .iter()
-                .map(|r| self.record_path(&id.0, r))
+                .records()
+                .map(|r| self.record_path(&id.0, &r.run_id(), r.path()))
                 .filter(|p| !fresh.records.iter().any(|f| &f.path == p))
                 .collect();
             for p in more {
@@ -461,7 +511,7 @@ impl Model {
             }
             // The unknown batch's unreadable records (no file of it names
             // their runs): each is filed again by its own event.
-            if id.1.starts_with('?') {
+            if let Some(old) = old.batch().filter(|_| id.1.starts_with('?')) {
                 let unnamed = old.unreadable.iter().filter(|u| u.path.parent() == Some(records_dir.as_path()));
                 fresh.unreadable.extend(unnamed.cloned());
             }
@@ -482,13 +532,14 @@ impl Model {
         match (self.position(&id.0, &id.1), empty) {
             (_, false) => self.place(keep(b)),
             (Some(i), true) => {
-                let last = self.scan.batches.len() - 1;
+                let last = self.slots.len() - 1;
                 self.index.moved(&id.0, &id.1, i, None);
-                self.scan.batches.swap_remove(i);
+                self.slots.swap_remove(i);
                 self.side.swap_remove(i);
                 self.leased = None;
-                if let Some(moved) = self.scan.batches.get(i) {
-                    self.index.moved(&moved.task, &moved.key, last, Some(i));
+                if i < self.slots.len() {
+                    let (task, key) = names(&self.slots, &self.side, &self.tasks, i);
+                    self.index.moved(task, key, last, Some(i));
                 }
             }
             (None, true) => {}
@@ -500,11 +551,10 @@ impl Model {
     /// A lease judged dead stays dead until its file changes (an event), so
     /// those are judged again every tenth tick only, for their ages.
     pub fn tick(&mut self) -> bool {
-        let batches = &self.scan.batches;
-        let leased = self
-            .leased
-            .get_or_insert_with(|| (0..batches.len()).filter(|&i| batches[i].lease.is_some()).collect())
-            .clone();
+        let slots = &self.slots;
+        let has_lease = |s: &Slot| matches!(s, Slot::Whole(w) if w.batch.lease.is_some());
+        let leased =
+            self.leased.get_or_insert_with(|| (0..slots.len()).filter(|&i| has_lease(&slots[i])).collect()).clone();
         if leased.is_empty() {
             return false;
         }
@@ -515,12 +565,12 @@ impl Model {
         let due =
             |b: &Batch| b.lease.as_ref().is_some_and(|l| all || !l.holder.judgement.as_ref().is_some_and(|j| j.dead));
         for i in leased {
-            if !self.scan.batches.get(i).is_some_and(due) {
+            let Some(task) = self.slots.get_mut(i).and_then(Slot::whole_mut).filter(|b| due(b)).map(|b| b.task.clone())
+            else {
                 continue;
-            }
-            let task = self.scan.batches[i].task.clone();
+            };
             let now = self.now_for(&task);
-            let b = &mut self.scan.batches[i];
+            let Some(b) = self.slots[i].whole_mut() else { continue };
             let before = (b.state, b.flags.clone());
             state::rejudge(b, &sys, now);
             if before != (b.state, b.flags.clone()) {
@@ -532,4 +582,9 @@ impl Model {
         }
         changed
     }
+}
+
+/// Batch `i`'s task and key ([`Index`] keeps positions only).
+fn names<'a>(slots: &'a [Slot], side: &'a [Side], tasks: &'a Tasks, i: usize) -> (&'a str, &'a str) {
+    (tasks.name(side[i].task), slots[i].key())
 }

@@ -1,7 +1,7 @@
 //! Run records of the model's batches: where a light batch's record is, and
 //! how a record is filed under a batch read again.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ubunye::state::{Batch, RecordInfo};
 
@@ -10,11 +10,11 @@ use super::Model;
 impl Model {
     /// Where a record of the model is: a light batch's records keep no path
     /// when it is the usual one, `<lineage>/<task>/<run id>.json`.
-    pub(super) fn record_path(&self, task: &str, r: &RecordInfo) -> PathBuf {
-        if r.path.as_os_str().is_empty() {
-            self.scan.lineage_dir.join(task).join(format!("{}.json", r.run_id))
+    pub(super) fn record_path(&self, task: &str, run_id: &str, path: &Path) -> PathBuf {
+        if path.as_os_str().is_empty() {
+            self.scan.lineage_dir.join(task).join(format!("{run_id}.json"))
         } else {
-            r.path.clone()
+            path.to_path_buf()
         }
     }
 }

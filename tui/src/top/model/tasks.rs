@@ -29,6 +29,11 @@ impl Tasks {
         self.ids.get(name).copied()
     }
 
+    /// The name of number `id` (empty for a number never given).
+    pub fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("", |n| n)
+    }
+
     /// How many tasks have a number.
     pub fn len(&self) -> usize {
         self.names.len()

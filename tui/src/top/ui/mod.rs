@@ -21,10 +21,11 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table};
-use ubunye::state::{Batch, Flag, State};
+use ubunye::state::{Flag, State};
 use ubunye::timefmt;
 
 use crate::top::app::{App, Level, View};
+use crate::top::model::BatchRef;
 use crate::top::keys::{self, Ctx};
 use crate::top::popup::Popup;
 

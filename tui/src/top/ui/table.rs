@@ -6,13 +6,12 @@ use super::*;
 struct Col {
     title: &'static str,
     width: usize,
-    /// The batch and its variables as one line.
-    cell: fn(&Batch, Option<&str>) -> String,
+    /// The batch's text in this column.
+    cell: fn(BatchRef) -> String,
 }
 
-fn holder(b: &Batch, _: Option<&str>) -> String {
-    b.lease
-        .as_ref()
+fn holder(b: BatchRef) -> String {
+    b.lease()
         .map(|l| {
             let host = l.holder.host.as_deref().map(|h| h.split('|').next().unwrap_or(h)).unwrap_or("?");
             format!("{}@{host}", l.holder.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()))
@@ -20,19 +19,18 @@ fn holder(b: &Batch, _: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
-fn age(b: &Batch, _: Option<&str>) -> String {
+fn age(b: BatchRef) -> String {
     let a = b
-        .lease
-        .as_ref()
+        .lease()
         .and_then(|l| l.holder.judgement.as_ref())
         .and_then(|j| j.age)
         .map(|a| timefmt::age(a.age))
         .unwrap_or_default();
-    if b.flags.contains(&Flag::Stalled) { format!("{a} stalled") } else { a }
+    if b.flags().contains(&Flag::Stalled) { format!("{a} stalled") } else { a }
 }
 
-fn claims(b: &Batch, _: Option<&str>) -> String {
-    if b.lease.is_some() || !b.orphans.is_empty() { b.claim_count().to_string() } else { String::new() }
+fn claims(b: BatchRef) -> String {
+    if b.lease().is_some() || !b.orphans().is_empty() { b.claim_count().to_string() } else { String::new() }
 }
 
 /// The columns that fit in `w`, widest content first to go: RUN, CLAIMS,
@@ -40,29 +38,23 @@ fn claims(b: &Batch, _: Option<&str>) -> String {
 /// the one sorted by, which is wide enough for its title and the sort's
 /// arrow.
 fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
-    let (batches, model) = (app.model.batches(), &app.model);
-    let longest = |f: fn(&Batch, Option<&str>) -> String, cap: usize, min: usize| {
-        visible
-            .iter()
-            .filter_map(|&i| batches.get(i).map(|b| f(b, model.vars(i)).chars().count()))
-            .max()
-            .unwrap_or(0)
-            .clamp(min, cap)
-    };
-    let vars = |b: &Batch, v: Option<&str>| v.map(str::to_string).unwrap_or_else(|| b.key.clone());
-    let run = |b: &Batch, _: Option<&str>| b.run_id.as_deref().map(ubunye::documents::short).unwrap_or_default();
-    let task = |b: &Batch, _: Option<&str>| b.task.clone();
-    let state_w =
-        2 + visible.iter().filter_map(|&i| batches.get(i)).map(|b| b.state.word().len()).max().unwrap_or(5).max(5);
+    let model = &app.model;
+    let shown = || visible.iter().filter_map(|&i| model.row(i));
+    let longest =
+        |f: fn(BatchRef) -> String, cap: usize, min: usize| shown().map(|b| f(b).chars().count()).max().unwrap_or(0).clamp(min, cap);
+    let vars = |b: BatchRef| b.vars().unwrap_or(b.key()).to_string();
+    let run = |b: BatchRef| b.run_id().as_deref().map(ubunye::documents::short).unwrap_or_default();
+    let task = |b: BatchRef| b.task().to_string();
+    let state_w = 2 + shown().map(|b| b.state().word().len()).max().unwrap_or(5).max(5);
     let mut cols = vec![
-        Col { title: "STATE", width: state_w, cell: |b, _| format!("{} {}", b.state.glyph(), b.state.word()) },
+        Col { title: "STATE", width: state_w, cell: |b| format!("{} {}", b.state().glyph(), b.state().word()) },
         Col { title: "TASK", width: longest(task, 28, 4), cell: task },
         Col { title: "VARIABLES / KEY", width: longest(vars, 30, 15), cell: vars },
         Col { title: "RUN", width: 8, cell: run },
         Col { title: "PID@HOST", width: longest(holder, 18, 8), cell: holder },
         Col { title: "AGE", width: longest(age, 14, 3), cell: age },
         Col { title: "CLAIMS", width: 6, cell: claims },
-        Col { title: "NOTE", width: 0, cell: |b, _| b.note.clone() },
+        Col { title: "NOTE", width: 0, cell: |b| b.note().into_owned() },
     ];
     let sorted = app.sort.column();
     if let Some(c) = cols.iter_mut().find(|c| c.title == sorted) {
@@ -133,7 +125,6 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let range = window(app.selected[0], &mut app.offset[0], height, app.rows.len());
     let visible: Vec<usize> = app.rows[range.clone()].to_vec();
     let cols = columns(app, &visible, area.width as usize);
-    let batches = app.model.batches();
     let sorted = app.sort.column();
     let header = Row::new(cols.iter().map(|c| {
         if c.title == sorted { Cell::from(format!("{} {}", c.title, app.sort_arrow())) } else { Cell::from(c.title) }
@@ -141,12 +132,12 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     .style(p.bold());
     let mut rows = Vec::with_capacity(visible.len());
     for (n, &i) in visible.iter().enumerate() {
-        let Some(b) = batches.get(i) else { continue };
+        let Some(b) = app.model.row(i) else { continue };
         let cells: Vec<Cell> = cols
             .iter()
             .map(|c| {
-                let text = fit(&(c.cell)(b, app.model.vars(i)), c.width);
-                if c.title == "STATE" { Cell::from(Span::styled(text, p.state(b.state))) } else { Cell::from(text) }
+                let text = fit(&(c.cell)(b), c.width);
+                if c.title == "STATE" { Cell::from(Span::styled(text, p.state(b.state()))) } else { Cell::from(text) }
             })
             .collect();
         let mut row = Row::new(cells);

@@ -53,7 +53,6 @@ pub(super) fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let height = (area.height as usize).saturating_sub(1);
     app.page = height.max(1);
     let range = window(app.selected[1], &mut app.offset[1], height, app.runs.len());
-    let batches = app.model.batches();
     let w = area.width as usize;
     // Narrow screens: a shorter start time and no duration.
     let wide = w >= 100;
@@ -64,45 +63,44 @@ pub(super) fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let shown = &app.runs[range.clone()];
     let model = &app.model;
     // A record's own variables, else (a scan keeps them with the batch) its batch's.
-    let vars = |bi: usize, b: &Batch, ri: usize| -> String {
-        match b.records.get(ri).and_then(|r| r.variables.as_ref()) {
+    let vars = |b: BatchRef, ri: usize| -> String {
+        match b.record(ri).and_then(|r| r.variables()) {
             Some(v) => ubunye::state::variables_text(v),
-            None => model.vars(bi).unwrap_or_default().to_string(),
+            None => b.vars().unwrap_or_default().to_string(),
         }
     };
-    let longest = |f: &dyn Fn(usize, &Batch, usize) -> usize| {
-        shown.iter().filter_map(|&(bi, ri)| batches.get(bi).map(|b| f(bi, b, ri))).max().unwrap_or(4)
+    let longest = |f: &dyn Fn(BatchRef, usize) -> usize| {
+        shown.iter().filter_map(|&(bi, ri)| model.row(bi).map(|b| f(b, ri))).max().unwrap_or(4)
     };
     let fixed = started_w + 11 + 8 + secs_w + 7;
     let flexible = w.saturating_sub(fixed + 10);
-    let task_w = longest(&|_, b, _| b.task.chars().count()).clamp(4, 24).min(flexible / 2);
-    let vars_w =
-        longest(&|bi, b, ri| vars(bi, b, ri).chars().count()).clamp(9, 30).min(flexible.saturating_sub(task_w));
+    let task_w = longest(&|b, _| b.task().chars().count()).clamp(4, 24).min(flexible / 2);
+    let vars_w = longest(&|b, ri| vars(b, ri).chars().count()).clamp(9, 30).min(flexible.saturating_sub(task_w));
     let err_w = w.saturating_sub(fixed + task_w + vars_w).max(4);
     let mut rows = Vec::new();
     for (n, &(bi, ri)) in app.runs[range.clone()].iter().enumerate() {
-        let Some(b) = batches.get(bi) else { continue };
-        let Some(r) = b.records.get(ri) else { continue };
-        let status = r.status.clone().unwrap_or_else(|| "(none)".into());
-        let style = p.record(r.status.as_deref());
+        let Some(b) = model.row(bi) else { continue };
+        let Some(r) = b.record(ri) else { continue };
+        let status = r.status().map_or_else(|| "(none)".to_string(), |s| s.into_owned());
+        let style = p.record(r.status().as_deref());
         let secs =
-            match (r.started_at.as_deref().and_then(timefmt::parse), r.ended_at.as_deref().and_then(timefmt::parse)) {
+            match (r.started_at().as_deref().and_then(timefmt::parse), r.ended_at().as_deref().and_then(timefmt::parse)) {
                 (Some(s), Some(e)) => {
                     e.duration_since(s).map(|d| format!("{:.1}", d.as_secs_f64())).unwrap_or_default()
                 }
                 _ => String::new(),
             };
-        let vars = vars(bi, b, ri);
-        let started = record_time(r.started_at.as_deref());
+        let vars = vars(b, ri);
+        let started = record_time(r.started_at().as_deref());
         let started = if wide { started } else { started.get(5..).unwrap_or(&started).to_string() };
         let mut row = Row::new(vec![
             Cell::from(started),
             Cell::from(Span::styled(fit(&status, 11), style)),
-            Cell::from(fit(&b.task, task_w)),
-            Cell::from(ubunye::documents::short(&r.run_id)),
+            Cell::from(fit(b.task(), task_w)),
+            Cell::from(ubunye::documents::short(&r.run_id())),
             Cell::from(fit(&vars, vars_w)),
             Cell::from(secs),
-            Cell::from(fit(r.error.as_deref().unwrap_or(""), err_w)),
+            Cell::from(fit(r.error().as_deref().unwrap_or(""), err_w)),
         ]);
         if range.start + n == app.selected[1] {
             row = row.style(p.selected());

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 mod kernel;
 pub use kernel::DEBOUNCE;
@@ -221,8 +221,13 @@ impl Watch {
             // Should the listing ever fail (a panic), each poll is a whole
             // rescan, as before it: never a poll that names nothing for ever.
             let mut listing = catch_unwind(|| Listing::new(&leases, &lineage)).ok();
+            // Polls keep to a schedule (one every interval from here), so
+            // that a poll's own time is not added to the wait for the next:
+            // a change waits for the next poll, at most an interval.
+            let mut due = Instant::now() + interval;
             loop {
-                std::thread::sleep(interval);
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                due = next_poll(due, Instant::now(), interval);
                 if flag.load(Ordering::Relaxed) {
                     break;
                 }
@@ -350,8 +355,38 @@ fn limit_hint() -> String {
     "inotify watch limit reached: raise it with `sysctl fs.inotify.max_user_watches=524288`; polling meanwhile".into()
 }
 
+/// When the poll after the one `due` now is: an interval later, or, when a
+/// poll took longer than that (`now` past it), the next time of the schedule
+/// still to come (never two polls one after the other to catch up).
+fn next_poll(due: Instant, now: Instant, interval: Duration) -> Instant {
+    if interval.is_zero() {
+        return now;
+    }
+    let next = due + interval;
+    if next > now {
+        return next;
+    }
+    let behind = now.duration_since(next).as_nanos() / interval.as_nanos() + 1;
+    next + interval * u32::try_from(behind).unwrap_or(u32::MAX)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn polls_keep_to_their_schedule() {
+        use std::time::{Duration, Instant};
+        let (t0, s) = (Instant::now(), Duration::from_secs(1));
+        let ms = |n: u64| Duration::from_millis(n);
+        // A poll that took 300 ms: the next is still one second after the last was due.
+        assert_eq!(super::next_poll(t0, t0 + ms(300), s), t0 + s);
+        // One that took 2.5 s: the next time of the schedule, at 3 s.
+        assert_eq!(super::next_poll(t0, t0 + ms(2500), s), t0 + ms(3000));
+        // Exactly on the next time: the one after it.
+        assert_eq!(super::next_poll(t0, t0 + s, s), t0 + ms(2000));
+        // No interval: at once, never in the past.
+        assert_eq!(super::next_poll(t0, t0 + ms(5), Duration::ZERO), t0 + ms(5));
+    }
+
     use super::*;
 
     /// Review 20, F3: a folder that went between its listing and its watch
