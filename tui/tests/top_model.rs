@@ -137,7 +137,8 @@ fn shown(b: &Batch, vars: Option<&str>) -> String {
 
 /// Every batch of the model as a fresh full scan shows it.
 fn assert_as_a_full_scan(a: &App, what: &str) {
-    let mut got: Vec<String> = a.model.to_batches().iter().enumerate().map(|(i, b)| shown(b, a.model.vars(i))).collect();
+    let mut got: Vec<String> =
+        a.model.to_batches().iter().enumerate().map(|(i, b)| shown(b, a.model.vars(i))).collect();
     let mut want: Vec<String> = full(a).batches.iter().map(|b| shown(b, b.variables_text().as_deref())).collect();
     got.sort();
     want.sort();
@@ -305,7 +306,7 @@ fn record_files_are_filed_where_a_full_scan_files_them() {
 #[test]
 fn a_random_walk_of_changes_shows_what_a_full_scan_shows() {
     let seeds: u64 = std::env::var("UBUNYE_TEST_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
-    let pool = pool();
+    let pool = pool_with_hand_edits();
     for seed in 0..seeds {
         let mut walk = Walk::new(seed);
         let (_d, uc, mut a) = open("dead-killed", LATER);
@@ -510,6 +511,55 @@ fn records_named_by_nothing_or_twice_are_filed_as_a_full_scan_files_them() {
     assert_as_a_full_scan(&a, "the lease written again");
 }
 
+/// Issue 16: a run record that appears, changes, moves to another batch, is
+/// half-written or goes is filed at once, by itself: no read of its task of
+/// 10,000 batches (0.3 s at a million), and the model still shows what a full
+/// scan shows.
+#[test]
+fn a_record_alone_is_filed_without_reading_its_task() {
+    let (_d, uc, mut a) = open("finished", LATER);
+    let reads = |e: &[Effect]| e.iter().filter(|e| matches!(e, Effect::FullScan | Effect::ReadTasks(_))).count();
+    let run_y = "0f1e2d3c-0000-4000-8000-00000000000b";
+    let (rec, other) = (record_path(&uc, RUN_X), record_path(&uc, run_y));
+    let half = record_path(&uc, "0f1e2d3c-0000-4000-8000-00000000000c");
+    let first = record_path(&uc, FINISHED_RUN);
+    let step = |what: &str, path: &PathBuf, a: &mut App| {
+        let effects = a.handle(Event::FsChange(vec![path.clone()]));
+        assert_eq!(reads(&effects), 0, "{what}: filed without a read ({effects:?})");
+        settle(a, effects);
+        in_bounds(a, what);
+        assert_as_a_full_scan(a, what);
+    };
+    new_record(&uc, FINISHED_RUN, RUN_X, "error", "2026-11-29T11:05:00.000000+00:00");
+    step("a later failed run", &rec, &mut a);
+    record_like(&uc, run_y, &[("dt", "2030-01-01")]);
+    step("a record of a new batch", &other, &mut a);
+    fs::write(&half, &fs::read(&rec).unwrap()[..40]).unwrap();
+    step("a half-written record", &half, &mut a);
+    let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&first).unwrap()).unwrap();
+    v["run_id"] = run_y.into();
+    v["started_at"] = "2026-11-29T11:10:00.000000+00:00".into();
+    fs::write(&other, serde_json::to_vec(&v).unwrap()).unwrap();
+    step("its variables moved to the first batch", &other, &mut a);
+    // Two records of a batch that start together are in the order the task's
+    // folder lists them, which only its read knows: that is still read.
+    v["started_at"] = fs::read_to_string(&first)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok().map(|f| f["started_at"].clone()))
+        .unwrap();
+    fs::write(&other, serde_json::to_vec(&v).unwrap()).unwrap();
+    let effects = a.handle(Event::FsChange(vec![other.clone()]));
+    assert_eq!(reads(&effects), 1, "a tie: its task read ({effects:?})");
+    settle(&mut a, effects);
+    assert_as_a_full_scan(&a, "a tie");
+    fs::remove_file(&other).unwrap();
+    step("the tie's record gone", &other, &mut a);
+    fs::remove_file(&rec).unwrap();
+    step("the failed run's record gone", &rec, &mut a);
+    fs::remove_file(&half).unwrap();
+    step("the half-written one gone", &half, &mut a);
+}
+
 /// Review 10, finding 1: a read of some tasks that failed (its thread could
 /// not start, the folder could not be opened) was never asked again, and a
 /// run record waits for that read alone. It is asked again at the next tick.
@@ -517,7 +567,11 @@ fn records_named_by_nothing_or_twice_are_filed_as_a_full_scan_files_them() {
 fn a_task_read_that_failed_is_asked_again_at_the_next_tick() {
     let (_d, uc, mut a) = open("finished", LATER);
     let rec = new_record(&uc, FINISHED_RUN, RUN_X, "error", "2026-11-29T11:05:00.000000+00:00");
-    let effects = a.handle(Event::FsChange(vec![rec]));
+    // With a lease-folder file of the same task: the record waits for the
+    // task's read (alone, it is filed at once: no read).
+    let note = lease_path(&uc, "39bc42311894ddba.finished.json");
+    fs::write(&note, fs::read(&note).unwrap()).unwrap();
+    let effects = a.handle(Event::FsChange(vec![rec, note]));
     assert!(matches!(effects.as_slice(), [Effect::ReadTasks(t)] if t == &["demo/sales/ingest".to_string()]));
     // As the loop sends it when it cannot start the read's thread.
     let effects =
@@ -573,6 +627,29 @@ fn pool() -> Vec<(bool, String, Vec<u8>)> {
     pool
 }
 
+/// [`pool`], and records as a run leaves them or a hand changes them (each
+/// filed at once, alone, when nothing else of its task changed): half-written,
+/// with another batch's variables, and a file holding another run than its
+/// name. (A poll sees an old record edited in place only at its backstop's
+/// rescan, docs/design.md: the poll walk keeps to [`pool`].)
+fn pool_with_hand_edits() -> Vec<(bool, String, Vec<u8>)> {
+    let mut pool = pool();
+    let records: Vec<(String, Vec<u8>)> =
+        pool.iter().filter(|(lease, ..)| !lease).map(|(_, n, b)| (n.clone(), b.clone())).collect();
+    for (i, (name, bytes)) in records.iter().enumerate() {
+        pool.push((false, name.clone(), bytes[..bytes.len() / 2].to_vec()));
+        if let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(bytes) {
+            if v.get("variables").is_some_and(|x| x.is_object()) {
+                v["variables"]["dt"] = format!("2030-01-0{}", i % 3 + 1).into();
+                pool.push((false, name.clone(), serde_json::to_vec(&v).unwrap()));
+            }
+        }
+        let (other, _) = &records[(i + 1) % records.len()];
+        pool.push((false, other.clone(), bytes.clone()));
+    }
+    pool
+}
+
 /// Review 10's walk: the reads the dashboard asks for are carried out late
 /// and their events handed over a few at a time, interleaved with later
 /// changes, keys (`r`, `F`) and partial drains of the channel, as the event
@@ -584,7 +661,7 @@ fn pool() -> Vec<(bool, String, Vec<u8>)> {
 fn reads_and_events_in_any_order_end_as_a_full_scan() {
     use std::collections::VecDeque;
     let seeds: u64 = std::env::var("UBUNYE_TEST_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(12);
-    let pool = pool();
+    let pool = pool_with_hand_edits();
     let reads =
         |effects: Vec<Effect>| effects.into_iter().filter(|e| matches!(e, Effect::FullScan | Effect::ReadTasks(_)));
     for seed in 0..seeds {

@@ -66,7 +66,8 @@ impl Filter {
             )
         });
         let (run, note) = (b.run_id(), b.note());
-        let hay = [Some(b.task()), Some(b.key()), run.as_deref(), Some(&*note), Some(b.state().word()), holder.as_deref()];
+        let hay =
+            [Some(b.task()), Some(b.key()), run.as_deref(), Some(&*note), Some(b.state().word()), holder.as_deref()];
         let vars = b.vars();
         self.words.iter().all(|w| {
             hay.iter().flatten().any(|h| h.to_lowercase().contains(w))

@@ -16,7 +16,6 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ubunye::doctor::Finding;
 use ubunye::repair::{Kind, RepairPlan};
 
-
 use crate::top::event::Event;
 use crate::top::filter::Filter;
 use crate::top::keys::{self, Action, Ctx};

@@ -21,8 +21,11 @@ impl App {
         }
         self.counts = counts;
         let at = |i: usize| model.row(i).expect("a position of the model");
-        let mut rows: Vec<usize> =
-            if self.filter.is_empty() { (0..n).collect() } else { (0..n).filter(|&i| self.filter.matches(at(i))).collect() };
+        let mut rows: Vec<usize> = if self.filter.is_empty() {
+            (0..n).collect()
+        } else {
+            (0..n).filter(|&i| self.filter.matches(at(i))).collect()
+        };
         let ranks = model.task_ranks();
         let task = |i: usize| ranks.get(model.task_of(i) as usize).copied().unwrap_or(0);
         order::sort(at, n, &mut rows, self.sort, task, ranks.len());
@@ -94,7 +97,9 @@ impl App {
                 let mut runs: Vec<(Option<String>, usize, usize)> = (0..model.len())
                     .filter_map(|i| model.row(i).map(|b| (i, b)))
                     .filter(|(_, b)| self.filter.is_empty() || self.filter.matches(*b))
-                    .flat_map(|(bi, b)| b.records().enumerate().map(move |(ri, r)| (r.started_at().map(|s| s.into_owned()), bi, ri)))
+                    .flat_map(|(bi, b)| {
+                        b.records().enumerate().map(move |(ri, r)| (r.started_at().map(|s| s.into_owned()), bi, ri))
+                    })
                     .collect();
                 runs.sort_by(|a, b| b.0.cmp(&a.0));
                 self.runs = runs.into_iter().map(|(_, b, r)| (b, r)).collect();

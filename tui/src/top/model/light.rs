@@ -140,8 +140,10 @@ fn prepare(mut b: Batch) -> (Batch, bool, Option<Box<str>>) {
 }
 
 /// Keep a finished batch light: what the table, the filter and the runs view
-/// show stays (state, note, run, its records' run, status, times and error);
-/// the rest goes: the finished note (its run is the batch's `run_id`), the
+/// show stays (state, note, run, its records' run, status, times and error),
+/// and the finished note's run and time (a run record is filed under the
+/// batch that names its run); the rest goes: the note's claimed files and
+/// its path (always `<key>.finished.json` in the task's lease folder), the
 /// records' output locations and backend, a record's path when it is the
 /// usual one ([`super::Model::record_path`]), and the variables, kept as a
 /// line beside the batch. A light batch is never judged or explained from
@@ -153,7 +155,10 @@ fn lighten(b: &mut Batch) -> bool {
     if b.state != State::Finished {
         return false;
     }
-    b.finished = None;
+    if let Some(f) = b.finished.as_mut() {
+        f.outputs = Vec::new();
+        f.path = PathBuf::new();
+    }
     for r in &mut b.records {
         r.locations = Vec::new();
         r.backend = None;

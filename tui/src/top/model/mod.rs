@@ -435,18 +435,24 @@ impl Model {
 
     /// Apply a burst of changed paths. A batch whose lease-folder files
     /// changed is read again at once, for the screen to follow within a
-    /// frame; every task touched (a run record is only filed right by a read
-    /// of its whole task) is returned in [`Applied::tasks`], to be read again.
+    /// frame, and its task is returned in [`Applied::tasks`], to be read again
+    /// whole (a lease-folder file may name a run, which moves its record
+    /// between batches). A run record is filed at once by itself, exactly
+    /// (its task is read whole only when that cannot be told here).
     pub fn apply(&mut self, paths: &[PathBuf]) -> Applied {
         let mut out = Applied::default();
         let mut batches: BTreeSet<Id> = BTreeSet::new();
+        let mut records: BTreeSet<(String, PathBuf)> = BTreeSet::new();
         for p in paths {
             match self.target(p) {
                 Target::Batch(id) => {
                     out.tasks.insert(id.0.clone());
                     batches.insert(id);
                 }
-                Target::Record { task, .. } | Target::Task(task) => {
+                Target::Record { task, path } => {
+                    records.insert((task, path));
+                }
+                Target::Task(task) => {
                     out.tasks.insert(task);
                 }
                 Target::Ignore => {}
@@ -456,20 +462,35 @@ impl Model {
                 return out;
             }
         }
-        if batches.len() > BURST {
+        if batches.len() + records.len() > BURST {
             out.full = true;
             return out;
         }
+        // A run record, in a task not read whole for another change, is
+        // filed at once by itself ([`Model::record_changed`]); past a few,
+        // the read of their tasks is the cheaper way.
+        records.retain(|(task, _)| !out.tasks.contains(task));
+        if records.len() > AT_ONCE {
+            out.tasks.extend(records.into_iter().map(|(task, _)| task));
+        } else {
+            for (task, path) in records {
+                match self.record_changed(&task, &path) {
+                    Some(c) => out.changed |= c,
+                    None => {
+                        out.tasks.insert(task);
+                    }
+                }
+            }
+        }
         // Each batch read costs a listing of its task's lease folder: past a
         // few, the read of the whole task that follows is the cheaper way.
-        if batches.is_empty() || batches.len() > AT_ONCE {
-            return out;
-        }
-        for id in &batches {
-            let now = self.now_for(&id.0);
-            match self.reread(id, now) {
-                Ok(()) => out.changed = true,
-                Err(e) => out.errors.push(e),
+        if !batches.is_empty() && batches.len() <= AT_ONCE {
+            for id in &batches {
+                let now = self.now_for(&id.0);
+                match self.reread(id, now) {
+                    Ok(()) => out.changed = true,
+                    Err(e) => out.errors.push(e),
+                }
             }
         }
         if out.changed {
@@ -493,16 +514,23 @@ impl Model {
     /// move between batches are filed right by the read of the whole task
     /// that follows every change.)
     fn read_again(&self, id: &Id, now: Now) -> Result<Batch, String> {
+        self.read_again_as(id, now, None, None)
+    }
+
+    /// [`Model::read_again`], with the record at `add` filed under it (read
+    /// now: a record, or an unreadable file), and the one at `drop` not.
+    fn read_again_as(&self, id: &Id, now: Now, add: Option<&Path>, drop: Option<&Path>) -> Result<Batch, String> {
         let (_, mut fresh) =
             state::scan_batch(&self.src.uc, &id.0, &id.1, &self.src.opts, &self.src.sys).map_err(|e| e.to_string())?;
         // A full scan files an unreadable record under the batch that names
         // its run (as `scan_batch` reads it), else under the unknown batch.
         let records_dir = self.scan.lineage_dir.join(&id.0);
+        let other = |p: &Path| Some(p) != drop && Some(p) != add;
         if let Some(old) = self.get(id) {
             let more: Vec<PathBuf> = old
                 .records()
                 .map(|r| self.record_path(&id.0, &r.run_id(), r.path()))
-                .filter(|p| !fresh.records.iter().any(|f| &f.path == p))
+                .filter(|p| !fresh.records.iter().any(|f| &f.path == p) && other(p))
                 .collect();
             for p in more {
                 if let Ok(r) = state::read_record(&p) {
@@ -512,8 +540,21 @@ impl Model {
             // The unknown batch's unreadable records (no file of it names
             // their runs): each is filed again by its own event.
             if let Some(old) = old.batch().filter(|_| id.1.starts_with('?')) {
-                let unnamed = old.unreadable.iter().filter(|u| u.path.parent() == Some(records_dir.as_path()));
+                let unnamed =
+                    old.unreadable.iter().filter(|u| u.path.parent() == Some(records_dir.as_path()) && other(&u.path));
                 fresh.unreadable.extend(unnamed.cloned());
+            }
+        }
+        if let Some(p) = drop {
+            fresh.records.retain(|r| r.path != p);
+            fresh.unreadable.retain(|u| u.path != p);
+        }
+        let named =
+            |p: &Path| fresh.records.iter().any(|f| f.path == p) || fresh.unreadable.iter().any(|u| u.path == p);
+        if let Some(p) = add.filter(|p| !named(p)) {
+            match state::read_record(p) {
+                Ok(r) => fresh.records.push(r),
+                Err(u) => fresh.unreadable.push(u),
             }
         }
         fresh.variables = None;

@@ -15,7 +15,7 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ubunye::state::{Batch, RecordInfo, State};
+use ubunye::state::{Batch, FinishedInfo, RecordInfo, State};
 
 use super::text::{Reader, put, put_len};
 
@@ -93,7 +93,7 @@ fn packable(b: &Batch) -> bool {
         && b.orphans.is_empty()
         && b.done_marks.is_empty()
         && b.tombstones.is_empty()
-        && b.finished.is_none()
+        && b.finished.as_ref().is_none_or(|f| f.outputs.is_empty() && f.path.as_os_str().is_empty())
         && b.unreadable.is_empty()
         && b.temp_files.is_empty()
         && b.unknown_files.is_empty()
@@ -109,15 +109,37 @@ pub fn pack(b: &Batch, vars: Option<&str>) -> Option<Packed> {
     Some(p.finish().get(span))
 }
 
+/// The finished note's run, after [`NOTE_OWN_RUN`].
+const NO_NOTE: u8 = 0;
+const NOTE_NO_RUN: u8 = 1;
+const NOTE_BATCH_RUN: u8 = 2;
+const NOTE_OWN_RUN: u8 = 3;
+
 /// The fields in order: key, run id, note, variables (raw, after a byte that
-/// says whether they are known), the number of records, then each record:
-/// its run id (none: the batch's), path, status, start, end, error, damage.
+/// says whether they are known), the finished note (a byte: none, or which
+/// run it names; then its run when its own, and its time), the number of
+/// records, then each record: its run id (none: the batch's), path, status,
+/// start, end, error, damage.
 fn encode(out: &mut Vec<u8>, b: &Batch, vars: Option<&str>) {
     put_raw(out, &b.key);
     put(out, b.run_id.as_deref());
     put(out, Some(&b.note));
     out.push(u8::from(vars.is_some()));
     put_raw(out, vars.unwrap_or_default());
+    match &b.finished {
+        None => out.push(NO_NOTE),
+        Some(f) => {
+            match f.run_id.as_deref() {
+                None => out.push(NOTE_NO_RUN),
+                Some(r) if b.run_id.as_deref() == Some(r) => out.push(NOTE_BATCH_RUN),
+                Some(r) => {
+                    out.push(NOTE_OWN_RUN);
+                    put(out, Some(r));
+                }
+            }
+            put(out, f.finished_at.as_deref());
+        }
+    }
     put_len(out, b.records.len());
     for r in &b.records {
         let same = b.run_id.as_deref() == Some(r.run_id.as_str());
@@ -169,10 +191,36 @@ impl Packed {
                     r.at += 1;
                     raw(&mut r);
                 }
+                4 => {
+                    let note = r.bytes.get(r.at).copied().unwrap_or(NO_NOTE);
+                    r.at += 1;
+                    if note == NOTE_OWN_RUN {
+                        r.skip();
+                    }
+                    if note != NO_NOTE {
+                        r.skip();
+                    }
+                }
                 _ => r.skip(),
             }
         }
         r
+    }
+
+    /// Its finished note's run and time: None without a note, else (the
+    /// run it names, when it names one; its time).
+    #[allow(clippy::type_complexity)]
+    pub fn finished(&self) -> Option<(Option<Cow<'_, str>>, Option<Cow<'_, str>>)> {
+        let mut r = self.past(4);
+        let note = r.bytes.get(r.at).copied().unwrap_or(NO_NOTE);
+        r.at += 1;
+        let run = match note {
+            NO_NOTE => return None,
+            NOTE_NO_RUN => None,
+            NOTE_BATCH_RUN => self.run_id(),
+            _ => r.text(),
+        };
+        Some((run, r.text()))
     }
 
     /// The batch's key (read first, at once).
@@ -199,12 +247,12 @@ impl Packed {
 
     /// How many records it has.
     pub fn record_count(&self) -> usize {
-        self.past(4).len()
+        self.past(5).len()
     }
 
     /// Its records, newest first (as a scan orders them).
     pub fn records(&self) -> impl Iterator<Item = RecordFields<'_>> + '_ {
-        let mut r = self.past(4);
+        let mut r = self.past(5);
         let n = r.len();
         let batch_run = self.run_id().unwrap_or_default();
         (0..n).map(move |_| RecordFields {
@@ -235,6 +283,9 @@ impl Packed {
         b.run_id = self.run_id().map(Cow::into_owned);
         b.note = self.note().into_owned();
         let own = |c: Option<Cow<str>>| c.map(Cow::into_owned);
+        b.finished = self.finished().map(|(run, at)| {
+            Box::new(FinishedInfo { path: PathBuf::new(), run_id: own(run), finished_at: own(at), outputs: Vec::new() })
+        });
         b.records = self
             .records()
             .map(|r| RecordInfo {
@@ -296,16 +347,33 @@ mod tests {
             })
     }
 
+    /// A light finished note: none, or naming no run, the batch's or its own.
+    fn note(run: Option<String>) -> impl Strategy<Value = Option<Box<FinishedInfo>>> {
+        let own = proptest::option::of(text());
+        (0..4u8, own, proptest::option::of(text())).prop_map(move |(which, own, at)| {
+            let run_id = match which {
+                0 => return None,
+                1 => None,
+                2 => run.clone(),
+                _ => own,
+            };
+            Some(Box::new(FinishedInfo { path: PathBuf::new(), run_id, finished_at: at, outputs: Vec::new() }))
+        })
+    }
+
     fn batch() -> impl Strategy<Value = (Batch, Option<String>)> {
         (text(), proptest::option::of(text()), text(), proptest::option::of(text())).prop_flat_map(
-            |(key, run, note, vars)| {
-                proptest::collection::vec(record(run.clone()), 0..4).prop_map(move |records| {
-                    let mut b = Batch::new("demo/sales/ingest", &key);
-                    b.run_id = run.clone();
-                    b.note = note.clone();
-                    b.records = records;
-                    (b, vars.clone())
-                })
+            |(key, run, note_line, vars)| {
+                (proptest::collection::vec(record(run.clone()), 0..4), note(run.clone())).prop_map(
+                    move |(records, finished)| {
+                        let mut b = Batch::new("demo/sales/ingest", &key);
+                        b.run_id = run.clone();
+                        b.note = note_line.clone();
+                        b.records = records;
+                        b.finished = finished;
+                        (b, vars.clone())
+                    },
+                )
             },
         )
     }
@@ -367,6 +435,15 @@ mod tests {
             |b| b.records[0].backend = Some("pandas".into()),
             |b| b.records[0].variables = Some(serde_json::Map::new()),
             |b| b.records[0].locations.push(("o".into(), "l".into())),
+            |b| {
+                let path = PathBuf::from("k.finished.json");
+                b.finished = Some(Box::new(FinishedInfo { path, run_id: None, finished_at: None, outputs: Vec::new() }))
+            },
+            |b| {
+                let outputs = vec![("o".to_string(), vec!["f".to_string()], false)];
+                b.finished =
+                    Some(Box::new(FinishedInfo { path: PathBuf::new(), run_id: None, finished_at: None, outputs }))
+            },
             |b| {
                 use std::os::unix::ffi::OsStrExt;
                 b.records[0].path = PathBuf::from(std::ffi::OsStr::from_bytes(b"r\xff.json"));

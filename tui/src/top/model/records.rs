@@ -5,9 +5,96 @@ use std::path::{Path, PathBuf};
 
 use ubunye::state::{Batch, RecordInfo};
 
-use super::Model;
+use ubunye::state;
+
+use super::{Id, Model};
 
 impl Model {
+    /// A run record's file appeared, changed or went: filed at once as a
+    /// read of its whole task files it, without that read. A record is filed
+    /// under the batch whose files name its run, else the one its variables
+    /// hash to, else the unknown batch (an unreadable one by its file's name
+    /// alone), and moves nothing else: so the batch that had it and the batch
+    /// that has it now are read again, each alone, and no other batch of the
+    /// task can change. True when something shown changed; None when it
+    /// cannot be told here (a task not seen yet, a run two batches name, a
+    /// batch that cannot be read again): the task is read whole.
+    pub(super) fn record_changed(&mut self, task: &str, path: &Path) -> Option<bool> {
+        let t = self.tasks.get(task)?;
+        let now = self.now_for(task);
+        let rows: Vec<usize> = (0..self.side.len()).filter(|&i| self.side[i].task == t).collect();
+        let has = |i: usize| {
+            self.row(i).is_some_and(|b| {
+                b.records().any(|r| self.record_path(task, &r.run_id(), r.path()) == path)
+                    || b.batch().is_some_and(|w| w.unreadable.iter().any(|u| u.path == path))
+            })
+        };
+        let held: Vec<Id> =
+            rows.iter().copied().filter(|&i| has(i)).filter_map(|i| self.row(i).map(|b| b.id())).collect();
+        if held.len() > 1 {
+            return None;
+        }
+        // Where a full scan files it now.
+        let named = |run: &str| -> Option<Option<String>> {
+            let by: Vec<usize> =
+                rows.iter().copied().filter(|&i| self.row(i).is_some_and(|b| b.names_run(run))).collect();
+            match by.as_slice() {
+                [] => Some(None),
+                [i] => Some(self.row(*i).map(|b| b.key().to_string())),
+                _ => None,
+            }
+        };
+        let unknown = || "?".repeat(16);
+        let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        // Where a full scan files a record: None when a file holds another
+        // run than its name says (a batch's read, `scan_batch`, files it by
+        // its name; a task's read by its content).
+        let home = |r: &RecordInfo| -> Option<String> {
+            if r.run_id != stem(&r.path) {
+                return None;
+            }
+            Some(named(&r.run_id)?.or_else(|| record_key(task, r)).unwrap_or_else(unknown))
+        };
+        let gone = matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+        let now_at: Option<String> = if gone {
+            None
+        } else {
+            Some(match state::read_record(path) {
+                Ok(r) => home(&r)?,
+                Err(_) => named(&stem(path))?.unwrap_or_else(unknown),
+            })
+        };
+        let old = held.into_iter().next().filter(|(_, k)| Some(k) != now_at.as_ref());
+        let mut fresh = Vec::new();
+        if let Some(id) = &old {
+            fresh.push(self.read_again_as(id, now, None, Some(path)).ok()?);
+        }
+        if let Some(key) = now_at {
+            fresh.push(self.read_again_as(&(task.to_string(), key), now, Some(path), None).ok()?);
+        }
+        // Each record of the batches read again is where a task's read
+        // would file it, in its order, else the task is read whole.
+        // Records are in the order of their start, and those that start
+        // together (none known: damaged ones) in the order the task's folder
+        // lists them, which only the task's read knows.
+        let ordered = |b: &Batch| b.records.windows(2).all(|w| w[0].started_at != w[1].started_at);
+        let filed = |b: &Batch| {
+            ordered(b)
+                && b.records.iter().all(|r| home(r).as_deref() == Some(b.key.as_str()))
+                && b.unreadable
+                    .iter()
+                    .filter(|u| u.kind == state::FileKind::Record)
+                    .all(|u| named(&stem(&u.path)).is_some_and(|n| n.unwrap_or_else(unknown) == b.key))
+        };
+        if !fresh.iter().all(filed) {
+            return None;
+        }
+        for b in fresh {
+            self.put(b);
+        }
+        Some(true)
+    }
+
     /// Where a record of the model is: a light batch's records keep no path
     /// when it is the usual one, `<lineage>/<task>/<run id>.json`.
     pub(super) fn record_path(&self, task: &str, run_id: &str, path: &Path) -> PathBuf {

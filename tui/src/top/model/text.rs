@@ -16,6 +16,8 @@ const UUID: u8 = 2;
 const MICROS: u8 = 3;
 /// A finished note's line: `finished at 2026-12-02T13:25:24Z`.
 const FINISHED_AT: u8 = 4;
+/// A finished note's time: `2026-12-02T13:25:24Z`.
+const SECONDS: u8 = 5;
 
 /// A length, seven bits a byte, low bits first.
 pub fn put_len(out: &mut Vec<u8>, mut n: usize) {
@@ -40,6 +42,9 @@ pub fn put(out: &mut Vec<u8>, s: Option<&str>) {
         out.extend_from_slice(&t.to_le_bytes());
     } else if let Some(t) = s.strip_prefix("finished at ").and_then(seconds) {
         out.push(FINISHED_AT);
+        out.extend_from_slice(&t.to_le_bytes());
+    } else if let Some(t) = seconds(s) {
+        out.push(SECONDS);
         out.extend_from_slice(&t.to_le_bytes());
     } else {
         out.push(RAW);
@@ -91,6 +96,7 @@ impl<'a> Reader<'a> {
             UUID => Some(Cow::Owned(uuid_text(self.take(16)))),
             MICROS => Some(Cow::Owned(micros_text(self.i64()))),
             FINISHED_AT => Some(Cow::Owned(format!("finished at {}", seconds_text(self.i64())))),
+            SECONDS => Some(Cow::Owned(seconds_text(self.i64()))),
             _ => {
                 let n = self.len();
                 // Only [`put`] writes these, from strings, cut at their ends.
@@ -111,7 +117,7 @@ impl<'a> Reader<'a> {
         let n = match tag {
             NONE => 0,
             UUID => 16,
-            MICROS | FINISHED_AT => 8,
+            MICROS | FINISHED_AT | SECONDS => 8,
             _ => self.len(),
         };
         self.take(n);
@@ -244,6 +250,7 @@ mod tests {
             ("1969-12-31T23:59:59.999999+00:00", 9),
             ("finished at 2026-12-02T13:25:24Z", 9),
             ("finished at 2000-02-29T00:00:00Z", 9),
+            ("2026-12-02T13:25:24Z", 9),
         ] {
             assert_eq!(round_trip(Some(s)), (Some(s.to_string()), len), "{s}");
         }

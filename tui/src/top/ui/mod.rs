@@ -25,8 +25,8 @@ use ubunye::state::{Flag, State};
 use ubunye::timefmt;
 
 use crate::top::app::{App, Level, View};
-use crate::top::model::BatchRef;
 use crate::top::keys::{self, Ctx};
+use crate::top::model::BatchRef;
 use crate::top::popup::Popup;
 
 /// Cut `s` to `w` columns, with an ellipsis when cut.

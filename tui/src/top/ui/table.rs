@@ -40,8 +40,9 @@ fn claims(b: BatchRef) -> String {
 fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
     let model = &app.model;
     let shown = || visible.iter().filter_map(|&i| model.row(i));
-    let longest =
-        |f: fn(BatchRef) -> String, cap: usize, min: usize| shown().map(|b| f(b).chars().count()).max().unwrap_or(0).clamp(min, cap);
+    let longest = |f: fn(BatchRef) -> String, cap: usize, min: usize| {
+        shown().map(|b| f(b).chars().count()).max().unwrap_or(0).clamp(min, cap)
+    };
     let vars = |b: BatchRef| b.vars().unwrap_or(b.key()).to_string();
     let run = |b: BatchRef| b.run_id().as_deref().map(ubunye::documents::short).unwrap_or_default();
     let task = |b: BatchRef| b.task().to_string();

@@ -83,13 +83,13 @@ pub(super) fn draw_runs(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
         let Some(r) = b.record(ri) else { continue };
         let status = r.status().map_or_else(|| "(none)".to_string(), |s| s.into_owned());
         let style = p.record(r.status().as_deref());
-        let secs =
-            match (r.started_at().as_deref().and_then(timefmt::parse), r.ended_at().as_deref().and_then(timefmt::parse)) {
-                (Some(s), Some(e)) => {
-                    e.duration_since(s).map(|d| format!("{:.1}", d.as_secs_f64())).unwrap_or_default()
-                }
-                _ => String::new(),
-            };
+        let secs = match (
+            r.started_at().as_deref().and_then(timefmt::parse),
+            r.ended_at().as_deref().and_then(timefmt::parse),
+        ) {
+            (Some(s), Some(e)) => e.duration_since(s).map(|d| format!("{:.1}", d.as_secs_f64())).unwrap_or_default(),
+            _ => String::new(),
+        };
         let vars = vars(b, ri);
         let started = record_time(r.started_at().as_deref());
         let started = if wide { started } else { started.get(5..).unwrap_or(&started).to_string() };

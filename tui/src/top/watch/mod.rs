@@ -224,10 +224,11 @@ impl Watch {
             // Polls keep to a schedule (one every interval from here), so
             // that a poll's own time is not added to the wait for the next:
             // a change waits for the next poll, at most an interval.
-            let mut due = Instant::now() + interval;
+            // (None: an interval too long to be a time of this clock.)
+            let mut due = Instant::now().checked_add(interval);
             loop {
-                std::thread::sleep(due.saturating_duration_since(Instant::now()));
-                due = next_poll(due, Instant::now(), interval);
+                std::thread::sleep(due.map_or(interval, |d| d.saturating_duration_since(Instant::now())));
+                due = due.and_then(|d| next_poll(d, Instant::now(), interval));
                 if flag.load(Ordering::Relaxed) {
                     break;
                 }
@@ -357,17 +358,18 @@ fn limit_hint() -> String {
 
 /// When the poll after the one `due` now is: an interval later, or, when a
 /// poll took longer than that (`now` past it), the next time of the schedule
-/// still to come (never two polls one after the other to catch up).
-fn next_poll(due: Instant, now: Instant, interval: Duration) -> Instant {
+/// still to come (never two polls one after the other to catch up). None
+/// when that is past what this clock can say.
+fn next_poll(due: Instant, now: Instant, interval: Duration) -> Option<Instant> {
     if interval.is_zero() {
-        return now;
+        return Some(now);
     }
-    let next = due + interval;
+    let next = due.checked_add(interval)?;
     if next > now {
-        return next;
+        return Some(next);
     }
     let behind = now.duration_since(next).as_nanos() / interval.as_nanos() + 1;
-    next + interval * u32::try_from(behind).unwrap_or(u32::MAX)
+    next.checked_add(interval.checked_mul(u32::try_from(behind).ok()?)?)
 }
 
 #[cfg(test)]
@@ -378,13 +380,15 @@ mod tests {
         let (t0, s) = (Instant::now(), Duration::from_secs(1));
         let ms = |n: u64| Duration::from_millis(n);
         // A poll that took 300 ms: the next is still one second after the last was due.
-        assert_eq!(super::next_poll(t0, t0 + ms(300), s), t0 + s);
+        assert_eq!(super::next_poll(t0, t0 + ms(300), s), Some(t0 + s));
         // One that took 2.5 s: the next time of the schedule, at 3 s.
-        assert_eq!(super::next_poll(t0, t0 + ms(2500), s), t0 + ms(3000));
+        assert_eq!(super::next_poll(t0, t0 + ms(2500), s), Some(t0 + ms(3000)));
         // Exactly on the next time: the one after it.
-        assert_eq!(super::next_poll(t0, t0 + s, s), t0 + ms(2000));
+        assert_eq!(super::next_poll(t0, t0 + s, s), Some(t0 + ms(2000)));
         // No interval: at once, never in the past.
-        assert_eq!(super::next_poll(t0, t0 + ms(5), Duration::ZERO), t0 + ms(5));
+        assert_eq!(super::next_poll(t0, t0 + ms(5), Duration::ZERO), Some(t0 + ms(5)));
+        // An interval past the clock's end: no time, no panic.
+        assert_eq!(super::next_poll(t0, t0, Duration::MAX), None);
     }
 
     use super::*;
