@@ -418,7 +418,7 @@ fn memory(rescans: usize) {
 
 /// Run records written and removed, each until its frame: printed.
 fn records(uc: &Path, ids: &[Id], samples: usize) {
-    let label = format!("record -> frame, notify (its task of {} batches read again)", ids.len() / TASKS);
+    let label = format!("record -> frame, notify (filed alone, in a task of {} batches)", ids.len() / TASKS);
     spread(&label, record_to_frame(uc, ids, samples));
 }
 

@@ -51,6 +51,10 @@ pub type Id = (String, String);
 /// instead of reading each.
 pub const BURST: usize = 2_000;
 
+/// After this many batches packed alone (read again after a change), the
+/// model packs again what its chunks hold ([`Model::compact`]).
+const COMPACT_AFTER: usize = 4096;
+
 /// At most this many batches of a burst are read again at once, on the UI
 /// thread; a bigger burst waits for the read of their tasks.
 const AT_ONCE: usize = 16;
@@ -128,6 +132,8 @@ pub struct Model {
     /// moved or removed since.
     leased: Option<Vec<usize>>,
     tasks: Tasks,
+    /// Batches packed alone since the last [`Model::compact`].
+    alone: usize,
 }
 
 impl Model {
@@ -147,6 +153,7 @@ impl Model {
             scope: None,
             leased: None,
             tasks: Tasks::default(),
+            alone: 0,
             scan,
         };
         for k in keep_all(std::mem::take(&mut m.scan.batches)) {
@@ -232,6 +239,7 @@ impl Model {
         self.changed();
         // (The read's scope, taken above.)
         if scope.is_none() {
+            self.compact();
             give_back_memory();
         }
     }
@@ -336,12 +344,58 @@ impl Model {
         self.slots.is_empty()
     }
 
-    /// How many batches are kept packed, and the bytes their packing holds.
+    /// How many batches are kept packed, and the bytes of the chunks that
+    /// hold them (each counted once).
     pub fn packed(&self) -> (usize, usize) {
+        let mut chunks = std::collections::HashSet::new();
         self.slots.iter().fold((0, 0), |(n, bytes), s| match s {
-            Slot::Packed(p) => (n + 1, bytes + p.size()),
+            Slot::Packed(p) => {
+                let (at, len) = p.chunk();
+                (n + 1, bytes + if chunks.insert(at) { len } else { 0 })
+            }
             Slot::Whole(_) => (n, bytes),
         })
+    }
+
+    /// Pack again the batches of chunks that are mostly let go (a task's
+    /// chunk, after batches of it were read again alone, each into a chunk of
+    /// its own) or small (those chunks of one): one chunk for all of them, so
+    /// that what the model holds stays about what its batches need. Done
+    /// after every [`COMPACT_AFTER`] batches packed alone, and after a read
+    /// of the whole use case.
+    fn compact(&mut self) {
+        use std::collections::HashMap;
+        self.alone = 0;
+        let mut live: HashMap<*const Box<[u8]>, (usize, usize, usize)> = HashMap::new();
+        for s in &self.slots {
+            if let Slot::Packed(p) = s {
+                let (at, len) = p.chunk();
+                let e = live.entry(at).or_insert((0, 0, len));
+                e.0 += p.size();
+                e.1 += 1;
+            }
+        }
+        let sparse =
+            |at: &*const Box<[u8]>| live.get(at).is_some_and(|&(bytes, rows, len)| bytes * 2 < len || rows < 64);
+        if live.iter().filter(|(at, _)| sparse(at)).map(|(_, &(_, rows, _))| rows).sum::<usize>() < 2 {
+            return;
+        }
+        let mut packer = packed::Packer::default();
+        let mut moved = Vec::new();
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Slot::Packed(p) = s {
+                if sparse(&p.chunk().0) {
+                    match packer.copy(p) {
+                        Some(span) => moved.push((i, span)),
+                        None => break,
+                    }
+                }
+            }
+        }
+        let chunk = packer.finish();
+        for (i, span) in moved {
+            self.slots[i] = Slot::Packed(chunk.get(span));
+        }
     }
 
     fn position(&self, task: &str, key: &str) -> Option<usize> {
@@ -571,7 +625,16 @@ impl Model {
         let id = (b.task.clone(), b.key.clone());
         let empty = b.is_empty();
         match (self.position(&id.0, &id.1), empty) {
-            (_, false) => self.place(keep(b)),
+            (_, false) => {
+                let k = keep(b);
+                if matches!(k.slot, Slot::Packed(_)) {
+                    self.alone += 1;
+                }
+                self.place(k);
+                if self.alone >= COMPACT_AFTER {
+                    self.compact();
+                }
+            }
             (Some(i), true) => {
                 let last = self.slots.len() - 1;
                 self.index.moved(&id.0, &id.1, i, None);
@@ -628,4 +691,54 @@ impl Model {
 /// Batch `i`'s task and key ([`Index`] keeps positions only).
 fn names<'a>(slots: &'a [Slot], side: &'a [Side], tasks: &'a Tasks, i: usize) -> (&'a str, &'a str) {
     (tasks.name(side[i].task), slots[i].key())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn finished(task: &str, i: usize) -> Batch {
+        let mut b = Batch::new(task, &format!("{i:016x}"));
+        b.run_id = Some(format!("0000{i:04x}-0000-4000-8000-00000000{i:04x}"));
+        b.note = "finished at 2026-12-02T13:25:24Z".into();
+        // A note on disk: a batch read again with nothing goes.
+        b.finished = Some(Box::new(ubunye::state::FinishedInfo {
+            path: PathBuf::new(),
+            run_id: b.run_id.clone(),
+            finished_at: Some("2026-12-02T13:25:24Z".into()),
+            outputs: Vec::new(),
+        }));
+        b
+    }
+
+    /// Review 24, finding 2: a task's chunk is held by any one of its
+    /// batches, so batches read again alone, each into a chunk of its own,
+    /// left the rest of it held. The model packs such chunks again: what
+    /// it holds stays what its batches need, and no batch changes.
+    #[test]
+    fn chunks_mostly_let_go_are_packed_again() {
+        let sys = Sys::from_env();
+        let dir = std::env::temp_dir();
+        let mut scan = crate::top::empty(&dir, &dir, &sys);
+        scan.batches = (0..1000).map(|i| finished("demo/t", i)).collect();
+        let src = Source { uc: dir.clone(), opts: ScanOptions::default(), sys };
+        let mut m = Model::new(src, scan);
+        let want = m.to_batches();
+        let (n, one_chunk) = m.packed();
+        assert_eq!(n, 1000);
+        // All but one read again alone: the first chunk is held by one.
+        for i in 1..1000 {
+            m.put(finished("demo/t", i));
+        }
+        let (_, held) = m.packed();
+        assert!(held > one_chunk * 19 / 10, "{held} bytes held, {one_chunk} in one chunk");
+        m.compact();
+        let (n, after) = m.packed();
+        assert_eq!((n, after), (1000, one_chunk), "one chunk again, as big as the batches");
+        let dbg = |bs: Vec<Batch>| bs.iter().map(|b| format!("{b:?}")).collect::<Vec<_>>();
+        assert_eq!(dbg(m.to_batches()), dbg(want));
+        for (i, b) in m.to_batches().iter().enumerate() {
+            assert_eq!(m.position_of(&(b.task.clone(), b.key.clone())), Some(i));
+        }
+    }
 }

@@ -60,6 +60,14 @@ impl Packer {
         }
     }
 
+    /// A packed batch copied into this chunk as it is.
+    pub fn copy(&mut self, p: &Packed) -> Option<Span> {
+        let at = u32::try_from(self.buf.len()).ok()?;
+        u32::try_from(self.buf.len() + p.bytes().len()).ok()?;
+        self.buf.extend_from_slice(p.bytes());
+        Some(Span { at, len: p.len })
+    }
+
     /// The chunk, made once every batch is packed; each span becomes a
     /// [`Packed`] with [`Chunk::get`].
     pub fn finish(self) -> Chunk {
@@ -274,6 +282,11 @@ impl Packed {
     /// The bytes it holds in its chunk.
     pub fn size(&self) -> usize {
         self.len as usize
+    }
+
+    /// Its chunk, to tell which batches share one, and the chunk's size.
+    pub fn chunk(&self) -> (*const Box<[u8]>, usize) {
+        (Arc::as_ptr(&self.chunk), self.chunk.len())
     }
 
     /// The batch as it was packed, with its task.

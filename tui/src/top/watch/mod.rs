@@ -221,16 +221,10 @@ impl Watch {
             // Should the listing ever fail (a panic), each poll is a whole
             // rescan, as before it: never a poll that names nothing for ever.
             let mut listing = catch_unwind(|| Listing::new(&leases, &lineage)).ok();
-            // Polls keep to a schedule (one every interval from here), so
-            // that a poll's own time is not added to the wait for the next:
-            // a change waits for the next poll, at most an interval.
-            // (None: an interval too long to be a time of this clock.)
-            let mut due = Instant::now().checked_add(interval);
-            loop {
-                std::thread::sleep(due.map_or(interval, |d| d.saturating_duration_since(Instant::now())));
-                due = due.and_then(|d| next_poll(d, Instant::now(), interval));
+            let clock = Clock { now: &Instant::now, sleep: &mut std::thread::sleep };
+            on_schedule(interval, clock, || {
                 if flag.load(Ordering::Relaxed) {
-                    break;
+                    return false;
                 }
                 let polled = listing.as_mut().and_then(|l| catch_unwind(AssertUnwindSafe(|| l.poll())).ok());
                 if polled.is_none() {
@@ -242,10 +236,8 @@ impl Watch {
                     Some(p) if !p.changed.is_empty() => tx.send(Event::FsChange(p.changed)),
                     Some(_) => Ok(()),
                 };
-                if sent.is_err() {
-                    break;
-                }
-            }
+                sent.is_ok()
+            });
         });
         if spawned.is_ok() {
             self.poll_stop = Some(stop);
@@ -356,6 +348,29 @@ fn limit_hint() -> String {
     "inotify watch limit reached: raise it with `sysctl fs.inotify.max_user_watches=524288`; polling meanwhile".into()
 }
 
+/// The clock a schedule is kept by (the machine's, or a test's).
+struct Clock<'a> {
+    now: &'a dyn Fn() -> Instant,
+    sleep: &'a mut dyn FnMut(Duration),
+}
+
+/// Call `poll` on a schedule, one every interval from now, until it says to
+/// stop: a poll's own time is not added to the wait for the next, so a
+/// change waits for the next poll at most an interval. The next time is
+/// taken after each poll: one that took longer than the interval is followed
+/// by the next time of the schedule, not at once (review 24). An interval
+/// too long to be a time of this clock is slept as it is.
+fn on_schedule(interval: Duration, clock: Clock, mut poll: impl FnMut() -> bool) {
+    let mut due = (clock.now)().checked_add(interval);
+    loop {
+        (clock.sleep)(due.map_or(interval, |d| d.saturating_duration_since((clock.now)())));
+        if !poll() {
+            return;
+        }
+        due = due.and_then(|d| next_poll(d, (clock.now)(), interval));
+    }
+}
+
 /// When the poll after the one `due` now is: an interval later, or, when a
 /// poll took longer than that (`now` past it), the next time of the schedule
 /// still to come (never two polls one after the other to catch up). None
@@ -389,6 +404,31 @@ mod tests {
         assert_eq!(super::next_poll(t0, t0 + ms(5), Duration::ZERO), Some(t0 + ms(5)));
         // An interval past the clock's end: no time, no panic.
         assert_eq!(super::next_poll(t0, t0, Duration::MAX), None);
+    }
+
+    /// Review 24: the next time was taken before the poll, so a poll slower
+    /// than the interval was followed by the next one at once, for ever.
+    #[test]
+    fn a_slow_poll_is_followed_by_the_next_time_of_the_schedule() {
+        use std::cell::Cell;
+        use std::time::{Duration, Instant};
+        let ms = Duration::from_millis;
+        for (takes, want) in
+            [(10, vec![40, 80, 120, 160]), (60, vec![40, 120, 200, 280]), (100, vec![40, 160, 280, 400])]
+        {
+            let t0 = Instant::now();
+            let at = Cell::new(t0);
+            let now = || at.get();
+            let mut sleep = |d: Duration| at.set(at.get() + d);
+            let mut starts = Vec::new();
+            let clock = super::Clock { now: &now, sleep: &mut sleep };
+            super::on_schedule(ms(40), clock, || {
+                starts.push(at.get().duration_since(t0).as_millis() as u64);
+                at.set(at.get() + ms(takes));
+                starts.len() < 4
+            });
+            assert_eq!(starts, want, "a poll of {takes} ms");
+        }
     }
 
     use super::*;
