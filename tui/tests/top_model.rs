@@ -396,6 +396,10 @@ fn in_bounds(a: &mut App, what: &str) {
         assert_eq!(a.model.position_of(&id), Some(i), "{what}: {} {} not found at {i}", id.0, id.1);
     }
     assert!(a.rows.iter().all(|&i| i < n), "{what}: a row out of bounds");
+    // The rows left standing (nothing moved) are the order a sort gives.
+    let (rows, text) = (a.rows.clone(), a.filter.text.clone());
+    a.set_filter(&text);
+    assert_eq!(a.rows, rows, "{what}: the rows are in the order a whole sort gives");
     press(a, "2");
     a.prepare();
     let count = |b: usize| a.model.row(b).map_or(0, |b| b.record_count());

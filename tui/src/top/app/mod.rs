@@ -183,6 +183,8 @@ pub struct App {
     /// Batches were added: filter and sort before drawing.
     stale: bool,
     sorted_at: Option<Instant>,
+    /// The filter, order and direction the rows were last sorted by.
+    sorted_by: Option<(String, SortBy, bool)>,
     /// A full scan (or the first read) is under way; another is wanted after it.
     pub scanning: bool,
     scan_again: bool,
@@ -237,6 +239,7 @@ impl App {
             loading: None,
             stale: false,
             sorted_at: None,
+            sorted_by: None,
             scanning: false,
             scan_again: false,
             during_scan: Vec::new(),

@@ -7,6 +7,8 @@ impl App {
     pub fn set_filter(&mut self, text: &str) {
         self.filter = Filter::parse(text);
         self.runs_generation = None;
+        // Sorted afresh, whatever changed.
+        self.sorted_by = None;
         self.rebuild();
     }
 
@@ -20,6 +22,30 @@ impl App {
             counts[model.state_of(i).rank()] += 1;
         }
         self.counts = counts;
+        let changes = self.model.take_changes();
+        let by = Some((self.filter.text.clone(), self.sort, self.reversed));
+        // Nothing added, removed or moved, every batch put in place still in
+        // its state, the same order asked for, no filter: the rows stand
+        // (a million rows sorted again was most of a change's time to the
+        // screen). Severity orders by state, task and key; task by the last two.
+        let model = &self.model;
+        let stand = !changes.reshaped
+            && self.sorted_by == by
+            && self.filter.is_empty()
+            && self.rows.len() == n
+            && (self.sort == SortBy::Task
+                || self.sort == SortBy::Severity && changes.touched.iter().all(|&(i, s)| model.state_of(i) == s));
+        self.sorted_by = by;
+        if !stand {
+            self.sort_rows();
+        }
+        self.place_selection();
+    }
+
+    /// Filter and sort every batch.
+    fn sort_rows(&mut self) {
+        let model = &self.model;
+        let n = model.len();
         let at = |i: usize| model.row(i).expect("a position of the model");
         // The rows in their last order, then any new position: after a
         // change of a few batches they are nearly sorted, which the sort
@@ -43,6 +69,11 @@ impl App {
             rows.reverse();
         }
         self.rows = rows;
+    }
+
+    /// Keep the selected batch selected (its row found again), and the
+    /// detail pane on it.
+    fn place_selection(&mut self) {
         // Where the selected batch is, then where its row is (no batch read
         // for each row).
         let found = self

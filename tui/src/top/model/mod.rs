@@ -51,6 +51,19 @@ pub type Id = (String, String);
 /// instead of reading each.
 pub const BURST: usize = 2_000;
 
+/// What changed in the model since the table last took its changes
+/// ([`Model::take_changes`]): whether a batch was added, removed or moved,
+/// and each batch put in place, with its state before.
+#[derive(Debug, Default)]
+pub struct Changes {
+    pub reshaped: bool,
+    pub touched: Vec<(usize, State)>,
+}
+
+/// Past this many batches put in place before the table looks: counted as
+/// reshaped (a whole sort), not kept one by one.
+const TOUCHED_AT_MOST: usize = 100_000;
+
 /// After this many batches packed alone (read again after a change), the
 /// model packs again what its chunks hold ([`Model::compact`]).
 const COMPACT_AFTER: usize = 4096;
@@ -134,6 +147,7 @@ pub struct Model {
     tasks: Tasks,
     /// Batches packed alone since the last [`Model::compact`].
     alone: usize,
+    changes: Changes,
 }
 
 impl Model {
@@ -154,6 +168,7 @@ impl Model {
             leased: None,
             tasks: Tasks::default(),
             alone: 0,
+            changes: Changes { reshaped: true, touched: Vec::new() },
             scan,
         };
         for k in keep_all(std::mem::take(&mut m.scan.batches)) {
@@ -167,6 +182,7 @@ impl Model {
 
     fn reindex(&mut self) {
         self.leased = None;
+        self.changes.reshaped = true;
         let (slots, side, tasks) = (&self.slots, &self.side, &self.tasks);
         self.index = Index::build(slots.len(), |i| names(slots, side, tasks, i));
     }
@@ -253,10 +269,13 @@ impl Model {
         self.leased = None;
         match at {
             Some(i) => {
+                let before = self.state_of(i);
+                self.touch(i, before);
                 self.slots[i] = k.slot;
                 self.side[i] = side;
             }
             None => {
+                self.changes.reshaped = true;
                 self.slots.push(k.slot);
                 self.side.push(side);
                 let (slots, side, tasks) = (&self.slots, &self.side, &self.tasks);
@@ -325,6 +344,24 @@ impl Model {
     pub fn row(&self, i: usize) -> Option<BatchRef<'_>> {
         let (slot, side) = (self.slots.get(i)?, self.side.get(i)?);
         Some(slot.row(self.tasks.name(side.task)))
+    }
+
+    /// What changed since the last call: for the table to sort only when
+    /// an order may have moved.
+    pub fn take_changes(&mut self) -> Changes {
+        std::mem::replace(&mut self.changes, Changes { reshaped: false, touched: Vec::new() })
+    }
+
+    fn touch(&mut self, i: usize, before: State) {
+        if self.changes.reshaped {
+            return;
+        }
+        if self.changes.touched.len() >= TOUCHED_AT_MOST {
+            self.changes.reshaped = true;
+            self.changes.touched = Vec::new();
+            return;
+        }
+        self.changes.touched.push((i, before));
     }
 
     /// The state of batch `i` (a packed one is finished: nothing is read).
@@ -638,6 +675,7 @@ impl Model {
             (Some(i), true) => {
                 let last = self.slots.len() - 1;
                 self.index.moved(&id.0, &id.1, i, None);
+                self.changes.reshaped = true;
                 self.slots.swap_remove(i);
                 self.side.swap_remove(i);
                 self.leased = None;
@@ -679,6 +717,7 @@ impl Model {
             state::rejudge(b, &sys, now);
             if before != (b.state, b.flags.clone()) {
                 changed = true;
+                self.touch(i, before.0);
             }
         }
         if changed {

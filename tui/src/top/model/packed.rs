@@ -110,6 +110,13 @@ fn packable(b: &Batch) -> bool {
         })
 }
 
+/// A string as a packed batch holds it: equal strings, equal bytes.
+pub fn encoded(s: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    put(&mut out, Some(s));
+    out
+}
+
 /// Pack one batch alone, in a chunk of its own ([`Packer::pack`]).
 pub fn pack(b: &Batch, vars: Option<&str>) -> Option<Packed> {
     let mut p = Packer::default();
@@ -277,6 +284,37 @@ impl Packed {
     /// Record `i`, newest first.
     pub fn record(&self, i: usize) -> Option<RecordFields<'_>> {
         self.records().nth(i)
+    }
+
+    /// The run its finished note names, as [`encoded`] writes it: None
+    /// without a note or with a note that names none (or an empty one).
+    pub fn note_run_field(&self) -> Option<&[u8]> {
+        let mut r = self.past(4);
+        let note = r.bytes.get(r.at).copied().unwrap_or(NO_NOTE);
+        r.at += 1;
+        let field = match note {
+            NO_NOTE | NOTE_NO_RUN => return None,
+            NOTE_BATCH_RUN => self.past(1).field(),
+            _ => r.field(),
+        };
+        (field != encoded("").as_slice()).then_some(field)
+    }
+
+    /// Each record's run (as [`encoded`] writes it) and path (empty: the
+    /// usual one, `<run id>.json`), newest first.
+    pub fn record_files(&self) -> impl Iterator<Item = (&[u8], &str)> + '_ {
+        let batch_run = self.past(1).field();
+        let mut r = self.past(5);
+        let n = r.len();
+        (0..n).map(move |_| {
+            let run = r.field();
+            let run = if run == [0] { batch_run } else { run };
+            let path = raw(&mut r);
+            for _ in 0..5 {
+                r.skip();
+            }
+            (run, path)
+        })
     }
 
     /// The bytes it holds in its chunk.

@@ -1,12 +1,15 @@
 //! Run records of the model's batches: where a light batch's record is, and
 //! how a record is filed under a batch read again.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use ubunye::state::{Batch, RecordInfo};
 
 use ubunye::state;
 
+use super::light::Slot;
+use super::packed::encoded;
 use super::{Id, Model};
 
 impl Model {
@@ -22,30 +25,57 @@ impl Model {
     pub(super) fn record_changed(&mut self, task: &str, path: &Path) -> Option<bool> {
         let t = self.tasks.get(task)?;
         let now = self.now_for(task);
-        let rows: Vec<usize> = (0..self.side.len()).filter(|&i| self.side[i].task == t).collect();
-        let has = |i: usize| {
-            self.row(i).is_some_and(|b| {
-                b.records().any(|r| self.record_path(task, &r.run_id(), r.path()) == path)
-                    || b.batch().is_some_and(|w| w.unreadable.iter().any(|u| u.path == path))
-            })
-        };
-        let held: Vec<Id> =
-            rows.iter().copied().filter(|&i| has(i)).filter_map(|i| self.row(i).map(|b| b.id())).collect();
+        let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        // One pass over the task's batches: which hold this record's file,
+        // and which name each run (strings compared as they are packed, no
+        // run id made for each of 10,000 batches).
+        let usual = path.parent() == Some(self.scan.lineage_dir.join(task).as_path())
+            && path.extension().is_some_and(|x| x == "json");
+        let stem_field = encoded(&stem(path));
+        let mut held: Vec<usize> = Vec::new();
+        let mut by_run: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        for i in (0..self.side.len()).filter(|&i| self.side[i].task == t) {
+            match &self.slots[i] {
+                Slot::Packed(p) => {
+                    if let Some(run) = p.note_run_field() {
+                        by_run.entry(run.to_vec()).or_default().push(i);
+                    }
+                    let here = |(run, file): (&[u8], &str)| {
+                        if file.is_empty() { usual && run == stem_field.as_slice() } else { Path::new(file) == path }
+                    };
+                    if p.record_files().any(here) {
+                        held.push(i);
+                    }
+                }
+                Slot::Whole(w) => {
+                    let b = &w.batch;
+                    for run in b.named_runs() {
+                        let at = by_run.entry(encoded(run)).or_default();
+                        if at.last() != Some(&i) {
+                            at.push(i);
+                        }
+                    }
+                    if b.records.iter().any(|r| self.record_path(task, &r.run_id, &r.path) == path)
+                        || b.unreadable.iter().any(|u| u.path == path)
+                    {
+                        held.push(i);
+                    }
+                }
+            }
+        }
         if held.len() > 1 {
             return None;
         }
+        let held: Option<Id> = held.first().and_then(|&i| self.row(i)).map(|b| b.id());
         // Where a full scan files it now.
         let named = |run: &str| -> Option<Option<String>> {
-            let by: Vec<usize> =
-                rows.iter().copied().filter(|&i| self.row(i).is_some_and(|b| b.names_run(run))).collect();
-            match by.as_slice() {
-                [] => Some(None),
-                [i] => Some(self.row(*i).map(|b| b.key().to_string())),
-                _ => None,
+            match by_run.get(&encoded(run)).map(Vec::as_slice) {
+                None => Some(None),
+                Some([i]) => Some(self.row(*i).map(|b| b.key().to_string())),
+                Some(_) => None,
             }
         };
         let unknown = || "?".repeat(16);
-        let stem = |p: &Path| p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         // Where a full scan files a record: None when a file holds another
         // run than its name says (a batch's read, `scan_batch`, files it by
         // its name; a task's read by its content).
@@ -64,7 +94,7 @@ impl Model {
                 Err(_) => named(&stem(path))?.unwrap_or_else(unknown),
             })
         };
-        let old = held.into_iter().next().filter(|(_, k)| Some(k) != now_at.as_ref());
+        let old = held.filter(|(_, k)| Some(k) != now_at.as_ref());
         let mut fresh = Vec::new();
         if let Some(id) = &old {
             fresh.push(self.read_again_as(id, now, None, Some(path)).ok()?);

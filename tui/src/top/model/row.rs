@@ -124,17 +124,6 @@ impl<'a> BatchRef<'a> {
         }
     }
 
-    /// Whether its lease, orphans, finished note or marks name run `run`
-    /// ([`Batch::named_runs`]): then the run's record is its.
-    pub fn names_run(&self, run: &str) -> bool {
-        match self {
-            BatchRef::Whole { batch, .. } => batch.named_runs().any(|r| r == run),
-            BatchRef::Packed { packed, .. } => {
-                packed.finished().and_then(|(r, _)| r).is_some_and(|r| !r.is_empty() && r == run)
-            }
-        }
-    }
-
     /// The whole batch, when it is kept whole.
     pub fn batch(&self) -> Option<&'a Batch> {
         match self {

@@ -110,6 +110,14 @@ impl<'a> Reader<'a> {
         self.text().unwrap_or(Cow::Borrowed(""))
     }
 
+    /// The next string as [`put`] wrote it (its shape's tag and bytes): two
+    /// strings are equal when these are ([`put`] gives each string one form).
+    pub fn field(&mut self) -> &'a [u8] {
+        let from = self.at;
+        self.skip();
+        &self.bytes[from..self.at]
+    }
+
     /// Past a string without making it.
     pub fn skip(&mut self) {
         let Some(&tag) = self.bytes.get(self.at) else { return };
