@@ -107,4 +107,10 @@ fn top_over_many_off_a_terminal_is_one_line_and_exit_2() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--interval 10ms") && err.lines().count() == 1, "{err}");
+    // One use case too: an interval of nothing would poll without pause.
+    let o =
+        std::process::Command::new(common::bin()).args(["top", "--interval", "0s", "-d"]).arg(&uc).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--interval 0s") && err.contains("at least 100ms") && err.lines().count() == 1, "{err}");
 }

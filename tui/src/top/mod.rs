@@ -59,6 +59,10 @@ pub struct Options {
 pub fn run(opts: &Options) -> i32 {
     let uc = &opts.dir;
     // Bad input is told in one line, before the terminal is touched.
+    if opts.interval < std::time::Duration::from_millis(100) {
+        let every = humantime::format_duration(opts.interval);
+        return usage(&format!("--interval {every} would poll the use case without pause: give at least 100ms"));
+    }
     let root = match crate::console::usecase::check(uc) {
         Ok(r) => r,
         Err(why) => return usage(&why),

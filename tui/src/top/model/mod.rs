@@ -510,7 +510,11 @@ impl Model {
         if let Ok(rel) = path.strip_prefix(&self.scan.lineage_dir) {
             let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
             return match parts.len() {
-                4 if name.ends_with(".json") => Target::Record { task: parts[..3].join("/"), path: path.to_path_buf() },
+                // As a task's read lists them: a `.json` extension (a file
+                // named `.json` has none; review 25, finding 2).
+                4 if path.extension().is_some_and(|x| x == "json") => {
+                    Target::Record { task: parts[..3].join("/"), path: path.to_path_buf() }
+                }
                 4 => Target::Ignore,
                 3 => task_folder(path, &parts),
                 0..=2 => Target::Full,

@@ -108,8 +108,31 @@ impl Model {
         // together (none known: damaged ones) in the order the task's folder
         // lists them, which only the task's read knows.
         let ordered = |b: &Batch| b.records.windows(2).all(|w| w[0].started_at != w[1].started_at);
+        // A batch's variables come from the first of its records (in the
+        // folder's order) that hash to its key: told here only when those
+        // all read alike (review 25, finding 1).
+        let alike = |b: &Batch| {
+            // As the line shows them: in their order (maps alike in another
+            // order are equal as maps).
+            let line = |r: &RecordInfo| r.variables.as_ref().map(state::variables_text);
+            let mut vars = b.records.iter().filter(|r| record_key(task, r).as_deref() == Some(b.key.as_str()));
+            let first = vars.next().map(line);
+            vars.all(|r| Some(line(r)) == first)
+        };
+        // A run it names whose record a batch's read passes over (a
+        // dangling link, a run id no engine writes) and a task's read files
+        // under it, unreadable (review 25, finding 3).
+        let lineage = self.scan.lineage_dir.join(task);
+        let whole = |b: &Batch| {
+            b.named_runs().all(|run| {
+                let p = lineage.join(format!("{run}.json"));
+                ubunye::layout::run_id_is_safe(run) && (p.exists() || std::fs::symlink_metadata(&p).is_err())
+            })
+        };
         let filed = |b: &Batch| {
             ordered(b)
+                && alike(b)
+                && whole(b)
                 && b.records.iter().all(|r| home(r).as_deref() == Some(b.key.as_str()))
                 && b.unreadable
                     .iter()
