@@ -145,10 +145,11 @@ fn uuid(s: &str) -> Option<[u8; 16]> {
     if b.len() != 36 || [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
         return None;
     }
-    let digits: Vec<u8> = b.iter().enumerate().filter(|(i, _)| ![8, 13, 18, 23].contains(i)).map(|(_, c)| *c).collect();
+    // Every run id of a read passes here: its digits read in place.
+    let mut digits = b.iter().enumerate().filter(|(i, _)| ![8, 13, 18, 23].contains(i)).map(|(_, c)| *c);
     let mut out = [0u8; 16];
-    for (i, pair) in digits.chunks(2).enumerate() {
-        out[i] = hex(pair[0])? << 4 | hex(pair[1])?;
+    for byte in &mut out {
+        *byte = hex(digits.next()?)? << 4 | hex(digits.next()?)?;
     }
     Some(out)
 }
