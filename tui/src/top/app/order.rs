@@ -53,6 +53,8 @@ pub(super) fn sort<'a>(
             state(&b) << 120 | u128::from(task(i) & 0xff_ffff) << 96 | u128::from(prefix(b.key())) << 32 | i as u128
         })
         .collect();
+    // Not held beside the sort's own scratch (memory at a million rows).
+    *rows = Vec::new();
     // Stable and adaptive: rows given nearly in order (the last order, after
     // a change of a few) are sorted in about one pass. Every packed integer
     // differs (the position is in it), so it is the same order either way.
@@ -70,7 +72,6 @@ pub(super) fn sort<'a>(
         }
         from = end;
     }
-    rows.clear();
     rows.extend(packed.iter().map(row));
     if matches!(by, SortBy::Severity | SortBy::Task) {
         return;

@@ -51,17 +51,19 @@ impl App {
         // change of a few batches they are nearly sorted, which the sort
         // goes through in one pass (a million rows sorted afresh took most
         // of a change's time to the screen).
+        // Built in the last rows' own vector (a million positions each: a
+        // rescan's peak memory), put back in their order first.
+        let mut rows = std::mem::take(&mut self.rows);
+        if self.reversed {
+            rows.reverse();
+        }
         let mut seen = vec![false; n];
-        let last: Box<dyn Iterator<Item = &usize>> =
-            if self.reversed { Box::new(self.rows.iter().rev()) } else { Box::new(self.rows.iter()) };
-        let hinted = last.copied().filter(|&i| i < n && !std::mem::replace(&mut seen[i], true)).collect::<Vec<_>>();
-        let fresh = (0..n).filter(|&i| !seen[i]);
-        let candidates = hinted.into_iter().chain(fresh);
-        let mut rows: Vec<usize> = if self.filter.is_empty() {
-            candidates.collect()
-        } else {
-            candidates.filter(|&i| self.filter.matches(at(i))).collect()
-        };
+        rows.retain(|&i| i < n && !std::mem::replace(&mut seen[i], true));
+        rows.extend((0..n).filter(|&i| !seen[i]));
+        drop(seen);
+        if !self.filter.is_empty() {
+            rows.retain(|&i| self.filter.matches(at(i)));
+        }
         let ranks = model.task_ranks();
         let task = |i: usize| ranks.get(model.task_of(i) as usize).copied().unwrap_or(0);
         order::sort(at, n, &mut rows, self.sort, task, ranks.len());
