@@ -178,12 +178,12 @@ fn lighten(b: &mut Batch) -> bool {
 }
 
 /// Hand the memory a whole read freed back to the system. The read's
-/// threads allocate in malloc arenas of their own; what they freed (each
-/// task's full batches, made light here) would otherwise stay resident.
+/// threads allocate in heaps of their own; what they freed (each task's full
+/// batches, made light here) would otherwise stay resident until the
+/// allocator's own delay.
 pub(super) fn give_back_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only releases free memory of the allocator's arenas.
+    // SAFETY: mi_collect only frees and returns what is free already.
     unsafe {
-        libc::malloc_trim(0);
+        libmimalloc_sys::mi_collect(true);
     }
 }
