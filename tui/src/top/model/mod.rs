@@ -306,8 +306,9 @@ impl Model {
 
     /// Hand back what a read of the whole use case freed ([`give_back_memory`]).
     /// A read of a few tasks frees a few megabytes, which the next read
-    /// reuses; trimming walks the allocator's every arena, 13 % of a run
-    /// record's time to the screen at a million batches.
+    /// reuses; handing back purges every arena (glibc's `malloc_trim`, used
+    /// before, was 13 % of a run record's time to the screen at a million
+    /// batches).
     fn trim(&self) {
         if self.scope.is_none() {
             give_back_memory();
