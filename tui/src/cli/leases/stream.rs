@@ -13,21 +13,74 @@ use serde::Serialize;
 
 use ubunye::state::{State, UnreadableFile};
 
-/// Write `value` as `to_writer_pretty` writes it `level` deep in a document:
-/// its pretty text with each line after the first indented two spaces a level
-/// (JSON text holds no raw newline but between its lines: one inside a string
-/// is written `\n`).
-fn pretty_at<W: Write, T: Serialize + ?Sized>(w: &mut W, value: &T, level: usize) -> io::Result<()> {
-    let text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
-    let pad = "  ".repeat(level);
-    for (i, line) in text.split(|b| *b == b'\n').enumerate() {
-        if i > 0 {
-            w.write_all(b"\n")?;
-            w.write_all(pad.as_bytes())?;
+/// serde_json's pretty printing (two spaces a level), begun `level` deep: a
+/// row is written where it sits in the document in one pass, with no text of
+/// its own to indent again (`PrettyFormatter` always begins at the left edge).
+struct Indented {
+    level: usize,
+    has_value: bool,
+}
+
+impl Indented {
+    fn newline<W: ?Sized + Write>(&self, w: &mut W, comma: bool) -> io::Result<()> {
+        w.write_all(if comma { b",\n" } else { b"\n" })?;
+        for _ in 0..self.level {
+            w.write_all(b"  ")?;
         }
-        w.write_all(line)?;
+        Ok(())
     }
-    Ok(())
+
+    fn open<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        w.write_all(bracket)
+    }
+
+    fn close<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            self.newline(w, false)?;
+        }
+        w.write_all(bracket)
+    }
+}
+
+impl serde_json::ser::Formatter for Indented {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.open(w, b"[")
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"]")
+    }
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.newline(w, !first)
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, _: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.open(w, b"{")
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"}")
+    }
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        self.newline(w, !first)
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, _: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}
+
+/// Write `value` as `to_writer_pretty` writes it `level` deep in a document.
+fn pretty_at<W: Write, T: Serialize + ?Sized>(w: &mut W, value: &T, level: usize) -> io::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(w, Indented { level, has_value: false });
+    value.serialize(&mut ser).map_err(io::Error::other)
 }
 
 /// Bytes kept in memory before a bucket goes to its temporary file.
@@ -214,6 +267,43 @@ mod tests {
             let mut want = serde_json::to_vec_pretty(&whole).unwrap();
             want.push(b'\n');
             assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap(), "{rows} rows");
+        }
+    }
+
+    /// `to_vec_pretty`'s text with each line after the first indented two
+    /// spaces a level: what a value `level` deep in a pretty document is.
+    fn reindented(v: &serde_json::Value, level: usize) -> String {
+        let text = serde_json::to_string_pretty(v).unwrap();
+        text.split('\n').collect::<Vec<_>>().join(&format!("\n{}", "  ".repeat(level)))
+    }
+
+    fn any_json() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            "\\PC{0,8}|[\"\\\\\n\t\u{1}]{0,3}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 40, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::vec(("\\PC{0,5}", inner), 0..5)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Any value, at any depth, is written in one pass as the pretty
+        /// text re-indented would be.
+        #[test]
+        fn one_pass_is_the_pretty_text_indented(v in any_json(), level in 0usize..4) {
+            let mut got = Vec::new();
+            pretty_at(&mut got, &v, level).unwrap();
+            proptest::prop_assert_eq!(String::from_utf8(got).unwrap(), reindented(&v, level));
         }
     }
 
