@@ -391,6 +391,20 @@ pub struct RecordInfo {
     pub locations: Vec<(String, String)>,
 }
 
+impl RecordInfo {
+    /// Whether no engine writes this record in place again: its run ended
+    /// (`success`, `error` or `interrupted`). A record is written in place
+    /// twice, by the peer, when its task starts (`running`) and when it ends
+    /// (the peer's FORMAT.md, sections 5 and 11); after that only a replace changes it (a
+    /// taker marks a `running` one `interrupted` by a rename; this engine
+    /// writes every record so), and a replace changes its folder too. A
+    /// damaged record (half-written), one without a status, or of a word no
+    /// engine writes, may yet change.
+    pub fn is_final(&self) -> bool {
+        self.damaged.is_none() && matches!(self.status.as_deref(), Some("success" | "error" | "interrupted"))
+    }
+}
+
 /// What kind of file a problem is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -10,8 +10,12 @@
 //! * files that the engines write in place are stat'ed: leases and orphans
 //!   (claims are written into a lease in place), and the run records that
 //!   appeared since the dashboard started or in the ten minutes before (the
-//!   peer writes a record in place when its run ends), for a day (the first
-//!   look stats every record once for this);
+//!   peer writes a record in place when its run ends), for a day, until one
+//!   is read saying its run ended (`RecordInfo::is_final`: no engine writes
+//!   it in place again). The first look stats every record once for this,
+//!   and reads those of the last ten minutes: a use case of a million
+//!   records just written (a backfill, a copy) is not stat'ed whole at every
+//!   poll for a day;
 //! * everything else (finished notes, old records) changes only by being
 //!   replaced or removed, a change of its folder.
 //!
@@ -90,6 +94,15 @@ struct Watched {
     /// Written lately: named again by the next poll whatever its stamp.
     recheck: bool,
     until: Option<SystemTime>,
+    /// A run record: read when it changes, and stat'ed no more once it says
+    /// its run ended.
+    record: bool,
+}
+
+/// Whether the record at `path` says its run ended, so that no engine writes
+/// it in place again (one that cannot be read may yet be).
+fn ended(path: &Path) -> bool {
+    ubunye::state::read_record(path).is_ok_and(|r| r.is_final())
 }
 
 /// The lease and lineage folders as last seen.
@@ -165,6 +178,10 @@ impl Listing {
             // Looked at once more after a change of the last RACY; a stamp of
             // the future (a server's clock ahead) is not named at every poll.
             w.recheck = moved && s.is_some_and(|s| fresh(&s, now, racy));
+            if moved && w.record && ended(path) {
+                // Named now; written in place no more.
+                w.until = Some(now);
+            }
         }
         self.files.retain(|_, w| w.stamp.is_some() && w.until.is_none_or(|u| u > now));
         changed.sort();
@@ -186,6 +203,7 @@ impl Listing {
         let old = self.folders.remove(dir);
         let mut subfolders = Vec::new();
         let mut names = Vec::new();
+        let mut named_by_first_poll = false;
         let listed = if s.is_some() { std::fs::read_dir(dir).ok() } else { None };
         if let Some(rd) = listed {
             for e in rd.flatten() {
@@ -219,18 +237,25 @@ impl Listing {
                     }
                 };
                 let path = if hot { dir.join(&name) } else { continue };
+                if out.is_none() && !leases && ended(&path) {
+                    // Written lately but ended: its folder is named by the
+                    // first poll (the first read ran beside this look), and
+                    // the record is not stat'ed.
+                    named_by_first_poll = true;
+                    continue;
+                }
                 if !self.files.contains_key(&path) {
                     let until = (!leases).then(|| now.checked_add(RECENT)).flatten();
                     let w = if out.is_some() {
                         // Found by a poll: no stamp yet, so that the poll's
                         // look at the files names it (and, when it was
                         // written within RACY, the next poll again).
-                        Watched { stamp: None, recheck: false, until }
+                        Watched { stamp: None, recheck: false, until, record: !leases }
                     } else {
                         // At the first look, written lately: the first poll names it.
                         let st = stamp(&path);
                         let recheck = st.is_some_and(|st| fresh(&st, now, self.window));
-                        Watched { stamp: st, recheck, until }
+                        Watched { stamp: st, recheck, until, record: !leases }
                     };
                     self.files.insert(path, w);
                 }
@@ -257,7 +282,7 @@ impl Listing {
         // future, is not listed at every poll.
         let window = if out.is_none() { self.window } else { self.window.min(RACY) };
         let moved = out.is_none() || old.as_ref().is_none_or(|f| f.stamp != s);
-        let recheck = moved && s.is_some_and(|s| fresh(&s, now, window));
+        let recheck = named_by_first_poll || (moved && s.is_some_and(|s| fresh(&s, now, window)));
         self.folders.insert(dir.to_path_buf(), Folder { stamp: s, recheck, subfolders: subfolders.clone(), names });
         for sub in subfolders {
             self.look(&sub, depth + 1, leases, now, out);
@@ -395,6 +420,44 @@ mod tests {
         let recent = lineage.join("demo/p/b/run-new.json");
         std::fs::write(&recent, "{}").unwrap();
         assert_eq!(Listing::new(&leases, &lineage).watched(), (10, 1), "a record of the last minutes is stat'ed");
+    }
+
+    /// A record that says its run ended is written in place no more, so it
+    /// is stat'ed no more: one of the last minutes at the first look (its
+    /// folder is named by the first poll instead), and one a poll has named.
+    /// One running, or half-written, stays watched.
+    #[test]
+    fn records_whose_runs_ended_are_not_stated_again() {
+        let (_d, leases, lineage) = uc();
+        let a = lineage.join("demo/p/a");
+        let record = |run: &str, status: &str| format!("{{\"run_id\": \"{run}\", \"status\": \"{status}\"}}");
+        let (done, going, half) = (a.join("run-done.json"), a.join("run-going.json"), a.join("run-half.json"));
+        std::fs::write(&done, record("run-done", "success")).unwrap();
+        std::fs::write(&going, record("run-going", "running")).unwrap();
+        std::fs::write(&half, "{\"run_id\": \"run-half\", \"sta").unwrap();
+        let mut l = Listing::new(&leases, &lineage);
+        assert_eq!(l.watched().1, 2, "the running and the half-written records, not the ended one");
+        let p = l.poll();
+        assert!(p.changed.contains(&a) && !p.changed.contains(&done), "its folder instead: {p:?}");
+        tick();
+        // The run ends: its record written in place. Named, then let go.
+        std::fs::write(&going, record("run-going", "error")).unwrap();
+        assert!(l.poll().changed.contains(&going));
+        assert_eq!(l.watched().1, 1, "the half-written record only");
+        tick();
+        std::fs::write(&half, record("run-half", "interrupted")).unwrap();
+        assert!(l.poll().changed.contains(&half));
+        assert_eq!(l.watched().1, 0);
+        // A record that appears ended (a replace): named once, not stat'ed.
+        let tmp = a.join("run-new.json.tmp");
+        std::fs::write(&tmp, record("run-new", "success")).unwrap();
+        std::fs::rename(&tmp, a.join("run-new.json")).unwrap();
+        assert!(l.poll().changed.contains(&a.join("run-new.json")));
+        assert_eq!(l.watched().1, 0);
+        // One that appears running stays watched until it ends.
+        std::fs::write(a.join("run-next.json"), record("run-next", "running")).unwrap();
+        assert!(l.poll().changed.contains(&a.join("run-next.json")));
+        assert_eq!(l.watched().1, 1);
     }
 
     /// Review 17, findings 3 and 4: a stamp far in the future neither stops
