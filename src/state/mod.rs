@@ -392,16 +392,21 @@ pub struct RecordInfo {
 }
 
 impl RecordInfo {
-    /// Whether no engine writes this record in place again: its run ended
-    /// (`success`, `error` or `interrupted`). A record is written in place
-    /// twice, by the peer, when its task starts (`running`) and when it ends
-    /// (the peer's FORMAT.md, sections 5 and 11); after that only a replace changes it (a
-    /// taker marks a `running` one `interrupted` by a rename; this engine
-    /// writes every record so), and a replace changes its folder too. A
-    /// damaged record (half-written), one without a status, or of a word no
-    /// engine writes, may yet change.
+    /// Whether its run wrote its own end: `ended_at` set, and the status
+    /// `success`, `error` or `interrupted`. The peer writes a record in place
+    /// when its task starts (`running`) and when it ends (its FORMAT.md,
+    /// sections 5 and 11); a taker marks a `running` record `interrupted` by
+    /// a rename and leaves `ended_at` null, and the run it took from may still
+    /// write its end in place after that (review 26). A record whose run wrote
+    /// its end is not written by that run again; the peer's `Engine` can use
+    /// a run id again (a notebook running a task twice) and start the record
+    /// anew in place, so a reader that stops watching a final record must
+    /// still look at it now and then. A damaged record (half-written), one
+    /// without a status, or of a word no engine writes, is not final.
     pub fn is_final(&self) -> bool {
-        self.damaged.is_none() && matches!(self.status.as_deref(), Some("success" | "error" | "interrupted"))
+        self.damaged.is_none()
+            && self.ended_at.is_some()
+            && matches!(self.status.as_deref(), Some("success" | "error" | "interrupted"))
     }
 }
 

@@ -10,10 +10,12 @@
 //! * files that the engines write in place are stat'ed: leases and orphans
 //!   (claims are written into a lease in place), and the run records that
 //!   appeared since the dashboard started or in the ten minutes before (the
-//!   peer writes a record in place when its run ends), for a day, until one
-//!   is read saying its run ended (`RecordInfo::is_final`: no engine writes
-//!   it in place again). The first look stats every record once for this,
-//!   and reads those of the last ten minutes: a use case of a million
+//!   peer writes a record in place when its run ends), for a day. One read
+//!   saying its run wrote its end (`RecordInfo::is_final`) is settled: a
+//!   share of the settled records is stat'ed at each poll, each about every
+//!   [`ROUND`] polls (the peer can use a run id again and start its record
+//!   anew in place, review 26). The first look stats every record once for
+//!   this, and reads those of the last ten minutes: a use case of a million
 //!   records just written (a backfill, a copy) is not stat'ed whole at every
 //!   poll for a day;
 //! * everything else (finished notes, old records) changes only by being
@@ -58,6 +60,9 @@ const RACY: Duration = Duration::from_secs(1);
 /// How long a record that appeared is stat'ed at each poll.
 const RECENT: Duration = Duration::from_secs(24 * 3600);
 
+/// A settled record is stat'ed about once every this many polls.
+pub const ROUND: usize = 30;
+
 /// What is compared of a file or folder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Stamp {
@@ -94,13 +99,22 @@ struct Watched {
     /// Written lately: named again by the next poll whatever its stamp.
     recheck: bool,
     until: Option<SystemTime>,
-    /// A run record: read when it changes, and stat'ed no more once it says
-    /// its run ended.
+    /// A run record: read when it changes, and settled once it says its
+    /// run wrote its end.
     record: bool,
+    /// Read so (a record), when its stamp last moved.
+    ended: bool,
 }
 
-/// Whether the record at `path` says its run ended, so that no engine writes
-/// it in place again (one that cannot be read may yet be).
+/// A record that said its run wrote its end, as last stat'ed, until when.
+struct Settled {
+    path: PathBuf,
+    stamp: Option<Stamp>,
+    until: SystemTime,
+}
+
+/// Whether the record at `path` says its run wrote its end (one that
+/// cannot be read does not).
 fn ended(path: &Path) -> bool {
     ubunye::state::read_record(path).is_ok_and(|r| r.is_final())
 }
@@ -111,6 +125,9 @@ pub struct Listing {
     roots: Vec<(PathBuf, bool)>,
     folders: HashMap<PathBuf, Folder>,
     files: HashMap<PathBuf, Watched>,
+    settled: Vec<Settled>,
+    /// The next settled record to stat.
+    next: usize,
     polls: u64,
     /// [`FRESH`] (and [`RACY`]), or none in tests.
     window: Duration,
@@ -149,6 +166,8 @@ impl Listing {
             roots: vec![(leases.to_path_buf(), true), (lineage.to_path_buf(), false)],
             folders: HashMap::new(),
             files: HashMap::new(),
+            settled: Vec::new(),
+            next: 0,
             polls: 0,
             window,
         };
@@ -168,6 +187,8 @@ impl Listing {
             self.look(&root, 0, is_leases, now, &mut Some(&mut changed));
         }
         let racy = self.window.min(RACY);
+        self.look_at_settled(now, racy, &mut changed);
+        let mut settle = Vec::new();
         for (path, w) in &mut self.files {
             let s = stamp(path);
             let moved = s != w.stamp;
@@ -178,15 +199,66 @@ impl Listing {
             // Looked at once more after a change of the last RACY; a stamp of
             // the future (a server's clock ahead) is not named at every poll.
             w.recheck = moved && s.is_some_and(|s| fresh(&s, now, racy));
-            if moved && w.record && ended(path) {
-                // Named now; written in place no more.
-                w.until = Some(now);
+            if moved && w.record {
+                // Read after its stat: a write after that moves the stamp.
+                w.ended = ended(path);
+            }
+            if w.ended && !w.recheck && s.is_some() {
+                settle.push(path.clone());
             }
         }
         self.files.retain(|_, w| w.stamp.is_some() && w.until.is_none_or(|u| u > now));
+        for path in settle {
+            if let Some(w) = self.files.remove(&path) {
+                let until = w.until.unwrap_or(now + RECENT);
+                self.settled.push(Settled { path, stamp: w.stamp, until });
+            }
+        }
         changed.sort();
         changed.dedup();
         Polled { changed, full: self.polls % BACKSTOP == 0 }
+    }
+
+    /// Stat the next share of the settled records (all of them about every
+    /// [`ROUND`] polls): one whose stamp moved is named, and watched at each
+    /// poll again unless it still says its run wrote its end.
+    fn look_at_settled(&mut self, now: SystemTime, racy: Duration, changed: &mut Vec<PathBuf>) {
+        let share = self.settled.len().div_ceil(ROUND);
+        for _ in 0..share {
+            if self.next >= self.settled.len() {
+                self.next = 0;
+                if self.settled.is_empty() {
+                    return;
+                }
+            }
+            let at = self.next;
+            let item = &mut self.settled[at];
+            if item.until <= now {
+                // Its day is over (what takes its place is looked at next).
+                self.settled.swap_remove(at);
+                continue;
+            }
+            let s = stamp(&item.path);
+            if s == item.stamp {
+                self.next += 1;
+                continue;
+            }
+            changed.push(item.path.clone());
+            item.stamp = s;
+            let recheck = s.is_some_and(|s| fresh(&s, now, racy));
+            let fin = s.is_some() && ended(&item.path);
+            if fin && !recheck {
+                self.next += 1;
+                continue;
+            }
+            // Gone, or watched at each poll again (settled again once it
+            // says so outside RACY).
+            let item = self.settled.swap_remove(at);
+            if s.is_some() {
+                let w = Watched { stamp: s, recheck, until: Some(item.until), record: true, ended: fin };
+                self.files.insert(item.path, w);
+            }
+        }
     }
 
     /// Stat `dir`; list it again when it changed (or is new or gone), noting
@@ -237,11 +309,17 @@ impl Listing {
                     }
                 };
                 let path = if hot { dir.join(&name) } else { continue };
-                if out.is_none() && !leases && ended(&path) {
-                    // Written lately but ended: its folder is named by the
-                    // first poll (the first read ran beside this look), and
-                    // the record is not stat'ed.
+                // At the first look, a record written lately is read (after
+                // its stat: a write after that moves its stamp). One whose run
+                // wrote its end is settled, its folder named by the first poll
+                // (the first read ran beside this look).
+                let first = out.is_none() && !leases;
+                let st = if first { stamp(&path) } else { None };
+                let fin = first && ended(&path);
+                if fin && st.is_some_and(|st| !fresh(&st, now, self.window.min(RACY))) {
                     named_by_first_poll = true;
+                    let until = now.checked_add(RECENT).unwrap_or(now);
+                    self.settled.push(Settled { path, stamp: st, until });
                     continue;
                 }
                 if !self.files.contains_key(&path) {
@@ -250,12 +328,12 @@ impl Listing {
                         // Found by a poll: no stamp yet, so that the poll's
                         // look at the files names it (and, when it was
                         // written within RACY, the next poll again).
-                        Watched { stamp: None, recheck: false, until, record: !leases }
+                        Watched { stamp: None, recheck: false, until, record: !leases, ended: false }
                     } else {
                         // At the first look, written lately: the first poll names it.
-                        let st = stamp(&path);
+                        let st = if leases { stamp(&path) } else { st };
                         let recheck = st.is_some_and(|st| fresh(&st, now, self.window));
-                        Watched { stamp: st, recheck, until, record: !leases }
+                        Watched { stamp: st, recheck, until, record: !leases, ended: fin }
                     };
                     self.files.insert(path, w);
                 }
@@ -297,9 +375,14 @@ impl Listing {
         }
     }
 
-    /// How many folders and files a poll stats.
+    /// How many folders and files a poll stats (besides the settled records).
     pub fn watched(&self) -> (usize, usize) {
         (self.folders.len(), self.files.len())
+    }
+
+    /// How many records are settled.
+    pub fn settled(&self) -> usize {
+        self.settled.len()
     }
 }
 
@@ -422,42 +505,133 @@ mod tests {
         assert_eq!(Listing::new(&leases, &lineage).watched(), (10, 1), "a record of the last minutes is stat'ed");
     }
 
-    /// A record that says its run ended is written in place no more, so it
-    /// is stat'ed no more: one of the last minutes at the first look (its
-    /// folder is named by the first poll instead), and one a poll has named.
-    /// One running, or half-written, stays watched.
+    /// A record as the peer writes it (the fields a poll reads).
+    fn rec(run: &str, status: &str, error: &str, ended: &str) -> String {
+        format!(
+            "{{\n  \"run_id\": \"{run}\",\n  \"task_path\": \"demo/p/a\",\n  \"started_at\": \"2026-12-04T10:00:00.000000+00:00\",\n  \"ended_at\": {ended},\n  \"status\": \"{status}\",\n  \"error\": {error}\n}}"
+        )
+    }
+
+    const ENDED: &str = "\"2026-12-04T10:20:00.000000+00:00\"";
+
+    /// A record whose run wrote its end is settled, stat'ed about once a
+    /// [`ROUND`] of polls, not at each: one of the last minutes at the first
+    /// look (its folder is named by the first poll instead), and one a poll
+    /// has named. One running, or half-written, stays watched.
     #[test]
-    fn records_whose_runs_ended_are_not_stated_again() {
+    fn records_whose_runs_wrote_their_end_are_settled() {
         let (_d, leases, lineage) = uc();
         let a = lineage.join("demo/p/a");
-        let record = |run: &str, status: &str| format!("{{\"run_id\": \"{run}\", \"status\": \"{status}\"}}");
         let (done, going, half) = (a.join("run-done.json"), a.join("run-going.json"), a.join("run-half.json"));
-        std::fs::write(&done, record("run-done", "success")).unwrap();
-        std::fs::write(&going, record("run-going", "running")).unwrap();
+        std::fs::write(&done, rec("run-done", "success", "null", ENDED)).unwrap();
+        std::fs::write(&going, rec("run-going", "running", "null", "null")).unwrap();
         std::fs::write(&half, "{\"run_id\": \"run-half\", \"sta").unwrap();
+        std::thread::sleep(RACY + Duration::from_millis(100));
         let mut l = Listing::new(&leases, &lineage);
-        assert_eq!(l.watched().1, 2, "the running and the half-written records, not the ended one");
+        assert_eq!((l.watched().1, l.settled()), (2, 1), "the running and the half-written records watched");
         let p = l.poll();
         assert!(p.changed.contains(&a) && !p.changed.contains(&done), "its folder instead: {p:?}");
         tick();
-        // The run ends: its record written in place. Named, then let go.
-        std::fs::write(&going, record("run-going", "error")).unwrap();
+        // The run ends: its record written in place. Named, then settled.
+        std::fs::write(&going, rec("run-going", "error", "\"OSError: gone\"", ENDED)).unwrap();
         assert!(l.poll().changed.contains(&going));
-        assert_eq!(l.watched().1, 1, "the half-written record only");
-        tick();
-        std::fs::write(&half, record("run-half", "interrupted")).unwrap();
+        std::thread::sleep(RACY + Duration::from_millis(100));
+        l.poll();
+        assert_eq!((l.watched().1, l.settled()), (1, 2), "the half-written record only");
+        std::fs::write(&half, rec("run-half", "interrupted", "\"lost\"", ENDED)).unwrap();
         assert!(l.poll().changed.contains(&half));
-        assert_eq!(l.watched().1, 0);
-        // A record that appears ended (a replace): named once, not stat'ed.
+        std::thread::sleep(RACY + Duration::from_millis(100));
+        l.poll();
+        assert_eq!((l.watched().1, l.settled()), (0, 3));
+        // A record that appears ended (a replace): named once, then settled.
         let tmp = a.join("run-new.json.tmp");
-        std::fs::write(&tmp, record("run-new", "success")).unwrap();
+        std::fs::write(&tmp, rec("run-new", "success", "null", ENDED)).unwrap();
         std::fs::rename(&tmp, a.join("run-new.json")).unwrap();
         assert!(l.poll().changed.contains(&a.join("run-new.json")));
-        assert_eq!(l.watched().1, 0);
+        std::thread::sleep(RACY + Duration::from_millis(100));
+        l.poll();
+        assert_eq!((l.watched().1, l.settled()), (0, 4));
         // One that appears running stays watched until it ends.
-        std::fs::write(a.join("run-next.json"), record("run-next", "running")).unwrap();
+        std::fs::write(a.join("run-next.json"), rec("run-next", "running", "null", "null")).unwrap();
         assert!(l.poll().changed.contains(&a.join("run-next.json")));
-        assert_eq!(l.watched().1, 1);
+        assert_eq!((l.watched().1, l.settled()), (1, 4));
+    }
+
+    /// Review 26, finding 1: run A stalls; taker B marks its `running`
+    /// record `interrupted` by a rename (`ended_at` left null) and finishes
+    /// the batch; A resumes and writes its own end in place. Not final until
+    /// then, so still watched: named.
+    #[test]
+    fn a_lost_run_writing_its_end_in_place_after_the_takers_rename_is_named() {
+        let (_d, leases, lineage) = uc();
+        let a = lineage.join("demo/p/a");
+        let r = a.join("run-a.json");
+        let mut l = listing(&leases, &lineage);
+        std::fs::write(&r, rec("run-a", "running", "null", "null")).unwrap();
+        assert!(l.poll().changed.contains(&r), "A's record appears");
+        tick();
+        let tmp = a.join("run-a.0badcafe.tmp");
+        std::fs::write(&tmp, rec("run-a", "interrupted", "\"The run did not finish; run bbbbbbbb took over\"", "null"))
+            .unwrap();
+        std::fs::rename(&tmp, &r).unwrap();
+        let p = l.poll();
+        assert!(p.changed.contains(&a) && p.changed.contains(&r), "{p:?}");
+        tick();
+        std::fs::write(&r, rec("run-a", "error", "\"OSError: part gone\"", ENDED)).unwrap();
+        let p = l.poll();
+        assert!(p.changed.contains(&r), "A's own end, in place: {p:?}");
+    }
+
+    /// Review 26, finding 1, at the first look: the taker's record of the
+    /// last minutes is not final, so watched.
+    #[test]
+    fn a_takers_record_at_the_first_look_is_watched() {
+        let (_d, leases, lineage) = uc();
+        let a = lineage.join("demo/p/a");
+        let r = a.join("run-a.json");
+        let tmp = a.join("run-a.0badcafe.tmp");
+        std::fs::write(&tmp, rec("run-a", "interrupted", "\"took over\"", "null")).unwrap();
+        std::fs::rename(&tmp, &r).unwrap();
+        let mut l = Listing::new(&leases, &lineage);
+        assert!(l.poll().changed.contains(&a));
+        std::thread::sleep(RACY + Duration::from_millis(100));
+        l.poll();
+        assert_eq!(l.poll(), Polled::default());
+        std::fs::write(&r, rec("run-a", "interrupted", "\"Run aaaaaaaa lost its lease\"", ENDED)).unwrap();
+        let p = l.poll();
+        assert!(p.changed.contains(&r), "A's own end, in place: {p:?}");
+    }
+
+    /// Review 26, finding 2: the peer's `Engine` keeps one run id for every
+    /// `run()`, so a notebook running a task twice starts the record anew in
+    /// place over its `success`. A settled record is stat'ed again within a
+    /// round of polls: named.
+    #[test]
+    fn a_run_id_used_again_is_named_within_a_round_of_polls() {
+        let (_d, leases, lineage) = uc();
+        let a = lineage.join("demo/p/a");
+        let r = a.join("run-n.json");
+        let mut l = listing(&leases, &lineage);
+        // Others settled beside it (records that appear ended), so that a
+        // round is more than one poll.
+        for i in 0..3 * ROUND {
+            std::fs::write(a.join(format!("run-{i}.json")), rec(&format!("run-{i}"), "success", "null", ENDED))
+                .unwrap();
+        }
+        std::fs::write(&r, rec("run-n", "running", "null", "null")).unwrap();
+        l.poll();
+        tick();
+        std::fs::write(&r, rec("run-n", "success", "null", ENDED)).unwrap();
+        assert!(l.poll().changed.contains(&r));
+        // Settled (a window of zero: nothing is racy here).
+        l.poll();
+        assert_eq!((l.watched().1, l.settled()), (0, 3 * ROUND + 1));
+        tick();
+        std::fs::write(&r, rec("run-n", "running", "null", "null")).unwrap();
+        let named = (0..=ROUND).position(|_| l.poll().changed.contains(&r));
+        assert!(named.is_some(), "the second run's start is named within a round");
+        assert!(named.unwrap() > 0, "not at the first poll: a share of the settled is stat'ed at each");
+        assert_eq!((l.watched().1, l.settled()), (1, 3 * ROUND), "watched at each poll again");
     }
 
     /// Review 17, findings 3 and 4: a stamp far in the future neither stops
