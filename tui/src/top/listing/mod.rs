@@ -13,8 +13,9 @@
 //!   peer writes a record in place when its run ends), for a day. One read
 //!   saying its run wrote its end (`RecordInfo::is_final`) is settled: a
 //!   share of the settled records is stat'ed at each poll, each about every
-//!   [`ROUND`] polls (the peer can use a run id again and start its record
-//!   anew in place, review 26). The first look stats every record once for
+//!   [`ROUND`] polls, within two rounds while their number grows (the peer
+//!   can use a run id again and start its record anew in place, review 26;
+//!   review 27 for the round's share, expiry and RACY). The first look stats every record once for
 //!   this, and reads those of the last ten minutes: a use case of a million
 //!   records just written (a backfill, a copy) is not stat'ed whole at every
 //!   poll for a day;
@@ -35,6 +36,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use indexmap::IndexMap;
 use ubunye::layout::{self, Entry};
 
 /// Every this many polls, a full rescan all the same.
@@ -108,7 +110,6 @@ struct Watched {
 
 /// A record that said its run wrote its end, as last stat'ed, until when.
 struct Settled {
-    path: PathBuf,
     stamp: Option<Stamp>,
     until: SystemTime,
 }
@@ -125,9 +126,12 @@ pub struct Listing {
     roots: Vec<(PathBuf, bool)>,
     folders: HashMap<PathBuf, Folder>,
     files: HashMap<PathBuf, Watched>,
-    settled: Vec<Settled>,
+    /// Once each (a folder that went and came back names its records again).
+    settled: IndexMap<PathBuf, Settled>,
     /// The next settled record to stat.
     next: usize,
+    /// The share of a poll as the round began (a round that lost records is not slowed).
+    share: usize,
     polls: u64,
     /// [`FRESH`] (and [`RACY`]), or none in tests.
     window: Duration,
@@ -166,8 +170,9 @@ impl Listing {
             roots: vec![(leases.to_path_buf(), true), (lineage.to_path_buf(), false)],
             folders: HashMap::new(),
             files: HashMap::new(),
-            settled: Vec::new(),
+            settled: IndexMap::new(),
             next: 0,
+            share: 0,
             polls: 0,
             window,
         };
@@ -187,11 +192,11 @@ impl Listing {
             self.look(&root, 0, is_leases, now, &mut Some(&mut changed));
         }
         let racy = self.window.min(RACY);
-        self.look_at_settled(now, racy, &mut changed);
         let mut settle = Vec::new();
         for (path, w) in &mut self.files {
             let s = stamp(path);
             let moved = s != w.stamp;
+            let again = w.recheck;
             if moved || w.recheck {
                 changed.push(path.clone());
             }
@@ -199,7 +204,7 @@ impl Listing {
             // Looked at once more after a change of the last RACY; a stamp of
             // the future (a server's clock ahead) is not named at every poll.
             w.recheck = moved && s.is_some_and(|s| fresh(&s, now, racy));
-            if moved && w.record {
+            if (moved || again) && w.record {
                 // Read after its stat: a write after that moves the stamp.
                 w.ended = ended(path);
             }
@@ -207,13 +212,14 @@ impl Listing {
                 settle.push(path.clone());
             }
         }
-        self.files.retain(|_, w| w.stamp.is_some() && w.until.is_none_or(|u| u > now));
+        self.files.retain(|_, w| w.stamp.is_some() && (w.recheck || w.until.is_none_or(|u| u > now)));
         for path in settle {
             if let Some(w) = self.files.remove(&path) {
                 let until = w.until.unwrap_or(now + RECENT);
-                self.settled.push(Settled { path, stamp: w.stamp, until });
+                self.settled.insert(path, Settled { stamp: w.stamp, until });
             }
         }
+        self.look_at_settled(now, racy, &mut changed);
         changed.sort();
         changed.dedup();
         Polled { changed, full: self.polls % BACKSTOP == 0 }
@@ -223,40 +229,44 @@ impl Listing {
     /// [`ROUND`] polls): one whose stamp moved is named, and watched at each
     /// poll again unless it still says its run wrote its end.
     fn look_at_settled(&mut self, now: SystemTime, racy: Duration, changed: &mut Vec<PathBuf>) {
-        let share = self.settled.len().div_ceil(ROUND);
+        let share = self.settled.len().div_ceil(ROUND).max(self.share);
         for _ in 0..share {
             if self.next >= self.settled.len() {
                 self.next = 0;
+                self.share = self.settled.len().div_ceil(ROUND);
                 if self.settled.is_empty() {
                     return;
                 }
             }
             let at = self.next;
-            let item = &mut self.settled[at];
+            let Some((path, item)) = self.settled.get_index_mut(at) else { return };
+            let s = stamp(path);
+            let moved = s != item.stamp;
+            if moved {
+                changed.push(path.clone());
+            }
             if item.until <= now {
-                // Its day is over (what takes its place is looked at next).
-                self.settled.swap_remove(at);
+                // Its day is over, looked at once more (what takes its place is looked at next).
+                self.settled.swap_remove_index(at);
                 continue;
             }
-            let s = stamp(&item.path);
-            if s == item.stamp {
+            if !moved {
                 self.next += 1;
                 continue;
             }
-            changed.push(item.path.clone());
             item.stamp = s;
             let recheck = s.is_some_and(|s| fresh(&s, now, racy));
-            let fin = s.is_some() && ended(&item.path);
+            let fin = s.is_some() && ended(path);
             if fin && !recheck {
                 self.next += 1;
                 continue;
             }
             // Gone, or watched at each poll again (settled again once it
             // says so outside RACY).
-            let item = self.settled.swap_remove(at);
+            let Some((path, item)) = self.settled.swap_remove_index(at) else { return };
             if s.is_some() {
                 let w = Watched { stamp: s, recheck, until: Some(item.until), record: true, ended: fin };
-                self.files.insert(item.path, w);
+                self.files.insert(path, w);
             }
         }
     }
@@ -319,7 +329,7 @@ impl Listing {
                 if fin && st.is_some_and(|st| !fresh(&st, now, self.window.min(RACY))) {
                     named_by_first_poll = true;
                     let until = now.checked_add(RECENT).unwrap_or(now);
-                    self.settled.push(Settled { path, stamp: st, until });
+                    self.settled.insert(path, Settled { stamp: st, until });
                     continue;
                 }
                 if !self.files.contains_key(&path) {
@@ -387,268 +397,4 @@ impl Listing {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn uc() -> (tempfile::TempDir, PathBuf, PathBuf) {
-        let d = tempfile::tempdir().unwrap();
-        let leases = d.path().join(".ubunye/leases");
-        let lineage = d.path().join(".ubunye/lineage");
-        for t in ["demo/p/a", "demo/p/b"] {
-            std::fs::create_dir_all(leases.join(t)).unwrap();
-            std::fs::create_dir_all(lineage.join(t)).unwrap();
-        }
-        (d, leases, lineage)
-    }
-
-    const KEY: &str = "0123456789abcdef";
-
-    /// Wait out the file system's timestamp tick, so that a change made now
-    /// cannot carry the stamp of the one before.
-    fn tick() {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-
-    fn listing(leases: &Path, lineage: &Path) -> Listing {
-        Listing::with_window(leases, lineage, Duration::ZERO)
-    }
-
-    #[test]
-    fn a_poll_sees_files_made_replaced_removed_and_leases_written_in_place() {
-        let (_d, leases, lineage) = uc();
-        let (a, b) = (leases.join("demo/p/a"), leases.join("demo/p/b"));
-        let lease = a.join(format!("{KEY}.json"));
-        let note = b.join(format!("{KEY}.finished.json"));
-        std::fs::write(&lease, "{}").unwrap();
-        std::fs::write(&note, "{}").unwrap();
-        let mut l = listing(&leases, &lineage);
-        assert_eq!(l.poll(), Polled::default(), "nothing changed");
-        tick();
-        // A lease written in place, the same size: only its times tell.
-        std::fs::write(&lease, "[]").unwrap();
-        assert_eq!(l.poll().changed, vec![lease.clone()]);
-        tick();
-        // A note replaced by a rename: its folder changed (its task is read again).
-        let tmp = note.with_extension("tmp");
-        std::fs::write(&tmp, "{\"a\": 1}").unwrap();
-        std::fs::rename(&tmp, &note).unwrap();
-        assert_eq!(l.poll().changed, vec![b.clone()]);
-        tick();
-        // A record that appears, then is written in place when its run ends.
-        let rec = lineage.join("demo/p/a/run-1.json");
-        std::fs::write(&rec, "{\"status\": \"running\"}").unwrap();
-        assert_eq!(l.poll().changed, vec![lineage.join("demo/p/a"), rec.clone()]);
-        tick();
-        std::fs::write(&rec, "{\"status\": \"success\"}").unwrap();
-        assert_eq!(l.poll().changed, vec![rec.clone()], "a new record is stat'ed at each poll");
-        tick();
-        // A lease removed: it and its folder.
-        std::fs::remove_file(&lease).unwrap();
-        assert_eq!(l.poll().changed, vec![a.clone(), lease.clone()]);
-        tick();
-        // A lease replaced by a rename (a new inode, its folder changed).
-        std::fs::write(&lease, "{}").unwrap();
-        assert_eq!(l.poll().changed, vec![a.clone(), lease.clone()], "a lease that appears");
-        tick();
-        let tmp = a.join(format!("{KEY}.0000abcd.tmp"));
-        std::fs::write(&tmp, "{}").unwrap();
-        std::fs::rename(&tmp, &lease).unwrap();
-        assert_eq!(l.poll().changed, vec![a.clone(), lease.clone()]);
-        tick();
-        // A new task's folder, with a lease in it.
-        std::fs::create_dir_all(leases.join("demo/q/c")).unwrap();
-        let newer = leases.join("demo/q/c").join(format!("{KEY}.json"));
-        std::fs::write(&newer, "{}").unwrap();
-        let p = l.poll();
-        assert!(p.changed.contains(&leases.join("demo/q")), "{p:?}");
-        assert!(p.changed.contains(&leases.join("demo/q/c")) && p.changed.contains(&newer), "{p:?}");
-        assert_eq!(l.poll(), Polled::default());
-        // A task's folder removed.
-        std::fs::remove_dir_all(leases.join("demo/q")).unwrap();
-        let p = l.poll();
-        assert!(p.changed.contains(&leases.join("demo/q")) && p.changed.contains(&newer), "{p:?}");
-        assert_eq!(l.poll(), Polled::default());
-    }
-
-    /// At the first look, what was written lately is named by the first poll:
-    /// the dashboard's first read ran beside the look.
-    #[test]
-    fn what_was_written_lately_is_named_by_the_first_poll() {
-        let (_d, leases, lineage) = uc();
-        let lease = leases.join("demo/p/a").join(format!("{KEY}.json"));
-        std::fs::write(&lease, "{}").unwrap();
-        let mut l = Listing::new(&leases, &lineage);
-        let p = l.poll();
-        assert!(p.changed.contains(&lease) && p.changed.contains(&leases.join("demo/p/a")), "{p:?}");
-        // Still within RACY of its write: named again; then no more.
-        std::thread::sleep(RACY + Duration::from_millis(100));
-        l.poll();
-        assert_eq!(l.poll(), Polled::default());
-    }
-
-    #[test]
-    fn unchanged_folders_are_not_listed_and_old_records_are_not_stated() {
-        let (_d, leases, lineage) = uc();
-        let old = SystemTime::now() - 2 * RECENT;
-        for i in 0..50 {
-            let rec = lineage.join(format!("demo/p/a/run-{i}.json"));
-            std::fs::write(&rec, "{}").unwrap();
-            std::fs::File::options().write(true).open(&rec).unwrap().set_modified(old).unwrap();
-            std::fs::write(leases.join(format!("demo/p/a/{:015x}{:x}.finished.json", 0, i % 16)), "{}").unwrap();
-        }
-        let mut l = listing(&leases, &lineage);
-        assert_eq!(l.watched(), (10, 0), "the roots, demo, p, a and b on both sides; no lease, no recent record");
-        assert_eq!(l.poll(), Polled::default());
-        assert!((2..BACKSTOP).all(|_| !l.poll().full) && l.poll().full, "the backstop comes");
-        let recent = lineage.join("demo/p/b/run-new.json");
-        std::fs::write(&recent, "{}").unwrap();
-        assert_eq!(Listing::new(&leases, &lineage).watched(), (10, 1), "a record of the last minutes is stat'ed");
-    }
-
-    /// A record as the peer writes it (the fields a poll reads).
-    fn rec(run: &str, status: &str, error: &str, ended: &str) -> String {
-        format!(
-            "{{\n  \"run_id\": \"{run}\",\n  \"task_path\": \"demo/p/a\",\n  \"started_at\": \"2026-12-04T10:00:00.000000+00:00\",\n  \"ended_at\": {ended},\n  \"status\": \"{status}\",\n  \"error\": {error}\n}}"
-        )
-    }
-
-    const ENDED: &str = "\"2026-12-04T10:20:00.000000+00:00\"";
-
-    /// A record whose run wrote its end is settled, stat'ed about once a
-    /// [`ROUND`] of polls, not at each: one of the last minutes at the first
-    /// look (its folder is named by the first poll instead), and one a poll
-    /// has named. One running, or half-written, stays watched.
-    #[test]
-    fn records_whose_runs_wrote_their_end_are_settled() {
-        let (_d, leases, lineage) = uc();
-        let a = lineage.join("demo/p/a");
-        let (done, going, half) = (a.join("run-done.json"), a.join("run-going.json"), a.join("run-half.json"));
-        std::fs::write(&done, rec("run-done", "success", "null", ENDED)).unwrap();
-        std::fs::write(&going, rec("run-going", "running", "null", "null")).unwrap();
-        std::fs::write(&half, "{\"run_id\": \"run-half\", \"sta").unwrap();
-        std::thread::sleep(RACY + Duration::from_millis(100));
-        let mut l = Listing::new(&leases, &lineage);
-        assert_eq!((l.watched().1, l.settled()), (2, 1), "the running and the half-written records watched");
-        let p = l.poll();
-        assert!(p.changed.contains(&a) && !p.changed.contains(&done), "its folder instead: {p:?}");
-        tick();
-        // The run ends: its record written in place. Named, then settled.
-        std::fs::write(&going, rec("run-going", "error", "\"OSError: gone\"", ENDED)).unwrap();
-        assert!(l.poll().changed.contains(&going));
-        std::thread::sleep(RACY + Duration::from_millis(100));
-        l.poll();
-        assert_eq!((l.watched().1, l.settled()), (1, 2), "the half-written record only");
-        std::fs::write(&half, rec("run-half", "interrupted", "\"lost\"", ENDED)).unwrap();
-        assert!(l.poll().changed.contains(&half));
-        std::thread::sleep(RACY + Duration::from_millis(100));
-        l.poll();
-        assert_eq!((l.watched().1, l.settled()), (0, 3));
-        // A record that appears ended (a replace): named once, then settled.
-        let tmp = a.join("run-new.json.tmp");
-        std::fs::write(&tmp, rec("run-new", "success", "null", ENDED)).unwrap();
-        std::fs::rename(&tmp, a.join("run-new.json")).unwrap();
-        assert!(l.poll().changed.contains(&a.join("run-new.json")));
-        std::thread::sleep(RACY + Duration::from_millis(100));
-        l.poll();
-        assert_eq!((l.watched().1, l.settled()), (0, 4));
-        // One that appears running stays watched until it ends.
-        std::fs::write(a.join("run-next.json"), rec("run-next", "running", "null", "null")).unwrap();
-        assert!(l.poll().changed.contains(&a.join("run-next.json")));
-        assert_eq!((l.watched().1, l.settled()), (1, 4));
-    }
-
-    /// Review 26, finding 1: run A stalls; taker B marks its `running`
-    /// record `interrupted` by a rename (`ended_at` left null) and finishes
-    /// the batch; A resumes and writes its own end in place. Not final until
-    /// then, so still watched: named.
-    #[test]
-    fn a_lost_run_writing_its_end_in_place_after_the_takers_rename_is_named() {
-        let (_d, leases, lineage) = uc();
-        let a = lineage.join("demo/p/a");
-        let r = a.join("run-a.json");
-        let mut l = listing(&leases, &lineage);
-        std::fs::write(&r, rec("run-a", "running", "null", "null")).unwrap();
-        assert!(l.poll().changed.contains(&r), "A's record appears");
-        tick();
-        let tmp = a.join("run-a.0badcafe.tmp");
-        std::fs::write(&tmp, rec("run-a", "interrupted", "\"The run did not finish; run bbbbbbbb took over\"", "null"))
-            .unwrap();
-        std::fs::rename(&tmp, &r).unwrap();
-        let p = l.poll();
-        assert!(p.changed.contains(&a) && p.changed.contains(&r), "{p:?}");
-        tick();
-        std::fs::write(&r, rec("run-a", "error", "\"OSError: part gone\"", ENDED)).unwrap();
-        let p = l.poll();
-        assert!(p.changed.contains(&r), "A's own end, in place: {p:?}");
-    }
-
-    /// Review 26, finding 1, at the first look: the taker's record of the
-    /// last minutes is not final, so watched.
-    #[test]
-    fn a_takers_record_at_the_first_look_is_watched() {
-        let (_d, leases, lineage) = uc();
-        let a = lineage.join("demo/p/a");
-        let r = a.join("run-a.json");
-        let tmp = a.join("run-a.0badcafe.tmp");
-        std::fs::write(&tmp, rec("run-a", "interrupted", "\"took over\"", "null")).unwrap();
-        std::fs::rename(&tmp, &r).unwrap();
-        let mut l = Listing::new(&leases, &lineage);
-        assert!(l.poll().changed.contains(&a));
-        std::thread::sleep(RACY + Duration::from_millis(100));
-        l.poll();
-        assert_eq!(l.poll(), Polled::default());
-        std::fs::write(&r, rec("run-a", "interrupted", "\"Run aaaaaaaa lost its lease\"", ENDED)).unwrap();
-        let p = l.poll();
-        assert!(p.changed.contains(&r), "A's own end, in place: {p:?}");
-    }
-
-    /// Review 26, finding 2: the peer's `Engine` keeps one run id for every
-    /// `run()`, so a notebook running a task twice starts the record anew in
-    /// place over its `success`. A settled record is stat'ed again within a
-    /// round of polls: named.
-    #[test]
-    fn a_run_id_used_again_is_named_within_a_round_of_polls() {
-        let (_d, leases, lineage) = uc();
-        let a = lineage.join("demo/p/a");
-        let r = a.join("run-n.json");
-        let mut l = listing(&leases, &lineage);
-        // Others settled beside it (records that appear ended), so that a
-        // round is more than one poll.
-        for i in 0..3 * ROUND {
-            std::fs::write(a.join(format!("run-{i}.json")), rec(&format!("run-{i}"), "success", "null", ENDED))
-                .unwrap();
-        }
-        std::fs::write(&r, rec("run-n", "running", "null", "null")).unwrap();
-        l.poll();
-        tick();
-        std::fs::write(&r, rec("run-n", "success", "null", ENDED)).unwrap();
-        assert!(l.poll().changed.contains(&r));
-        // Settled (a window of zero: nothing is racy here).
-        l.poll();
-        assert_eq!((l.watched().1, l.settled()), (0, 3 * ROUND + 1));
-        tick();
-        std::fs::write(&r, rec("run-n", "running", "null", "null")).unwrap();
-        let named = (0..=ROUND).position(|_| l.poll().changed.contains(&r));
-        assert!(named.is_some(), "the second run's start is named within a round");
-        assert!(named.unwrap() > 0, "not at the first poll: a share of the settled is stat'ed at each");
-        assert_eq!((l.watched().1, l.settled()), (1, 3 * ROUND), "watched at each poll again");
-    }
-
-    /// Review 17, findings 3 and 4: a stamp far in the future neither stops
-    /// the poll (an overflow) nor is named at every poll.
-    #[test]
-    fn stamps_of_the_future_are_named_once_and_never_stop_the_polls() {
-        let (_d, leases, lineage) = uc();
-        let far = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 40);
-        let lease = leases.join("demo/p/a").join(format!("{KEY}.json"));
-        let rec = lineage.join("demo/p/a/run-1.json");
-        for p in [&lease, &rec] {
-            std::fs::write(p, "{}").unwrap();
-            std::fs::File::options().write(true).open(p).unwrap().set_modified(far).unwrap();
-        }
-        let mut l = Listing::new(&leases, &lineage);
-        l.poll();
-        l.poll();
-        assert_eq!(l.poll(), Polled::default(), "not named at every poll");
-    }
-}
+mod tests;
