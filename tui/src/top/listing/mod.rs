@@ -215,7 +215,7 @@ impl Listing {
         self.files.retain(|_, w| w.stamp.is_some() && (w.recheck || w.until.is_none_or(|u| u > now)));
         for path in settle {
             if let Some(w) = self.files.remove(&path) {
-                let until = w.until.unwrap_or(now + RECENT);
+                let until = w.until.or_else(|| now.checked_add(RECENT)).unwrap_or(now);
                 self.settled.insert(path, Settled { stamp: w.stamp, until });
             }
         }

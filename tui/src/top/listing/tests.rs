@@ -124,6 +124,14 @@ fn rec(run: &str, status: &str, error: &str, ended: &str) -> String {
     )
 }
 
+/// `text` written to a temporary file beside `path`, renamed over it (as a
+/// taker replaces a record).
+fn replace(path: &Path, text: &str) {
+    let tmp = path.with_extension("0badcafe.tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
 const ENDED: &str = "\"2026-12-04T10:20:00.000000+00:00\"";
 
 /// A record whose run wrote its end is settled, stat'ed about once a
@@ -156,9 +164,7 @@ fn records_whose_runs_wrote_their_end_are_settled() {
     l.poll();
     assert_eq!((l.watched().1, l.settled()), (0, 3));
     // A record that appears ended (a replace): named once, then settled.
-    let tmp = a.join("run-new.json.tmp");
-    std::fs::write(&tmp, rec("run-new", "success", "null", ENDED)).unwrap();
-    std::fs::rename(&tmp, a.join("run-new.json")).unwrap();
+    replace(&a.join("run-new.json"), &rec("run-new", "success", "null", ENDED));
     assert!(l.poll().changed.contains(&a.join("run-new.json")));
     std::thread::sleep(RACY + Duration::from_millis(100));
     l.poll();
@@ -182,10 +188,7 @@ fn a_lost_run_writing_its_end_in_place_after_the_takers_rename_is_named() {
     std::fs::write(&r, rec("run-a", "running", "null", "null")).unwrap();
     assert!(l.poll().changed.contains(&r), "A's record appears");
     tick();
-    let tmp = a.join("run-a.0badcafe.tmp");
-    std::fs::write(&tmp, rec("run-a", "interrupted", "\"The run did not finish; run bbbbbbbb took over\"", "null"))
-        .unwrap();
-    std::fs::rename(&tmp, &r).unwrap();
+    replace(&r, &rec("run-a", "interrupted", "\"The run did not finish; run bbbbbbbb took over\"", "null"));
     let p = l.poll();
     assert!(p.changed.contains(&a) && p.changed.contains(&r), "{p:?}");
     tick();
@@ -201,9 +204,7 @@ fn a_takers_record_at_the_first_look_is_watched() {
     let (_d, leases, lineage) = uc();
     let a = lineage.join("demo/p/a");
     let r = a.join("run-a.json");
-    let tmp = a.join("run-a.0badcafe.tmp");
-    std::fs::write(&tmp, rec("run-a", "interrupted", "\"took over\"", "null")).unwrap();
-    std::fs::rename(&tmp, &r).unwrap();
+    replace(&r, &rec("run-a", "interrupted", "\"took over\"", "null"));
     let mut l = Listing::new(&leases, &lineage);
     assert!(l.poll().changed.contains(&a));
     std::thread::sleep(RACY + Duration::from_millis(100));
