@@ -15,10 +15,10 @@
 //!   share of the settled records is stat'ed at each poll, each about every
 //!   [`ROUND`] polls, within two rounds while their number grows (the peer
 //!   can use a run id again and start its record anew in place, review 26;
-//!   review 27 for the round's share, expiry and RACY). The first look stats every record once for
-//!   this, and reads those of the last ten minutes: a use case of a million
-//!   records just written (a backfill, a copy) is not stat'ed whole at every
-//!   poll for a day;
+//!   review 27 for the round's share, expiry and RACY). The first look
+//!   stats every record once for this, and reads those of the last ten
+//!   minutes: a use case of a million records just written (a backfill, a
+//!   copy) is not stat'ed whole at every poll for a day;
 //! * everything else (finished notes, old records) changes only by being
 //!   replaced or removed, a change of its folder.
 //!
@@ -28,8 +28,8 @@
 //! by hand), or a record rewritten after a day without a lease (a run with
 //! leases off), is found by the full rescan that still comes every
 //! [`BACKSTOP`] polls. A folder of 10,000 names is listed again only when
-//! it changed: a poll of a million batches stats a few hundred folders and
-//! the leases.
+//! it changed: a poll of a million batches stats a few hundred folders, the
+//! leases, and a [`ROUND`]th of the settled records.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -323,9 +323,8 @@ impl Listing {
                 // its stat: a write after that moves its stamp). One whose run
                 // wrote its end is settled, its folder named by the first poll
                 // (the first read ran beside this look).
-                let first = out.is_none() && !leases;
-                let st = if first { stamp(&path) } else { None };
-                let fin = first && ended(&path);
+                let st = if out.is_none() { stamp(&path) } else { None };
+                let fin = out.is_none() && !leases && ended(&path);
                 if fin && st.is_some_and(|st| !fresh(&st, now, self.window.min(RACY))) {
                     named_by_first_poll = true;
                     let until = now.checked_add(RECENT).unwrap_or(now);
@@ -341,7 +340,6 @@ impl Listing {
                         Watched { stamp: None, recheck: false, until, record: !leases, ended: false }
                     } else {
                         // At the first look, written lately: the first poll names it.
-                        let st = if leases { stamp(&path) } else { st };
                         let recheck = st.is_some_and(|st| fresh(&st, now, self.window));
                         Watched { stamp: st, recheck, until, record: !leases, ended: fin }
                     };
