@@ -79,6 +79,22 @@ pub fn age(d: Duration) -> String {
     }
 }
 
+/// A time as a table shows it, in local time and no longer than it needs:
+/// `08:55:24` within the last day, `12-04 08:55` within the year,
+/// `2025-12-04` before (a time that cannot be a date: `@` and its seconds).
+pub fn short_local(t: SystemTime, now: SystemTime) -> String {
+    let Some(utc) = calendar(t) else { return format!("@{}", epoch_secs(t)) };
+    let local = utc.with_timezone(&chrono::Local);
+    let recent = now.duration_since(t).is_ok_and(|d| d < Duration::from_secs(86_400));
+    let this_year = calendar(now).map(|n| n.with_timezone(&chrono::Local).format("%Y").to_string())
+        == Some(local.format("%Y").to_string());
+    match (recent, this_year) {
+        (true, _) => local.format("%H:%M:%S").to_string(),
+        (false, true) => local.format("%m-%d %H:%M").to_string(),
+        (false, false) => local.format("%Y-%m-%d").to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

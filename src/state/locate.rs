@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::by_run;
 use super::scan::{BatchId, Found, find, scan_one, scan_tasks};
 use super::{Batch, Scan, ScanError, ScanOptions};
 use crate::sys::Sys;
@@ -29,16 +30,32 @@ pub enum Located {
     Gone(BatchId),
 }
 
-/// Find the batch a key, a key prefix or the path of a lease-folder file
-/// names (`task`, a glob or prefix, narrows it), and read it whole: by the
-/// names in the lease folders first, then, for a batch known only by its run
-/// records (interrupted, failed), by a scan of the tasks.
+/// Find the batch a key, a key prefix, a run id (or its start) or the path
+/// of a lease-folder file names (`task`, a glob or prefix, narrows it), and
+/// read it whole: by the names in the lease folders first, then by the run
+/// ids of its leases, marks and records, then, for a batch known only by its
+/// run records (interrupted, failed), by a scan of the tasks.
 pub fn locate(uc: &Path, query: &str, task: Option<&str>, opts: &ScanOptions, sys: &Sys) -> Result<Located, ScanError> {
     let id = match find(uc, query, task)? {
         Found::One(id) => id,
         Found::Ambiguous(c) => return Ok(Located::Ambiguous(c)),
         Found::NotALeaseFile(why) => return Ok(Located::NotALeaseFile(why)),
         Found::None(near) => {
+            // A run id (or its start), as the RUN column and the records show it.
+            if by_run::may_be_run_id(query) {
+                let opened = super::scan::open(uc, opts, sys)?;
+                let ids = by_run::batches_of_run(&opened.root, &opened.lineage_dir, query, task);
+                let mut ids = ids.into_iter();
+                match (ids.next(), ids.next()) {
+                    (Some(one), None) => return read_one(uc, one, opts, sys),
+                    (Some(a), Some(b)) => return Ok(Located::Ambiguous([a, b].into_iter().chain(ids).collect())),
+                    _ => {}
+                }
+            }
+            if query.contains('-') {
+                let root = super::scan::open(uc, opts, sys)?.root;
+                return Ok(Located::NotFound { root, near: Vec::new() });
+            }
             let opts = ScanOptions { task_glob: task.map(str::to_string), ..opts.clone() };
             let q = query.to_ascii_lowercase();
             let mut hits: Vec<Batch> = Vec::new();
@@ -53,8 +70,12 @@ pub fn locate(uc: &Path, query: &str, task: Option<&str>, opts: &ScanOptions, sy
             });
         }
     };
-    // The batch as a whole scan reads it, so that explain and the repairs say
-    // what `leases list` says.
+    read_one(uc, id, opts, sys)
+}
+
+/// The batch as a whole scan reads it, so that explain and the repairs say
+/// what `leases list` says.
+fn read_one(uc: &Path, id: BatchId, opts: &ScanOptions, sys: &Sys) -> Result<Located, ScanError> {
     Ok(match scan_one(uc, &id.task, &id.key, opts, sys)? {
         (scan, Some(b)) => Located::Located(Box::new(scan), Box::new(b)),
         (_, None) => Located::Gone(id),

@@ -5,6 +5,7 @@
 //! Severity, most urgent first: unreadable, dead, orphan, pending, handed-back,
 //! kept, live, interrupted, failed, finished.
 
+mod by_run;
 mod classify;
 mod history;
 mod index;
@@ -24,10 +25,11 @@ use crate::documents::LeaseDoc;
 use crate::liveness::{FileTimes, Judgement};
 use crate::sys::Now;
 
+pub use by_run::{RUN_PREFIX, may_be_run_id};
 pub use classify::{classify, rejudge};
 pub use history::{Happened, HistoryEntry};
 pub use locate::{Located, locate};
-pub use read::task_dirs;
+pub use read::{record_key, task_dirs};
 pub use record::{read_record, record_of};
 pub use scan::{
     BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_one, scan_tasks, shorten, task_clock,

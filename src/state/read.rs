@@ -331,7 +331,7 @@ fn read_note(reader: &mut Reader, path: &Path) -> Result<FinishedInfo, Unreadabl
 }
 
 /// The key a record's variables hash to (None when masked or not hashable).
-pub(super) fn record_key(task: &str, vars: &serde_json::Map<String, Value>) -> Option<String> {
+pub fn record_key(task: &str, vars: &serde_json::Map<String, Value>) -> Option<String> {
     if vars.values().any(|v| v == crate::secrets::REDACTED) {
         return None;
     }

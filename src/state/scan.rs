@@ -463,7 +463,9 @@ pub fn find(uc: &Path, query: &str, task: Option<&str>) -> Result<Found, ScanErr
     let common = |k: &str| k.bytes().zip(q.bytes()).take_while(|(a, b)| a == b).count();
     let mut hits = std::collections::BTreeSet::new();
     let mut near = std::collections::BTreeSet::new();
-    let mut best = 1;
+    // A near key shares at least 4 leading digits: fewer is a different
+    // batch, not a slip of the keyboard.
+    let mut best = 0;
     let mut problems = Vec::new();
     let dirs: Vec<(String, PathBuf)> = task_dirs(&leases_root, &mut problems)
         .into_iter()
@@ -500,7 +502,7 @@ pub fn find(uc: &Path, query: &str, task: Option<&str>) -> Result<Found, ScanErr
                     best = c;
                     near.clear();
                 }
-                if c == best && near.len() < 5 {
+                if c == best && c >= 4 && near.len() < 5 {
                     near.insert(BatchId { task: t.clone(), key: key.to_string() });
                 }
             }

@@ -59,7 +59,8 @@ fn a_dir_that_is_not_a_use_case_is_a_usage_error_that_says_what_it_is() {
 }
 
 /// Key prefixes: empty, not hex, naming nothing or several are usage errors;
-/// a repair needs 4 hex digits or more (as git's short hashes), a look does not.
+/// a look, a dry run and a repair all need 4 hex digits or more (as git's
+/// short hashes).
 #[test]
 fn key_prefixes_follow_the_table() {
     let (_d, uc, _) = fixture("dead-killed");
@@ -68,12 +69,14 @@ fn key_prefixes_follow_the_table() {
     let with = |a: &[&'static str]| -> Vec<&'static str> { a.iter().copied().chain(d).collect() };
     for repair in ["takeover", "finish"] {
         expect(&uc, &with(&["leases", repair, "", "--yes"]), 2, "an empty batch key names no batch");
-        expect(&uc, &with(&["leases", repair, "7d1", "--yes"]), 2, "a repair needs at least 4");
-        expect(&uc, &with(&["leases", repair, "7d1", "--dry-run"]), if repair == "takeover" { 0 } else { 1 }, "");
+        expect(&uc, &with(&["leases", repair, "7d1", "--yes"]), 2, "a batch is named by at least 4");
+        expect(&uc, &with(&["leases", repair, "7d1", "--dry-run"]), 2, "a batch is named by at least 4");
+        expect(&uc, &with(&["leases", repair, "7d10", "--dry-run"]), if repair == "takeover" { 0 } else { 1 }, "");
         expect(&uc, &with(&["leases", repair, "zz9", "--yes"]), 2, "write ./zz9");
     }
     expect(&uc, &with(&["leases", "explain", ""]), 2, "an empty batch key names no batch");
-    expect(&uc, &with(&["leases", "explain", "7"]), 0, "");
+    expect(&uc, &with(&["leases", "explain", "7"]), 2, "a batch is named by at least 4");
+    expect(&uc, &with(&["leases", "explain", "7d10"]), 0, "");
     expect(&uc, &with(&["leases", "explain", "7d106ca76674f2a1.json"]), 2, "write ./7d106ca76674f2a1.json");
     expect(&uc, &with(&["leases", "explain", "ffff"]), 2, "no batch with a key starting 'ffff'");
     assert_eq!(tree(&uc), before, "nothing changed");

@@ -8,7 +8,8 @@ use std::fs;
 use assert_cmd::Command;
 
 mod common;
-use common::{fixture, ubunye};
+use common::{fixture, tree, ubunye};
+use std::path::Path;
 
 fn out(c: &mut Command) -> String {
     let o = c.output().unwrap();
@@ -106,15 +107,20 @@ fn explain_finds_by_prefix_path_and_says_when_it_cannot() {
         .unwrap();
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("demo/sales/summary  dt=2025-01-02 mode=DEV"));
-    let o = ubunye(&uc).args(["leases", "explain", "7", "-d", "uc"]).output().unwrap();
-    assert!(o.status.success(), "one batch starts with 7");
-    let o = ubunye(&uc).args(["leases", "explain", "39bd", "-d", "uc"]).output().unwrap();
+    let o = ubunye(&uc).args(["leases", "explain", "7d10", "-d", "uc"]).output().unwrap();
+    assert!(o.status.success(), "one batch starts with 7d10");
+    let o = ubunye(&uc).args(["leases", "explain", "39bc5", "-d", "uc"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "a prefix that names nothing is a usage error");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("no batch with a key starting '39bd'; the nearest: 39bc42311894ddba demo/sales/ingest"),
+        err.contains("no batch with a key starting '39bc5'; the nearest: 39bc42311894ddba demo/sales/ingest"),
         "{err}"
     );
+    // A key that shares three digits is another batch, not a slip: no guess.
+    let o = ubunye(&uc).args(["leases", "explain", "39bd", "-d", "uc"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no batch with a key starting '39bd'") && !err.contains("nearest"), "{err}");
     let (_d, uc, _) = fixture("dead-killed");
     fs::write(
         uc.join(".ubunye/leases/demo/sales/ingest/7d10ffffffffffff.finished.json"),
@@ -253,4 +259,62 @@ fn doctor_reports_an_output_moved_aside_with_how_to_put_it_back() {
     assert_eq!(kinds, ["moved-aside"], "{v}");
     assert!(!v.to_string().contains("remove it by hand"), "{v}");
     assert_eq!(fs::read_to_string(aside.join("t.csv")).unwrap(), "committed\n", "doctor changes nothing");
+}
+
+/// Every id the listings show names its batch: a run id from the RUN
+/// column (8 digits) or whole, a record's run id, the path of any
+/// lease-folder file from another folder without -d, and never a batch
+/// whose key merely starts like a run id.
+#[test]
+fn a_batch_is_found_by_its_run_id_and_by_any_of_its_files_path() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let before = tree(&uc);
+    let explain = |args: &[&str], from: &Path| {
+        let o = Command::new(common::bin()).args(["leases", "explain"]).args(args).current_dir(from).output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let parent = uc.parent().unwrap();
+    // The dead batch's run, as RUN shows it, whole, and in capitals.
+    for run in ["a7ee7676", "a7ee7676-3983-4c1b-8fff-47937b7a2497", "A7EE7676-3983"] {
+        let (code, out, err) = explain(&[run, "-d", "uc"], parent);
+        assert_eq!(code, Some(0), "{run}: {err}");
+        assert!(out.contains("key 7d106ca76674f2a1   state DEAD"), "{run}:\n{out}");
+    }
+    // A finished batch known by its record's run id (its note names it too).
+    let (code, out, err) = explain(&["b3e1fa02", "-d", "uc"], parent);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("key 39bc42311894ddba   state FINISHED"), "{out}");
+    // A run id that names no run: said as such, no guess.
+    let (code, _, err) = explain(&["a7ee-0000", "-d", "uc"], parent);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(!err.contains("nearest"), "{err}");
+    // Paths, from a folder that is not the use case's parent, without -d:
+    // relative, absolute, a note, a mark and a dead run's lease.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let leases = fs::canonicalize(&uc).unwrap().join(".ubunye/leases/demo/sales/ingest");
+    let taken = leases.join("7d106ca76674f2a1.taken-a7ee7676-3983-4c1b-8fff-47937b7a2497");
+    fs::write(&taken, "").unwrap();
+    let dead = leases.join("7d106ca76674f2a1.dead-cf0bcc83.json");
+    fs::copy(leases.join("7d106ca76674f2a1.json"), &dead).unwrap();
+    for (path, key) in [
+        (leases.join("7d106ca76674f2a1.json"), "7d106ca76674f2a1"),
+        (leases.join("39bc42311894ddba.finished.json"), "39bc42311894ddba"),
+        (taken.clone(), "7d106ca76674f2a1"),
+        (dead.clone(), "7d106ca76674f2a1"),
+    ] {
+        let (code, out, err) = explain(&[path.to_str().unwrap()], elsewhere.path());
+        assert_eq!(code, Some(0), "{}: {err}", path.display());
+        assert!(out.contains(&format!("key {key} ")), "{}:\n{out}", path.display());
+    }
+    let rel = "uc/.ubunye/leases/demo/sales/ingest/39bc42311894ddba.finished.json";
+    let (code, out, err) = explain(&[rel], parent);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("key 39bc42311894ddba "), "{out}");
+    fs::remove_file(&taken).unwrap();
+    fs::remove_file(&dead).unwrap();
+    assert_eq!(tree(&uc), before, "looking changed nothing");
 }

@@ -130,6 +130,21 @@ impl BatchArg {
             self.ucs.dirs = vec![uc.to_path_buf()];
             self.batch = key.to_string();
         }
+        // The path of a lease-folder file names its use case: the folder
+        // that holds its `.ubunye` (the path as written, then with symlinks
+        // followed), so a path `doctor` or `leases list` printed is enough.
+        if self.batch.contains('/')
+            && !self.batch.contains("://")
+            && self.ucs.dirs.is_empty()
+            && self.ucs.find.is_empty()
+        {
+            let p = std::path::Path::new(&self.batch);
+            let uc = ubunye::layout::use_case_above(p)
+                .or_else(|| std::fs::canonicalize(p).ok().and_then(|c| ubunye::layout::use_case_above(&c)));
+            if let Some(uc) = uc {
+                self.ucs.dirs = vec![if uc.as_os_str().is_empty() { std::path::PathBuf::from(".") } else { uc }];
+            }
+        }
         match self.ucs.one() {
             Some(d) => self.dir = d,
             None if many => {}

@@ -37,11 +37,32 @@ pub struct RunsArgs {
     pub json: bool,
 }
 
+/// What goes first at 80 and 60 columns: the seconds and the run id
+/// (`leases explain` has them), then the task is abbreviated (`d/s/ingest`)
+/// and goes before the variables are cut further; the error keeps at least
+/// 16 columns.
+const FIT: table::Fit = table::Fit {
+    steps: &[
+        table::Step::Drop("SECONDS"),
+        table::Step::Drop("RUN"),
+        table::Step::Drop("USE CASE"),
+        table::Step::Abbrev("TASK"),
+        table::Step::Shrink("VARIABLES", 24),
+        table::Step::Drop("TASK"),
+        table::Step::Shrink("VARIABLES", 14),
+    ],
+    last_min: 16,
+};
+
 /// A run record's status, as the record says it.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
     Running,
+    /// Also `finished`, as `leases list` calls the batch.
+    #[value(alias = "finished")]
     Success,
+    /// Also `failed`, as `leases list` calls the batch.
+    #[value(alias = "failed")]
     Error,
     Interrupted,
 }
@@ -210,6 +231,7 @@ pub(crate) fn show(
         super::outln(&why);
         return exit::OK;
     }
+    let now = std::time::SystemTime::now();
     let line = |i: usize| {
         let (uc, task, r) = &records[i];
         let vars = r.variables.as_ref().map(state::variables_text).unwrap_or_default();
@@ -227,12 +249,18 @@ pub(crate) fn show(
             (Some(s), Some(e)) => e.duration_since(s).map(|d| format!("{:.1}", d.as_secs_f64())).unwrap_or_default(),
             _ => String::new(),
         };
-        let mut cells = vec![r.started_at.clone().unwrap_or_default(), status];
+        let started = r.started_at.as_deref().map(|s| match ubunye::timefmt::parse(s) {
+            Some(t) => ubunye::timefmt::short_local(t, now),
+            None => s.to_string(),
+        });
+        let key = r.variables.as_ref().and_then(|v| state::record_key(task, v)).unwrap_or_default();
+        let mut cells = vec![started.unwrap_or_default(), status];
         if many {
             cells.push(uc.shown.clone());
         }
         cells.extend([
             task.clone(),
+            super::leases::list::short_key(&key).to_string(),
             ubunye::documents::short(&r.run_id).to_string(),
             vars,
             secs,
@@ -243,12 +271,12 @@ pub(crate) fn show(
         ]);
         table::Line { cells, colour: code.filter(|_| colour).map(|c| (1, c)) }
     };
-    let mut header = vec!["STARTED", "STATUS", "TASK", "RUN", "VARIABLES", "SECONDS", "ERROR"];
+    let mut header = vec!["STARTED", "STATUS", "TASK", "KEY", "RUN", "VARIABLES", "SECONDS", "ERROR"];
     if many {
         header.insert(2, "USE CASE");
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let _ = table::print(&mut out, &header, records.len(), line, table::terminal_width());
+    let _ = table::print(&mut out, &header, records.len(), line, table::terminal_width(), &FIT);
     let _ = out.flush();
     if let Some(cut) = cut {
         say_err(&cut);

@@ -1,8 +1,13 @@
 //! Plain aligned tables, the one renderer of every table the CLI prints
 //! (`leases list`, `runs`), printed as they are laid out: two passes over the
 //! rows (widths, then lines), so a listing of 100,000 rows holds no table in
-//! memory. Cells are never wrapped or cut but the last, and that one only on
-//! a terminal; a line never ends in spaces.
+//! memory. A line never ends in spaces.
+//!
+//! On a terminal (or with `COLUMNS` set) a table fits its width: each table
+//! says, in order, which columns go first and which shrink, and to what
+//! ([`Fit`]), so that what matters most at 60 or 80 columns (the state, the
+//! id to paste, the variables, the note) stays readable; the last column
+//! takes what is left. A cut cell ends in `…`. Piped, nothing is cut.
 
 use std::io::Write;
 
@@ -16,15 +21,42 @@ pub struct Line {
     pub colour: Option<(usize, &'static str)>,
 }
 
+/// One step a table takes, in order, until it fits the width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Leave the column (by its header) out.
+    Drop(&'static str),
+    /// Cut the column's cells to at most this many columns.
+    Shrink(&'static str, usize),
+    /// Write a path's folders by their first letter (`demo/sales/ingest`
+    /// as `d/s/ingest`): the name that tells tasks apart stays whole.
+    Abbrev(&'static str),
+}
+
+/// How a table fits a width: the steps, and the least the last column needs
+/// before the next step is taken.
+#[derive(Clone, Copy, Debug)]
+pub struct Fit {
+    pub steps: &'static [Step],
+    pub last_min: usize,
+}
+
+#[cfg(test)]
+impl Fit {
+    /// Nothing dropped or shrunk: only the last column is cut.
+    pub const NONE: Fit = Fit { steps: &[], last_min: 0 };
+}
+
 /// Print `header` and the lines `rows` gives (called twice: it must give the
 /// same lines each time). Columns are separated by two spaces; the last column
-/// is not padded, and is cut to the terminal's width when `width` is given.
+/// is not padded. With `width`, the table is fitted to it as `fit` says.
 pub fn print<F>(
     out: &mut impl Write,
     header: &[&str],
     rows: usize,
     line: F,
     width: Option<usize>,
+    fit: &Fit,
 ) -> std::io::Result<()>
 where
     F: Fn(usize) -> Line,
@@ -44,24 +76,42 @@ where
             *w = (*w).max(c.width());
         }
     }
+    let (shown, abbrev) = match width {
+        Some(w) => layout(header, &mut widths, w, fit, &line, rows),
+        None => (vec![true; header.len()], vec![false; header.len()]),
+    };
     let write_line = |out: &mut dyn Write, cells: &[&str], colour: Option<(usize, &str)>| -> std::io::Result<()> {
         let mut text = String::from(" ");
         let mut used = 1;
+        let last_shown = shown.iter().rposition(|s| *s).unwrap_or(0);
         for (n, (c, w)) in cells.iter().zip(&widths).enumerate() {
-            let last = n + 1 == cells.len();
-            let shown: String = match (last, width) {
-                (true, Some(max)) if used + c.width() > max => cut(c, max.saturating_sub(used)),
-                _ => c.to_string(),
+            if !shown.get(n).copied().unwrap_or(true) {
+                continue;
+            }
+            let last = n == last_shown;
+            let abbreviated;
+            let c = match abbrev.get(n) {
+                Some(true) => {
+                    abbreviated = abbreviate(c);
+                    abbreviated.as_str()
+                }
+                _ => *c,
+            };
+            let cell: String = match (last, width) {
+                (true, Some(max)) => cut(c, max.saturating_sub(used)),
+                (true, None) => c.to_string(),
+                (false, _) => cut(c, *w),
             };
             match colour {
-                Some((at, code)) if at == n => text.push_str(&format!("\x1b[{code}m{shown}\x1b[0m")),
-                _ => text.push_str(&shown),
+                Some((at, code)) if at == n => text.push_str(&format!("\x1b[{code}m{cell}\x1b[0m")),
+                _ => text.push_str(&cell),
             }
-            if !last {
-                let pad = w - c.width() + 2;
-                text.extend(std::iter::repeat_n(' ', pad));
-                used += w + 2;
+            if last {
+                break;
             }
+            let pad = w.saturating_sub(cell.width()) + 2;
+            text.extend(std::iter::repeat_n(' ', pad));
+            used += w + 2;
         }
         writeln!(out, "{}", text.trim_end())
     };
@@ -72,6 +122,63 @@ where
         write_line(out, &cells, l.colour)?;
     }
     Ok(())
+}
+
+/// Take `fit`'s steps until the columns but the last, and the last's
+/// least, fit in `width`: which columns are shown and which abbreviated
+/// (`widths` shrunk in place).
+fn layout<F>(
+    header: &[&str],
+    widths: &mut [usize],
+    width: usize,
+    fit: &Fit,
+    line: &F,
+    rows: usize,
+) -> (Vec<bool>, Vec<bool>)
+where
+    F: Fn(usize) -> Line,
+{
+    let mut shown = vec![true; header.len()];
+    let mut abbrev = vec![false; header.len()];
+    let need = |shown: &[bool], widths: &[usize]| -> usize {
+        let cols: Vec<usize> = widths.iter().zip(shown).filter(|(_, s)| **s).map(|(w, _)| *w).collect();
+        let (_, before) = cols.split_last().unwrap_or((&0, &[]));
+        1 + before.iter().map(|w| w + 2).sum::<usize>() + fit.last_min
+    };
+    let at = |name: &str| header.iter().position(|h| *h == name);
+    for step in fit.steps {
+        if need(&shown, widths) <= width {
+            break;
+        }
+        match *step {
+            Step::Drop(name) => at(name).into_iter().for_each(|i| shown[i] = false),
+            Step::Shrink(name, to) => {
+                if let Some(i) = at(name) {
+                    widths[i] = widths[i].min(to.max(header[i].width()));
+                }
+            }
+            Step::Abbrev(name) => {
+                if let Some(i) = at(name) {
+                    abbrev[i] = true;
+                    let cells = (0..rows).filter_map(|r| line(r).cells.get(i).map(|c| abbreviate(c).width()));
+                    widths[i] = cells.fold(header[i].width(), usize::max).min(widths[i]);
+                }
+            }
+        }
+    }
+    (shown, abbrev)
+}
+
+/// `demo/sales/ingest` -> `d/s/ingest`: each folder by its first letter.
+fn abbreviate(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some((folders, name)) => {
+            let mut out: String = folders.split('/').filter_map(|f| f.chars().next()).flat_map(|c| [c, '/']).collect();
+            out.push_str(name);
+            out
+        }
+        None => path.to_string(),
+    }
 }
 
 /// The text cut to `max` columns, ending in `…` when it was cut.
@@ -93,9 +200,14 @@ fn cut(text: &str, max: usize) -> String {
     out
 }
 
-/// The terminal's width when stdout is one.
+/// The width a table is fitted to: `COLUMNS` when it is set (as `ls` reads
+/// it; a shell sets it without exporting it, so a pipe is not cut), else the
+/// terminal's when stdout is one; None (nothing cut) otherwise.
 pub fn terminal_width() -> Option<usize> {
     use std::io::IsTerminal;
+    if let Some(w) = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok()) {
+        return Some(w.max(20));
+    }
     if !std::io::stdout().is_terminal() {
         return None;
     }
@@ -130,7 +242,7 @@ mod tests {
     fn render(rows: &[[&str; 3]], width: Option<usize>) -> String {
         let mut out = Vec::new();
         let line = |i: usize| Line { cells: rows[i].iter().map(|s| s.to_string()).collect(), colour: None };
-        print(&mut out, &["A", "BB", "NOTE"], rows.len(), line, width).unwrap();
+        print(&mut out, &["A", "BB", "NOTE"], rows.len(), line, width, &Fit::NONE).unwrap();
         String::from_utf8(out).unwrap()
     }
 
@@ -145,8 +257,32 @@ mod tests {
     fn one_cell_is_coloured_and_an_empty_last_cell_leaves_no_spaces() {
         let mut out = Vec::new();
         let line = |_: usize| Line { cells: vec!["a".into(), "ok".into(), String::new()], colour: Some((1, "32")) };
-        print(&mut out, &["A", "STATUS", "E"], 1, line, None).unwrap();
+        print(&mut out, &["A", "STATUS", "E"], 1, line, None, &Fit::NONE).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), " A  STATUS  E\n a  \x1b[32mok\x1b[0m\n");
+    }
+
+    #[test]
+    fn a_table_drops_and_shrinks_columns_in_its_order_until_it_fits() {
+        const FIT: Fit = Fit { steps: &[Step::Drop("RUN"), Step::Shrink("TASK", 6)], last_min: 6 };
+        let head = ["STATE", "TASK", "RUN", "NOTE"];
+        let rows = [["✖ dead", "demo/sales/ingest", "def33561", "process 7868 gone"]];
+        let render = |width| {
+            let mut out = Vec::new();
+            let line = |i: usize| Line { cells: rows[i].iter().map(|s| s.to_string()).collect(), colour: None };
+            print(&mut out, &head, 1, line, Some(width), &FIT).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        // Wide enough: nothing taken.
+        assert_eq!(
+            render(80),
+            " STATE   TASK               RUN       NOTE\n ✖ dead  demo/sales/ingest  def33561  process 7868 gone\n"
+        );
+        // RUN goes first, then TASK shrinks; the note takes what is left.
+        assert_eq!(render(40), " STATE   TASK               NOTE\n ✖ dead  demo/sales/ingest  process 786…\n");
+        assert_eq!(render(26), " STATE   TASK    NOTE\n ✖ dead  demo/…  process …\n");
+        for w in [20, 26, 40, 80] {
+            assert!(render(w).lines().all(|l| l.width() <= w), "{w}: {}", render(w));
+        }
     }
 
     /// Readable on light and dark themes, as the dashboard: the terminal's

@@ -171,12 +171,15 @@ impl Row {
         let age = self.age.map(ubunye::timefmt::age).unwrap_or_default();
         let stalled = if self.flags.contains(&Flag::Stalled) { " stalled" } else { "" };
         let mut cells = vec![format!("{g} {}", self.state.word())];
-        if let Some(uc) = &self.shown {
-            cells.push(if self.key.is_empty() { uc.clone() } else { format!("{uc}:{}", self.key) });
+        match &self.shown {
+            Some(uc) => {
+                cells.push(if self.key.is_empty() { uc.clone() } else { format!("{uc}:{}", short_key(&self.key)) })
+            }
+            None => cells.push(short_key(&self.key).to_string()),
         }
         cells.extend([
             self.task.clone(),
-            self.variables.as_ref().map(state::variables_text).unwrap_or_else(|| self.key.clone()),
+            self.variables.as_ref().map(state::variables_text).unwrap_or_default(),
             self.run_id.as_deref().map(ubunye::documents::short).unwrap_or_default().to_string(),
             who,
             format!("{age}{stalled}"),
@@ -215,6 +218,31 @@ impl Row {
 struct Origin {
     root: String,
     shown: Option<String>,
+}
+
+/// What goes first at 80 and 60 columns: who holds it and its claims
+/// (explain has them), then the age; the task is abbreviated (`d/s/ingest`),
+/// the variables cut to 24, then the task goes before the variables are cut
+/// further (the key names the batch; the variables say which day it is);
+/// the note keeps at least 16 columns.
+const FIT: table::Fit = table::Fit {
+    steps: &[
+        table::Step::Drop("PID@HOST"),
+        table::Step::Drop("RUN"),
+        table::Step::Drop("CLAIMS"),
+        table::Step::Drop("AGE"),
+        table::Step::Abbrev("TASK"),
+        table::Step::Shrink("VARIABLES", 24),
+        table::Step::Drop("TASK"),
+        table::Step::Shrink("VARIABLES", 14),
+    ],
+    last_min: 16,
+};
+
+/// A key as the tables show it: its first 8 digits, as a run id is shown;
+/// every command takes it (4 digits or more name a batch).
+pub(crate) fn short_key(key: &str) -> &str {
+    key.get(..8).unwrap_or(key)
 }
 
 /// `vm|pid:[4026531836]` -> `vm`
@@ -298,11 +326,11 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
         return exit::OK;
     }
     let listed = rows.len();
-    let mut header = vec!["STATE", "TASK", "VARIABLES / KEY", "RUN", "PID@HOST", "AGE", "CLAIMS", "NOTE"];
+    let mut header = vec!["STATE", "KEY", "TASK", "VARIABLES", "RUN", "PID@HOST", "AGE", "CLAIMS", "NOTE"];
     if many {
-        header.insert(1, "USE CASE:KEY");
+        header[1] = "USE CASE:KEY";
     }
-    let _ = table::print(&mut out, &header, rows.len(), |i| rows[i].clone(), table::terminal_width());
+    let _ = table::print(&mut out, &header, rows.len(), |i| rows[i].clone(), table::terminal_width(), &FIT);
     let _ = out.flush();
     found(a, listed)
 }

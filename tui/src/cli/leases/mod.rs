@@ -49,28 +49,29 @@ pub enum Purpose {
     Repair,
 }
 
-/// Shortest key prefix a repair takes, as git asks for its short hashes.
-pub const REPAIR_PREFIX: usize = 4;
+/// Shortest key (or run id) prefix that names a batch, as git asks for its
+/// short hashes: the same for a look, a dry run and a repair.
+pub const REPAIR_PREFIX: usize = ubunye::state::RUN_PREFIX;
 
 /// A query that cannot name a batch, before anything is read.
-fn check_query(query: &str, purpose: Purpose) -> Result<(), String> {
+fn check_query(query: &str) -> Result<(), String> {
     if query.contains('/') {
         return Ok(());
     }
     if query.is_empty() {
-        return Err("an empty batch key names no batch: give a key (or its first hex digits) or the path of a lease-folder file; `ubunye leases list` shows the keys".into());
+        return Err("an empty batch key names no batch: give a key or run id (4 hex digits or more), or the path of a lease-folder file; `ubunye leases list` shows them".into());
     }
-    if !query.bytes().all(|b| b.is_ascii_hexdigit()) {
+    let hex = query.bytes().filter(u8::is_ascii_hexdigit).count();
+    if !query.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') || query.starts_with('-') {
         return Err(format!(
-            "'{}' is neither a batch key (hex digits 0-9, a-f) nor a path (a path holds a `/`: for a file in this folder, write ./{})",
+            "'{}' is neither a batch key nor a run id (hex digits 0-9, a-f, and a run id's dashes) nor a path (a path holds a `/`: for a file in this folder, write ./{})",
             state::shorten(query),
             state::shorten(query)
         ));
     }
-    if purpose == Purpose::Repair && query.len() < REPAIR_PREFIX {
+    if hex < REPAIR_PREFIX {
         return Err(format!(
-            "'{query}' is {} hex digit(s): a repair needs at least {REPAIR_PREFIX} that name one batch, as git asks for short hashes (`ubunye leases explain {query}` shows which batch it names)",
-            query.len()
+            "'{query}' is {hex} hex digit(s): a batch is named by at least {REPAIR_PREFIX} digits of its key or run id, as git asks for short hashes (`ubunye leases list --all` shows both)"
         ));
     }
     Ok(())
@@ -99,7 +100,7 @@ pub fn locate(
     purpose: Purpose,
     sys: &Sys,
 ) -> Result<(state::Scan, Batch), String> {
-    check_query(query, purpose)?;
+    check_query(query)?;
     // A repair about to act may write: it reads the disk's clock with a probe,
     // as the run it stands for does (a file server's clock).
     let opts = options(lineage, purpose, sys);
@@ -144,7 +145,7 @@ pub fn explained(
 /// naming each, when it names batches in more than one, and when it names
 /// none in any (saying which could not be read). Looking only.
 fn among(which: &BatchArg, sys: &Sys) -> Result<(std::path::PathBuf, state::Scan, Batch), String> {
-    check_query(&which.batch, Purpose::Look)?;
+    check_query(&which.batch)?;
     if which.batch.contains('/') {
         return Err(format!("'{}' is a path: it names its own use case; give it without -d or --find", which.batch));
     }

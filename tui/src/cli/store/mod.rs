@@ -293,7 +293,17 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
             colour: code.filter(|_| colour).map(|c| (0, c)),
         }
     };
-    let _ = table::print(&mut out, &header, rows.len(), line, table::terminal_width());
+    let fit = table::Fit {
+        steps: &[
+            table::Step::Drop("RUN"),
+            table::Step::Drop("CLAIMS"),
+            table::Step::Drop("AGE"),
+            table::Step::Shrink("TASK", 14),
+            table::Step::Drop("TASK"),
+        ],
+        last_min: 20,
+    };
+    let _ = table::print(&mut out, &header, rows.len(), line, table::terminal_width(), &fit);
     let _ = out.flush();
     fail_if_any
 }
