@@ -78,7 +78,7 @@ fn key_prefixes_follow_the_table() {
     expect(&uc, &with(&["leases", "explain", "7"]), 2, "a batch is named by at least 4");
     expect(&uc, &with(&["leases", "explain", "7d10"]), 0, "");
     expect(&uc, &with(&["leases", "explain", "7d106ca76674f2a1.json"]), 2, "write ./7d106ca76674f2a1.json");
-    expect(&uc, &with(&["leases", "explain", "ffff"]), 2, "no batch with a key starting 'ffff'");
+    expect(&uc, &with(&["leases", "explain", "ffff"]), 2, "no batch with a key or run id starting 'ffff'");
     assert_eq!(tree(&uc), before, "nothing changed");
     fs::write(uc.join(".ubunye/leases/demo/sales/ingest/7d10ffffffffffff.finished.json"), "{\"run_id\": \"x\"}")
         .unwrap();
@@ -208,4 +208,36 @@ fn a_bad_durability_setting_is_a_usage_error_for_the_writers_and_nothing_changes
     assert_eq!(tree(&uc), before, "nothing changed");
     let o = ubunye(&uc).env("UBUNYE_DURABILITY", "off").args(["leases", "list", "-d", "uc"]).output().unwrap();
     assert!(o.status.code() != Some(2), "looking is not refused: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// With --json, an error is one JSON object on stdout (docs/json.md,
+/// "Errors") and the same one line on stderr; nothing changes.
+#[test]
+fn a_json_error_is_one_object_on_stdout_and_one_line_on_stderr() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let before = tree(&uc);
+    for (args, code, kind) in [
+        (&["leases", "explain", "f1", "-d", "uc", "--json"][..], 2, "usage"),
+        (&["leases", "explain", "ffff", "-d", "uc", "--json"], 2, "usage"),
+        (&["leases", "takeover", "39bc", "-d", "uc", "--yes", "--json"], 1, "refused"),
+        (&["leases", "list", "-d", "nowhere", "--json"], 2, "usage"),
+        (&["runs", "-d", "nowhere", "--json"], 2, "usage"),
+        (&["doctor", "-d", "nowhere", "--json"], 2, "usage"),
+        (&["leases", "list", "-d", "uc", "--json", "--state", "bogus"], 2, "usage"),
+    ] {
+        let o = ubunye(&uc).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: stdout is not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)));
+        assert_eq!(v["error"]["kind"], kind, "{args:?}: {v}");
+        assert_eq!(v["error"]["exit_code"], code, "{args:?}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(!message.is_empty() && err.contains(message), "{args:?}: {message:?} not in {err}");
+    }
+    // A command that wrote its document adds no error object.
+    let o = ubunye(&uc).args(["doctor", "-d", "uc", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v.get("error").is_none(), "{v}");
+    assert_eq!(tree(&uc), before, "nothing changed");
 }

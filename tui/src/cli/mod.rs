@@ -40,7 +40,13 @@ pub struct DemoArgs {
 /// `ubunye`: safe batch reruns (leases, claims, finished notes) compatible with
 /// ubunye-engine 0.8.0, and the tools to see and repair run state.
 #[derive(Parser, Debug)]
-#[command(name = "ubunye", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "ubunye",
+    version,
+    about = "See and repair the leases and runs of Ubunye batches (list, explain, takeover, runs, doctor, top), and run any program as a batch (exec)",
+    long_about = None,
+    propagate_version = true
+)]
 #[command(after_help = "Every command that reads a use case takes -d DIR (default: the current
 folder) and --json for scripts (docs/json.md). list, runs, doctor, metrics
 and top take -d more than once, or --find ROOT for every use case below a
@@ -52,8 +58,8 @@ Exit codes:
        batch, declined at the prompt, a lost lease, an unreadable file;
        doctor: findings
   2    usage: bad flags; a -d that does not exist, is a file or is not a
-       use case; a key prefix that is empty, names no batch or several;
-       a repair's prefix shorter than 4 hex digits
+       use case; a batch id that is empty, shorter than 4 hex digits,
+       names no batch or several
   exec also ends with 126 (the command cannot be executed), 127 (it is
   not found) or the command's own code: see `ubunye exec --help`.")]
 pub struct Cli {
@@ -205,8 +211,19 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
 /// Run the CLI with these arguments (the first is the program name). Returns the
 /// exit code.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
-    use clap::FromArgMatches;
     let args = normalize_args(args);
+    // With --json (before a `--` that starts a command's own arguments), an
+    // error is also one JSON object on stdout.
+    if args.iter().skip(1).take_while(|a| *a != "--").any(|a| a == "--json") {
+        crate::console::print::json_errors();
+    }
+    let code = run_parsed(args);
+    crate::console::print::end_json(code);
+    code
+}
+
+fn run_parsed(args: Vec<OsString>) -> i32 {
+    use clap::FromArgMatches;
     // Words that are not part of the definitions (so no help, completion or
     // man page offers them): the Python engine's `run`, answered in one line,
     // the keeper `ubunye exec` starts, and the demo's actors (`ubunye demo`
@@ -230,6 +247,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> i32 {
         Err(e) => {
             let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
             let _ = e.print();
+            if code != exit::OK {
+                // The error's first line, for the JSON object (the rest is
+                // clap's usage and tip).
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or_default();
+                crate::console::print::note_error(first.strip_prefix("error: ").unwrap_or(first));
+            }
             return code;
         }
     };

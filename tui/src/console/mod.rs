@@ -16,7 +16,7 @@ pub mod exit {
     /// batch, declined at the prompt, a lost lease, an unreadable file), or
     /// doctor's findings.
     pub const REFUSED: i32 = 1;
-    /// Usage: bad flags, a `-d` that is not a use case, a key prefix that
-    /// names no batch or several, a repair's prefix shorter than 4 digits.
+    /// Usage: bad flags, a `-d` that is not a use case, a batch id shorter
+    /// than 4 hex digits or that names no batch or several.
     pub const USAGE: i32 = 2;
 }

@@ -319,6 +319,7 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
     for p in parts.iter().filter_map(|p| p.head.as_ref().ok()).flat_map(|h| &h.problems) {
         say_err(&format!("{}: {}", p.path.display(), p.why));
     }
+    crate::console::print::wrote_stdout();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(why) = empty {
         let _ = writeln!(out, "{why}");
@@ -431,6 +432,7 @@ fn run_json(a: &ListArgs, ucs: Vec<UseCase>, many: bool, opts: &ScanOptions, sta
         parts.iter().filter_map(|p| p.head.as_ref().ok()).flat_map(head_of).collect()
     };
     let fields: Vec<(&str, &serde_json::Value)> = fields.iter().map(|(k, v)| (*k, v)).collect();
+    crate::console::print::wrote_stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let _ = rows.write_document(&mut out, &fields, &problems).and_then(|_| out.flush());
     // A filter that left nothing says so, beside the document.
