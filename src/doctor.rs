@@ -145,7 +145,9 @@ impl Examiner {
         if matches!(b.state, State::Dead | State::Orphan | State::Pending | State::HandedBack | State::Kept) {
             let (task, key) = id();
             let path = b.lease.as_ref().map(|l| l.path.clone()).or_else(|| b.orphans.first().map(|o| o.path.clone()));
-            let short = &b.key[..8.min(b.key.len())];
+            // Runs as printed, from any folder.
+            let short = crate::suggest::batch(&self.root, &b.key);
+            let list = crate::suggest::dir(&self.root);
             let how = if b.flags.contains(&Flag::HolderAlive) {
                 // Review 11, finding 7: no run and no takeover repairs it while
                 // its process lives.
@@ -162,7 +164,7 @@ impl Examiner {
                 kind: "needs-repair",
                 path: path.unwrap_or_default(),
                 detail: format!(
-                    "{}: {}. {how} (`ubunye leases explain {short}` shows the plan; `ubunye leases list` lists every batch needing one)",
+                    "{}: {}. {how} (`ubunye leases explain {short}` shows the plan; `ubunye leases list {list}` lists every batch needing one)",
                     b.state.word(),
                     b.note,
                 ),

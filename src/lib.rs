@@ -35,6 +35,7 @@ pub mod reap;
 pub mod repair;
 pub mod secrets;
 pub mod state;
+pub mod suggest;
 pub mod sys;
 pub mod tally;
 pub mod timefmt;

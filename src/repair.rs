@@ -107,7 +107,7 @@ pub fn check(kind: Kind, e: &Explanation) -> std::result::Result<RepairPlan, Str
         (Kind::Finish, State::Dead | State::Orphan | State::Kept | State::HandedBack) => {
             return Err(why_not(&format!(
                 "its run did not commit, so there is nothing to finish: use `ubunye leases takeover {}`",
-                &b.key[..8]
+                crate::suggest::batch(&e.use_case, &b.key)
             )));
         }
         (_, State::Dead | State::Orphan | State::Kept | State::HandedBack | State::Pending) => {}
@@ -149,7 +149,7 @@ pub fn execute(
                 plan.key,
                 current.state.word(),
                 now_holder.map(|h| format!(", held by run {}", crate::documents::short(&h))).unwrap_or_default(),
-                &plan.key[..8]
+                crate::suggest::batch(uc, &plan.key)
             ),
         )
         .into());

@@ -116,7 +116,7 @@ fn an_overwrite_killed_around_its_swap_is_put_back() {
             let s = ubunye::state::scan(&uc, &Default::default(), &ubunye::Sys::from_env()).unwrap();
             let b = s.batches.iter().find(|b| b.task == "demo/sales/summary").unwrap().clone();
             assert_eq!(b.state, ubunye::state::State::Dead, "{what}: {}", b.note);
-            let e = ubunye::explain::explain(&s, b, &uc);
+            let e = ubunye::explain::explain(&s, b);
             assert_eq!(e.plans[0].restore, ["s"], "{what}");
             assert!(e.next.steps.iter().any(|s| s.contains("put output s back")), "{what}");
             let (script, want, code) = if next_fails {

@@ -221,7 +221,7 @@ fn the_state_classifier_over_random_trees() {
             prop_assert_eq!(b.state, ubunye::state::State::Unreadable, "{} with a damaged file: {}", key, b.note);
         }
         for b in &s.batches {
-            let e = ubunye::explain::explain(&s, b.clone(), d.path());
+            let e = ubunye::explain::explain(&s, b.clone());
             let _ = ubunye::repair::check(ubunye::repair::Kind::Takeover, &e);
         }
         let _ = ubunye::doctor::examine(&s);

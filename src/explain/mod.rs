@@ -200,6 +200,7 @@ fn plan_steps(p: &RecoveryPlan, paths: &LeasePaths, settle: bool, seen: &Seen<'_
     for f in &p.remove {
         match (&f.path, f.present) {
             (None, _) => {}
+            (Some(_), true) if f.folder => {}
             (Some(_), true) => steps.push(format!("remove {} ({})", f.claim, size(f.size))),
             (Some(_), false) => steps.push(format!(
                 "skip {}: not there (it never landed{})",
@@ -276,9 +277,9 @@ pub fn repairs_of(root: &Path, task: &str, key: &str) -> Vec<serde_json::Value> 
 }
 
 /// Build the report for one batch.
-pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
-    let prefix = &batch.key[..8.min(batch.key.len())];
-    let dflag = format!(" -d {}", uc_arg.display());
+pub fn explain(scan: &Scan, batch: Batch) -> Explanation {
+    // Every command it suggests runs as printed, from any folder.
+    let prefix = &crate::suggest::batch(&scan.root, &batch.key);
     let task = TaskPath::parse(&batch.task).ok();
     let named = batch.variables.as_ref().map(|v| {
         crate::vars::variables_from_json(&serde_json::Value::Object(v.clone()))
@@ -351,10 +352,10 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
                     .into_iter()
                     .chain(steps)
                     .collect(),
-                    command: Some(format!("ubunye leases takeover {prefix}{dflag}")),
+                    command: Some(format!("ubunye leases takeover {prefix}")),
                 }
             } else {
-                Next { action: "takeover", steps, command: Some(format!("ubunye leases takeover {prefix}{dflag}")) }
+                Next { action: "takeover", steps, command: Some(format!("ubunye leases takeover {prefix}")) }
             }
         }
         State::Pending if plan_error.is_none() => {
@@ -362,7 +363,7 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
             if let (Some(p), Some(paths)) = (plans.first(), &paths) {
                 steps.extend(plan_steps(p, paths, true, &seen).into_iter().map(|s| format!("  {s}")));
             }
-            Next { action: "finish", steps, command: Some(format!("ubunye leases finish {prefix}{dflag}")) }
+            Next { action: "finish", steps, command: Some(format!("ubunye leases finish {prefix}")) }
         }
         State::Dead | State::Orphan | State::Kept | State::HandedBack | State::Pending => Next {
             action: "check-the-file",
@@ -379,7 +380,7 @@ pub fn explain(scan: &Scan, batch: Batch, uc_arg: &Path) -> Explanation {
                 } else {
                     format!("Its process {pid} is alive, so the engine will not take it over, however long it stalls. If it is stuck, end it (`kill {pid}`; `kill -9 {pid}` if it does not stop), then take the batch over.")
                 }],
-                command: (!remote).then(|| format!("kill {pid} && ubunye leases takeover {prefix}{dflag}")),
+                command: (!remote).then(|| format!("kill {pid} && ubunye leases takeover {prefix}")),
             }
         }
         State::Live => Next { action: "wait", steps: vec!["A live run holds the batch: wait for it to finish. Never delete its lease: it lists that run's claimed files.".into()], command: None },

@@ -503,7 +503,7 @@ fn held_refusal(s: &Shared, held: &LeaseDoc) -> Error {
     .with("Lease", s.lease_path().display())
     .hint(format!(
         "Wait for it to finish, or see `ubunye leases explain {}`. Never delete a lease by hand: it lists that run's claimed files.",
-        s.key
+        crate::suggest::batch(s.beneath.root(), &s.key)
     ))
     .into()
 }

@@ -50,6 +50,9 @@ pub struct PlannedFile {
     pub size: Option<u64>,
     /// Neither it nor its folder is visible from here.
     pub unseen: bool,
+    /// A folder stands where the claimed file should be: never removed (the
+    /// engine removes only files a run claimed), so the plan is refused.
+    pub folder: bool,
 }
 
 /// Why a dead run counts as finished.
@@ -150,6 +153,7 @@ fn planned(files: &BatchFiles<'_>, output: &str, claim: &str) -> (PlannedFile, O
         Ok(inside) => {
             let meta = std::fs::symlink_metadata(&inside.full);
             let unseen = meta.is_err() && !inside.full.parent().is_some_and(Path::is_dir);
+            let folder = meta.as_ref().is_ok_and(|m| m.is_dir());
             let f = PlannedFile {
                 output: output.to_string(),
                 claim: claim.to_string(),
@@ -157,8 +161,14 @@ fn planned(files: &BatchFiles<'_>, output: &str, claim: &str) -> (PlannedFile, O
                 size: meta.ok().map(|m| m.len()),
                 path: Some(inside.full),
                 unseen,
+                folder,
             };
-            (f, None)
+            // Said before anyone is asked: the removal would fail after the
+            // settle, with the lease renamed aside.
+            let refused = folder.then(|| {
+                format!("{claim} is a folder where a claimed file should be (the engine removes only the files a run claimed, never a folder): move it out of the way by hand")
+            });
+            (f, refused)
         }
         Err(r) => {
             let f = PlannedFile {
@@ -168,6 +178,7 @@ fn planned(files: &BatchFiles<'_>, output: &str, claim: &str) -> (PlannedFile, O
                 present: false,
                 size: None,
                 unseen: false,
+                folder: false,
             };
             (f, Some(r.to_string()))
         }

@@ -54,7 +54,7 @@ fn agree(uc: &Path, sys: &Sys, what: &str) -> usize {
         assert_eq!(shown.note, b.note, "{what}: the dashboard's note ({})", b.key);
         let whole = a.model.whole(&id).unwrap().unwrap();
         assert_eq!(verdict(&whole), verdict(b), "{what}: the dashboard's detail ({})", b.key);
-        let e = explain(&one_scan, one, uc);
+        let e = explain(&one_scan, one);
         assert_eq!(e.history, b.history(), "{what}: explain's history ({})", b.key);
         // The report renders (never panics) on any batch.
         assert!(ubunye_tui::report::explanation(&e).contains(&b.key));

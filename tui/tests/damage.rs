@@ -151,7 +151,7 @@ fn dashboard_says(uc: &Path, captured: std::time::SystemTime, key: &str, how: Da
     settle(&mut a, effects);
     let id = (TASK.to_string(), key.to_string());
     let b = a.model.whole(&id).ok().flatten()?;
-    let e = ubunye::explain::explain(&a.model.scan, b, uc);
+    let e = ubunye::explain::explain(&a.model.scan, b);
     Some(ubunye_tui::report::explanation(&e))
 }
 

@@ -113,3 +113,59 @@ fn top_refuses_a_folder_that_is_not_a_use_case_in_one_line() {
         assert!(out.stdout.is_empty(), "nothing may reach the terminal before the check");
     }
 }
+
+/// Every command the tools suggest runs as printed from another folder: the
+/// demo's sandbox holds every state, and doctor, explain (text and JSON) and
+/// the errors name each batch so (`<usecase>:<key>` or `-d`). A repair is
+/// run with `--dry-run` added, so the sandbox stays as it is.
+#[test]
+fn every_suggested_command_runs_as_printed_from_another_folder() {
+    let d = tempfile::tempdir().unwrap();
+    let sandbox = d.path().join("sandbox");
+    let out =
+        Command::new(BIN).args(["demo", "--no-top", "--dir"]).arg(&sandbox).env("NO_COLOR", "1").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let elsewhere = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let o = Command::new(BIN).args(args).current_dir(elsewhere.path()).env("NO_COLOR", "1").output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr))
+    };
+    let uc = sandbox.to_str().unwrap();
+    let (_, list) = run(&["leases", "list", "--all", "--json", "-d", uc]);
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let keys: Vec<String> =
+        list["batches"].as_array().unwrap().iter().map(|b| b["key"].as_str().unwrap().to_string()).collect();
+    assert!(keys.len() >= 8, "{list}");
+    let mut said = String::new();
+    said += &run(&["doctor", "-d", uc]).1;
+    for k in &keys {
+        said += &run(&["leases", "explain", &k[..8], "-d", uc]).1;
+        let (_, json) = run(&["leases", "explain", &k[..8], "-d", uc, "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        if let Some(c) = v["next"]["command"].as_str() {
+            said += &format!("`{c}`\n");
+        }
+    }
+    for bad in ["f1", "ffff", "zz"] {
+        said += &run(&["leases", "explain", bad, "-d", uc]).1;
+    }
+    let found: BTreeSet<String> = regex::Regex::new(r"`(?:kill \d+ && )?(ubunye [^`]+)`")
+        .unwrap()
+        .captures_iter(&said)
+        .map(|c| c[1].to_string())
+        .chain(said.lines().filter_map(|l| l.trim().strip_prefix("Run:").map(|c| c.trim().to_string())))
+        .filter(|c| !c.contains('<'))
+        .collect();
+    let repairs = found.iter().filter(|c| c.contains(" takeover ") || c.contains(" finish ")).count();
+    assert!(repairs >= 3 && found.iter().any(|c| c.contains(" list ")), "{found:#?}\nfrom:\n{said}");
+    for cmd in &found {
+        let mut words: Vec<String> = cmd.split_whitespace().skip(1).map(str::to_string).collect();
+        if words.iter().any(|w| w == "takeover" || w == "finish") {
+            words.push("--dry-run".into());
+        }
+        let args: Vec<&str> = words.iter().map(String::as_str).collect();
+        let (code, text) = run(&args);
+        assert!(code == Some(0) || code == Some(1), "`{cmd}` from another folder: {code:?}\n{text}");
+        assert!(!text.contains("not a use-case folder") && !text.contains("no batch"), "`{cmd}`: {text}");
+    }
+}

@@ -113,14 +113,15 @@ fn explain_finds_by_prefix_path_and_says_when_it_cannot() {
     assert_eq!(o.status.code(), Some(2), "a prefix that names nothing is a usage error");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("no batch with a key starting '39bc5'; the nearest: 39bc42311894ddba demo/sales/ingest"),
+        err.contains("no batch with a key starting '39bc5'; the nearest: ")
+            && err.contains("uc:39bc4231 demo/sales/ingest"),
         "{err}"
     );
     // A key that shares three digits is another batch, not a slip: no guess.
     let o = ubunye(&uc).args(["leases", "explain", "39bd", "-d", "uc"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("no batch with a key starting '39bd'") && !err.contains("nearest"), "{err}");
+    assert!(err.contains("no batch with a key or run id starting '39bd'") && !err.contains("nearest"), "{err}");
     let (_d, uc, _) = fixture("dead-killed");
     fs::write(
         uc.join(".ubunye/leases/demo/sales/ingest/7d10ffffffffffff.finished.json"),
@@ -139,7 +140,7 @@ fn explain_finds_by_prefix_path_and_says_when_it_cannot() {
         ("/etc/passwd", 2, "is not in a task's lease folder of this use case"),
         ("uc/.ubunye/leases/demo/sales/ingest/nothere.json", 2, "No such file"),
         ("./link.json", 0, "key 7d106ca76674f2a1"),
-        (long.as_str(), 2, "no batch with a key starting 'aaaa"),
+        (long.as_str(), 2, "no batch with a key or run id starting 'aaaa"),
     ] {
         let o = ubunye(&uc).args(["leases", "explain", query, "-d", "uc"]).output().unwrap();
         let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);

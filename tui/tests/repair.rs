@@ -128,7 +128,7 @@ fn dry_run_changes_nothing_and_nothing_repairable_is_one_line() {
             1,
             "is dead: its run did not commit, so there is nothing to finish",
         ),
-        (&["leases", "takeover", "ffff", "-d", "uc", "--yes"], 2, "no batch with a key starting 'ffff'"),
+        (&["leases", "takeover", "ffff", "-d", "uc", "--yes"], 2, "no batch with a key or run id starting 'ffff'"),
     ] {
         let o = ubunye(&uc).args(args).output().unwrap();
         assert_eq!(o.status.code(), Some(code), "{args:?}");
@@ -357,4 +357,28 @@ fn a_takeover_removes_the_dead_runs_temp_files_of_its_batch_only() {
         assert!(!dir.join(n).exists(), "{n} is removed");
     }
     assert!(dir.join(other).exists(), "another batch's temp file stays");
+}
+
+/// A claimed file that is now a folder: the plan says so before anyone is
+/// asked (no "remove" of it), and the takeover is refused at once, with no
+/// wait and nothing changed.
+#[test]
+fn a_plan_names_a_step_it_cannot_do_before_it_asks() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let claim = "out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet";
+    fs::remove_file(uc.join(claim)).unwrap();
+    fs::create_dir(uc.join(claim)).unwrap();
+    let before = tree(&uc);
+    let o = ubunye(&uc).args(["leases", "explain", "7d10", "-d", "uc"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(&format!("REFUSE: {claim} is a folder where a claimed file should be")), "{text}");
+    assert!(!text.contains(&format!("remove {claim}")), "{text}");
+    for how in ["--yes", "--dry-run"] {
+        let o = ubunye(&uc).args(["leases", "takeover", "7d10", "-d", "uc", how]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{how}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{how}: one line, no wait: {err}");
+        assert!(err.contains("is a folder where a claimed file should be"), "{how}: {err}");
+    }
+    assert_eq!(tree(&uc), before, "nothing changed");
 }

@@ -124,7 +124,7 @@ pub(crate) fn task_of(a: &ExecArgs) -> Result<TaskPath, String> {
     }
 }
 
-fn describe(e: &Event, run_id: &str, timings: bool) -> Option<String> {
+fn describe(e: &Event, run_id: &str, root: &std::path::Path, timings: bool) -> Option<String> {
     Some(match e {
         Event::TookOver { recovery: r } | Event::Adopted { recovery: r } => {
             let what =
@@ -172,7 +172,8 @@ fn describe(e: &Event, run_id: &str, timings: bool) -> Option<String> {
             format!("timing {phase} {:.3} ms", seconds * 1e3)
         }
         Event::Kept { key } => format!(
-            "some of what this run wrote could not be taken back; the lease is kept so the next run takes it back: see `ubunye leases explain {key}`"
+            "some of what this run wrote could not be taken back; the lease is kept so the next run takes it back: see `ubunye leases explain {}`",
+            ubunye::suggest::batch(root, key)
         ),
         Event::LeftBehind { processes, unstopped: 0 } => format!(
             "the command left {processes} process(es) running; they were stopped (SIGTERM, then SIGKILL) before anything landed."
@@ -226,13 +227,16 @@ pub fn run(a: &ExecArgs) -> i32 {
     // A front-end switch (each phase's time on stderr), read once here.
     let timings = std::env::var_os("UBUNYE_EXEC_TIMINGS").is_some();
     let mut landed = Vec::new();
+    // Suggested commands name the use case by its resolved folder: they
+    // run as printed from any folder.
+    let root = std::fs::canonicalize(&a.dir.dir).unwrap_or_else(|_| a.dir.dir.clone());
     let mut on_event = |e: Event| {
         match &e {
             Event::Landed { output, files } => landed.push(format!("{output} +{files} file(s)")),
             Event::Swapped { output, .. } => landed.push(format!("{output} replaced")),
             _ => {}
         }
-        if let Some(line) = describe(&e, &spec.run_id, timings) {
+        if let Some(line) = describe(&e, &spec.run_id, &root, timings) {
             if !quiet || matches!(e, Event::LeasesOff | Event::Timing { .. } | Event::RecordUnfinished { .. }) {
                 say_err(&line);
             }
@@ -263,7 +267,8 @@ pub fn run(a: &ExecArgs) -> i32 {
                     None => "some files of the run it replaced could not be removed (in use?)".to_string(),
                 };
                 say_err(&format!(
-                    "{what}; the lease is kept so the next run removes them: see `ubunye leases explain {key}`"
+                    "{what}; the lease is kept so the next run removes them: see `ubunye leases explain {}`",
+                    ubunye::suggest::batch(&root, &key)
                 ));
             }
             exit::OK

@@ -96,7 +96,7 @@ pub fn plan(model: &mut crate::top::model::Model, kind: Kind, task: &str, key: &
     match model.fresh(&(task.to_string(), key.to_string())) {
         Err(reason) => Popup::Refused { kind, title: t, reason },
         Ok(batch) => {
-            let e = explain::explain(&model.scan, batch, &model.src.uc);
+            let e = explain::explain(&model.scan, batch);
             match repair::check(kind, &e) {
                 Ok(plan) => Popup::Confirm { plan: Box::new(plan), yes: false, scroll: Scroll::default() },
                 Err(reason) => Popup::Refused { kind, title: t, reason },

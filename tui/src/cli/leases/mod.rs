@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 
 use crate::cli::{BatchArg, DirArg, LineageArg};
 use ubunye::state::{self, Batch, Located, ScanOptions};
+use ubunye::suggest;
 use ubunye::sys::Sys;
 
 /// See and repair the leases of a use case.
@@ -59,7 +60,7 @@ fn check_query(query: &str) -> Result<(), String> {
         return Ok(());
     }
     if query.is_empty() {
-        return Err("an empty batch key names no batch: give a key or run id (4 hex digits or more), or the path of a lease-folder file; `ubunye leases list` shows them".into());
+        return Err("an empty batch key names no batch: give a key or run id (4 hex digits or more), or the path of a lease-folder file".into());
     }
     let hex = query.bytes().filter(u8::is_ascii_hexdigit).count();
     if !query.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') || query.starts_with('-') {
@@ -71,10 +72,25 @@ fn check_query(query: &str) -> Result<(), String> {
     }
     if hex < REPAIR_PREFIX {
         return Err(format!(
-            "'{query}' is {hex} hex digit(s): a batch is named by at least {REPAIR_PREFIX} digits of its key or run id, as git asks for short hashes (`ubunye leases list --all` shows both)"
+            "'{query}' is {hex} hex digit(s): a batch is named by at least {REPAIR_PREFIX} digits of its key or run id, as git asks for short hashes"
         ));
     }
     Ok(())
+}
+
+/// The listing of the use cases `ucs` names, as a command that runs as
+/// printed from any folder.
+fn list_command(ucs: &crate::cli::UseCasesArg) -> String {
+    let abs = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut cmd = String::from("`ubunye leases list --all");
+    for d in &ucs.dirs {
+        cmd.push_str(&format!(" {}", suggest::dir(&abs(d))));
+    }
+    for f in &ucs.find {
+        cmd.push_str(&format!(" --find {}", suggest::quote(&abs(f).display().to_string())));
+    }
+    cmd.push_str("` shows them");
+    cmd
 }
 
 /// How a batch is read for a purpose.
@@ -100,7 +116,8 @@ pub fn locate(
     purpose: Purpose,
     sys: &Sys,
 ) -> Result<(state::Scan, Batch), String> {
-    check_query(query)?;
+    let root = std::fs::canonicalize(&dir.dir).unwrap_or_else(|_| dir.dir.clone());
+    check_query(query).map_err(|e| format!("{e}: `ubunye leases list --all {}` shows them", suggest::dir(&root)))?;
     // A repair about to act may write: it reads the disk's clock with a probe,
     // as the run it stands for does (a file server's clock).
     let opts = options(lineage, purpose, sys);
@@ -108,15 +125,18 @@ pub fn locate(
     match state::locate(&dir.dir, query, task, &opts, sys).map_err(|e| e.to_string())? {
         Located::Located(scan, b) => Ok((*scan, *b)),
         Located::Ambiguous(c) => {
-            let list: Vec<String> = c.iter().map(|b| format!("{} {}", b.key, b.task)).collect();
+            let list: Vec<String> = c.iter().map(|b| format!("{} {}", suggest::batch(&root, &b.key), b.task)).collect();
             Err(format!("'{q}' names {} batches: {}. Give more of the key, or --task.", c.len(), list.join("; ")))
         }
         Located::NotALeaseFile(why) => Err(why),
-        Located::NotFound { root, near } if near.is_empty() => {
-            Err(format!("no batch with a key starting '{q}' in {}", root.display()))
-        }
-        Located::NotFound { near, .. } => {
-            let near: Vec<String> = near.iter().map(|b| format!("{} {}", &b.key, b.task)).collect();
+        Located::NotFound { root, near } if near.is_empty() => Err(format!(
+            "no batch with a key or run id starting '{q}' in {}: `ubunye leases list --all {}` shows them",
+            root.display(),
+            suggest::dir(&root)
+        )),
+        Located::NotFound { root, near } => {
+            let near: Vec<String> =
+                near.iter().map(|b| format!("{} {}", suggest::batch(&root, &b.key), b.task)).collect();
             Err(format!("no batch with a key starting '{q}'; the nearest: {}", near.join("; ")))
         }
         Located::Gone(id) => Err(format!("{} {}: its files went while it was being read; look again", id.task, id.key)),
@@ -130,22 +150,19 @@ pub fn explained(
     purpose: Purpose,
     sys: &Sys,
 ) -> Result<(state::Scan, ubunye::explain::Explanation), String> {
-    let (dir, scan, batch) = match which.ucs.single() {
-        Some(_) => {
-            let (scan, batch) = locate(&which.dir, &which.lineage, &which.batch, which.task.as_deref(), purpose, sys)?;
-            (which.dir.dir.clone(), scan, batch)
-        }
+    let (scan, batch) = match which.ucs.single() {
+        Some(_) => locate(&which.dir, &which.lineage, &which.batch, which.task.as_deref(), purpose, sys)?,
         None => among(which, sys)?,
     };
-    let e = ubunye::explain::explain(&scan, batch, &dir);
+    let e = ubunye::explain::explain(&scan, batch);
     Ok((scan, e))
 }
 
 /// The one batch, of several use cases, a key (or prefix) names: refused,
 /// naming each, when it names batches in more than one, and when it names
 /// none in any (saying which could not be read). Looking only.
-fn among(which: &BatchArg, sys: &Sys) -> Result<(std::path::PathBuf, state::Scan, Batch), String> {
-    check_query(&which.batch)?;
+fn among(which: &BatchArg, sys: &Sys) -> Result<(state::Scan, Batch), String> {
+    check_query(&which.batch).map_err(|e| format!("{e}: {}", list_command(&which.ucs)))?;
     if which.batch.contains('/') {
         return Err(format!("'{}' is a path: it names its own use case; give it without -d or --find", which.batch));
     }
@@ -183,7 +200,7 @@ fn among(which: &BatchArg, sys: &Sys) -> Result<(std::path::PathBuf, state::Scan
             shown.display(),
             b.key
         )),
-        (1, Some(hit)) => Ok(hit),
+        (1, Some((_, scan, b))) => Ok((scan, b)),
         (0, _) => Err(format!(
             "no batch with a key starting '{q}' in any of {} use case(s){}",
             ucs.len(),

@@ -50,7 +50,7 @@ pub(crate) fn ask(question: &str) -> bool {
 
 pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
     let sys = crate::console::machine::sys_for(&a.which.dir.dir);
-    // A dry run only looks: any prefix that names one batch will do.
+    // A dry run only looks (the disk's clock read without writing).
     let purpose = if a.dry_run { Purpose::Look } else { Purpose::Repair };
     let (scan, e) = match super::explained(&a.which, purpose, &sys) {
         Ok(x) => x,
@@ -87,6 +87,16 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
         }
     } else if !a.json {
         crate::cli::out(&render_plan(&plan));
+    }
+    // Taking a lease over waits one settle for its run to show it is alive:
+    // said before the wait, so that a pause is not taken for a hang.
+    if plan.state != ubunye::state::State::Orphan {
+        let run = plan.holder.as_deref().filter(|r| !r.is_empty()).map(ubunye::documents::short);
+        say_err(&format!(
+            "waiting {} for {} to write its lease again (a live run is left alone)…",
+            humantime::format_duration(sys.timing.settle),
+            run.map(|r| format!("run {r}")).unwrap_or_else(|| "its run".into())
+        ));
     }
     // The state may have changed while the plan was read: look again, then let
     // the engine re-check everything as it acts.

@@ -114,7 +114,7 @@ impl App {
         // A finished batch is kept light: read whole again to be explained.
         self.detail.lines = match self.model.whole(&id) {
             Ok(Some(b)) => {
-                let e = ubunye::explain::explain(&self.model.scan, b, &self.model.src.uc);
+                let e = ubunye::explain::explain(&self.model.scan, b);
                 crate::report::explanation(&e).lines().map(str::to_string).collect()
             }
             Ok(None) => Vec::new(),
