@@ -169,3 +169,39 @@ fn every_suggested_command_runs_as_printed_from_another_folder() {
         assert!(!text.contains("not a use-case folder") && !text.contains("no batch"), "`{cmd}`: {text}");
     }
 }
+
+/// Every table fits 60, 80 and 120 columns without a wrapped line, on the
+/// demo's sandbox (every state): `leases list` and `runs` of one use case
+/// and of two, and doctor (whose only longer line is a path alone, never
+/// cut: it is pasted).
+#[test]
+fn every_table_fits_60_80_and_120_columns() {
+    use unicode_width::UnicodeWidthStr;
+    let d = tempfile::tempdir().unwrap();
+    let sandbox = d.path().join("sandbox");
+    let out = Command::new(BIN).args(["demo", "--no-top", "--dir"]).arg(&sandbox).env("NO_COLOR", "1").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let uc = sandbox.to_str().unwrap();
+    let tables: [&[&str]; 5] = [
+        &["leases", "list", "--all", "-d", uc],
+        &["leases", "list", "--all", "-d", uc, "-d", uc],
+        &["runs", "-d", uc],
+        &["runs", "-d", uc, "-d", uc],
+        &["doctor", "-d", uc],
+    ];
+    for args in tables {
+        for width in [60, 80, 120] {
+            let o = Command::new(BIN).args(args).env("COLUMNS", width.to_string()).env("NO_COLOR", "1").output().unwrap();
+            let text = String::from_utf8(o.stdout).unwrap();
+            assert!(text.lines().count() > 3, "{args:?}: {text}");
+            for l in text.lines() {
+                let lone_path = l.trim_start().starts_with('/') && !l.trim().contains(' ');
+                assert!(l.width() <= width || lone_path, "{args:?} at {width}: a line of {}:\n{l}\n{text}", l.width());
+            }
+            // What the tables are for stays: the state and the key.
+            if args[0] == "leases" {
+                assert!(text.contains("✖ dead") && text.contains("f194d8cb") || text.contains(":"), "{args:?}: {text}");
+            }
+        }
+    }
+}

@@ -62,12 +62,79 @@ pub fn run(a: &DoctorArgs) -> i32 {
 }
 
 fn print_findings(findings: &[ubunye::doctor::Finding]) {
+    let width = super::table::terminal_width();
     for f in findings {
-        let at = match (&f.task, &f.key) {
-            (Some(t), Some(k)) => format!(" [{t} {k}]"),
-            _ => String::new(),
-        };
-        super::outln(&format!("{:<18} {}{at}\n{:<18} {}", f.kind, f.path.display(), "", f.detail));
+        match width {
+            // Piped: the kind and path, then the detail beside them, a line
+            // each (what scripts and older readers of it expect).
+            None => {
+                let at = match (&f.task, &f.key) {
+                    (Some(t), Some(k)) => format!(" [{t} {k}]"),
+                    _ => String::new(),
+                };
+                super::outln(&format!("{:<18} {}{at}\n{:<18} {}", f.kind, f.path.display(), "", f.detail));
+            }
+            // On a terminal: the kind and batch, the path alone on its line
+            // (never cut: it is pasted), the detail wrapped under them.
+            Some(w) => {
+                let at = match (&f.task, &f.key) {
+                    (Some(t), Some(k)) => format!("  {t} {}", super::leases::list::short_key(k)),
+                    _ => String::new(),
+                };
+                let mut text = format!("{}{at}\n  {}\n", f.kind, f.path.display());
+                for line in wrap(&f.detail, w.saturating_sub(2).max(20)) {
+                    text.push_str(&format!("  {line}\n"));
+                }
+                super::print::out(&text);
+            }
+        }
+    }
+}
+
+/// `text` in lines of at most `width` columns, broken at spaces; a command
+/// in backticks is never broken (it is pasted), nor is a word longer than
+/// the width.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    use unicode_width::UnicodeWidthStr;
+    // Words, a backticked span counting as one.
+    let mut words: Vec<String> = Vec::new();
+    let mut quoted = false;
+    for part in text.split(' ') {
+        match words.last_mut() {
+            Some(last) if quoted => {
+                last.push(' ');
+                last.push_str(part);
+            }
+            _ => words.push(part.to_string()),
+        }
+        if part.matches('`').count() % 2 == 1 {
+            quoted = !quoted;
+        }
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in words {
+        if !line.is_empty() && line.width() + 1 + word.width() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wrap_breaks_at_spaces_and_never_inside_a_command() {
+        let text = "dead: process 7 gone. Repair it with `ubunye leases takeover /tmp/uc:f194d8cb` now";
+        let lines = super::wrap(text, 30);
+        assert_eq!(lines, ["dead: process 7 gone. Repair", "it with", "`ubunye leases takeover /tmp/uc:f194d8cb`", "now"]);
     }
 }
 

@@ -45,11 +45,11 @@ const FIT: table::Fit = table::Fit {
     steps: &[
         table::Step::Drop("SECONDS"),
         table::Step::Drop("RUN"),
-        table::Step::Drop("USE CASE"),
         table::Step::Abbrev("TASK"),
         table::Step::Shrink("VARIABLES", 24),
         table::Step::Drop("TASK"),
         table::Step::Shrink("VARIABLES", 14),
+        table::Step::Drop("USE CASE"),
     ],
     last_min: 16,
 };

@@ -89,6 +89,11 @@ where
                 continue;
             }
             let last = n == last_shown;
+            // No room left for the last column: it is left out, not
+            // shown as a lone `…` past the edge.
+            if last && width.is_some_and(|max| used + 1 >= max) {
+                break;
+            }
             let abbreviated;
             let c = match abbrev.get(n) {
                 Some(true) => {

@@ -235,6 +235,8 @@ const FIT: table::Fit = table::Fit {
         table::Step::Shrink("VARIABLES", 24),
         table::Step::Drop("TASK"),
         table::Step::Shrink("VARIABLES", 14),
+        // Only when the id to paste (`<usecase>:<key>`, never cut) is wide.
+        table::Step::Drop("VARIABLES"),
     ],
     last_min: 16,
 };
