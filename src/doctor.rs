@@ -142,7 +142,10 @@ impl Examiner {
     /// Look at one batch.
     pub fn batch(&mut self, b: &Batch) {
         let id = || (Some(b.task.clone()), Some(b.key.clone()));
-        if matches!(b.state, State::Dead | State::Orphan | State::Pending | State::HandedBack | State::Kept) {
+        if matches!(b.state, State::Dead | State::Orphan | State::Pending | State::HandedBack | State::Kept)
+            || (b.state == State::Damaged
+                && b.lease.as_ref().and_then(|l| l.holder.judgement.as_ref()).is_some_and(|j| j.dead))
+        {
             let (task, key) = id();
             let path = b.lease.as_ref().map(|l| l.path.clone()).or_else(|| b.orphans.first().map(|o| o.path.clone()));
             // Runs as printed, from any folder.

@@ -104,13 +104,16 @@ pub fn check(kind: Kind, e: &Explanation) -> std::result::Result<RepairPlan, Str
                 e.next.steps.join(" ")
             )));
         }
-        (Kind::Finish, State::Dead | State::Orphan | State::Kept | State::HandedBack) => {
+        (_, State::Damaged) if !b.lease.as_ref().and_then(|l| l.holder.judgement.as_ref()).is_some_and(|j| j.dead) => {
+            return Err(why_not(&e.next.steps.join(" ")));
+        }
+        (Kind::Finish, State::Dead | State::Damaged | State::Orphan | State::Kept | State::HandedBack) => {
             return Err(why_not(&format!(
                 "its run did not commit, so there is nothing to finish: use `ubunye leases takeover {}`",
                 crate::suggest::batch(&e.use_case, &b.key)
             )));
         }
-        (_, State::Dead | State::Orphan | State::Kept | State::HandedBack | State::Pending) => {}
+        (_, State::Dead | State::Damaged | State::Orphan | State::Kept | State::HandedBack | State::Pending) => {}
     }
     if let Some(r) = e.plans.iter().flat_map(|p| &p.refused).next() {
         return Err(why_not(&format!("its lease names a path this engine will not remove: {r}. Nothing was changed.")));

@@ -111,15 +111,28 @@ fn synthetic_states_with_an_injected_clock_and_process_table() {
         let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
         assert_eq!(one(&uc, &sys).state, state, "{age} minutes");
     }
-    // An empty lease, or one that is not JSON: live young, dead old, flagged
-    // either way so nobody reads "live" as a run that is working.
+    // An empty lease, or one that is not JSON: damaged, young or old (never
+    // "live": it names no run), judged dead by its age alone as the peer
+    // judges it, its note naming the file, its size and how it starts.
     for content in ["", "{garbage"] {
-        for (age, state) in [(1, State::Live), (20, State::Dead)] {
+        for (age, dead) in [(1, false), (20, true)] {
             let (_d, uc, now) = one_lease(content, age * minute);
             let (sys, _, _) = fake_sys(FIXTURE_HOST, now);
             let b = one(&uc, &sys);
-            assert_eq!((b.state, b.flags.contains(&Flag::NotJson)), (state, true), "{content:?}, {age} minutes");
-            if state == State::Live {
+            assert_eq!(
+                (b.state, b.flags.contains(&Flag::NotJson)),
+                (State::Damaged, true),
+                "{content:?}, {age} minutes"
+            );
+            let j = b.lease.as_ref().and_then(|l| l.holder.judgement.as_ref()).map(|j| j.dead);
+            assert_eq!(j, Some(dead), "{content:?}, {age} minutes");
+            let size = if content.is_empty() {
+                "empty (0 bytes)".to_string()
+            } else {
+                format!("{} bytes: {content}", content.len())
+            };
+            assert!(b.note.contains(&size) && b.note.contains(".json is not JSON"), "{}", b.note);
+            if !dead {
                 assert!(b.note.contains("not JSON"), "{}", b.note);
                 let findings = ubunye::doctor::examine(&scan(&uc, &ScanOptions::default(), &sys).unwrap());
                 assert!(findings.iter().any(|f| f.kind == "not-json"), "{findings:?}");

@@ -298,10 +298,9 @@ pub fn explain(scan: &Scan, batch: Batch) -> Explanation {
             task,
             busy: std::time::Duration::ZERO,
         };
-        let dead_lease = batch
-            .lease
-            .as_deref()
-            .filter(|_| matches!(batch.state, State::Dead | State::Kept | State::HandedBack | State::Pending));
+        let dead_lease = batch.lease.as_deref().filter(|_| {
+            matches!(batch.state, State::Dead | State::Damaged | State::Kept | State::HandedBack | State::Pending)
+        });
         for l in dead_lease.into_iter().chain(&batch.orphans) {
             match plan_recovery(&files, &l.doc, named) {
                 Ok(p) => plans.push(p),
@@ -323,7 +322,16 @@ pub fn explain(scan: &Scan, batch: Batch) -> Explanation {
             ]).collect(),
             command: None,
         },
-        State::Dead | State::Orphan | State::Kept | State::HandedBack if plan_error.is_none() => {
+        State::Damaged if !judgement.is_some_and(|j| j.dead) => Next {
+            action: "wait",
+            steps: vec![
+                format!("Its lease is not JSON ({}): it names no run and no claims, so whether a run holds the batch cannot be told from it.", batch.lease.as_ref().and_then(|l| l.not_json.clone()).unwrap_or_default()),
+                "Every engine takes it over once it is 15 minutes old by the disk's clock, as the Python engine judges; a run that is alive writes its lease again at each heartbeat, which makes it JSON again. Then the next run of this batch, or a takeover, takes it over.".into(),
+                "Do not delete it by hand: a run may be writing it.".into(),
+            ],
+            command: None,
+        },
+        State::Dead | State::Damaged | State::Orphan | State::Kept | State::HandedBack if plan_error.is_none() => {
             let mut steps = vec![format!("The next run of this batch, or `ubunye leases takeover {prefix}`, will:")];
             if let Some(l) = batch.lease.as_deref().filter(|l| l.doc.0.is_empty() && batch.state != State::Orphan) {
                 steps.push(format!(
@@ -365,7 +373,7 @@ pub fn explain(scan: &Scan, batch: Batch) -> Explanation {
             }
             Next { action: "finish", steps, command: Some(format!("ubunye leases finish {prefix}")) }
         }
-        State::Dead | State::Orphan | State::Kept | State::HandedBack | State::Pending => Next {
+        State::Dead | State::Damaged | State::Orphan | State::Kept | State::HandedBack | State::Pending => Next {
             action: "check-the-file",
             steps: vec![format!("Recovery cannot be planned: {}. Nothing is taken over while it cannot be read.", plan_error.clone().unwrap_or_default())],
             command: None,

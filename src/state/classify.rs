@@ -147,28 +147,23 @@ fn judge_readable(b: &mut Batch) {
             )
         } else if l.committed {
             (State::Live, "committing".into())
-        } else if dead && l.doc.0.is_empty() {
+        } else if l.doc.0.is_empty() {
+            // It names no run and no claims: neither live nor dead can be
+            // said of a run, only the file's age, by which every engine
+            // takes it over.
             let age = j.and_then(|j| j.age).map(|a| crate::timefmt::age(a.age)).unwrap_or_default();
-            (
-                State::Dead,
-                format!(
-                    "{} is empty or not JSON and untouched for {age}: taken over by its age, as the peer judges",
-                    file_name(&l.path)
-                ),
-            )
+            let what = l.not_json.clone().unwrap_or_else(|| "not a JSON object".into());
+            let when = if dead {
+                format!("untouched for {age}: the next run takes it over by its age, or a takeover now")
+            } else {
+                format!("written {age} ago: taken over once it is 15 minutes old, as the Python engine judges")
+            };
+            (State::Damaged, format!("its lease {} is not JSON ({what}); {when}", file_name(&l.path)))
         } else if dead {
             (State::Dead, format!("{}; {present} of {claims} claimed file(s) present", verdict_short(j)))
         } else {
             let age = j.and_then(|j| j.age).map(|a| crate::timefmt::age(a.age)).unwrap_or_default();
-            if l.doc.0.is_empty() {
-                (
-                    State::Live,
-                    format!(
-                        "{} is empty or not JSON, written {age} ago: held until 15 min old, as the peer judges",
-                        file_name(&l.path)
-                    ),
-                )
-            } else if j.is_some_and(|j| matches!(j.why, crate::liveness::Why::NoDiskClock { .. })) {
+            if j.is_some_and(|j| matches!(j.why, crate::liveness::Why::NoDiskClock { .. })) {
                 (
                     State::Live,
                     format!(

@@ -2,11 +2,12 @@
 //! run records, with the engine's own judgement of each lease and exactly one
 //! primary state. No printing: the CLI and the dashboard render it.
 //!
-//! Severity, most urgent first: unreadable, dead, orphan, pending, handed-back,
+//! Severity, most urgent first: unreadable, damaged, dead, orphan, pending, handed-back,
 //! kept, live, interrupted, failed, finished.
 
 mod by_run;
 mod classify;
+pub mod days;
 mod history;
 mod index;
 mod locate;
@@ -14,6 +15,7 @@ mod read;
 mod record;
 mod scan;
 pub mod staging;
+mod var_filter;
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -34,6 +36,7 @@ pub use record::{read_record, record_of};
 pub use scan::{
     BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_one, scan_tasks, shorten, task_clock,
 };
+pub use var_filter::VarFilter;
 
 /// A batch's one primary state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -41,6 +44,10 @@ pub use scan::{
 pub enum State {
     /// A lease, orphan or note exists but cannot be read or parsed.
     Unreadable,
+    /// The lease is empty or not JSON (torn by a crash, or written by hand):
+    /// it names no run and no claims. The engines take it over by its age
+    /// (15 minutes by the disk's clock), as the Python engine does.
+    Damaged,
     /// A lease the engine judges dead: the next run (or a takeover) takes it over.
     Dead,
     /// A `.dead-*.json` left beside the lease folder: claims still to be taken back.
@@ -69,8 +76,9 @@ impl State {
     }
 
     /// Every state, most severe first: the order a scan sorts by.
-    pub const ALL: [State; 10] = [
+    pub const ALL: [State; 11] = [
         State::Unreadable,
+        State::Damaged,
         State::Dead,
         State::Orphan,
         State::Pending,
@@ -86,6 +94,7 @@ impl State {
     pub fn glyph(self) -> &'static str {
         match self {
             State::Unreadable => "?",
+            State::Damaged => "≠",
             State::Dead => "✖",
             State::Orphan => "◌",
             State::Pending => "◔",
@@ -102,6 +111,7 @@ impl State {
     pub fn word(self) -> &'static str {
         match self {
             State::Unreadable => "unreadable",
+            State::Damaged => "damaged",
             State::Dead => "dead",
             State::Orphan => "orphan",
             State::Pending => "pending",
@@ -124,7 +134,7 @@ impl State {
     pub const fn tone(self) -> Tone {
         match self {
             State::Dead | State::Orphan => Tone::Repair,
-            State::Unreadable => Tone::Look,
+            State::Unreadable | State::Damaged => Tone::Look,
             State::Pending | State::HandedBack | State::Kept => Tone::Attend,
             State::Live => Tone::Running,
             State::Interrupted => Tone::Redo,
@@ -324,6 +334,11 @@ pub struct LeaseInfo {
     /// Paths it names that this engine will not remove, each with the reason
     /// (outside the use case, through a symlinked folder, not a staging name).
     pub refused_paths: Vec<String>,
+    /// When the file is empty or not a JSON object: its size and how it
+    /// starts (`29 bytes: {"run_id": "57f0…`), what a damaged lease's note
+    /// shows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_json: Option<String>,
 }
 
 /// A marker file: a done mark or a takeover tombstone.

@@ -250,6 +250,7 @@ fn read_lease(
     let unreadable = |why: String| UnreadableFile::new(path, why);
     let (bytes, meta) = reader.read(path).map_err(|e| unreadable(e.to_string()))?;
     let parsed = documents::parse_doc(bytes).map_err(|d| unreadable(d.to_string()))?;
+    let not_json = matches!(parsed, documents::Parsed::NotADoc).then(|| not_json_text(bytes));
     let doc = LeaseDoc::from_parsed(parsed);
     let notes = doc.notes().map_err(|d| unreadable(d.to_string()))?;
     let replaces = doc.replaces().map_err(|d| unreadable(d.to_string()))?;
@@ -306,7 +307,20 @@ fn read_lease(
         refused_paths,
         times,
         doc,
+        not_json,
     })
+}
+
+/// `29 bytes: {"run_id": "57f0…` (`empty` for no bytes): how a lease that is
+/// not JSON starts, its control characters shown as escapes.
+fn not_json_text(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "empty (0 bytes)".into();
+    }
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(40)]);
+    let shown: String = text.chars().flat_map(char::escape_debug).collect();
+    let more = if bytes.len() > 40 { "…" } else { "" };
+    format!("{} bytes: {shown}{more}", bytes.len())
 }
 
 fn read_note(reader: &mut Reader, path: &Path) -> Result<FinishedInfo, UnreadableFile> {

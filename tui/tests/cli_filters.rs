@@ -106,3 +106,50 @@ fn runs_filters_are_checked_and_say_what_they_left_out() {
     assert_eq!(v["left_out"], n - 2);
     assert_eq!(v["records"].as_array().unwrap().len(), 2);
 }
+
+/// `--dt DATE|A..B` and `--var K=V` keep the batches (and records) whose
+/// variables match, on list and runs; `leases history` shows a task's
+/// days in order, the days between with no batch as gaps, failed and
+/// interrupted marked; a filter that keeps nothing says so.
+#[test]
+fn dates_and_variables_filter_listings_and_history_shows_the_days() {
+    let (_d, s) = sandbox();
+    let (v, _) = json(&["leases", "list", "--all", "--dt", "2025-01-02..2025-01-04"], &s);
+    let dts: Vec<&str> =
+        v["batches"].as_array().unwrap().iter().map(|b| b["variables"]["dt"].as_str().unwrap()).collect();
+    assert!(!dts.is_empty() && dts.iter().all(|d| ("2025-01-02"..="2025-01-04").contains(d)), "{dts:?}");
+    assert!(dts.contains(&"2025-01-02") && dts.contains(&"2025-01-04"), "both ends included: {dts:?}");
+    let (v, _) = json(&["runs", "--dt", "2025-01-03", "--var", "mode=DEV"], &s);
+    let runs = v["records"].as_array().unwrap();
+    assert!(!runs.is_empty() && runs.iter().all(|r| r["variables"]["dt"] == "2025-01-03"), "{v}");
+    let (v, _) = json(&["runs", "--var", "mode=PROD"], &s);
+    assert_eq!(v["records"].as_array().unwrap().len(), 0);
+    let (code, out, _) = text(&["leases", "list", "--dt", "2026-01-01"], &s);
+    assert_eq!(code, 0);
+    assert!(out.contains("No batch matches --dt 2026-01-01"), "{out}");
+    let (code, _, err) = text(&["leases", "list", "--dt", "2025-02-01..2025-01-01"], &s);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("the range ends before it starts"), "{err}");
+    // History: the ingest task's days, a gap widened to the range's ends.
+    let (code, out, err) =
+        text(&["leases", "history", "--task", "demo/sales/ingest", "--dt", "2024-12-31..2025-01-08"], &s);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("demo/sales/ingest · 2024-12-31 … 2025-01-08 · 7 batch(es), 2 day(s) with none"),
+        "{out}"
+    );
+    let days: Vec<&str> = lines[2..].iter().map(|l| l.split_whitespace().next().unwrap()).collect();
+    let mut sorted = days.clone();
+    sorted.sort();
+    assert_eq!(days, sorted, "in date order:\n{out}");
+    assert_eq!(days.len(), 9, "every day of the range, once:\n{out}");
+    assert!(out.contains("2024-12-31  · no batch") && out.contains("2025-01-08  · no batch"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with(" 2025-01-03  ✗ failed")), "{out}");
+    let (v, _) = json(&["leases", "history", "--task", "demo/sales/summary"], &s);
+    let days = v["tasks"][0]["days"].as_array().unwrap();
+    assert_eq!(
+        days.iter().map(|d| d["batch"]["state"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["finished", "interrupted"]
+    );
+}

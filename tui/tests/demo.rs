@@ -179,7 +179,8 @@ fn every_table_fits_60_80_and_120_columns() {
     use unicode_width::UnicodeWidthStr;
     let d = tempfile::tempdir().unwrap();
     let sandbox = d.path().join("sandbox");
-    let out = Command::new(BIN).args(["demo", "--no-top", "--dir"]).arg(&sandbox).env("NO_COLOR", "1").output().unwrap();
+    let out =
+        Command::new(BIN).args(["demo", "--no-top", "--dir"]).arg(&sandbox).env("NO_COLOR", "1").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let uc = sandbox.to_str().unwrap();
     let tables: [&[&str]; 5] = [
@@ -191,7 +192,8 @@ fn every_table_fits_60_80_and_120_columns() {
     ];
     for args in tables {
         for width in [60, 80, 120] {
-            let o = Command::new(BIN).args(args).env("COLUMNS", width.to_string()).env("NO_COLOR", "1").output().unwrap();
+            let o =
+                Command::new(BIN).args(args).env("COLUMNS", width.to_string()).env("NO_COLOR", "1").output().unwrap();
             let text = String::from_utf8(o.stdout).unwrap();
             assert!(text.lines().count() > 3, "{args:?}: {text}");
             for l in text.lines() {

@@ -319,3 +319,49 @@ fn a_batch_is_found_by_its_run_id_and_by_any_of_its_files_path() {
     fs::remove_file(&dead).unwrap();
     assert_eq!(tree(&uc), before, "looking changed nothing");
 }
+
+/// A lease torn to `{"run_id":` is `damaged` on every surface, never `live`
+/// without a run: the list names the file and its bytes, the cron check
+/// lists it, explain's advice matches what the file holds, a repair waits
+/// for its age as every engine does, then takes it over.
+#[test]
+fn a_torn_lease_is_damaged_on_every_surface() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let lease = uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
+    fs::write(&lease, "{\"run_id\":").unwrap();
+    let run = |args: &[&str]| {
+        let o = ubunye(&uc).args(args).output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, list, _) =
+        run(&["leases", "list", "-d", "uc", "--state", "dead,stalled,kept,unreadable,damaged", "--fail-if-any"]);
+    assert_eq!(code, Some(1), "the cron check lists it:\n{list}");
+    let row = list.lines().find(|l| l.contains("7d106ca7")).unwrap();
+    assert!(
+        row.contains("≠ damaged") && row.contains("7d106ca76674f2a1.json is not JSON (10 bytes: {\\\"run_id\\\":)"),
+        "{row}"
+    );
+    assert!(!list.contains("● live"), "{list}");
+    let (_, json, _) = run(&["leases", "list", "-d", "uc", "--json", "--state", "damaged"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["batches"][0]["state"], "damaged", "{v}");
+    let (_, text, _) = run(&["leases", "explain", "7d10", "-d", "uc"]);
+    assert!(text.contains("state DAMAGED") && text.contains("Its lease is not JSON (10 bytes"), "{text}");
+    assert!(!text.contains("it lists that run's claimed files"), "advice that does not match the file:\n{text}");
+    let before = tree(&uc);
+    let (code, _, err) = run(&["leases", "takeover", "7d10", "-d", "uc", "--yes"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("15 minutes old"), "{err}");
+    assert_eq!(tree(&uc), before, "nothing changed");
+    // 20 minutes old: taken over by its age, as the next run would.
+    common::set_mtime(&lease, std::time::SystemTime::now() - std::time::Duration::from_secs(20 * 60));
+    let (_, list, _) = run(&["leases", "list", "-d", "uc"]);
+    assert!(list.contains("≠ damaged") && list.contains("the next run takes it over by its age"), "{list}");
+    let (code, _, err) = run(&["leases", "takeover", "7d10", "-d", "uc", "--yes"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!lease.exists(), "taken over and released");
+}

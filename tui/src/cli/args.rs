@@ -73,6 +73,27 @@ impl VarArgs {
     }
 }
 
+/// The filters on a batch's variables a listing takes: `--dt` and `--var`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct VarFilterArgs {
+    /// Only batches of this data timestamp (`-dt` works too), or of a range
+    /// of them, both ends included: `2025-01-04`, `2025-01-01..2025-01-31`,
+    /// `2025-01-01..` (compared as text, as ISO dates sort).
+    #[arg(long = "dt", value_name = "DATE|A..B")]
+    pub dt: Option<String>,
+    /// Only batches whose variable has this value, `name=value`
+    /// (repeatable: all must match).
+    #[arg(long = "var", value_name = "K=V")]
+    pub vars: Vec<String>,
+}
+
+impl VarFilterArgs {
+    /// The filter, or the line that says what is wrong with it.
+    pub fn filter(&self) -> Result<ubunye::state::VarFilter, String> {
+        ubunye::state::VarFilter::parse(self.dt.as_deref(), &self.vars)
+    }
+}
+
 /// The use cases a listing reads: `-d` (repeatable) and `--find`.
 #[derive(Args, Debug, Clone, Default)]
 pub struct UseCasesArg {

@@ -128,15 +128,6 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn wrap_breaks_at_spaces_and_never_inside_a_command() {
-        let text = "dead: process 7 gone. Repair it with `ubunye leases takeover /tmp/uc:f194d8cb` now";
-        let lines = super::wrap(text, 30);
-        assert_eq!(lines, ["dead: process 7 gone. Repair", "it with", "`ubunye leases takeover /tmp/uc:f194d8cb`", "now"]);
-    }
-}
 
 /// Doctor over several use cases: each looked at in turn; one that cannot
 /// be read is a finding (`unreadable`) and the others are still looked at.
@@ -190,4 +181,17 @@ fn many(a: &DoctorArgs, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> i32 {
         super::outln(&format!("{count} finding(s) in {} use case(s).", all.len()));
     }
     if count == 0 { exit::OK } else { exit::REFUSED }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wrap_breaks_at_spaces_and_never_inside_a_command() {
+        let text = "dead: process 7 gone. Repair it with `ubunye leases takeover /tmp/uc:f194d8cb` now";
+        let lines = super::wrap(text, 30);
+        assert_eq!(
+            lines,
+            ["dead: process 7 gone. Repair", "it with", "`ubunye leases takeover /tmp/uc:f194d8cb`", "now"]
+        );
+    }
 }

@@ -20,7 +20,7 @@ mod table;
 
 pub(crate) use crate::console::print::{out, outln, print_json, say_err};
 pub use crate::console::{colour, exit, print, usecase};
-pub use args::{BatchArg, DirArg, LineageArg, UseCasesArg, VarArgs};
+pub use args::{BatchArg, DirArg, LineageArg, UseCasesArg, VarArgs, VarFilterArgs};
 pub(crate) use exec::{ExecArgs, task_of as exec_task_of};
 
 /// `ubunye demo` options.
@@ -111,6 +111,7 @@ impl Command {
                 leases::LeasesCommand::List(a) => a.ucs.single(),
                 leases::LeasesCommand::Explain(a) => a.which.ucs.single(),
                 leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => Some(&a.which.dir.dir),
+                leases::LeasesCommand::History(a) => Some(&a.dir.dir),
             },
             Command::Runs(a) => a.ucs.single(),
             Command::Doctor(a) => a.ucs.single(),
@@ -126,7 +127,7 @@ impl Command {
             Command::Leases(l) => match &mut l.command {
                 leases::LeasesCommand::Explain(a) => a.which.settle(true),
                 leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => a.which.settle(false),
-                leases::LeasesCommand::List(_) => Ok(()),
+                leases::LeasesCommand::List(_) | leases::LeasesCommand::History(_) => Ok(()),
             },
             _ => Ok(()),
         }
@@ -319,6 +320,16 @@ fn dispatch(cli: &Cli) -> i32 {
                             leases::repair::Kind::Takeover
                         };
                         store::repair(a, kind, dir)
+                    }
+                    None => leases::run(l, colour),
+                },
+                L::History(a) => match store::store_dir(&a.dir) {
+                    Some(_) => {
+                        say_err(&format!(
+                            "leases history reads a use case on a disk; for one in a store, `ubunye leases list --all -d {}` lists its batches",
+                            a.dir.dir.display()
+                        ));
+                        exit::USAGE
                     }
                     None => leases::run(l, colour),
                 },

@@ -12,7 +12,7 @@ use ubunye::state::{self, RecordInfo, UnreadableFile};
 /// The run records (lineage) of a use case, newest first.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  ubunye runs -d uc --status interrupted --since 1d\n  ubunye runs -d uc --task 'demo/sales/*' --limit 5 --json\n  ubunye runs --find /data --status error --since 1h    # all below a folder\n\nWith several use cases (-d repeated, or --find) the newest records of all of them come first, each naming its use case; one that cannot be read is a problem (on stderr; in --json's problems) and the others are still listed."
+    after_help = "Examples:\n  ubunye runs -d uc --status interrupted --since 1d\n  ubunye runs -d uc --dt 2025-01-01..2025-01-07 --status failed\n  ubunye runs -d uc --task 'demo/sales/*' --limit 5 --json\n  ubunye runs --find /data --status error --since 1h    # all below a folder\n\nWith several use cases (-d repeated, or --find) the newest records of all of them come first, each naming its use case; one that cannot be read is a problem (on stderr; in --json's problems) and the others are still listed."
 )]
 pub struct RunsArgs {
     #[command(flatten)]
@@ -23,6 +23,8 @@ pub struct RunsArgs {
     /// as a pattern (`*/ingest`; `*` matches anything), as `leases list --task`.
     #[arg(long, value_name = "PREFIX|GLOB")]
     pub task: Option<String>,
+    #[command(flatten)]
+    pub filter: super::VarFilterArgs,
     /// Only records with this status.
     #[arg(long, value_name = "S", value_enum)]
     pub status: Option<Status>,
@@ -190,7 +192,16 @@ pub(crate) fn show(
     colour: bool,
     many: bool,
 ) -> i32 {
-    records.retain(|(_, t, _)| a.task.as_deref().is_none_or(|f| state::task_matches(f, t)));
+    let vars = match a.filter.filter() {
+        Ok(f) => f,
+        Err(why) => {
+            say_err(&why);
+            return exit::USAGE;
+        }
+    };
+    records.retain(|(_, t, r)| {
+        a.task.as_deref().is_none_or(|f| state::task_matches(f, t)) && vars.matches(r.variables.as_ref())
+    });
     let cutoff = a.since.and_then(|d| std::time::SystemTime::now().checked_sub(d));
     records.retain(|(_, _, r)| {
         a.status.is_none_or(|s| r.status.as_deref() == Some(s.word()))
@@ -201,6 +212,7 @@ pub(crate) fn show(
     records.truncate(a.limit);
     let mut filters: Vec<String> = a.task.iter().map(|t| format!("--task '{t}'")).collect();
     filters.extend(a.status.map(|s| format!("--status {}", s.word())));
+    filters.extend(vars.words());
     filters.extend(a.since.map(|d| format!("--since {}", humantime::format_duration(d))));
     let nothing = match (records.is_empty(), filters.is_empty()) {
         (false, _) => None,

@@ -14,18 +14,19 @@ use ubunye::sys::Sys;
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "States, most severe first: unreadable, dead, orphan, pending, handed-back, kept, live, interrupted, failed, finished; \
+    after_help = "States, most severe first: unreadable, damaged, dead, orphan, pending, handed-back, kept, live, interrupted, failed, finished; \
 `--state stalled` picks the live batches whose heartbeat stopped.
 
 Examples:
   ubunye leases list -d uc
   ubunye leases list -d uc --state dead --state orphan --json
   ubunye leases list -d uc --all --task 'demo/sales/*'
+  ubunye leases list -d uc --all --dt 2025-01-01..2025-01-31 --var mode=PROD
   ubunye leases list -d a -d b --state dead,kept        # several use cases
   ubunye leases list --find /data --state dead,kept     # all below a folder
 
 For cron: exit 1 with the rows when a batch needs someone, 0 when none:
-  ubunye leases list -d uc --state dead,stalled,kept,unreadable --fail-if-any
+  ubunye leases list -d uc --state dead,stalled,kept,unreadable,damaged --fail-if-any
 
 With several use cases each row names its batch as <usecase>:<key>, which explain, takeover and finish take; a use case that cannot be read is an unreadable row, and the others are still listed."
 )]
@@ -48,6 +49,8 @@ pub struct ListArgs {
     /// `/task:` filter.
     #[arg(long, value_name = "PREFIX|GLOB")]
     pub task: Option<String>,
+    #[command(flatten)]
+    pub filter: crate::cli::VarFilterArgs,
     /// Finished batches too.
     #[arg(long)]
     pub all: bool,
@@ -68,6 +71,8 @@ fn state_words() -> clap::builder::PossibleValuesParser {
 struct Wanted {
     states: Vec<State>,
     stalled: bool,
+    /// `--dt` and `--var`.
+    vars: state::VarFilter,
 }
 
 impl Wanted {
@@ -75,6 +80,7 @@ impl Wanted {
         Wanted {
             states: words.iter().filter_map(|w| State::parse(w)).collect(),
             stalled: words.iter().any(|w| w == STALLED),
+            vars: state::VarFilter::default(),
         }
     }
 
@@ -90,6 +96,9 @@ impl Wanted {
 
 /// Whether `list` shows a batch.
 fn shown(b: &Batch, want: &Wanted, all: bool) -> bool {
+    if !want.vars.matches(b.variables.as_ref()) {
+        return false;
+    }
     if want.is_empty() {
         all || b.state != State::Finished
     } else {
@@ -281,7 +290,14 @@ struct Part {
 
 pub fn run(a: &ListArgs, colour: bool) -> i32 {
     let sys = crate::console::machine::sys();
-    let states = Wanted::parse(&a.states);
+    let mut states = Wanted::parse(&a.states);
+    states.vars = match a.filter.filter() {
+        Ok(f) => f,
+        Err(why) => {
+            say_err(&why);
+            return exit::USAGE;
+        }
+    };
     let opts =
         ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: a.task.clone(), ..ScanOptions::default() };
     let (ucs, many) = use_cases(&a.ucs);
@@ -471,6 +487,7 @@ fn nothing_shown(a: &ListArgs, states: &Wanted, parts: &[Part], count: Count, sy
     };
     let mut filters: Vec<String> = a.task.iter().map(|t| format!("--task '{t}'")).collect();
     filters.extend(states.words().map(|w| format!("--state {w}")));
+    filters.extend(states.vars.words());
     if filters.is_empty() {
         return format!(
             "No batch needs attention in {place} ({} batch(es){}).",

@@ -1,6 +1,7 @@
 //! `ubunye leases list|explain|takeover|finish`.
 
 pub(crate) mod explain;
+pub(crate) mod history;
 pub(crate) mod list;
 pub(crate) mod repair;
 mod stream;
@@ -32,6 +33,9 @@ pub enum LeasesCommand {
     /// Finish the commit of a dead run that committed (pending): note, replaced
     /// files, done mark; then release the batch.
     Finish(repair::RepairArgs),
+    /// One task's batches by date: which days ran, failed, were interrupted
+    /// or never ran.
+    History(history::HistoryArgs),
 }
 
 pub fn run(a: &LeasesArgs, colour: bool) -> i32 {
@@ -40,6 +44,7 @@ pub fn run(a: &LeasesArgs, colour: bool) -> i32 {
         LeasesCommand::Explain(e) => explain::run(e),
         LeasesCommand::Takeover(r) => repair::run(r, repair::Kind::Takeover),
         LeasesCommand::Finish(r) => repair::run(r, repair::Kind::Finish),
+        LeasesCommand::History(h) => history::run(h, colour),
     }
 }
 
