@@ -382,3 +382,63 @@ fn a_plan_names_a_step_it_cannot_do_before_it_asks() {
     }
     assert_eq!(tree(&uc), before, "nothing changed");
 }
+
+/// A bulk takeover (one plan for every batch a filter names) killed midway
+/// leaves every batch repairable: each is done or still to repair, none
+/// unreadable, and the same bulk takeover run again finishes them all.
+#[test]
+fn a_bulk_takeover_killed_midway_leaves_every_batch_repairable() {
+    use std::io::{BufRead, BufReader};
+    let d = tempfile::tempdir().unwrap();
+    let sandbox = d.path().join("sandbox");
+    let o = Command::new(bin()).args(["demo", "--no-top", "--dir"]).arg(&sandbox).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let uc = sandbox.to_str().unwrap();
+    let states = |uc: &str| -> Vec<(String, String)> {
+        let o = Command::new(bin()).args(["leases", "list", "--all", "--json", "-d", uc]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["task"] == "demo/sales/ingest")
+            .map(|b| (b["key"].as_str().unwrap()[..8].to_string(), b["state"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let picked = ["f194d8cb", "501df1dd", "bc4afddd"];
+    let bulk =
+        ["leases", "takeover", "-d", uc, "--state", "dead,orphan,pending", "--task", "demo/sales/ingest", "--yes"];
+    let mut child = Command::new(bin())
+        .args(bulk)
+        .env("UBUNYE_TEST_SETTLE", "1500ms")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once the first batch is done, while the next one waits.
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.by_ref().map_while(Result::ok).find(|l| l.starts_with("[1/3]"));
+    assert!(first.is_some(), "the first batch was repaired before the kill");
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let after = states(uc);
+    let repairable = ["dead", "orphan", "pending", "handed-back"];
+    let (mut done, mut left) = (0, 0);
+    for key in picked {
+        let state = &after.iter().find(|(k, _)| k == key).unwrap_or_else(|| panic!("{key} gone: {after:?}")).1;
+        match state.as_str() {
+            "interrupted" | "finished" => done += 1,
+            s if repairable.contains(&s) => left += 1,
+            s => panic!("{key} is {s} after the kill: {after:?}"),
+        }
+    }
+    assert!(done >= 1 && left >= 1, "killed midway: {after:?}");
+    let o = Command::new(bin()).args(bulk).env("UBUNYE_TEST_SETTLE", "20ms").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = states(uc);
+    for key in picked {
+        let state = &after.iter().find(|(k, _)| k == key).unwrap().1;
+        assert!(!repairable.contains(&state.as_str()), "{key} still {state}: {after:?}");
+    }
+}

@@ -128,7 +128,6 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-
 /// Doctor over several use cases: each looked at in turn; one that cannot
 /// be read is a finding (`unreadable`) and the others are still looked at.
 fn many(a: &DoctorArgs, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> i32 {

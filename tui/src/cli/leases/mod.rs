@@ -1,5 +1,6 @@
 //! `ubunye leases list|explain|takeover|finish`.
 
+mod bulk;
 pub(crate) mod explain;
 pub(crate) mod history;
 pub(crate) mod list;

@@ -10,15 +10,25 @@ use crate::cli::{BatchArg, exit, say_err};
 pub use ubunye::repair::Kind;
 use ubunye::repair::{self, RepairPlan};
 
-/// Repair one batch through the engine.
+/// Repair one batch through the engine, or every batch a filter names.
 #[derive(Args, Debug)]
+#[command(mut_arg("batch", |a| a.required(false).default_value("")))]
 #[command(after_help = "First the plan: every file it removes, every record it marks, every note it writes.\n\
 On a terminal it then asks (default No); --yes answers for scripts; --dry-run only shows the plan.\n\
 A live holder, stalled or not, is never taken over. There is no --force.\n\
-Each repair appends a line to <DIR>/.ubunye/repairs.jsonl.")]
+Each repair appends a line to <DIR>/.ubunye/repairs.jsonl.\n\n\
+Many at once: instead of a batch, --state (and --task, --dt, --var to narrow) names every batch to repair;\n\
+one plan for all of them is shown and asked once; each is looked at again as it is acted on:\n\
+  ubunye leases takeover -d uc --state dead --task 'demo/*' --dry-run")]
 pub struct RepairArgs {
     #[command(flatten)]
     pub which: BatchArg,
+    /// Repair every batch in these states (comma-separated or repeated)
+    /// instead of one batch.
+    #[arg(long = "state", value_name = "S", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(super::bulk::REPAIRABLE.map(ubunye::state::State::word)))]
+    pub states: Vec<String>,
+    #[command(flatten)]
+    pub filter: crate::cli::VarFilterArgs,
     /// Show the plan and change nothing.
     #[arg(long, conflicts_with = "yes")]
     pub dry_run: bool,
@@ -30,7 +40,7 @@ pub struct RepairArgs {
     pub json: bool,
 }
 
-fn render_plan(p: &RepairPlan) -> String {
+pub(crate) fn render_plan(p: &RepairPlan) -> String {
     let mut o = format!("{} {} ({}): {}\n", p.task, p.key, p.state.word(), p.kind.command());
     for s in &p.steps {
         o.push_str(&format!("  {s}\n"));
@@ -49,6 +59,25 @@ pub(crate) fn ask(question: &str) -> bool {
 }
 
 pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
+    let bulk = !a.states.is_empty() || !a.filter.vars.is_empty() || a.filter.dt.is_some();
+    match (a.which.batch.is_empty(), bulk) {
+        (true, true) => return super::bulk::run(a, kind),
+        (true, false) if a.which.task.is_some() => return super::bulk::run(a, kind),
+        (true, false) => {
+            say_err(
+                "name a batch (its key or run id, 4 hex digits or more, or the path of a lease-folder file), or choose batches with --state (and --task, --dt, --var)",
+            );
+            return exit::USAGE;
+        }
+        (false, true) => {
+            say_err(&format!(
+                "give a batch ('{}') or --state/--dt/--var for many, not both",
+                ubunye::state::shorten(&a.which.batch)
+            ));
+            return exit::USAGE;
+        }
+        (false, false) => {}
+    }
     let sys = crate::console::machine::sys_for(&a.which.dir.dir);
     // A dry run only looks (the disk's clock read without writing).
     let purpose = if a.dry_run { Purpose::Look } else { Purpose::Repair };
