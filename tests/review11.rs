@@ -167,7 +167,8 @@ fn a_handed_back_lease_is_judged_like_any_lease() {
     fs::write(dir.join(format!("{FINISHED}.taken-")), "").unwrap();
     let (sys, _, _) = fake_sys(OTHER_HOST, SystemTime::now());
     let b = scan(&uc2, &ScanOptions::default(), &sys).unwrap().batches.remove(0);
-    assert_eq!(b.state, State::Live, "{}", b.note);
+    // Not handed back: it names no run, so the mark is an earlier takeover's.
+    assert_eq!(b.state, State::Damaged, "{}", b.note);
 }
 
 /// Finding 3: doctor told people to remove by hand a staging folder that a

@@ -11,7 +11,8 @@ use ubunye::state::{self, ScanOptions};
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
   ubunye leases history -d uc --task demo/sales/ingest
-  ubunye leases history -d uc --task demo/sales/ingest --dt 2025-01-01..2025-01-31 --var mode=PROD
+  ubunye leases history -d uc --task demo/sales/ingest \\
+    --dt 2025-01-01..2025-01-31 --var mode=PROD
 
 A batch's date is its dt variable: a day (2025-01-04, or as its own -dtf %Y%m%d gives it). Between the first and the last day, or the ends of --dt A..B, each day with no batch is a line of its own (· no batch): a day that never ran. Failed and interrupted days carry their state's mark. Batches of every state are shown; finished ones too.")]
 pub struct HistoryArgs {

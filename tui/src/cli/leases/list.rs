@@ -26,7 +26,8 @@ Examples:
   ubunye leases list --find /data --state dead,kept     # all below a folder
 
 For cron: exit 1 with the rows when a batch needs someone, 0 when none:
-  ubunye leases list -d uc --state dead,stalled,kept,unreadable,damaged --fail-if-any
+  ubunye leases list -d uc --fail-if-any \\
+    --state dead,stalled,kept,unreadable,damaged
 
 With several use cases each row names its batch as <usecase>:<key>, which explain, takeover and finish take; a use case that cannot be read is an unreadable row, and the others are still listed."
 )]

@@ -165,7 +165,7 @@ pub struct App {
     held: Held,
     pub status: Status,
     /// Batches per state, in [`State::ALL`] order.
-    pub counts: [usize; 10],
+    pub counts: [usize; ubunye::state::State::ALL.len()],
     /// The runs view: (batch index, record index), newest first.
     pub runs: Vec<(usize, usize)>,
     runs_generation: Option<u64>,
@@ -227,7 +227,7 @@ impl App {
             frozen: false,
             held: Held::default(),
             status: Status { watch: watch.to_string(), ..Status::default() },
-            counts: [0; 10],
+            counts: [0; ubunye::state::State::ALL.len()],
             runs: Vec::new(),
             runs_generation: None,
             findings: Vec::new(),

@@ -17,7 +17,7 @@ impl App {
     pub fn rebuild(&mut self) {
         let model = &self.model;
         let n = model.len();
-        let mut counts = [0usize; 10];
+        let mut counts = [0usize; ubunye::state::State::ALL.len()];
         for i in 0..n {
             counts[model.state_of(i).rank()] += 1;
         }
