@@ -68,7 +68,7 @@ fn key_prefixes_follow_the_table() {
     let d = ["-d", "uc"];
     let with = |a: &[&'static str]| -> Vec<&'static str> { a.iter().copied().chain(d).collect() };
     for repair in ["takeover", "finish"] {
-        expect(&uc, &with(&["leases", repair, "", "--yes"]), 2, "an empty batch key names no batch");
+        expect(&uc, &with(&["leases", repair, "", "--yes"]), 2, "name a batch");
         expect(&uc, &with(&["leases", repair, "7d1", "--yes"]), 2, "a batch is named by at least 4");
         expect(&uc, &with(&["leases", repair, "7d1", "--dry-run"]), 2, "a batch is named by at least 4");
         expect(&uc, &with(&["leases", repair, "7d10", "--dry-run"]), if repair == "takeover" { 0 } else { 1 }, "");
