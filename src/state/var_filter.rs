@@ -74,12 +74,17 @@ impl VarFilter {
             return true;
         }
         let Some(vars) = vars else { return false };
-        let text = |k: &str| {
+        self.matches_by(|k| {
             vars.get(k).map(|v| match v {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             })
-        };
+        })
+    }
+
+    /// Whether a batch passes whose variable `k` reads as `text(k)` (the
+    /// dashboard keeps a batch's variables as one line, `dt=… mode=…`).
+    pub fn matches_by(&self, text: impl Fn(&str) -> Option<String>) -> bool {
         let dt_ok = match &self.dt {
             None => true,
             Some(DtRange::Exact(want)) => text("dt").is_some_and(|v| &v == want),
@@ -89,6 +94,19 @@ impl VarFilter {
             }),
         };
         dt_ok && self.vars.iter().all(|(k, want)| text(k).is_some_and(|v| &v == want))
+    }
+
+    /// The same filter as the dashboard's `/` words: `dt:A..B`, `var:k=v`.
+    pub fn add_word(&mut self, word: &str) -> Result<bool, String> {
+        if let Some(d) = word.strip_prefix("dt:") {
+            self.dt = VarFilter::parse(Some(d), &[])?.dt;
+            return Ok(true);
+        }
+        if let Some(kv) = word.strip_prefix("var:") {
+            self.vars.extend(VarFilter::parse(None, &[kv.to_string()])?.vars);
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// The filter as it was given, for a line that says what matched nothing.

@@ -198,6 +198,16 @@ fn keys_change_the_state_as_the_table_says() {
             assert_eq!(states(a), vec![State::Dead]);
             assert!(a.editing);
         }),
+        ("a date filter", "dead-killed", "/ type:dt:2025-01-01 Enter", |a, _| {
+            assert_eq!(states(a), vec![State::Finished])
+        }),
+        (
+            "a date range and a variable",
+            "dead-killed",
+            "/ type:dt:2025-01-02.. Space type:var:mode=DEV Enter",
+            |a, _| assert_eq!(states(a), vec![State::Dead]),
+        ),
+        ("a variable no batch has", "dead-killed", "/ type:var:mode=PROD Enter", |a, _| assert!(a.rows.is_empty())),
         ("a filter that matches nothing", "dead-killed", "/ type:state:nosuch Enter", |a, _| {
             assert!(a.rows.is_empty())
         }),

@@ -1,10 +1,11 @@
 //! The `/` filter: words that must all match. `state:dead` (or
 //! `state:dead,orphan`) keeps those states, `task:demo` or `task:*/ingest`
 //! those tasks (a prefix or a pattern, `ubunye::state::task_matches`, as
-//! `leases list --task`); any other word must appear (any case) in the task, key,
-//! variables, run, holder or note.
+//! `leases list --task`), `dt:2025-01-04` or `dt:2025-01-01..2025-01-31` and
+//! `var:mode=PROD` those variables (as `--dt` and `--var`); any other word
+//! must appear (any case) in the task, key, variables, run, holder or note.
 
-use ubunye::state::{State, task_matches};
+use ubunye::state::{State, VarFilter, task_matches};
 
 use crate::top::model::BatchRef;
 
@@ -16,7 +17,10 @@ pub struct Filter {
     states: Vec<State>,
     tasks: Vec<String>,
     words: Vec<String>,
-    /// Words that name no state (`state:deda`): shown, and nothing matches.
+    /// `dt:` and `var:` words.
+    vars: VarFilter,
+    /// Words that name no state (`state:deda`), or a `dt:`/`var:` that
+    /// cannot be read: shown, and nothing matches.
     pub unknown: Vec<String>,
 }
 
@@ -33,6 +37,10 @@ impl Filter {
                 }
             } else if let Some(t) = word.strip_prefix("task:") {
                 f.tasks.push(t.to_string());
+            } else if word.starts_with("dt:") || word.starts_with("var:") {
+                if f.vars.add_word(word).is_err() {
+                    f.unknown.push(word.to_string());
+                }
             } else {
                 f.words.push(word.to_lowercase());
             }
@@ -54,6 +62,16 @@ impl Filter {
         }
         if !self.tasks.is_empty() && !self.tasks.iter().any(|t| task_matches(t, b.task())) {
             return false;
+        }
+        if !self.vars.is_empty() {
+            // The dashboard keeps a batch's variables as one line.
+            let Some(line) = b.vars() else { return false };
+            let value = |k: &str| {
+                line.split(' ').find_map(|kv| kv.strip_prefix(k).and_then(|r| r.strip_prefix('='))).map(str::to_string)
+            };
+            if !self.vars.matches_by(value) {
+                return false;
+            }
         }
         if self.words.is_empty() {
             return true;
@@ -88,5 +106,7 @@ mod tests {
         assert_eq!(f.words, vec!["2025".to_string()]);
         assert!(Filter::parse("  ").is_empty());
         assert_eq!(Filter::parse("state:deda").unknown, vec!["deda".to_string()]);
+        assert!(Filter::parse("dt:2025-01-01..2025-01-31 var:mode=DEV").unknown.is_empty());
+        assert_eq!(Filter::parse("dt:2025-02..2025-01 var:x").unknown, vec!["dt:2025-02..2025-01", "var:x"]);
     }
 }

@@ -123,7 +123,7 @@ pub fn key(code: KeyCode) -> Event {
     Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
 }
 
-/// Press keys written as words: `j`, `Enter`, `Esc`, `Right`, `Tab`, or
+/// Press keys written as words: `j`, `Enter`, `Esc`, `Right`, `Tab`, `Space`, or
 /// `type:some text` to type text.
 pub fn press(app: &mut App, keys: &str) -> Vec<Effect> {
     let mut effects = Vec::new();
@@ -142,6 +142,7 @@ pub fn press(app: &mut App, keys: &str) -> Vec<Effect> {
             "Up" => KeyCode::Up,
             "Down" => KeyCode::Down,
             "Tab" => KeyCode::Tab,
+            "Space" => KeyCode::Char(' '),
             "Backspace" => KeyCode::Backspace,
             "PgDn" => KeyCode::PageDown,
             "PgUp" => KeyCode::PageUp,
