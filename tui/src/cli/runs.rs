@@ -39,14 +39,15 @@ pub struct RunsArgs {
     pub json: bool,
 }
 
-/// What goes first at 80 and 60 columns: the seconds and the run id
-/// (`leases explain` has them), then the task is abbreviated (`d/s/ingest`)
+/// What goes first at 80 and 60 columns: the seconds, then the key (the
+/// run id names the run, and its batch: explain takes either), then the
+/// task is abbreviated (`d/s/ingest`)
 /// and goes before the variables are cut further; the error keeps at least
 /// 16 columns.
 const FIT: table::Fit = table::Fit {
     steps: &[
         table::Step::Drop("SECONDS"),
-        table::Step::Drop("RUN"),
+        table::Step::Drop("KEY"),
         table::Step::Abbrev("TASK"),
         table::Step::Shrink("VARIABLES", 24),
         table::Step::Drop("TASK"),
