@@ -231,7 +231,8 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
             let _ = std::fs::remove_dir_all(d);
         }
     };
-    let ran = child::run(&spec.command, &child_env(spec, &staging), spec.keeper.as_deref(), &sys.timing);
+    let opts = child::Options { keeper: spec.keeper.as_deref(), timing: &sys.timing, log: None, timeout: None };
+    let ran = child::run(&spec.command, &child_env(spec, &staging), opts);
     let end = match ran {
         Err(e) => {
             let note = format!("cannot run the command: {e}");

@@ -16,7 +16,7 @@ use signal_hook::low_level::siginfo::Cause;
 use crate::error::Unstartable;
 
 /// How the child ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ChildEnd {
     /// Its exit code, or 128 + the signal that killed it.
     pub code: i32,
@@ -29,13 +29,32 @@ pub struct ChildEnd {
     /// Of those, how many could not be stopped (they kept forking faster than
     /// they could be killed): nothing may land while they run.
     pub unstopped: usize,
+    /// It ran past its maximum runtime (`--timeout`) and was stopped.
+    pub timed_out: bool,
+    /// Its log could not be written (the file and why); the run went on.
+    pub log_failed: Option<String>,
 }
 
 impl ChildEnd {
-    /// Whether the run may land: exit 0, not interrupted, nothing left running.
+    /// Whether the run may land: exit 0, not interrupted, not timed out,
+    /// nothing left running.
     pub fn success(&self) -> bool {
-        self.code == 0 && self.interrupted_by.is_none() && self.unstopped == 0
+        self.code == 0 && self.interrupted_by.is_none() && self.unstopped == 0 && !self.timed_out
     }
+}
+
+/// How the command is run, besides its arguments and environment.
+#[derive(Clone, Debug)]
+pub struct Options<'a> {
+    /// This program, to start as the command's group keeper (`sentinel.rs`).
+    pub keeper: Option<&'a std::path::Path>,
+    /// The grace before SIGKILL, and how long a kill may take.
+    pub timing: &'a crate::sys::Timing,
+    /// Where its stdout and stderr are also kept (with no terminal only).
+    pub log: Option<super::tee::LogSpec>,
+    /// Its maximum runtime: past it, it is stopped as a takeover stops a
+    /// dead run (SIGTERM to its group, SIGKILL after the grace).
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// The name of a signal, for messages.
@@ -134,12 +153,8 @@ fn wait_reaping(pid: i32, keeper: &mut Option<Child>) -> std::io::Result<std::pr
 /// Run `argv` with `env` added, passing on signals, until it exits. A start
 /// that fails because of the program (no such file, not executable) is
 /// [`Ran::NotStarted`]; any other failure is an error.
-pub fn run(
-    argv: &[OsString],
-    env: &[(String, OsString)],
-    keeper: Option<&std::path::Path>,
-    timing: &crate::sys::Timing,
-) -> std::io::Result<Ran> {
+pub fn run(argv: &[OsString], env: &[(String, OsString)], opts: Options<'_>) -> std::io::Result<Ran> {
+    let (keeper, timing) = (opts.keeper, opts.timing);
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]);
     for (k, v) in env {
@@ -153,6 +168,10 @@ pub fn run(
     let own_group = !has_terminal();
     if own_group {
         cmd.process_group(0);
+    }
+    let log = opts.log.filter(|_| own_group);
+    if log.is_some() {
+        cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
     }
     // No writer may outlive its lease: if `ubunye exec` dies, so does the child.
     crate::sys::die_with_parent(&mut cmd, rustix::process::Signal::KILL);
@@ -171,11 +190,16 @@ pub fn run(
     let reaped = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let handle = signals.handle();
     let interrupted: Arc<Mutex<Option<i32>>> = Arc::new(Mutex::new(None));
-    let spawned = cmd.spawn();
+    let mut spawned = cmd.spawn();
     let pid = match &spawned {
         Ok(c) => c.id() as i32,
         Err(_) => 0,
     };
+    let tee = match (&mut spawned, log) {
+        (Ok(c), Some(spec)) => Some(super::tee::Tee::start(spec, c.stdout.take(), c.stderr.take())),
+        _ => None,
+    };
+    let timer = opts.timeout.filter(|_| pid > 0).map(|t| Timer::start(pid, own_group, t, timing.exec_grace));
     // The keeper of the command's own group: kills it whole if exec dies.
     let mut keeper = match keeper {
         Some(program) if own_group && pid > 0 => super::sentinel::start(program, pid, env),
@@ -219,6 +243,7 @@ pub fn run(
     let not_started = spawned.as_ref().err().and_then(Unstartable::of_spawn_error);
     let result = spawned.and_then(|c: Child| wait_reaping(c.id() as i32, &mut keeper));
     reaped.store(true, std::sync::atomic::Ordering::SeqCst);
+    let timed_out = timer.is_some_and(Timer::stop);
     // The keeper stays while what the command left is stopped: a SIGKILL of
     // exec during the grace still takes the group with it (where the kernel
     // cannot list our children, it goes first).
@@ -239,6 +264,9 @@ pub fn run(
     }
     handle.close();
     let _ = forwarder.join();
+    // Its pipes close once it and all it left have gone: a process that
+    // could not be stopped may hold one, so the wait is bounded.
+    let log_failed = tee.and_then(|t| t.finish(timing.exec_grace.max(std::time::Duration::from_secs(1))));
     let status = match (result, not_started) {
         (Err(e), Some(why)) => return Ok(Ran::NotStarted(why, e)),
         (result, _) => result?,
@@ -246,7 +274,85 @@ pub fn run(
     let signal = status.signal();
     let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
     let interrupted_by = *interrupted.lock().unwrap_or_else(|e| e.into_inner());
-    Ok(Ran::Ended(ChildEnd { code, signal, interrupted_by, left_behind: stopped.found, unstopped: stopped.left }))
+    Ok(Ran::Ended(ChildEnd {
+        code,
+        signal,
+        interrupted_by,
+        left_behind: stopped.found,
+        unstopped: stopped.left,
+        timed_out,
+        log_failed,
+    }))
+}
+
+/// The command's maximum runtime: a thread that, at the deadline, sends
+/// SIGTERM to its group (to it alone when it shares exec's), then SIGKILL
+/// after the grace, unless it was reaped first.
+struct Timer {
+    done: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    fired: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Timer {
+    fn start(pid: i32, group: bool, after: std::time::Duration, grace: std::time::Duration) -> Timer {
+        let done = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (d, f) = (done.clone(), fired.clone());
+        let thread = std::thread::spawn(move || {
+            // Waits until `until` or until the command is reaped: true if reaped.
+            let reaped_by = |until: std::time::Instant| {
+                let (lock, cv) = &*d;
+                let mut reaped = lock.lock().unwrap_or_else(|e| e.into_inner());
+                while !*reaped {
+                    let left = until.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    reaped = cv.wait_timeout(reaped, left).unwrap_or_else(|e| e.into_inner()).0;
+                }
+                *reaped
+            };
+            let send = |sig: rustix::process::Signal| {
+                // Sent while the command is not reaped (the lock held), so
+                // its pid is still its own.
+                let reaped = d.0.lock().unwrap_or_else(|e| e.into_inner());
+                if *reaped {
+                    return;
+                }
+                if let Some(p) = rustix::process::Pid::from_raw(pid) {
+                    let _ = if group {
+                        rustix::process::kill_process_group(p, sig)
+                    } else {
+                        rustix::process::kill_process(p, sig)
+                    };
+                }
+            };
+            if reaped_by(std::time::Instant::now() + after) {
+                return;
+            }
+            f.store(true, std::sync::atomic::Ordering::SeqCst);
+            send(rustix::process::Signal::TERM);
+            if !group {
+                send(rustix::process::Signal::CONT);
+            }
+            if !reaped_by(std::time::Instant::now() + grace) {
+                send(rustix::process::Signal::KILL);
+            }
+        });
+        Timer { done, fired, thread }
+    }
+
+    /// The command was reaped: stop the timer. Whether it fired.
+    fn stop(self) -> bool {
+        {
+            let (lock, cv) = &*self.done;
+            *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            cv.notify_all();
+        }
+        let _ = self.thread.join();
+        self.fired.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 #[cfg(test)]

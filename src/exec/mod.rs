@@ -13,17 +13,19 @@ pub mod outputs;
 mod publish;
 pub mod sentinel;
 mod spec;
+pub mod tee;
 mod unleased;
 
 pub use spec::{ExecSpec, Lineage, Output, env_name, masked_command, recorded_command};
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::error::{Error, Refusal, RefusalKind, Result};
 use crate::key;
+use crate::layout::TaskPath;
 use crate::lease::{Commit, Ended, LeaseSpec, Recovery, RunLease};
 use crate::lineage::{RecordSpec, RunRecord};
 use crate::sys::Sys;
@@ -197,9 +199,17 @@ fn failed_note(spec: &ExecSpec, end: &ChildEnd) -> String {
             end.unstopped
         );
     }
+    if end.timed_out {
+        return format!(
+            "TimedOut: {cmd} ran past --timeout {} and was stopped (SIGTERM, then SIGKILL after the grace); nothing landed and what it wrote was taken back.",
+            spec.timeout.map(|t| humantime::format_duration(t).to_string()).unwrap_or_default()
+        );
+    }
     match (end.interrupted_by, end.signal) {
+        // Not "Interrupted": that is the status a taker writes, and this
+        // record says error.
         (Some(sig), _) => format!(
-            "Interrupted: ubunye exec received {}; the command ({cmd}) was stopped and what it wrote was taken back.",
+            "Terminated: ubunye exec received {}; the command ({cmd}) was stopped and what it wrote was taken back.",
             child::signal_name(sig)
         ),
         (None, Some(sig)) => format!("CommandFailed: {cmd} was killed by {}.", child::signal_name(sig)),
@@ -319,7 +329,7 @@ fn run_under_lease(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event), end
     let mut finish_record =
         |status: &str, note: Option<String>| ends.finish(&mut record, status, note, sys.clock.now());
     events(Event::Started { run_id: spec.run_id.clone(), key: key.clone() });
-    let end = match child::run(&spec.command, &child_env(spec, &key, &prepared), spec.keeper.as_deref(), &sys.timing) {
+    let end = match child::run(&spec.command, &child_env(spec, &key, &prepared), child_options(spec, &sys)) {
         Ok(child::Ran::Ended(end)) => end,
         Ok(child::Ran::NotStarted(why, e)) => {
             let ended = lease.end(false);
@@ -383,6 +393,30 @@ fn run_under_lease(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event), end
             Err(e)
         }
     }
+}
+
+/// How the command is run: its keeper, its grace, its log beside the run
+/// record (none without a record), its maximum runtime.
+fn child_options<'a>(spec: &'a ExecSpec, sys: &'a Sys) -> child::Options<'a> {
+    let log = match (&spec.lineage, spec.log_max) {
+        (Lineage::Dir(d), Some(max)) => {
+            let secret: crate::vars::Variables =
+                spec.variables.iter().filter(|(k, _)| crate::secrets::looks_secret(k)).cloned().collect();
+            let secrets = variables_env(&secret)
+                .into_iter()
+                .map(|(_, v)| v.to_string_lossy().into_owned())
+                .filter(|v| v.len() >= 4)
+                .collect();
+            Some(tee::LogSpec { path: log_path(d, &spec.task, &spec.run_id), max, secrets })
+        }
+        _ => None,
+    };
+    child::Options { keeper: spec.keeper.as_deref(), timing: &sys.timing, log, timeout: spec.timeout }
+}
+
+/// A run's log: `<lineage>/<task>/<run>.log`, beside its record.
+pub fn log_path(lineage_dir: &Path, task: &TaskPath, run_id: &str) -> PathBuf {
+    crate::lineage::RunRecord::path_for(lineage_dir, task, run_id).with_extension("log")
 }
 
 /// The command could not be started (it was there when the invocation was checked).

@@ -62,6 +62,12 @@ pub struct ExecSpec {
     /// This program, to start as the command's group keeper (`sentinel.rs`);
     /// None: no keeper.
     pub keeper: Option<PathBuf>,
+    /// `--timeout`: its maximum runtime; past it, it is stopped and the run
+    /// fails (nothing lands).
+    pub timeout: Option<std::time::Duration>,
+    /// How large its log beside the run record may grow before it is
+    /// rotated; None: no log.
+    pub log_max: Option<u64>,
 }
 
 /// The environment name for an output or a variable: upper case, anything not
@@ -370,7 +376,20 @@ fn check_usage(
     outputs.sort_by(|a, b| a.name.cmp(&b.name));
     // The keeper is this very binary (`ubunye __group-keeper`).
     let keeper = std::env::current_exe().ok();
-    Ok(ExecSpec { usecase_dir: uc, task, variables, outputs, rerun, resume, lineage, command, run_id, keeper })
+    Ok(ExecSpec {
+        usecase_dir: uc,
+        task,
+        variables,
+        outputs,
+        rerun,
+        resume,
+        lineage,
+        command,
+        run_id,
+        keeper,
+        timeout: None,
+        log_max: Some(crate::sys::EXEC_LOG_MAX),
+    })
 }
 
 /// Replace `secret` in `arg` where it stands as a token of its own: the whole

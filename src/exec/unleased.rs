@@ -45,7 +45,7 @@ pub(super) fn run(
         Lineage::Dir(dir) => RunRecord::start(dir, &record_spec(spec), sys.clock.now(), sys.timing.busy_for).ok(),
     };
     events(Event::Started { run_id: spec.run_id.clone(), key: key.to_string() });
-    let end = match child::run(&spec.command, &child_env(spec, key, &prepared), spec.keeper.as_deref(), &sys.timing) {
+    let end = match child::run(&spec.command, &child_env(spec, key, &prepared), super::child_options(spec, &sys)) {
         Ok(child::Ran::Ended(end)) => end,
         Ok(child::Ran::NotStarted(why, e)) => {
             cleanup(&prepared);

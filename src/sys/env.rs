@@ -38,6 +38,29 @@ pub struct Knobs {
     /// else `$HOME/.cache/ubunye`. `UBUNYE_CACHE_DIR` set empty: nowhere
     /// (every explain reads its batch's task whole).
     pub cache_dir: Option<std::path::PathBuf>,
+    /// How large `ubunye exec`'s log of a command may grow before it is
+    /// rotated (`UBUNYE_EXEC_LOG_MAX`: bytes, or with a unit, `10MiB`,
+    /// `512KiB`); None: no log (`UBUNYE_EXEC_LOG=off`).
+    pub exec_log_max: Option<u64>,
+}
+
+/// The default bound of a command's log: 10 MiB, then rotated.
+pub const EXEC_LOG_MAX: u64 = 10 << 20;
+
+/// `10MiB`, `512KiB`, `1GiB`, `4096` (bytes): a size, or None.
+fn size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: u64 = n.parse().ok()?;
+    let times: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(times).filter(|s| *s > 0)
 }
 
 impl Default for Knobs {
@@ -50,6 +73,7 @@ impl Default for Knobs {
             test_settings: Vec::new(),
             stop_at: None,
             cache_dir: None,
+            exec_log_max: Some(EXEC_LOG_MAX),
         }
     }
 }
@@ -83,6 +107,12 @@ pub(super) fn read(var: impl Fn(&str) -> Option<OsString>, tests: bool) -> FromE
         timing.exec_grace = d;
     }
     knobs.cache_dir = cache_dir(&var);
+    if let Some(m) = text("UBUNYE_EXEC_LOG_MAX").as_deref().and_then(size) {
+        knobs.exec_log_max = Some(m);
+    }
+    if text("UBUNYE_EXEC_LOG").is_some_and(|v| matches!(v.to_lowercase().as_str(), "off" | "0" | "false")) {
+        knobs.exec_log_max = None;
+    }
     if !tests {
         return FromEnv { timing, knobs, host: None };
     }
@@ -138,6 +168,19 @@ fn cache_dir(var: &impl Fn(&str) -> Option<OsString>) -> Option<std::path::PathB
 
 fn note(knobs: &mut Knobs, name: &str, value: &str) {
     knobs.test_settings.push(format!("{name}={value}"));
+}
+
+#[cfg(test)]
+mod size_tests {
+    #[test]
+    fn sizes_read_as_bytes() {
+        assert_eq!(super::size("10MiB"), Some(10 << 20));
+        assert_eq!(super::size("512k"), Some(512 << 10));
+        assert_eq!(super::size("4096"), Some(4096));
+        assert_eq!(super::size("0"), None);
+        assert_eq!(super::size("ten"), None);
+        assert_eq!(super::size("1TB"), None);
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ mod env;
 pub mod sandbox;
 
 pub(crate) use diskclock::local_file_system;
-pub use env::Knobs;
+pub use env::{EXEC_LOG_MAX, Knobs};
 
 /// Where a reading of "now" came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

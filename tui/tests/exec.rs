@@ -19,6 +19,12 @@ fn ubunye(uc: &Path) -> Cmd {
 const LEASES: &str = ".ubunye/leases/demo/sales/ingest";
 const WRITE_ONE: &str = "echo \"$UBUNYE_VAR_DT\" > \"$UBUNYE_OUT_EVENTS/part-$UBUNYE_RUN_ID.txt\"";
 
+/// The run records of a task's lineage folder (its runs' logs are beside
+/// them).
+fn records(dir: &Path) -> Vec<String> {
+    files(dir).into_iter().filter(|f| f.ends_with(".json")).collect()
+}
+
 fn ingest(uc: &Path, dt: &str) -> Cmd {
     let mut c = ubunye(uc);
     c.args(["-u", "demo", "-p", "sales", "-t", "ingest", "-dt", dt, "--append", "events=out/events"]);
@@ -62,7 +68,7 @@ fn a_failed_command_leaves_the_output_as_it_was() {
     assert_eq!(o.status.code(), Some(7), "the command's own code");
     assert_eq!(tree(&d.path().join("out")), before);
     assert_eq!(files(&d.path().join(LEASES)), vec!["39bc42311894ddba.finished.json"], "lease released");
-    let rec = files(&d.path().join(".ubunye/lineage/demo/sales/ingest"));
+    let rec = records(&d.path().join(".ubunye/lineage/demo/sales/ingest"));
     let statuses: Vec<String> = rec
         .iter()
         .map(|f| {
@@ -292,7 +298,7 @@ fn the_run_record_is_the_peers_with_backend_exec_and_secrets_masked() {
         .assert()
         .success();
     let dir = d.path().join(".ubunye/lineage/demo/sales/ingest");
-    let recs = files(&dir);
+    let recs = records(&dir);
     assert_eq!(recs.len(), 1);
     let text = fs::read_to_string(dir.join(&recs[0])).unwrap();
     assert!(!text.contains("s3cr3t-value"), "{text}");
@@ -428,8 +434,10 @@ fn the_child_dies_with_ubunye_exec() {
     );
     assert_eq!(files(&d.path().join("out/events")).len(), 2);
     let dir = d.path().join(".ubunye/lineage/demo/sales/ingest");
-    let records: Vec<serde_json::Value> =
-        files(&dir).iter().map(|f| serde_json::from_str(&fs::read_to_string(dir.join(f)).unwrap()).unwrap()).collect();
+    let records: Vec<serde_json::Value> = records(&dir)
+        .iter()
+        .map(|f| serde_json::from_str(&fs::read_to_string(dir.join(f)).unwrap()).unwrap())
+        .collect();
     let dead = records.iter().find(|r| r["status"] == "interrupted").expect("the dead run's record is marked");
     assert!(dead["error"].as_str().unwrap().starts_with("The run did not finish; run "), "{dead}");
     assert!(records.iter().any(|r| r["status"] == "success"));
@@ -488,4 +496,151 @@ fn leases_off_writes_no_lease() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("UBUNYE_RUN_LEASE is off"));
     assert!(!d.path().join(".ubunye/leases").exists());
     assert_eq!(files(&d.path().join("out/events")).len(), 2);
+}
+
+/// `ubunye exec` as a scheduler runs it: no controlling terminal (`setsid`),
+/// so the command's output is also kept in its log.
+fn detached(uc: &Path, dt: &str, extra: &[&str], script: &str) -> std::process::Output {
+    Command::new("setsid")
+        .arg(bin())
+        .args(["exec", "-d"])
+        .arg(uc)
+        .args(["-u", "demo", "-p", "sales", "-t", "ingest", "-dt", dt, "--append", "events=out/events"])
+        .args(extra)
+        .args(["--", "sh", "-c", script])
+        .env("UBUNYE_TEST_SETTLE", "30ms")
+        .env("UBUNYE_EXEC_GRACE", "300ms")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The run's log: `<lineage>/<task>/<run>.log`.
+fn logs(uc: &Path) -> Vec<std::path::PathBuf> {
+    let dir = uc.join(".ubunye/lineage/demo/sales/ingest");
+    let mut l: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| !p.to_string_lossy().ends_with(".json"))
+        .collect();
+    l.sort();
+    l
+}
+
+/// The command's stdout and stderr reach exec's own, as always, and its
+/// log beside the run record, outside the outputs; past its bound the log
+/// is rotated; UBUNYE_EXEC_LOG=off keeps none.
+#[test]
+fn a_runs_output_is_kept_in_its_log_beside_its_record() {
+    let d = tempfile::tempdir().unwrap();
+    let o = detached(d.path(), "2025-01-01", &[], &format!("echo to-stdout; echo to-stderr >&2; {WRITE_ONE}"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "to-stdout\n");
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("to-stderr\n"), "{}", String::from_utf8_lossy(&o.stderr));
+    let l = logs(d.path());
+    assert_eq!(l.len(), 1, "{l:?}");
+    let text = fs::read_to_string(&l[0]).unwrap();
+    assert!(text.contains("to-stdout\n") && text.contains("to-stderr\n"), "{text}");
+    let record = l[0].with_extension("json");
+    assert!(record.exists(), "the log is beside its record: {}", record.display());
+    assert!(!files(&d.path().join("out/events")).iter().any(|f| f.ends_with(".log")));
+    // A bound of 1 KiB: rotated, one older generation kept, neither larger.
+    let d = tempfile::tempdir().unwrap();
+    let o = Command::new("setsid")
+        .arg(bin())
+        .args(["exec", "-d"])
+        .arg(d.path())
+        .args(["--task", "demo/sales/ingest", "-dt", "2025-01-02", "--"])
+        .args(["sh", "-c", "i=0; while [ $i -lt 300 ]; do echo line-$i; i=$((i+1)); done"])
+        .env("UBUNYE_EXEC_LOG_MAX", "1KiB")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let l = logs(d.path());
+    assert_eq!(l.len(), 2, "the log and one older generation: {l:?}");
+    assert!(l.iter().all(|p| fs::metadata(p).unwrap().len() <= 1024), "{l:?}");
+    assert!(fs::read_to_string(&l[0]).unwrap().ends_with("line-299\n"), "the newest lines are in the log");
+    // Off.
+    let d = tempfile::tempdir().unwrap();
+    let o = Command::new("setsid")
+        .arg(bin())
+        .args(["exec", "-d"])
+        .arg(d.path())
+        .args(["--task", "demo/sales/ingest", "-dt", "2025-01-02", "--", "echo", "hi"])
+        .env("UBUNYE_EXEC_LOG", "off")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(logs(d.path()).is_empty());
+}
+
+/// A run past its --timeout is stopped (its process group), nothing lands,
+/// what it wrote is taken back, its record says TimedOut, exec exits 124,
+/// and the next run of the batch goes ahead.
+#[test]
+fn a_run_past_its_timeout_is_stopped_and_nothing_lands() {
+    let d = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let o =
+        detached(d.path(), "2025-01-01", &["--timeout", "1s"], &format!("{WRITE_ONE}; (sleep 60 &); exec sleep 60"));
+    assert!(started.elapsed() < Duration::from_secs(15), "stopped at its timeout, not after 60 s");
+    assert_eq!(o.status.code(), Some(124), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("ran past --timeout 1s and was stopped"), "{err}");
+    assert!(files(&d.path().join("out/events")).is_empty(), "nothing landed");
+    let record = fs::read_dir(d.path().join(".ubunye/lineage/demo/sales/ingest"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&fs::read(record).unwrap()).unwrap();
+    assert_eq!(v["status"], "error");
+    assert!(v["error"].as_str().unwrap().starts_with("TimedOut: "), "{v}");
+    assert!(files(&d.path().join(LEASES)).is_empty(), "the lease is released");
+    let o = detached(d.path(), "2025-01-01", &["--timeout", "30s"], WRITE_ONE);
+    assert!(o.status.success(), "the next run goes ahead: {}", String::from_utf8_lossy(&o.stderr));
+    let o = detached(d.path(), "2025-01-03", &["--timeout", "0s"], WRITE_ONE);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// SIGKILL of `ubunye exec` while a --timeout runs: its command dies with
+/// it, and the next run takes the batch over as after any kill.
+#[test]
+fn a_run_with_a_timeout_killed_is_taken_over_by_the_next() {
+    let d = tempfile::tempdir().unwrap();
+    let mut run = Command::new("setsid")
+        .arg(bin())
+        .args(["exec", "-d"])
+        .arg(d.path())
+        .args(["-u", "demo", "-p", "sales", "-t", "ingest", "-dt", "2025-01-01", "--append", "events=out/events"])
+        .args([
+            "--timeout",
+            "60s",
+            "--",
+            "sh",
+            "-c",
+            &format!("{WRITE_ONE}; touch \"$UBUNYE_OUT_EVENTS/../wrote\"; exec sleep 60"),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = std::time::Instant::now() + Duration::from_secs(15);
+    while !d.path().join("out/events/wrote").exists() {
+        assert!(std::time::Instant::now() < until, "the command wrote");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let o = detached(d.path(), "2025-01-01", &["--timeout", "30s"], WRITE_ONE);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("died before it finished; took over its lease"), "{err}");
+    let out: Vec<String> = files(&d.path().join("out/events")).into_iter().filter(|f| f.starts_with("part-")).collect();
+    assert_eq!(out.len(), 1, "the batch once: {out:?}");
 }

@@ -180,7 +180,12 @@ fn short_secret_values_are_masked_in_the_recorded_command() {
         .assert()
         .success();
     let dir = uc.join(".ubunye/lineage/demo/sales/ingest");
-    let rec = fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let rec = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
     let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(rec).unwrap()).unwrap();
     let cmd: Vec<&str> = v["command"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
     assert_eq!(cmd, ["sh", "-c", "true", "--pwd", "***", "--key=***", "Bearer ***", "k9Zed"]);

@@ -52,6 +52,13 @@ use ubunye::layout::TaskPath;
     --overwrite totals=out/summary -- duckdb -c \"COPY ...\"
   ubunye exec -d s3://bucket/uc --task demo/sales/ingest -dt 2025-01-01 \\
     --append events=s3://bucket/lake/events -- ./ingest.sh
+  ubunye exec -d uc --task demo/sales/ingest -dt 2025-01-01 --timeout 2h \\
+    --append events=out/events -- ./ingest.sh
+
+The command's stdout and stderr are also kept in <run id>.log beside its
+run record (when it has no terminal, as under a scheduler): at most
+UBUNYE_EXEC_LOG_MAX (10MiB), then rotated to .log.1; UBUNYE_EXEC_LOG=off
+keeps none. `ubunye runs show <run>` prints its end.
 
 Exit codes:
   0      done, or skipped with --resume
@@ -59,6 +66,8 @@ Exit codes:
          was lost (or --refused-exit N); also exec's own failure (a file it
          could not write)
   2      usage: bad flags, an output or a folder that cannot work
+  126    the command is there but cannot be executed
+  124    the command ran past --timeout and was stopped; nothing landed
   126    the command is there but cannot be executed
   127    the command is not found
   other  the command's own exit code; 128+N when signal N killed it
@@ -111,6 +120,12 @@ pub struct ExecArgs {
     /// a refusal from the command's own exit 1.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(i32).range(1..=255))]
     pub refused_exit: i32,
+    /// Its maximum runtime (`30s`, `2h`): past it the command and all it
+    /// started are stopped (SIGTERM, then SIGKILL after UBUNYE_EXEC_GRACE),
+    /// nothing lands, what it wrote is taken back, its record says
+    /// TimedOut, and exec exits 124.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub timeout: Option<std::time::Duration>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -206,7 +221,7 @@ pub fn run(a: &ExecArgs) -> i32 {
         // Relative to -d, as the peer's --lineage-dir; the plan makes it absolute.
         Lineage::Dir(a.lineage_dir.clone().unwrap_or_else(|| PathBuf::from(".ubunye/lineage")))
     };
-    let spec = match exec::ExecSpec::check(
+    let mut spec = match exec::ExecSpec::check(
         &a.dir.dir,
         task,
         vars,
@@ -223,6 +238,12 @@ pub fn run(a: &ExecArgs) -> i32 {
             return code_of(&e, a.refused_exit);
         }
     };
+    if a.timeout.is_some_and(|t| t.is_zero()) {
+        say_err("--timeout 0s would stop the command at once: give its maximum runtime (30s, 2h)");
+        return exit::USAGE;
+    }
+    spec.timeout = a.timeout;
+    spec.log_max = crate::console::machine::sys_for(&a.dir.dir).knobs.exec_log_max;
     let quiet = a.quiet;
     // A front-end switch (each phase's time on stderr), read once here.
     let timings = std::env::var_os("UBUNYE_EXEC_TIMINGS").is_some();
@@ -278,7 +299,16 @@ pub fn run(a: &ExecArgs) -> i32 {
             exit::OK
         }
         Ok(ExecEnd::CommandFailed { child, kept }) => {
+            if let Some(why) = &child.log_failed {
+                say_err(&format!(
+                    "warning: the command's log could not be written ({why}); the run went on without it"
+                ));
+            }
             let what = match (child.interrupted_by, child.signal) {
+                _ if child.timed_out => format!(
+                    "ran past --timeout {} and was stopped",
+                    spec.timeout.map(|t| humantime::format_duration(t).to_string()).unwrap_or_default()
+                ),
                 (None, _) if child.unstopped > 0 => format!(
                     "exited with code {} but left {} process(es) running that could not be stopped",
                     child.code, child.unstopped
@@ -293,7 +323,13 @@ pub fn run(a: &ExecArgs) -> i32 {
                 "what it wrote was taken back"
             };
             say_err(&format!("{}: the command {what}; {back}.", spec.task));
-            if child.code == 0 { 1 } else { child.code }
+            if child.timed_out {
+                exit::TIMED_OUT
+            } else if child.code == 0 {
+                1
+            } else {
+                child.code
+            }
         }
         Err(e) => {
             say_err(&e.to_string());

@@ -60,8 +60,9 @@ Exit codes:
   2    usage: bad flags; a -d that does not exist, is a file or is not a
        use case; a batch id that is empty, shorter than 4 hex digits,
        names no batch or several
-  exec also ends with 126 (the command cannot be executed), 127 (it is
-  not found) or the command's own code: see `ubunye exec --help`.")]
+  exec also ends with 124 (past --timeout), 126 (the command cannot be
+  executed), 127 (it is not found) or the command's own code: see
+  `ubunye exec --help`.")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -19,4 +19,7 @@ pub mod exit {
     /// Usage: bad flags, a `-d` that is not a use case, a batch id shorter
     /// than 4 hex digits or that names no batch or several.
     pub const USAGE: i32 = 2;
+    /// `exec`: the command ran past `--timeout` and was stopped (as
+    /// coreutils' `timeout` exits).
+    pub const TIMED_OUT: i32 = 124;
 }

@@ -87,6 +87,11 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
         say_err(m);
         exit::USAGE
     };
+    if a.timeout.is_some() {
+        return usage(
+            "--timeout is for a use case on a disk: a run against a store is stopped by its lease's age; give the command its own limit (`timeout 2h ./job.sh`)",
+        );
+    }
     let task = match super::exec::task_of(a) {
         Ok(t) => t,
         Err(e) => return usage(&e),
