@@ -330,3 +330,67 @@ fn a_run_record_whose_end_cannot_be_written_is_said() {
     let landed: Vec<String> = entries(&uc.join("out/events"));
     assert_eq!(landed.iter().filter(|n| n.starts_with("part-")).count(), 2, "both runs landed: {landed:?}");
 }
+
+/// `runs show RUN`: one run whole, by its run id (its first digits, as the
+/// listings show it) or its record's path from any folder: its record, its
+/// batch with the command that explains it, and the end of its log.
+#[test]
+fn runs_show_prints_a_run_whole_with_the_end_of_its_log() {
+    let (_d, uc) = empty_use_case();
+    let o = Command::new("setsid")
+        .arg(bin())
+        .args(["exec", "-d"])
+        .arg(&uc)
+        .args(["--task", "demo/sales/ingest", "-dt", "2025-01-04", "--"])
+        .args([
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 50 ]; do echo line-$i; i=$((i+1)); done; echo 'no such file' >&2; exit 3",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3));
+    let dir = uc.join(".ubunye/lineage/demo/sales/ingest");
+    let record = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let run = record.file_stem().unwrap().to_string_lossy().into_owned();
+    let show = |args: &[&str], from: &Path| {
+        let o = Command::new(bin()).args(["runs", "show"]).args(args).current_dir(from).output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let elsewhere = tempfile::tempdir().unwrap();
+    let uc_s = uc.to_str().unwrap();
+    let (code, text, err) = show(&[&run[..8], "-d", uc_s, "--lines", "5"], elsewhere.path());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(text.starts_with(&format!("run       {run}\ntask      demo/sales/ingest\n")), "{text}");
+    assert!(text.contains("status    error") && text.contains("exited with code 3"), "{text}");
+    assert!(text.contains(&format!("`ubunye leases explain {}:", fs::canonicalize(&uc).unwrap().display())), "{text}");
+    assert!(text.contains("Log (its last 5 line(s) of "), "{text}");
+    let log: Vec<&str> = text.lines().skip_while(|l| !l.starts_with("Log (")).skip(1).collect();
+    assert_eq!(log.len(), 5, "{text}");
+    assert!(log.iter().any(|l| l.trim() == "no such file") && log.iter().any(|l| l.trim() == "line-49"), "{text}");
+    // By its record's path, from another folder, no -d; as JSON.
+    let (code, json, err) = show(&[record.to_str().unwrap(), "--json"], elsewhere.path());
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["record"]["run_id"], run.as_str());
+    assert_eq!(v["key"].as_str().unwrap().len(), 16);
+    assert_eq!(v["log_tail"].as_array().unwrap().len(), 40, "the default: the last 40 of its 51 lines");
+    // Unknown and ambiguous: usage errors that say what to do.
+    let (code, _, err) = show(&["ffff0000", "-d", uc_s], elsewhere.path());
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no run id starting 'ffff0000'") && err.contains("`ubunye runs -d "), "{err}");
+    fs::copy(&record, dir.join(format!("{}-0000-0000-0000-000000000000.json", &run[..8]))).unwrap();
+    let (code, _, err) = show(&[&run[..8], "-d", uc_s], elsewhere.path());
+    assert_eq!(code, Some(2));
+    assert!(err.contains("names 2 runs"), "{err}");
+}

@@ -103,6 +103,12 @@ const EXPECT: &[Expect] = &[
         codes: &[0],
         why: "a week of one mode",
     },
+    Expect {
+        command: "ubunye runs show 9ecd09db -d uc",
+        how: How::Shell,
+        codes: &[2],
+        why: "the README's run id is its own example's: this sandbox has other runs, so it names none",
+    },
     Expect { command: "ubunye doctor -d uc", how: How::Shell, codes: &[0, 1], why: "0 nothing found, 1 findings" },
     Expect { command: "ubunye top -d uc", how: How::Terminal("q"), codes: &[0], why: "the dashboard, quit with q" },
     Expect {

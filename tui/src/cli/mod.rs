@@ -15,6 +15,7 @@ pub(crate) mod leases;
 pub(crate) mod metrics;
 mod python;
 pub(crate) mod runs;
+mod runs_show;
 mod store;
 mod table;
 
@@ -114,7 +115,12 @@ impl Command {
                 leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => Some(&a.which.dir.dir),
                 leases::LeasesCommand::History(a) => Some(&a.dir.dir),
             },
-            Command::Runs(a) => a.ucs.single(),
+            // A record's path names its own use case.
+            Command::Runs(a) => match &a.show {
+                Some(runs::RunsCommand::Show(s)) if s.run.contains('/') => None,
+                Some(runs::RunsCommand::Show(s)) => Some(&s.dir.dir),
+                None => a.ucs.single(),
+            },
             Command::Doctor(a) => a.ucs.single(),
             Command::Top(a) => a.ucs.single(),
             _ => None,

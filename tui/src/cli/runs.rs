@@ -12,9 +12,13 @@ use ubunye::state::{self, RecordInfo, UnreadableFile};
 /// The run records (lineage) of a use case, newest first.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  ubunye runs -d uc --status interrupted --since 1d\n  ubunye runs -d uc --dt 2025-01-01..2025-01-07 --status failed\n  ubunye runs -d uc --task 'demo/sales/*' --limit 5 --json\n  ubunye runs --find /data --status error --since 1h    # all below a folder\n\nWith several use cases (-d repeated, or --find) the newest records of all of them come first, each naming its use case; one that cannot be read is a problem (on stderr; in --json's problems) and the others are still listed."
+    after_help = "Examples:\n  ubunye runs -d uc --status interrupted --since 1d\n  ubunye runs show 9ecd09db -d uc    # one run whole, the end of its log\n  ubunye runs -d uc --dt 2025-01-01..2025-01-07 --status failed\n  ubunye runs -d uc --task 'demo/sales/*' --limit 5 --json\n  ubunye runs --find /data --status error --since 1h    # all below a folder\n\nWith several use cases (-d repeated, or --find) the newest records of all of them come first, each naming its use case; one that cannot be read is a problem (on stderr; in --json's problems) and the others are still listed."
 )]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct RunsArgs {
+    /// `runs show RUN`: one run whole.
+    #[command(subcommand)]
+    pub show: Option<RunsCommand>,
     #[command(flatten)]
     pub ucs: UseCasesArg,
     #[command(flatten)]
@@ -56,6 +60,13 @@ const FIT: table::Fit = table::Fit {
     ],
     last_min: 16,
 };
+
+/// What `runs` does besides listing.
+#[derive(clap::Subcommand, Debug)]
+pub enum RunsCommand {
+    /// One run whole: its record, its batch, the end of its log.
+    Show(super::runs_show::ShowArgs),
+}
 
 /// A run record's status, as the record says it.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +119,9 @@ impl Named {
 }
 
 pub fn run(a: &RunsArgs, colour: bool) -> i32 {
+    if let Some(RunsCommand::Show(s)) = &a.show {
+        return super::runs_show::run(s);
+    }
     let (ucs, many) = match a.ucs.single() {
         Some(d) => (vec![crate::console::fleet::UseCase { shown: d.to_path_buf(), error: None }], false),
         None => (a.ucs.resolve(), true),

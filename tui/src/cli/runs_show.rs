@@ -1,0 +1,218 @@
+//! `ubunye runs show <RUN>`: one run whole: its record, its batch (and the
+//! command that explains it), and the end of its log.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::Value;
+
+use super::{DirArg, LineageArg, exit, say_err};
+
+/// Print one run whole: its record, its batch and the end of its log.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "RUN is a run id (4 hex digits or more, or whole, as `ubunye runs` and `leases list` show it) or the path of its record.
+
+Examples:
+  ubunye runs show 9ecd09db -d uc
+  ubunye runs show 9ecd09db -d uc --lines 200
+  ubunye runs show uc/.ubunye/lineage/demo/sales/ingest/9ecd09db-….json
+
+The log is what `ubunye exec` kept of the command's stdout and stderr beside its record (<run id>.log, and .log.1 when it was rotated): kept for a command with no terminal, as under a scheduler."
+)]
+pub struct ShowArgs {
+    /// The run: a run id (or its first 4+ hex digits), or its record's path.
+    pub run: String,
+    #[command(flatten)]
+    pub dir: DirArg,
+    #[command(flatten)]
+    pub lineage: LineageArg,
+    /// How many of the log's last lines to show.
+    #[arg(long, value_name = "N", default_value_t = 40)]
+    pub lines: usize,
+    /// One JSON object (schema: docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The most of a log's end that is read to find its last lines.
+const TAIL_BYTES: u64 = 256 * 1024;
+
+pub fn run(a: &ShowArgs) -> i32 {
+    let (root, record) = match find(a) {
+        Ok(x) => x,
+        Err(why) => {
+            say_err(&why);
+            return exit::USAGE;
+        }
+    };
+    let bytes = match std::fs::read(&record) {
+        Ok(b) => b,
+        Err(e) => {
+            say_err(&format!("{}: {e}", record.display()));
+            return exit::REFUSED;
+        }
+    };
+    let doc: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let task = record.parent().map(task_of).unwrap_or_default();
+    let key = doc.get("variables").and_then(Value::as_object).and_then(|v| ubunye::state::record_key(&task, v));
+    let log = record.with_extension("log");
+    let older = ubunye::exec::tee::rotated(&log);
+    let (log_path, tail) = match tail(&log, a.lines) {
+        Some(t) => (Some(log.clone()), t),
+        None => (None, Vec::new()),
+    };
+    if a.json {
+        crate::cli::print_json(&serde_json::json!({
+            "use_case": root,
+            "task": task,
+            "key": key,
+            "record_path": record,
+            "record": doc,
+            "log_path": log_path,
+            "log_rotated": older.exists().then_some(&older),
+            "log_tail": tail,
+        }));
+        return exit::OK;
+    }
+    let field = |k: &str| doc.get(k).map(text).unwrap_or_default();
+    let mut out = String::new();
+    let mut line = |label: &str, value: String| {
+        if !value.is_empty() {
+            out.push_str(&format!("{label:<9} {value}\n"));
+        }
+    };
+    line("run", field("run_id"));
+    line("task", task.clone());
+    let vars = doc.get("variables").and_then(Value::as_object).map(ubunye::state::variables_text).unwrap_or_default();
+    match &key {
+        Some(k) => line(
+            "batch",
+            format!("{}  {vars}  (`ubunye leases explain {}`)", &k[..8.min(k.len())], ubunye::suggest::batch(&root, k)),
+        ),
+        None => line("variables", vars),
+    }
+    line("status", field("status"));
+    line("started", field("started_at"));
+    let took = doc.get("duration_sec").and_then(Value::as_f64).map(|s| format!(" (took {s:.1} s)")).unwrap_or_default();
+    line("ended", if field("ended_at").is_empty() { String::new() } else { format!("{}{took}", field("ended_at")) });
+    line("error", field("error"));
+    for o in doc.get("outputs").and_then(Value::as_array).into_iter().flatten() {
+        let g = |k: &str| o.get(k).map(text).unwrap_or_default();
+        line("output", format!("{}  {}  {}", g("name"), g("format"), g("location")));
+    }
+    if let Some(cmd) = doc.get("command").and_then(Value::as_array) {
+        let words: Vec<String> = cmd.iter().map(|w| ubunye::suggest::quote(&text(w))).collect();
+        line("command", words.join(" "));
+    }
+    line("record", record.display().to_string());
+    if bytes.is_empty() || doc.is_null() {
+        line("note", "the record is empty or not JSON: only its name is known".into());
+    }
+    match log_path {
+        Some(p) => {
+            out.push_str(&format!("\nLog (its last {} line(s) of {}):\n", tail.len(), p.display()));
+            for l in &tail {
+                out.push_str(&format!("  {l}\n"));
+            }
+            if older.exists() {
+                out.push_str(&format!("  (older lines: {})\n", older.display()));
+            }
+        }
+        None => out.push_str(
+            "\nLog: none (it had a terminal, its log was off, or it said nothing; `ubunye exec` keeps one beside the record)\n",
+        ),
+    }
+    crate::cli::out(&out);
+    exit::OK
+}
+
+/// The use case and the record a RUN names: a record's path, or a run id
+/// (or its start) among the records of the use case's lineage folder.
+fn find(a: &ShowArgs) -> Result<(PathBuf, PathBuf), String> {
+    let q = a.run.as_str();
+    if q.contains('/') {
+        let p = std::fs::canonicalize(q).map_err(|e| format!("{q}: {e}"))?;
+        if p.extension().is_none_or(|x| x != "json") {
+            return Err(format!("{q} is not a run record (<run id>.json in a task's lineage folder)"));
+        }
+        let root = ubunye::layout::use_case_above(&p).unwrap_or_else(|| a.dir.dir.clone());
+        return Ok((std::fs::canonicalize(&root).unwrap_or(root), p));
+    }
+    if !ubunye::state::may_be_run_id(q) {
+        let uc = std::fs::canonicalize(&a.dir.dir).unwrap_or_else(|_| a.dir.dir.clone());
+        return Err(format!(
+            "'{}' is not a run id: give 4 hex digits of it or more (`ubunye runs {}` lists them), or its record's path",
+            ubunye::state::shorten(q),
+            ubunye::suggest::dir(&uc)
+        ));
+    }
+    let root = crate::cli::usecase::check(&a.dir.dir)?;
+    let lineage = match &a.lineage.lineage_dir {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => a.dir.dir.join(d),
+        None => ubunye::layout::lineage_root(&root),
+    };
+    let want = q.to_ascii_lowercase();
+    let mut hits = Vec::new();
+    let mut problems = Vec::new();
+    for (task, dir) in ubunye::state::task_dirs(&lineage, &mut problems) {
+        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(run) = name.strip_suffix(".json").filter(|r| r.to_ascii_lowercase().starts_with(&want)) {
+                hits.push((run.to_string(), task.clone(), e.path()));
+            }
+        }
+    }
+    let list = format!("`ubunye runs {}` lists them", ubunye::suggest::dir(&root));
+    match hits.len() {
+        1 => Ok((root, hits.remove(0).2)),
+        0 => Err(format!("no run id starting '{q}' in {}: {list}", lineage.display())),
+        n => {
+            hits.sort();
+            let named: Vec<String> = hits.iter().take(10).map(|(r, t, _)| format!("{r} {t}")).collect();
+            Err(format!("'{q}' names {n} runs: {}. Give more of the run id.", named.join("; ")))
+        }
+    }
+}
+
+/// `<lineage>/u/p/t` -> `u/p/t`.
+fn task_of(dir: &Path) -> String {
+    let parts: Vec<String> = dir.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    parts[parts.len().saturating_sub(3)..].join("/")
+}
+
+/// A JSON value as a line of text.
+fn text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The last `n` lines of a log (its last 256 KiB read at most); None when
+/// there is no log.
+fn tail(path: &Path, n: usize) -> Option<Vec<String>> {
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let from = len.saturating_sub(TAIL_BYTES);
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    f.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.lines().collect();
+    // A first line cut by where the read began is not shown whole.
+    if from > 0 && !lines.is_empty() {
+        lines.remove(0);
+    }
+    let start = lines.len().saturating_sub(n);
+    Some(
+        lines[start..]
+            .iter()
+            .map(|l| l.chars().map(|c| if c.is_control() && c != '\t' { '�' } else { c }).collect())
+            .collect(),
+    )
+}
