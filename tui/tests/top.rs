@@ -108,6 +108,27 @@ fn the_takeover_popup_lists_the_plan_and_defaults_to_no() {
     snap("popup-takeover-yes-highlighted", &screen(&mut a, 80, 24));
 }
 
+/// `--read-only`: t and f are not offered (footer, help) and only say so;
+/// nothing is planned, nothing is changed.
+#[test]
+fn read_only_offers_no_repair_and_t_only_says_so() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    a.read_only = true;
+    let before = common::tree(&uc);
+    press(&mut a, "t");
+    assert!(a.popup.is_none());
+    let shown = screen(&mut a, 100, 30);
+    assert!(shown.contains("read-only: this dashboard does not repair"), "{shown}");
+    let footer = shown.lines().last().unwrap();
+    assert!(!footer.contains("takeover") && !footer.contains("finish") && footer.contains("help"), "{footer}");
+    press(&mut a, "Enter f");
+    assert!(a.popup.is_none());
+    press(&mut a, "Esc ?");
+    let help = screen(&mut a, 100, 40);
+    assert!(!help.contains("take over") && help.contains("this help"), "{help}");
+    assert_eq!(common::tree(&uc), before, "nothing changed");
+}
+
 #[test]
 fn the_finish_popup_of_a_pending_batch() {
     let (_d, _uc, mut a) = open("rerun-pending", LATER);

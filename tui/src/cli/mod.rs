@@ -174,6 +174,10 @@ pub struct TopArgs {
     /// many use cases, how often to count them again.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = humantime::parse_duration)]
     pub interval: std::time::Duration,
+    /// Watch only: no repair keys (t, f are not offered and do nothing but
+    /// say so), for people who watch but must not act.
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 /// The whole command line as clap builds it: the help, the completions and
@@ -356,6 +360,12 @@ fn dispatch(cli: &Cli) -> i32 {
                     say_err("a store sends no events: `top -d s3://...` polls every --interval; drop --watch notify");
                     return exit::USAGE;
                 }
+                if a.read_only {
+                    say_err(
+                        "--read-only is for a use case on a disk: the store's dashboard has its takeover key; `ubunye leases list -d s3://...` only looks",
+                    );
+                    return exit::USAGE;
+                }
                 crate::top::store::run(d.to_str().unwrap_or_default(), a.interval, colour)
             }
             Some(d) => crate::top::run(&crate::top::Options {
@@ -363,12 +373,14 @@ fn dispatch(cli: &Cli) -> i32 {
                 watch: a.watch.clone(),
                 interval: a.interval,
                 colour,
+                read_only: a.read_only,
             }),
             None => crate::top::fleet::run(&crate::top::fleet::Options {
                 ucs: a.ucs.resolve(),
                 watch: a.watch.clone(),
                 interval: a.interval,
                 colour,
+                read_only: a.read_only,
             }),
         },
         Command::Demo(a) => {
@@ -379,7 +391,13 @@ fn dispatch(cli: &Cli) -> i32 {
                 if interactive {
                     let dir = uc.to_path_buf();
                     let interval = std::time::Duration::from_secs(2);
-                    crate::top::run(&crate::top::Options { dir, watch: "auto".into(), interval, colour })
+                    crate::top::run(&crate::top::Options {
+                        dir,
+                        watch: "auto".into(),
+                        interval,
+                        colour,
+                        read_only: false,
+                    })
                 } else {
                     let colour = if colour { "always" } else { "never" };
                     let argv = ["ubunye", "--color", colour, "leases", "list", "--all", "-d"].map(OsString::from);

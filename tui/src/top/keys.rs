@@ -84,6 +84,13 @@ pub enum Action {
     Clear,
 }
 
+impl Action {
+    /// Whether it changes a use case (a repair): what `--read-only` leaves out.
+    pub fn writes(self) -> bool {
+        matches!(self, Action::Takeover | Action::Finish)
+    }
+}
+
 /// A key as the table names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum K {
@@ -266,9 +273,9 @@ pub fn of(ctx: Ctx, view: View) -> impl Iterator<Item = &'static Binding> {
 
 /// `t takeover  f finish ...`: the footer of a context in a view. Next
 /// bindings with the same word share it: `s/S sort`.
-pub fn footer(ctx: Ctx, view: View) -> Vec<(String, &'static str)> {
+pub fn footer(ctx: Ctx, view: View, read_only: bool) -> Vec<(String, &'static str)> {
     let mut out: Vec<(String, &'static str)> = Vec::new();
-    for b in of(ctx, view) {
+    for b in of(ctx, view).filter(|b| !(read_only && b.action.writes())) {
         let Some(word) = b.footer else { continue };
         match out.last_mut() {
             Some((label, w)) if *w == word => {
@@ -284,9 +291,9 @@ pub fn footer(ctx: Ctx, view: View) -> Vec<(String, &'static str)> {
 /// The help of a context: groups of bindings, each with its heading, the
 /// bindings of every view first, then those of some views under their names
 /// (`Only in 1 batches`), in table order.
-pub fn help(ctx: Ctx) -> Vec<(String, Vec<&'static Binding>)> {
+pub fn help(ctx: Ctx, read_only: bool) -> Vec<(String, Vec<&'static Binding>)> {
     let mut groups: Vec<(&'static [View], Vec<&'static Binding>)> = Vec::new();
-    for b in BINDINGS.iter().filter(|b| b.ctx == ctx) {
+    for b in BINDINGS.iter().filter(|b| b.ctx == ctx && !(read_only && b.action.writes())) {
         match groups.iter_mut().find(|(v, _)| *v == b.views) {
             Some((_, g)) => g.push(b),
             None => groups.push((b.views, vec![b])),
@@ -344,7 +351,7 @@ mod tests {
         for view in [View::Runs, View::Doctor] {
             assert_eq!(lookup(Main, view, &t), None, "{view:?}");
             assert_eq!(elsewhere(Main, view, &t).map(|b| b.action), Some(Action::Takeover));
-            let words: Vec<&str> = footer(Main, view).into_iter().map(|(_, w)| w).collect();
+            let words: Vec<&str> = footer(Main, view, false).into_iter().map(|(_, w)| w).collect();
             for no in ["takeover", "finish", "copy key", "sort", "detail"] {
                 assert!(!words.contains(&no), "{view:?} offers {no}: {words:?}");
             }
@@ -354,7 +361,7 @@ mod tests {
 
     #[test]
     fn next_bindings_with_one_word_share_it_in_the_footer() {
-        let f = footer(Main, View::Batches);
+        let f = footer(Main, View::Batches, false);
         assert!(f.contains(&("s/S".to_string(), "sort")), "{f:?}");
         assert_eq!(f.iter().filter(|(_, w)| *w == "sort").count(), 1);
     }
@@ -362,12 +369,12 @@ mod tests {
     #[test]
     fn the_help_has_every_binding_once_under_its_views() {
         for ctx in Ctx::ALL {
-            let groups = help(ctx);
+            let groups = help(ctx, false);
             let n: usize = groups.iter().map(|(_, g)| g.len()).sum();
             assert_eq!(n, BINDINGS.iter().filter(|b| b.ctx == ctx).count(), "{ctx:?}");
             assert_eq!(groups[0].0, ctx.title());
         }
-        let main = help(Main);
+        let main = help(Main, false);
         let batches = main.iter().find(|(h, _)| h == "Only in 1 batches").map(|(_, g)| g);
         assert!(batches.is_some_and(|g| g.iter().any(|b| b.action == Action::Takeover)), "{main:?}");
     }

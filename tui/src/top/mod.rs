@@ -53,6 +53,8 @@ pub struct Options {
     pub interval: std::time::Duration,
     /// Whether to colour (decided by `console::colour`).
     pub colour: bool,
+    /// `--read-only`: no repair keys.
+    pub read_only: bool,
 }
 
 /// Run `top`; the exit code.
@@ -105,6 +107,7 @@ pub fn dashboard(terminal: &mut ratatui::DefaultTerminal, opts: &Options, root: 
     let lineage = ubunye::layout::lineage_root(root);
     let watch = Watch::start(Requested::parse(&opts.watch), opts.interval, root, &lineage, tx.clone());
     let mut app = App::new(Model::new(src.clone(), empty(root, &lineage, &src.sys)), opts.colour, &watch.mode);
+    app.read_only = opts.read_only;
     app.start_loading();
     workers::read(&src, tx.clone()).map_err(|e| format!("cannot start reading: {e}"))?;
     let feed = term::feed(&tx).map_err(|e| format!("cannot start: {e}"))?;

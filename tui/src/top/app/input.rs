@@ -159,6 +159,9 @@ impl App {
                 self.rebuild();
                 self.say(Level::Info, format!("sorted by {} {}", self.sort.word(), self.sort_arrow()));
             }
+            Action::Takeover | Action::Finish if self.read_only => {
+                self.say(Level::Info, "read-only: this dashboard does not repair (started with --read-only)");
+            }
             Action::Takeover => self.open_repair(Kind::Takeover),
             Action::Finish => self.open_repair(Kind::Finish),
             Action::Copy => {

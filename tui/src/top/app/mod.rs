@@ -162,6 +162,8 @@ pub struct App {
     pub help_scroll: usize,
     pub popup: Option<Popup>,
     pub frozen: bool,
+    /// `--read-only`: the repair keys are not offered and do nothing.
+    pub read_only: bool,
     held: Held,
     pub status: Status,
     /// Batches per state, in [`State::ALL`] order.
@@ -225,6 +227,7 @@ impl App {
             help_scroll: 0,
             popup: None,
             frozen: false,
+            read_only: false,
             held: Held::default(),
             status: Status { watch: watch.to_string(), ..Status::default() },
             counts: [0; ubunye::state::State::ALL.len()],

@@ -41,6 +41,8 @@ pub struct Options {
     pub watch: String,
     pub interval: Duration,
     pub colour: bool,
+    /// `--read-only`: the dashboards it opens have no repair keys.
+    pub read_only: bool,
 }
 
 /// Run the fleet view; the exit code. Bad input is told in one line before
@@ -105,6 +107,7 @@ fn views(terminal: &mut ratatui::DefaultTerminal, opts: &Options, sys: &Sys) -> 
             watch: opts.watch.clone(),
             interval: opts.interval,
             colour: opts.colour,
+            read_only: opts.read_only,
         };
         flags.paused.store(true, Ordering::Relaxed);
         let ended = match crate::console::usecase::check(&uc.shown) {

@@ -280,7 +280,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     let keys: Vec<(String, &str)> = match &app.popup {
         Some(Popup::Refused { .. } | Popup::Done { .. }) if ctx == Ctx::Popup => vec![("Enter/Esc".into(), "close")],
         Some(Popup::Running { .. }) if ctx == Ctx::Popup => vec![],
-        _ => keys::footer(ctx, app.view),
+        _ => keys::footer(ctx, app.view, app.read_only),
     };
     // Help and quit always show: the rest as room allows, in table order.
     let always = |k: &(String, &str)| matches!(k.1, "help" | "quit");

@@ -98,7 +98,7 @@ pub(super) fn draw_popup(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
 pub(super) fn draw_help(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let mut lines: Vec<Line> = Vec::new();
     for ctx in Ctx::ALL {
-        for (heading, bindings) in keys::help(ctx) {
+        for (heading, bindings) in keys::help(ctx, app.read_only) {
             lines.push(Line::from(Span::styled(heading, p.bold())));
             for b in bindings {
                 lines.push(Line::from(vec![
