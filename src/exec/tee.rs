@@ -141,6 +141,32 @@ fn mask(bytes: &[u8], secrets: &[String]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The last `n` lines of a log, its last 256 KiB read at most (a line cut
+/// by where the read began is left out); None when there is no log. Control
+/// characters are shown as `�` (a log is not to drive the terminal).
+pub fn tail(path: &Path, n: usize) -> Option<Vec<String>> {
+    use std::io::{Seek, SeekFrom};
+    const TAIL_BYTES: u64 = 256 * 1024;
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let from = len.saturating_sub(TAIL_BYTES);
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    f.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<&str> = text.lines().collect();
+    if from > 0 && !lines.is_empty() {
+        lines.remove(0);
+    }
+    let start = lines.len().saturating_sub(n);
+    Some(
+        lines[start..]
+            .iter()
+            .map(|l| l.chars().map(|c| if c.is_control() && c != '\t' { '\u{fffd}' } else { c }).collect())
+            .collect(),
+    )
+}
+
 /// The older generation of a log: `<run>.log.1`.
 pub fn rotated(path: &Path) -> PathBuf {
     let mut p = path.as_os_str().to_os_string();

@@ -129,6 +129,48 @@ fn read_only_offers_no_repair_and_t_only_says_so() {
     assert_eq!(common::tree(&uc), before, "nothing changed");
 }
 
+/// `l`: the batch's run log in the detail pane, at its end, followed as it
+/// grows; `l` again: the report. A run with no log says how one is kept.
+#[test]
+fn l_shows_the_runs_log_and_follows_it() {
+    let (_d, uc, mut a) = open("dead-killed", LATER);
+    let log = uc.join(".ubunye/lineage/demo/sales/ingest/a7ee7676-3983-4c1b-8fff-47937b7a2497.log");
+    let text: String = (0..100).map(|i| format!("step {i} of the ingest\n")).collect();
+    fs::write(&log, text).unwrap();
+    press(&mut a, "l");
+    let shown = screen(&mut a, 80, 24);
+    assert!(shown.contains("7d106ca7 · log") && shown.contains("step 99 of the ingest"), "{shown}");
+    assert!(!shown.contains("step 0 of"), "opened at its end:\n{shown}");
+    let mut f = fs::OpenOptions::new().append(true).open(&log).unwrap();
+    std::io::Write::write_all(&mut f, b"step 100: loading orders.csv\n").unwrap();
+    a.handle(Event::Tick);
+    let shown = screen(&mut a, 80, 24);
+    assert!(shown.contains("step 100: loading orders.csv"), "followed:\n{shown}");
+    press(&mut a, "l");
+    let shown = screen(&mut a, 80, 24);
+    assert!(shown.contains("· explain") && shown.contains("Who holds it"), "{shown}");
+    // The finished batch's run kept no log.
+    press(&mut a, "Esc j l");
+    let shown = screen(&mut a, 80, 24);
+    assert!(shown.contains("has no log") && shown.contains("keeps the command's output"), "{shown}");
+}
+
+/// End/G in the detail pane reaches the report's last line however its
+/// lines wrap at the pane's width.
+#[test]
+fn end_in_the_detail_pane_reaches_the_last_line_when_lines_wrap() {
+    for width in [60, 80] {
+        let (_d, _uc, mut a) = open("dead-killed", LATER);
+        press(&mut a, "Enter");
+        let _ = screen(&mut a, width, 20);
+        press(&mut a, "End");
+        let shown = screen(&mut a, width, 20);
+        let last = a.detail.lines.iter().rev().find(|l| !l.trim().is_empty()).unwrap().trim().to_string();
+        let tail: String = last.chars().rev().take(12).collect::<Vec<_>>().into_iter().rev().collect();
+        assert!(shown.contains(tail.trim()), "{width}: End shows the last line ({last}):\n{shown}");
+    }
+}
+
 #[test]
 fn the_finish_popup_of_a_pending_batch() {
     let (_d, _uc, mut a) = open("rerun-pending", LATER);

@@ -1,7 +1,6 @@
 //! `ubunye runs show <RUN>`: one run whole: its record, its batch (and the
 //! command that explains it), and the end of its log.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -36,9 +35,6 @@ pub struct ShowArgs {
     pub json: bool,
 }
 
-/// The most of a log's end that is read to find its last lines.
-const TAIL_BYTES: u64 = 256 * 1024;
-
 pub fn run(a: &ShowArgs) -> i32 {
     let (root, record) = match find(a) {
         Ok(x) => x,
@@ -59,7 +55,7 @@ pub fn run(a: &ShowArgs) -> i32 {
     let key = doc.get("variables").and_then(Value::as_object).and_then(|v| ubunye::state::record_key(&task, v));
     let log = record.with_extension("log");
     let older = ubunye::exec::tee::rotated(&log);
-    let (log_path, tail) = match tail(&log, a.lines) {
+    let (log_path, tail) = match ubunye::exec::tee::tail(&log, a.lines) {
         Some(t) => (Some(log.clone()), t),
         None => (None, Vec::new()),
     };
@@ -191,28 +187,4 @@ fn text(v: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
-}
-
-/// The last `n` lines of a log (its last 256 KiB read at most); None when
-/// there is no log.
-fn tail(path: &Path, n: usize) -> Option<Vec<String>> {
-    let mut f = std::fs::File::open(path).ok()?;
-    let len = f.metadata().ok()?.len();
-    let from = len.saturating_sub(TAIL_BYTES);
-    f.seek(SeekFrom::Start(from)).ok()?;
-    let mut bytes = Vec::new();
-    f.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    let mut lines: Vec<&str> = text.lines().collect();
-    // A first line cut by where the read began is not shown whole.
-    if from > 0 && !lines.is_empty() {
-        lines.remove(0);
-    }
-    let start = lines.len().saturating_sub(n);
-    Some(
-        lines[start..]
-            .iter()
-            .map(|l| l.chars().map(|c| if c.is_control() && c != '\t' { '�' } else { c }).collect())
-            .collect(),
-    )
 }

@@ -58,6 +58,8 @@ pub enum Action {
     Finish,
     /// Copy the selected batch's key to the clipboard (OSC 52).
     Copy,
+    /// Show the run's log in the detail pane, followed (again: the report).
+    Log,
     /// Stop (or resume) applying updates.
     Freeze,
     Rescan,
@@ -175,6 +177,8 @@ pub const BINDINGS: &[Binding] = &[
     b(Main, &[K::Key(C::Char('S'))], "S", "reverse the sort (the header marks it ▲ or ▼)", Some("sort"), A::Reverse)
         .only(BATCHES),
     b(Main, &[K::Key(C::Char('y'))], "y", "copy the batch key (OSC 52)", Some("copy key"), A::Copy).only(BATCHES),
+    b(Main, &[K::Key(C::Char('l'))], "l", "the run's log (a live run's is followed)", Some("log"), A::Log)
+        .only(BATCHES),
     b(Main, &[K::Key(C::Char('r'))], "r", "rescan everything now", Some("rescan"), A::Rescan),
     b(Main, &[K::Key(C::Tab)], "Tab", "next view: batches, runs, doctor", Some("view"), A::NextView),
     b(Main, &[K::Key(C::Char('1'))], "1", "batches", None, A::ViewBatches),
@@ -193,6 +197,7 @@ pub const BINDINGS: &[Binding] = &[
     b(Detail, &[K::Key(C::Char('t'))], "t", "take over the batch", Some("takeover"), A::Takeover),
     b(Detail, &[K::Key(C::Char('f'))], "f", "finish a pending commit", Some("finish"), A::Finish),
     b(Detail, &[K::Key(C::Char('y'))], "y", "copy the batch key", Some("copy key"), A::Copy),
+    b(Detail, &[K::Key(C::Char('l'))], "l", "the run's log / the report", Some("log"), A::Log),
     b(Detail, &[K::Key(C::Char('F'))], "F", "freeze / resume", None, A::Freeze),
     b(Detail, &[K::Key(C::Char('?'))], "?", "this help", Some("help"), A::Help),
     b(Detail, &[K::Key(C::Char('q')), K::Ctrl('c')], "q", "quit", Some("quit"), A::Quit),

@@ -122,7 +122,9 @@ impl App {
     }
 
     fn detail_key(&mut self, a: Action) -> Vec<Effect> {
-        let last = self.detail.lines.len().saturating_sub(1);
+        // Counted in lines as drawn (wrapped to the pane), not as written.
+        let rows = self.detail_rows.max(self.detail.lines.len());
+        let last = rows.saturating_sub(1);
         let page = self.detail_page.max(1);
         match a {
             Action::Up => self.detail.scroll = self.detail.scroll.saturating_sub(1),
@@ -130,7 +132,7 @@ impl App {
             Action::PageUp => self.detail.scroll = self.detail.scroll.saturating_sub(page),
             Action::PageDown => self.detail.scroll = (self.detail.scroll + page).min(last),
             Action::First => self.detail.scroll = 0,
-            Action::Last => self.detail.scroll = last.saturating_sub(page.saturating_sub(1)),
+            Action::Last => self.detail.scroll = rows.saturating_sub(page),
             Action::Close => self.detail.open = false,
             _ => return self.main_key(a),
         }
@@ -169,6 +171,17 @@ impl App {
                     let key = b.key().to_string();
                     self.say(Level::Info, format!("copied {key} to the clipboard (OSC 52)"));
                     return vec![Effect::Copy(key)];
+                }
+            }
+            Action::Log => {
+                if self.selected_batch().is_none() {
+                    self.say(Level::Info, "no batch selected");
+                } else {
+                    self.detail.log = !(self.detail.log && self.detail.open);
+                    self.detail.open = true;
+                    self.refresh_detail(true);
+                    // The log opens at its end; the report at its top.
+                    self.detail.scroll = if self.detail.log { usize::MAX / 2 } else { 0 };
                 }
             }
             Action::Freeze => return self.toggle_freeze(),
@@ -229,6 +242,10 @@ impl App {
                     self.moved = true;
                     self.detail.open = true;
                     self.detail.scroll = 0;
+                    if self.detail.log {
+                        self.detail.log = false;
+                        self.refresh_detail(true);
+                    }
                 }
             }
             View::Runs => {

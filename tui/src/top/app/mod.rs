@@ -119,6 +119,8 @@ pub struct Detail {
     pub scroll: usize,
     /// It has the focus (and the whole body).
     pub open: bool,
+    /// It shows the run's log (`l`), kept up to date, not its report.
+    pub log: bool,
     generation: u64,
 }
 
@@ -164,6 +166,9 @@ pub struct App {
     pub frozen: bool,
     /// `--read-only`: the repair keys are not offered and do nothing.
     pub read_only: bool,
+    /// The detail pane's lines once wrapped to its width, as last drawn:
+    /// what its scrolling is counted in.
+    pub detail_rows: usize,
     held: Held,
     pub status: Status,
     /// Batches per state, in [`State::ALL`] order.
@@ -228,6 +233,7 @@ impl App {
             popup: None,
             frozen: false,
             read_only: false,
+            detail_rows: 0,
             held: Held::default(),
             status: Status { watch: watch.to_string(), ..Status::default() },
             counts: [0; ubunye::state::State::ALL.len()],
@@ -419,7 +425,14 @@ impl App {
         if self.model.tick() {
             self.rebuild();
         }
-        if self.selected_batch().is_some_and(|b| b.lease().is_some()) {
+        if self.detail.log && self.detail.open {
+            // A live run's log grows: followed while the end is shown.
+            let at_end = self.detail.scroll + self.detail_page >= self.detail_rows;
+            self.refresh_detail(true);
+            if at_end {
+                self.detail.scroll = usize::MAX / 2;
+            }
+        } else if self.selected_batch().is_some_and(|b| b.lease().is_some()) {
             self.refresh_detail(true);
         }
         let retry = std::mem::take(&mut self.retry);

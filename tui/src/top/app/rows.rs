@@ -111,6 +111,12 @@ impl App {
         if same && !force && self.detail.generation == self.model.generation {
             return;
         }
+        if self.detail.log {
+            self.detail.lines = self.log_lines(&id);
+            self.detail.id = Some(id);
+            self.detail.generation = self.model.generation;
+            return;
+        }
         // A finished batch is kept light: read whole again to be explained.
         self.detail.lines = match self.model.whole(&id) {
             Ok(Some(b)) => {
@@ -123,9 +129,31 @@ impl App {
         if !same {
             self.detail.scroll = 0;
         }
-        self.detail.scroll = self.detail.scroll.min(self.detail.lines.len().saturating_sub(1));
+        self.detail.scroll = self.detail.scroll.min(self.detail.lines.len().max(self.detail_rows).saturating_sub(1));
         self.detail.id = Some(id);
         self.detail.generation = self.model.generation;
+    }
+
+    /// The log of the batch's run (its lease's, or its newest record's):
+    /// the last 2,000 lines of `<lineage>/<task>/<run>.log`, or what to do
+    /// when there is none.
+    fn log_lines(&self, id: &Id) -> Vec<String> {
+        let run = self.model.batch(id).and_then(|b| b.run_id.clone());
+        let Some(run) = run.filter(|r| ubunye::layout::run_id_is_safe(r)) else {
+            return vec!["No run of this batch is known, so no log.".into()];
+        };
+        let path = self.model.scan.lineage_dir.join(&id.0).join(format!("{run}.log"));
+        match ubunye::exec::tee::tail(&path, 2000) {
+            Some(lines) if lines.is_empty() => vec![format!("{} is empty.", path.display())],
+            Some(mut lines) => {
+                lines.insert(0, format!("{} (l: back to the report)", path.display()));
+                lines
+            }
+            None => vec![
+                format!("Run {} has no log ({}).", ubunye::documents::short(&run), path.display()),
+                "`ubunye exec` keeps the command's output beside its record when it has no terminal (a scheduler, cron).".into(),
+            ],
+        }
     }
 
     /// Bring the runs view's data up to date before drawing it (doctor's

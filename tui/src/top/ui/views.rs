@@ -3,9 +3,10 @@
 use super::*;
 
 pub(super) fn draw_detail(f: &mut Frame, app: &mut App, area: Rect, p: Paint, full: bool) {
+    let what = if app.detail.log { "log" } else { "explain" };
     let title = match &app.detail.id {
-        Some((task, key)) => format!(" {task} {} · explain ", &key[..key.len().min(8)]),
-        None => " explain ".into(),
+        Some((task, key)) => format!(" {task} {} · {what} ", &key[..key.len().min(8)]),
+        None => format!(" {what} "),
     };
     let hint = if full { " Esc back · ↑↓ PgUp PgDn scroll " } else { " Enter: full report " };
     let block = Block::default()
@@ -16,6 +17,7 @@ pub(super) fn draw_detail(f: &mut Frame, app: &mut App, area: Rect, p: Paint, fu
     let lines = wrap(&app.detail.lines, inner.width as usize);
     let height = inner.height as usize;
     app.detail_page = height.max(1);
+    app.detail_rows = lines.len();
     let max_scroll = lines.len().saturating_sub(height);
     if app.detail.scroll > max_scroll {
         app.detail.scroll = max_scroll;
