@@ -210,6 +210,45 @@ fn a_takeover_carried_out_turns_dead_into_interrupted() {
     assert!(audit.contains("\"outcome\":\"done\""), "{audit}");
 }
 
+/// Space tags rows; t then plans every tagged batch in one popup (those no
+/// repair applies to said as skipped), default No; yes repairs each in turn
+/// off the UI thread; the tags are cleared. Esc clears tags before anything.
+#[test]
+fn tagged_batches_are_repaired_together() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let dir = uc.join(".ubunye/leases/demo/sales/ingest");
+    let second = dir.join("aaaa000000000001.json");
+    fs::copy(dir.join("7d106ca76674f2a1.json"), &second).unwrap();
+    let old = fs::metadata(dir.join("7d106ca76674f2a1.json")).unwrap().modified().unwrap();
+    common::set_mtime(&second, old);
+    let captured = old + Duration::from_secs(1);
+    let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
+    let mut a = app(&uc, sys);
+    assert_eq!(states(&a), vec![State::Dead, State::Dead, State::Finished]);
+    press(&mut a, "Space Esc");
+    assert!(a.tagged.is_empty(), "Esc clears the tags");
+    press(&mut a, "g Space Space Space");
+    assert_eq!(a.tagged.len(), 3);
+    assert!(screen(&mut a, 100, 30).contains("+✖ dead"), "tagged rows are marked");
+    press(&mut a, "t");
+    let Some(Popup::Confirm { more, skipped, yes: false, .. }) = &a.popup else { panic!("{:?}", a.popup) };
+    assert_eq!((more.len(), skipped.len()), (1, 1), "two plans, the finished batch skipped");
+    let shown = screen(&mut a, 100, 40);
+    assert!(shown.contains("Take over 2 tagged batches") && shown.contains("skip: "), "{shown}");
+    let effects = press(&mut a, "y");
+    let Some(Effect::RepairMany(plans)) = effects.into_iter().next() else { panic!("no repairs asked for") };
+    assert_eq!(plans.len(), 2);
+    let done: Vec<_> = plans.into_iter().map(|p| popup::carry_out(&a.model.src, p)).collect();
+    assert!(done.iter().all(|d| d.outcome.is_ok()), "{:?}", done.iter().map(|d| &d.outcome).collect::<Vec<_>>());
+    a.handle(Event::RepairedMany(done));
+    assert!(matches!(&a.popup, Some(Popup::Done { ok: true, .. })));
+    assert!(a.tagged.is_empty());
+    press(&mut a, "Esc");
+    assert!(!states(&a).contains(&State::Dead), "{:?}", states(&a));
+    let audit = fs::read_to_string(uc.join(".ubunye/repairs.jsonl")).unwrap();
+    assert_eq!(audit.lines().filter(|l| l.contains("\"outcome\":\"done\"")).count(), 2, "{audit}");
+}
+
 #[test]
 fn a_repair_refused_by_the_engine_is_shown() {
     let (_d, uc, mut a) = open("dead-killed", LATER);

@@ -40,6 +40,8 @@ pub enum Event {
     Examined(Box<Result<ubunye::doctor::Look, String>>),
     /// A repair finished.
     Repaired(Box<RepairDone>),
+    /// The repairs of tagged batches carried out, in order.
+    RepairedMany(Vec<RepairDone>),
     /// SIGTERM, SIGHUP or SIGINT arrived.
     Signal(i32),
     /// The dashboard over a store ([`crate::top::store`]): a look at it.

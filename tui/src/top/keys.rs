@@ -60,6 +60,8 @@ pub enum Action {
     Copy,
     /// Show the run's log in the detail pane, followed (again: the report).
     Log,
+    /// Tag (or untag) the selected batch: t and f then act on every tagged.
+    Tag,
     /// Stop (or resume) applying updates.
     Freeze,
     Rescan,
@@ -89,7 +91,7 @@ pub enum Action {
 impl Action {
     /// Whether it changes a use case (a repair): what `--read-only` leaves out.
     pub fn writes(self) -> bool {
-        matches!(self, Action::Takeover | Action::Finish)
+        matches!(self, Action::Takeover | Action::Finish | Action::Tag)
     }
 }
 
@@ -179,13 +181,22 @@ pub const BINDINGS: &[Binding] = &[
     b(Main, &[K::Key(C::Char('y'))], "y", "copy the batch key (OSC 52)", Some("copy key"), A::Copy).only(BATCHES),
     b(Main, &[K::Key(C::Char('l'))], "l", "the run's log (a live run's is followed)", Some("log"), A::Log)
         .only(BATCHES),
+    b(
+        Main,
+        &[K::Key(C::Char(' '))],
+        "Space",
+        "tag the batch: t and f then act on every tagged one",
+        Some("tag"),
+        A::Tag,
+    )
+    .only(BATCHES),
     b(Main, &[K::Key(C::Char('r'))], "r", "rescan everything now", Some("rescan"), A::Rescan),
     b(Main, &[K::Key(C::Tab)], "Tab", "next view: batches, runs, doctor", Some("view"), A::NextView),
     b(Main, &[K::Key(C::Char('1'))], "1", "batches", None, A::ViewBatches),
     b(Main, &[K::Key(C::Char('2'))], "2", "run records", None, A::ViewRuns),
     b(Main, &[K::Key(C::Char('3'))], "3", "doctor findings", None, A::ViewDoctor),
     b(Main, &[K::Key(C::Char('?'))], "?", "this help", Some("help"), A::Help),
-    b(Main, &[K::Key(C::Esc)], "Esc", "clear the filter", None, A::Close).only(FILTERED),
+    b(Main, &[K::Key(C::Esc)], "Esc", "clear the tags, then the filter", None, A::Close).only(FILTERED),
     b(Main, &[K::Key(C::Char('q')), K::Ctrl('c')], "q", "quit", Some("quit"), A::Quit),
     b(Detail, &[K::Key(C::Up), K::Key(C::Char('k'))], "↑/k", "scroll up", None, A::Up),
     b(Detail, &[K::Key(C::Down), K::Key(C::Char('j'))], "↓/j", "scroll down", None, A::Down),

@@ -13,8 +13,9 @@ use crate::top::model::Source;
 #[derive(Clone, Debug)]
 pub enum Popup {
     /// The plan, and the question. `yes` is the highlighted answer: false
-    /// until moved.
-    Confirm { plan: Box<RepairPlan>, yes: bool, scroll: Scroll },
+    /// until moved. With tagged batches, `more` holds the plans of the
+    /// others, and `skipped` the tagged batches no repair applies to, and why.
+    Confirm { plan: Box<RepairPlan>, yes: bool, scroll: Scroll, more: Vec<RepairPlan>, skipped: Vec<String> },
     /// No repair applies: the one-line reason.
     Refused { kind: Kind, title: String, reason: String },
     /// The repair is under way.
@@ -98,11 +99,38 @@ pub fn plan(model: &mut crate::top::model::Model, kind: Kind, task: &str, key: &
         Ok(batch) => {
             let e = explain::explain(&model.scan, batch);
             match repair::check(kind, &e) {
-                Ok(plan) => Popup::Confirm { plan: Box::new(plan), yes: false, scroll: Scroll::default() },
+                Ok(plan) => Popup::Confirm {
+                    plan: Box::new(plan),
+                    yes: false,
+                    scroll: Scroll::default(),
+                    more: Vec::new(),
+                    skipped: Vec::new(),
+                },
                 Err(reason) => Popup::Refused { kind, title: t, reason },
             }
         }
     }
+}
+
+/// Phase one for tagged batches: each read again and checked, one popup
+/// for all (the first plan, the others, and those skipped with why).
+pub fn plan_many(model: &mut crate::top::model::Model, kind: Kind, ids: &[(String, String)]) -> Popup {
+    let mut plans = Vec::new();
+    let mut skipped = Vec::new();
+    for (task, key) in ids {
+        match plan(model, kind, task, key) {
+            Popup::Confirm { plan, .. } => plans.push(*plan),
+            Popup::Refused { reason, .. } => skipped.push(reason),
+            _ => {}
+        }
+    }
+    if plans.is_empty() {
+        let verb = if kind == Kind::Takeover { "Take over" } else { "Finish" };
+        let title = format!("{verb} {} tagged batch(es)", ids.len());
+        return Popup::Refused { kind, title, reason: format!("none of them needs it: {}", skipped.join("; ")) };
+    }
+    let first = plans.remove(0);
+    Popup::Confirm { plan: Box::new(first), yes: false, scroll: Scroll::default(), more: plans, skipped }
 }
 
 /// What a repair did.

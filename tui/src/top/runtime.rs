@@ -122,6 +122,17 @@ impl<B: Backend> Loop<'_, B> {
                     self.app.say(Level::Error, format!("cannot start the repair: {e}; nothing was done"));
                 }
             }
+            Effect::RepairMany(plans) => {
+                let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
+                let spawned = std::thread::Builder::new().name("top-repair".into()).spawn(move || {
+                    let done = plans.into_iter().map(|p| popup::carry_out(&src, p)).collect();
+                    let _ = tx.send(Event::RepairedMany(done));
+                });
+                if let Err(e) = spawned {
+                    self.app.popup = None;
+                    self.app.say(Level::Error, format!("cannot start the repairs: {e}; nothing was done"));
+                }
+            }
             Effect::Copy(text) => match self.clipboard.as_mut() {
                 Some(out) => {
                     let _ = out.write_all(crate::top::term::osc52(&text).as_bytes());

@@ -76,14 +76,14 @@ impl App {
     fn popup_key(&mut self, a: Action) -> Vec<Effect> {
         let Some(p) = self.popup.as_mut() else { return Vec::new() };
         match p {
-            Popup::Confirm { plan, yes, scroll } => match a {
+            Popup::Confirm { plan, yes, scroll, more, .. } => match a {
                 Action::Yes => {
-                    let plan = plan.clone();
-                    return self.start_repair(plan);
+                    let (plan, more) = (plan.clone(), more.clone());
+                    return self.start_repair(plan, more);
                 }
                 Action::Confirm if *yes => {
-                    let plan = plan.clone();
-                    return self.start_repair(plan);
+                    let (plan, more) = (plan.clone(), more.clone());
+                    return self.start_repair(plan, more);
                 }
                 Action::No | Action::Close | Action::Confirm => {
                     self.popup = None;
@@ -115,10 +115,15 @@ impl App {
         Vec::new()
     }
 
-    fn start_repair(&mut self, plan: Box<RepairPlan>) -> Vec<Effect> {
-        let title = popup::title(plan.kind, &plan.task, &plan.key);
+    fn start_repair(&mut self, plan: Box<RepairPlan>, more: Vec<RepairPlan>) -> Vec<Effect> {
+        if more.is_empty() {
+            let title = popup::title(plan.kind, &plan.task, &plan.key);
+            self.popup = Some(Popup::Running { kind: plan.kind, title });
+            return vec![Effect::Repair(plan)];
+        }
+        let title = format!("Repairing {} tagged batches", more.len() + 1);
         self.popup = Some(Popup::Running { kind: plan.kind, title });
-        vec![Effect::Repair(plan)]
+        vec![Effect::RepairMany(std::iter::once(*plan).chain(more).collect())]
     }
 
     fn detail_key(&mut self, a: Action) -> Vec<Effect> {
@@ -161,7 +166,21 @@ impl App {
                 self.rebuild();
                 self.say(Level::Info, format!("sorted by {} {}", self.sort.word(), self.sort_arrow()));
             }
-            Action::Takeover | Action::Finish if self.read_only => {
+            Action::Tag if !self.read_only => {
+                if let Some(id) = self.selected_batch().map(|b| b.id()) {
+                    if !self.tagged.remove(&id) {
+                        self.tagged.insert(id);
+                    }
+                    let n = self.tagged.len();
+                    self.say(Level::Info, format!("{n} tagged: t or f acts on all of them, Esc clears the tags"));
+                    self.move_by(1);
+                }
+            }
+            Action::Close if !self.tagged.is_empty() => {
+                self.tagged.clear();
+                self.say(Level::Info, "tags cleared");
+            }
+            Action::Takeover | Action::Finish | Action::Tag if self.read_only => {
                 self.say(Level::Info, "read-only: this dashboard does not repair (started with --read-only)");
             }
             Action::Takeover => self.open_repair(Kind::Takeover),
@@ -280,8 +299,14 @@ impl App {
         self.detail.scroll = 0;
     }
 
-    /// The key table binds the repairs in the batch view only.
+    /// The key table binds the repairs in the batch view only. With tagged
+    /// batches, the repair is of all of them.
     fn open_repair(&mut self, kind: Kind) {
+        if !self.tagged.is_empty() {
+            let ids: Vec<_> = self.tagged.iter().cloned().collect();
+            self.popup = Some(popup::plan_many(&mut self.model, kind, &ids));
+            return;
+        }
         let Some(b) = self.selected_batch() else {
             self.say(Level::Info, "no batch selected");
             return;

@@ -80,6 +80,8 @@ pub enum Effect {
     Examine,
     /// Carry out a confirmed repair, off the UI thread.
     Repair(Box<RepairPlan>),
+    /// Repair these batches one after the other, off the UI thread.
+    RepairMany(Vec<RepairPlan>),
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
     /// Watch the folders again (after a rescan: one may have appeared).
@@ -166,6 +168,8 @@ pub struct App {
     pub frozen: bool,
     /// `--read-only`: the repair keys are not offered and do nothing.
     pub read_only: bool,
+    /// Batches tagged with Space: t and f act on all of them.
+    pub tagged: BTreeSet<Id>,
     /// The detail pane's lines once wrapped to its width, as last drawn:
     /// what its scrolling is counted in.
     pub detail_rows: usize,
@@ -233,6 +237,7 @@ impl App {
             popup: None,
             frozen: false,
             read_only: false,
+            tagged: BTreeSet::new(),
             detail_rows: 0,
             held: Held::default(),
             status: Status { watch: watch.to_string(), ..Status::default() },
@@ -381,6 +386,7 @@ impl App {
                 Vec::new()
             }
             Event::Repaired(done) => self.on_repaired(*done),
+            Event::RepairedMany(done) => self.on_repaired_many(done),
             Event::Signal(sig) => vec![Effect::Quit(128 + sig)],
             // The dashboard over a store and the fleet view have their own
             // apps (`top::store`, `top::fleet`).
@@ -452,6 +458,36 @@ impl App {
             return vec![Effect::PollInstead("watch limit".into())];
         }
         self.say(Level::Warn, format!("watching: {message}"));
+        Vec::new()
+    }
+
+    fn on_repaired_many(&mut self, done: Vec<RepairDone>) -> Vec<Effect> {
+        let kind = done.first().map(|d| d.plan.kind).unwrap_or(Kind::Takeover);
+        let mut all_ok = true;
+        let mut text = String::new();
+        for d in &done {
+            let (ok, t) = popup::outcome_text(d);
+            all_ok &= ok;
+            let key = &d.plan.key[..8.min(d.plan.key.len())];
+            text.push_str(&format!("{} {key}: {}\n", d.plan.task, if ok { "done" } else { "refused" }));
+            text.push_str(&t);
+            text.push('\n');
+        }
+        let verb = if kind == Kind::Takeover { "Took over" } else { "Finished" };
+        let title = format!("{verb} {} tagged batch(es)", done.len());
+        self.popup = Some(Popup::Done { kind, title, ok: all_ok, text, scroll: Scroll::default() });
+        self.tagged.clear();
+        let now = self.model.now();
+        for d in &done {
+            let id = (d.plan.task.clone(), d.plan.key.clone());
+            if let Err(e) = self.model.reread(&id, now) {
+                self.say(Level::Error, format!("cannot read: {e}"));
+            }
+        }
+        self.model.last_change = Some(self.model.src.sys.clock.now());
+        self.model.generation += 1;
+        self.rebuild();
+        self.refresh_detail(true);
         Vec::new()
     }
 

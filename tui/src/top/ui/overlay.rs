@@ -16,18 +16,35 @@ pub(super) fn draw_popup(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     let width = area.width.saturating_sub(4).min(100);
     let inner_w = width.saturating_sub(4) as usize;
     let (title, colour, body, buttons) = match &*popup {
-        Popup::Confirm { plan, yes, .. } => {
-            let mut body = vec![
-                format!("{} {} ({}):", plan.task, &plan.key[..8.min(plan.key.len())], plan.state.word()),
-            ];
-            body.extend(plan.steps.iter().cloned());
-            body.push(String::new());
-            body.push(format!(
-                "The same as `{} {}`; audited in .ubunye/repairs.jsonl.",
-                plan.kind.command(),
-                &plan.key[..8.min(plan.key.len())]
-            ));
-            (crate::top::popup::title(plan.kind, &plan.task, &plan.key), Color::Yellow, body, Some(*yes))
+        Popup::Confirm { plan, yes, more, skipped, .. } => {
+            let mut body = Vec::new();
+            for p in std::iter::once(&**plan).chain(more) {
+                body.push(format!("{} {} ({}):", p.task, &p.key[..8.min(p.key.len())], p.state.word()));
+                body.extend(p.steps.iter().cloned());
+                body.push(String::new());
+            }
+            for s in skipped {
+                body.push(format!("skip: {s}"));
+            }
+            if !skipped.is_empty() {
+                body.push(String::new());
+            }
+            let title = if more.is_empty() {
+                body.push(format!(
+                    "The same as `{} {}`; audited in .ubunye/repairs.jsonl.",
+                    plan.kind.command(),
+                    &plan.key[..8.min(plan.key.len())]
+                ));
+                crate::top::popup::title(plan.kind, &plan.task, &plan.key)
+            } else {
+                body.push(format!(
+                    "{} batches, each read again and re-checked by the engine as its turn comes, each audited in .ubunye/repairs.jsonl.",
+                    more.len() + 1
+                ));
+                let verb = if plan.kind == ubunye::repair::Kind::Takeover { "Take over" } else { "Finish" };
+                format!("{verb} {} tagged batches", more.len() + 1)
+            };
+            (title, Color::Yellow, body, Some(*yes))
         }
         Popup::Refused { title, reason, .. } => (
             title.clone(),

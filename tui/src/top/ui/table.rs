@@ -137,11 +137,17 @@ fn draw_table(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
         let cells: Vec<Cell> = cols
             .iter()
             .map(|c| {
-                let text = fit(&(c.cell)(b), c.width);
+                let cell = (c.cell)(b);
+                // A tagged batch is marked where the eye starts: `+` before its state.
+                let cell = if c.title == "STATE" && app.tagged.contains(&b.id()) { format!("+{cell}") } else { cell };
+                let text = fit(&cell, c.width);
                 if c.title == "STATE" { Cell::from(Span::styled(text, p.state(b.state()))) } else { Cell::from(text) }
             })
             .collect();
         let mut row = Row::new(cells);
+        if app.tagged.contains(&b.id()) {
+            row = row.style(p.bold().add_modifier(Modifier::UNDERLINED));
+        }
         if range.start + n == app.selected[0] {
             row = row.style(p.selected());
         }
