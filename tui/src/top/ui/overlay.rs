@@ -12,9 +12,13 @@ pub(super) fn centered(area: Rect, width: u16, height: u16) -> Rect {
 /// The repair popup: its text scrolls (a counter says which lines show)
 /// between the title and the question, which stays in view.
 pub(super) fn draw_popup(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
-    let Some(popup) = &mut app.popup else { return };
+    if app.popup.is_none() {
+        return;
+    }
     let width = area.width.saturating_sub(4).min(100);
     let inner_w = width.saturating_sub(4) as usize;
+    let root = app.model.scan.root.clone();
+    let Some(popup) = &mut app.popup else { return };
     let (title, colour, body, buttons) = match &*popup {
         Popup::Confirm { plan, yes, more, skipped, .. } => {
             let mut body = Vec::new();
@@ -30,11 +34,8 @@ pub(super) fn draw_popup(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
                 body.push(String::new());
             }
             let title = if more.is_empty() {
-                body.push(format!(
-                    "The same as `{} {}`; audited in .ubunye/repairs.jsonl.",
-                    plan.kind.command(),
-                    &plan.key[..8.min(plan.key.len())]
-                ));
+                body.push(format!("The same as `{} {}`.", plan.kind.command(), ubunye::suggest::batch(&root, &plan.key)));
+                body.push("It is audited in .ubunye/repairs.jsonl.".into());
                 crate::top::popup::title(plan.kind, &plan.task, &plan.key)
             } else {
                 body.push(format!(
