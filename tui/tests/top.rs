@@ -171,6 +171,28 @@ fn end_in_the_detail_pane_reaches_the_last_line_when_lines_wrap() {
     }
 }
 
+/// At any width the table cuts text only with `…`: a date is whole or ends
+/// in `…` (`dt=2025-01` alone would read as a monthly batch), and the key
+/// to paste stays while there is room for it.
+#[test]
+fn the_table_cuts_only_with_an_ellipsis_at_any_width() {
+    let (_d, _uc, mut a) = open("dead-killed", LATER);
+    let date = regex::Regex::new(r"dt=\S*").unwrap();
+    for (w, h) in [(40, 20), (60, 20), (80, 24), (100, 30), (120, 30)] {
+        let shown = screen(&mut a, w, h);
+        let rows: Vec<&str> = shown.lines().skip(3).take(2).collect();
+        for row in &rows {
+            for m in date.find_iter(row) {
+                let t = m.as_str();
+                assert!(t.len() == "dt=2025-01-02".len() || t.ends_with('…'), "{w}x{h}: '{t}' cut without …:\n{shown}");
+            }
+        }
+        if w >= 60 {
+            assert!(rows[0].contains("7d106ca7"), "{w}x{h}: the key:\n{shown}");
+        }
+    }
+}
+
 #[test]
 fn the_finish_popup_of_a_pending_batch() {
     let (_d, _uc, mut a) = open("rerun-pending", LATER);

@@ -33,24 +33,28 @@ fn claims(b: BatchRef) -> String {
     if b.lease().is_some() || !b.orphans().is_empty() { b.claim_count().to_string() } else { String::new() }
 }
 
-/// The columns that fit in `w`, widest content first to go: RUN, CLAIMS,
-/// PID@HOST are dropped on narrow screens (the detail pane has them), never
-/// the one sorted by, which is wide enough for its title and the sort's
-/// arrow.
+/// The columns that fit in `w`, as `leases list` fits its table: who holds
+/// the batch, its run and claims go first (the detail pane has them), then
+/// the age; the task narrows, then goes; the variables narrow last. The one
+/// sorted by is never dropped. No column is wider than its share, so nothing
+/// is cut but with `…` (a variable cut silently reads as another batch).
 fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
     let model = &app.model;
     let shown = || visible.iter().filter_map(|&i| model.row(i));
     let longest = |f: fn(BatchRef) -> String, cap: usize, min: usize| {
         shown().map(|b| f(b).chars().count()).max().unwrap_or(0).clamp(min, cap)
     };
-    let vars = |b: BatchRef| b.vars().unwrap_or(b.key()).to_string();
+    let vars = |b: BatchRef| b.vars().unwrap_or_default().to_string();
+    let key = |b: BatchRef| b.key().get(..8).unwrap_or(b.key()).to_string();
     let run = |b: BatchRef| b.run_id().as_deref().map(ubunye::documents::short).unwrap_or_default();
     let task = |b: BatchRef| b.task().to_string();
-    let state_w = 2 + shown().map(|b| b.state().word().len()).max().unwrap_or(5).max(5);
+    let state_w =
+        2 + shown().map(|b| b.state().word().len()).max().unwrap_or(5).max(5) + usize::from(!app.tagged.is_empty());
     let mut cols = vec![
         Col { title: "STATE", width: state_w, cell: |b| format!("{} {}", b.state().glyph(), b.state().word()) },
+        Col { title: "KEY", width: 8, cell: key },
         Col { title: "TASK", width: longest(task, 28, 4), cell: task },
-        Col { title: "VARIABLES / KEY", width: longest(vars, 30, 15), cell: vars },
+        Col { title: "VARIABLES", width: longest(vars, 30, 9), cell: vars },
         Col { title: "RUN", width: 8, cell: run },
         Col { title: "PID@HOST", width: longest(holder, 18, 8), cell: holder },
         Col { title: "AGE", width: longest(age, 14, 3), cell: age },
@@ -61,30 +65,40 @@ fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
     if let Some(c) = cols.iter_mut().find(|c| c.title == sorted) {
         c.width = c.width.max(c.title.chars().count() + 2);
     }
-    let need = |cols: &[Col]| cols.iter().map(|c| c.width + 1).sum::<usize>() + 20;
-    for drop in ["RUN", "CLAIMS", "PID@HOST"] {
+    // The note keeps at least 12 columns while anything else can give way.
+    let need = |cols: &[Col]| cols.iter().filter(|c| c.title != "NOTE").map(|c| c.width + 1).sum::<usize>() + 12;
+    let narrow = |cols: &mut Vec<Col>, title: &str, min: usize| {
+        if let Some(c) = cols.iter_mut().find(|c| c.title == title) {
+            c.width = c.width.min(min.max(c.title.chars().count()));
+        }
+    };
+    for step in ["RUN", "CLAIMS", "PID@HOST", "AGE", "task<14", "TASK", "vars<14", "KEY"] {
         if need(&cols) <= w {
             break;
         }
-        if drop != sorted {
-            cols.retain(|c| c.title != drop);
-        }
-    }
-    // Still too wide: narrow the task and the variables, never below 12.
-    while need(&cols) > w {
-        let widest = cols
-            .iter_mut()
-            .filter(|c| matches!(c.title, "TASK" | "VARIABLES / KEY") && c.width > 12)
-            .max_by_key(|c| c.width);
-        match widest {
-            Some(c) => c.width -= 1,
-            None => break,
+        match step {
+            "task<14" => narrow(&mut cols, "TASK", 14),
+            "vars<14" => narrow(&mut cols, "VARIABLES", 14),
+            drop if drop != sorted => cols.retain(|c| c.title != drop),
+            _ => {}
         }
     }
     let used: usize = cols.iter().filter(|c| c.title != "NOTE").map(|c| c.width + 1).sum();
-    if let Some(note) = cols.iter_mut().find(|c| c.title == "NOTE") {
-        note.width = w.saturating_sub(used).max(4);
+    if used + 1 > w {
+        // Narrower than every column's least: the state and what room is
+        // left, each cut with `…`.
+        cols.retain(|c| c.title == "STATE" || c.title == "VARIABLES");
+        let state = cols[0].width.min(w);
+        if let Some(v) = cols.get_mut(1) {
+            v.width = w.saturating_sub(state + 1);
+        }
+        cols[0].width = state;
+        return cols;
     }
+    if let Some(note) = cols.iter_mut().find(|c| c.title == "NOTE") {
+        note.width = w.saturating_sub(used);
+    }
+    cols.retain(|c| c.width > 0);
     cols
 }
 
