@@ -238,3 +238,73 @@ fn closing_the_terminal_ends_top() {
         }
     }
 }
+
+/// The page, as a paged engineer plays it in a terminal of 80x24, typing
+/// nothing the screen did not show: the list names the dead batch's key;
+/// explain of that key ends with the repair to run; that command, as
+/// printed, takes the batch over after a `y`; the failed runs list names
+/// a run id; `runs show` of it ends with the run's log.
+#[test]
+fn the_page_from_the_list_to_the_log_at_80x24() {
+    if !common::tmux::require_tmux("the_page_from_the_list_to_the_log_at_80x24") {
+        return;
+    }
+    let d = common::dash::short_tempdir();
+    let uc = d.path().join("uc");
+    let o =
+        Command::new(BIN).args(["demo", "--no-top", "--dir"]).arg(&uc).env_remove("UBUNYE_TEST_HOST").output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bin_dir = Path::new(BIN).parent().unwrap();
+    let t = Tmux { socket: format!("ubunye-page-{}", std::process::id()) };
+    t.run(&["new-session", "-d", "-s", "e2e", "-x", "80", "-y", "24", "sh"]);
+    // `ubunye` on PATH, as installed; a short settle for the test. Each step
+    // ends by printing PAGE-42 (typed as arithmetic, so that the typed line
+    // is not taken for its end).
+    let setup = format!(
+        "export PATH={}:$PATH UBUNYE_TEST_SETTLE=50ms; unset UBUNYE_TEST_HOST; cd {}; clear",
+        bin_dir.display(),
+        d.path().display()
+    );
+    t.keys(&[&setup, "Enter"]);
+    let run = |line: &str, done: &str| -> String {
+        t.keys(&["clear", "Enter"]);
+        t.wait("a clear screen", |p| p.trim().lines().count() <= 1);
+        t.keys(&[line, "Enter"]);
+        t.wait(done, |p| p.contains("PAGE-42"))
+    };
+    let screen_has = |p: &str, what: &str| p.lines().find(|l| l.contains(what)).map(str::to_string);
+
+    // 1. What needs someone: the dead row shows its key.
+    let list = run("ubunye leases list -d uc; echo PAGE-$((40+2))", "the list");
+    assert!(list.lines().all(|l| l.chars().count() <= 80), "{list}");
+    let row = screen_has(&list, "✖ dead").unwrap_or_else(|| panic!("no dead row:\n{list}"));
+    let key = row.split_whitespace().nth(2).unwrap().to_string();
+    assert_eq!(key.len(), 8, "the KEY column: {row}");
+
+    // 2. Explain it, by what the list showed; the screen ends with the repair.
+    let explain = run(&format!("ubunye leases explain {key} -d uc; echo PAGE-$((40+2))"), "explain");
+    let repair = screen_has(&explain, "Run:").unwrap_or_else(|| panic!("no Run: line:\n{explain}"));
+    let repair = repair.trim().strip_prefix("Run:").unwrap().trim().to_string();
+    assert!(repair.starts_with("ubunye leases takeover ") && repair.contains(&key), "{repair}");
+
+    // 3. Run it as printed; answer y at its question.
+    t.keys(&["clear", "Enter"]);
+    t.wait("a clear screen", |p| p.trim().lines().count() <= 1);
+    t.keys(&[&format!("{repair}; echo PAGE-$((40+2))"), "Enter"]);
+    let asked = t.wait("the question", |p| p.contains("Go ahead? [y/N]"));
+    assert!(asked.contains("remove") || asked.contains("mark its record"), "{asked}");
+    t.keys(&["y", "Enter"]);
+    let done = t.wait("the takeover", |p| p.contains("PAGE-42"));
+    assert!(done.contains("waiting") && done.contains("released"), "{done}");
+
+    // 4. Which runs failed, by what the screen shows: a run id.
+    let runs = run("ubunye runs -d uc --status failed; echo PAGE-$((40+2))", "the failed runs");
+    // The failed batch of the list (dt=2025-01-03), as the engineer reads it.
+    let row = screen_has(&runs, "dt=2025-01-03").unwrap_or_else(|| panic!("no failed run of 01-03:\n{runs}"));
+    let run_id = row.split_whitespace().nth(2).unwrap().to_string();
+    assert_eq!(run_id.len(), 8, "the RUN column: {row}\n{runs}");
+
+    // 5. That run whole, ending with its log.
+    let show = run(&format!("ubunye runs show {run_id} -d uc; echo PAGE-$((40+2))"), "runs show");
+    assert!(show.contains("Log (its last") && show.contains("orders.csv: no such file"), "{show}");
+}
