@@ -45,7 +45,7 @@ pub struct DayBatch {
 /// none. `from`/`to`: the range asked for (as `--dt A..B` gives it), which
 /// widens the gaps to its ends when they are days.
 pub fn by_date(batches: &[Batch], from: Option<&str>, to: Option<&str>) -> Vec<Day> {
-    let mut rows: Vec<(Option<NaiveDate>, String, Day)> = batches
+    let dated = batches
         .iter()
         .filter_map(|b| {
             let vars = b.variables.as_ref()?;
@@ -57,7 +57,6 @@ pub fn by_date(batches: &[Batch], from: Option<&str>, to: Option<&str>) -> Vec<D
                 .map(|(k, v)| format!("{k}={}", text(v)))
                 .collect::<Vec<_>>()
                 .join(" ");
-            let day = as_day(&dt, dtf.as_deref());
             let batch = DayBatch {
                 task: b.task.clone(),
                 key: b.key.clone(),
@@ -66,7 +65,31 @@ pub fn by_date(batches: &[Batch], from: Option<&str>, to: Option<&str>) -> Vec<D
                 run_id: b.run_id.clone(),
                 note: b.note.clone(),
             };
-            Some((day, dt.clone(), Day { dt, batch: Some(batch) }))
+            Some(Dated { dt, dtf, batch })
+        })
+        .collect();
+    by_date_of(dated, from, to)
+}
+
+/// A batch with its date, as [`by_date_of`] orders them.
+#[derive(Clone, Debug)]
+pub struct Dated {
+    /// Its `dt` variable as text.
+    pub dt: String,
+    /// Its `dtf` variable, when it has one.
+    pub dtf: Option<String>,
+    /// What its line says.
+    pub batch: DayBatch,
+}
+
+/// [`by_date`] of batches already reduced to their dates (the dashboard
+/// keeps a batch's variables as one line, not as a map).
+pub fn by_date_of(dated: Vec<Dated>, from: Option<&str>, to: Option<&str>) -> Vec<Day> {
+    let mut rows: Vec<(Option<NaiveDate>, String, Day)> = dated
+        .into_iter()
+        .map(|d| {
+            let day = as_day(&d.dt, d.dtf.as_deref());
+            (day, d.dt.clone(), Day { dt: d.dt, batch: Some(d.batch) })
         })
         .collect();
     let days: Vec<NaiveDate> = rows.iter().filter_map(|r| r.0).collect();

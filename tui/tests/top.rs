@@ -193,6 +193,25 @@ fn the_table_cuts_only_with_an_ellipsis_at_any_width() {
     }
 }
 
+/// `h` on a batch: its task by date (4 history), each day's batch with its
+/// state; Enter on a day goes to that batch's report.
+#[test]
+fn h_shows_the_tasks_days_and_enter_goes_to_one() {
+    let (_d, _uc, mut a) = open("dead-killed", LATER);
+    press(&mut a, "h");
+    assert_eq!(a.view, View::History);
+    let shown = screen(&mut a, 80, 24);
+    assert!(shown.contains("demo/sales/ingest by date: 2 batch(es), 0 day(s) with none"), "{shown}");
+    let days: Vec<&str> = shown.lines().filter(|l| l.starts_with("2025-")).collect();
+    assert_eq!(days.len(), 2, "{shown}");
+    assert!(days[0].starts_with("2025-01-01") && days[0].contains("✓ finished"), "{shown}");
+    assert!(days[1].starts_with("2025-01-02") && days[1].contains("✖ dead"), "{shown}");
+    press(&mut a, "j Enter");
+    assert_eq!(a.view, View::Batches);
+    assert_eq!(selected_state(&a), Some(State::Dead));
+    assert!(a.detail.open);
+}
+
 #[test]
 fn the_finish_popup_of_a_pending_batch() {
     let (_d, _uc, mut a) = open("rerun-pending", LATER);
@@ -367,7 +386,7 @@ fn keys_change_the_state_as_the_table_says() {
             assert!(matches!(e, [Effect::Copy(k)] if k == "7d106ca76674f2a1"))
         }),
         ("tab goes to the runs", "dead-killed", "Tab", |a, _| assert_eq!(a.view, View::Runs)),
-        ("tab three times is back", "dead-killed", "Tab Tab Tab", |a, _| assert_eq!(a.view, View::Batches)),
+        ("tab four times is back", "dead-killed", "Tab Tab Tab Tab", |a, _| assert_eq!(a.view, View::Batches)),
         ("enter opens the detail", "dead-killed", "Enter", |a, _| assert!(a.detail.open)),
         ("the detail scrolls", "dead-killed", "Enter j j", |a, _| assert_eq!(a.detail.scroll, 2)),
         ("esc closes the detail", "dead-killed", "Enter Esc", |a, _| assert!(!a.detail.open)),

@@ -83,7 +83,7 @@ fn the_finish_popup_scrolls_too() {
 /// (the doctor's look done: it names the lease, with its batch).
 fn in_view(view: View) -> (tempfile::TempDir, App) {
     let (d, mut a) = unreadable_lease();
-    let key = ["1", "2", "3"][view.index()];
+    let key = ["1", "2", "3", "4"][view.index()];
     press(&mut a, key);
     if view == View::Doctor {
         let examined = ubunye_tui::top::workers::examine(&a.model.src);

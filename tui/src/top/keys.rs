@@ -71,6 +71,8 @@ pub enum Action {
     ViewBatches,
     ViewRuns,
     ViewDoctor,
+    /// The selected batch's task by date (its history).
+    ViewHistory,
     /// Close the topmost popup, overlay or pane (Esc).
     Close,
     Quit,
@@ -153,7 +155,7 @@ const BATCHES: &[View] = &[View::Batches];
 /// The views the `/` filter narrows.
 const FILTERED: &[View] = &[View::Batches, View::Runs];
 /// The views whose lines lead to a batch.
-const TO_BATCH: &[View] = &[View::Runs, View::Doctor];
+const TO_BATCH: &[View] = &[View::Runs, View::Doctor, View::History];
 
 /// Every key `top` knows.
 pub const BINDINGS: &[Binding] = &[
@@ -191,10 +193,19 @@ pub const BINDINGS: &[Binding] = &[
     )
     .only(BATCHES),
     b(Main, &[K::Key(C::Char('r'))], "r", "rescan everything now", Some("rescan"), A::Rescan),
-    b(Main, &[K::Key(C::Tab)], "Tab", "next view: batches, runs, doctor", Some("view"), A::NextView),
+    b(Main, &[K::Key(C::Tab)], "Tab", "next view: batches, runs, doctor, history", Some("view"), A::NextView),
     b(Main, &[K::Key(C::Char('1'))], "1", "batches", None, A::ViewBatches),
     b(Main, &[K::Key(C::Char('2'))], "2", "run records", None, A::ViewRuns),
     b(Main, &[K::Key(C::Char('3'))], "3", "doctor findings", None, A::ViewDoctor),
+    b(
+        Main,
+        &[K::Key(C::Char('4')), K::Key(C::Char('h'))],
+        "4/h",
+        "its task by date: the days failed or never run",
+        Some("history"),
+        A::ViewHistory,
+    )
+    .only(BATCHES),
     b(Main, &[K::Key(C::Char('?'))], "?", "this help", Some("help"), A::Help),
     b(Main, &[K::Key(C::Esc)], "Esc", "clear the tags, then the filter", None, A::Close).only(FILTERED),
     b(Main, &[K::Key(C::Char('q')), K::Ctrl('c')], "q", "quit", Some("quit"), A::Quit),

@@ -1,16 +1,18 @@
-//! The dashboard's three views. A leaf: the key table says per view which
-//! keys work, and the state and the drawing switch on it.
+//! The dashboard's views. A leaf: the key table says per view which keys
+//! work, and the state and the drawing switch on it.
 
-/// The three views.
+/// The views.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
     Batches,
     Runs,
     Doctor,
+    /// One task's batches by date, the days with none as gaps (`h`).
+    History,
 }
 
 impl View {
-    pub const ALL: [View; 3] = [View::Batches, View::Runs, View::Doctor];
+    pub const ALL: [View; 4] = [View::Batches, View::Runs, View::Doctor, View::History];
 
     /// The view's tab in the header, and its name in the help: `2 runs`.
     pub fn title(self) -> &'static str {
@@ -18,6 +20,7 @@ impl View {
             View::Batches => "1 batches",
             View::Runs => "2 runs",
             View::Doctor => "3 doctor",
+            View::History => "4 history",
         }
     }
 
@@ -27,6 +30,7 @@ impl View {
             View::Batches => 0,
             View::Runs => 1,
             View::Doctor => 2,
+            View::History => 3,
         }
     }
 }

@@ -216,6 +216,21 @@ impl App {
             Action::ViewBatches => self.switch(View::Batches),
             Action::ViewRuns => self.switch(View::Runs),
             Action::ViewDoctor => self.switch(View::Doctor),
+            Action::ViewHistory => {
+                // The task of the batch selected in the batch view.
+                let task = self.selected_batch().map(|b| b.task().to_string());
+                if task.is_some() && task != self.history_task {
+                    self.history_task = task;
+                    self.history_generation = None;
+                    self.selected[3] = 0;
+                    self.offset[3] = 0;
+                }
+                if self.history_task.is_none() {
+                    self.say(Level::Info, "select a batch first: its task's history is shown");
+                } else {
+                    self.switch(View::History);
+                }
+            }
             Action::Close if !self.filter.is_empty() => self.set_filter(""),
             Action::Quit => return vec![Effect::Quit(0)],
             _ => {}
@@ -279,6 +294,18 @@ impl App {
                     .filter(|id| self.model.get(id).is_some());
                 self.jump_to(id);
             }
+            View::History => {
+                let id = self
+                    .history
+                    .get(self.selected[3])
+                    .and_then(|d| d.batch.as_ref())
+                    .map(|b| (b.task.clone(), b.key.clone()))
+                    .filter(|id| self.model.get(id).is_some());
+                match id {
+                    Some(id) => self.jump_to(Some(id)),
+                    None => self.say(Level::Info, "no batch that day: nothing ran it"),
+                }
+            }
         }
     }
 
@@ -324,6 +351,7 @@ impl App {
             View::Batches => self.rows.len(),
             View::Runs => self.runs.len(),
             View::Doctor => self.findings.len(),
+            View::History => self.history.len(),
         };
         if len == 0 {
             self.selected[v] = 0;

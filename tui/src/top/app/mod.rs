@@ -154,8 +154,8 @@ pub struct App {
     /// The batch table: indexes into the model's batches, filtered and sorted.
     pub rows: Vec<usize>,
     /// Selected row and first shown row, per view.
-    pub selected: [usize; 3],
-    pub offset: [usize; 3],
+    pub selected: [usize; 4],
+    pub offset: [usize; 4],
     selected_id: Option<Id>,
     /// The user moved the selection: it stays on its batch. Until then it
     /// stays on the first row (the most urgent batch, as rows come in).
@@ -181,6 +181,11 @@ pub struct App {
     pub runs: Vec<(usize, usize)>,
     runs_generation: Option<u64>,
     pub findings: Vec<Finding>,
+    /// The history view's task (the batch's whose `h` opened it), and its
+    /// days as last made.
+    pub history_task: Option<String>,
+    pub history: Vec<ubunye::state::days::Day>,
+    history_generation: Option<u64>,
     findings_generation: Option<u64>,
     findings_at: Option<Instant>,
     /// Doctor's look is under way (off the UI thread), asked for when the
@@ -227,8 +232,8 @@ impl App {
             filter: Filter::default(),
             editing: false,
             rows: Vec::new(),
-            selected: [0; 3],
-            offset: [0; 3],
+            selected: [0; 4],
+            offset: [0; 4],
             selected_id: None,
             moved: false,
             detail: Detail::default(),
@@ -244,6 +249,9 @@ impl App {
             counts: [0; ubunye::state::State::ALL.len()],
             runs: Vec::new(),
             runs_generation: None,
+            history_task: None,
+            history: Vec::new(),
+            history_generation: None,
             findings: Vec::new(),
             findings_generation: None,
             findings_at: None,

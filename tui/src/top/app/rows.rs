@@ -177,8 +177,48 @@ impl App {
                 self.runs_generation = Some(self.model.generation);
                 self.selected[1] = self.selected[1].min(self.runs.len().saturating_sub(1));
             }
-            View::Runs | View::Doctor => {}
+            View::History if self.history_generation != Some(self.model.generation) => {
+                self.history = self.days();
+                self.history_generation = Some(self.model.generation);
+                self.selected[3] = self.selected[3].min(self.history.len().saturating_sub(1));
+            }
+            View::Runs | View::Doctor | View::History => {}
         }
+    }
+
+    /// The history view's task's batches by date, from what the model holds
+    /// (a batch's variables as its one line).
+    fn days(&self) -> Vec<ubunye::state::days::Day> {
+        use ubunye::state::days::{Dated, DayBatch, by_date_of};
+        let Some(task) = &self.history_task else { return Vec::new() };
+        let model = &self.model;
+        let dated = (0..model.len())
+            .filter_map(|i| model.row(i))
+            .filter(|b| b.task() == task)
+            .filter_map(|b| {
+                let vars = b.vars()?;
+                let value = |k: &str| {
+                    vars.split(' ')
+                        .find_map(|kv| kv.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
+                        .map(str::to_string)
+                };
+                let dt = value("dt")?;
+                let others: Vec<&str> = vars.split(' ').filter(|kv| !kv.starts_with("dt=")).collect();
+                Some(Dated {
+                    dtf: value("dtf"),
+                    batch: DayBatch {
+                        task: b.task().to_string(),
+                        key: b.key().to_string(),
+                        state: b.state(),
+                        others: others.join(" "),
+                        run_id: b.run_id().map(|r| r.into_owned()),
+                        note: b.note().into_owned(),
+                    },
+                    dt,
+                })
+            })
+            .collect();
+        by_date_of(dated, None, None)
     }
 
     /// Held updates (shown in the status bar while frozen).

@@ -148,6 +148,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         View::Batches => draw_batches(f, app, body, p),
         View::Runs => draw_runs(f, app, body, p),
         View::Doctor => draw_doctor(f, app, body, p),
+        View::History => views::draw_history(f, app, body, p),
     }
     draw_status(f, app, status, p);
     draw_footer(f, app, footer, p);
@@ -249,6 +250,7 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect, p: Paint) {
         View::Batches => (app.selected[0], app.rows.len()),
         View::Runs => (app.selected[1], app.runs.len()),
         View::Doctor => (app.selected[2], app.findings.len()),
+        View::History => (app.selected[3], app.history.len()),
     };
     right.push(if len == 0 { "0/0".into() } else { format!("{}/{len}", pos + 1) });
     let right = right.join(" · ");

@@ -160,3 +160,70 @@ pub(super) fn draw_doctor(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
     }
     f.render_widget(Paragraph::new(lines), area);
 }
+
+/// One task's batches by date: a line a day, the days with no batch as
+/// gaps, each batch's state in its colour.
+pub(super) fn draw_history(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
+    let height = (area.height as usize).saturating_sub(2);
+    app.page = height.max(1);
+    let task = app.history_task.clone().unwrap_or_default();
+    let gaps = app.history.iter().filter(|d| d.batch.is_none()).count();
+    let head = format!("{task} by date: {} batch(es), {gaps} day(s) with none", app.history.len() - gaps);
+    f.render_widget(Paragraph::new(Span::styled(fit(&head, area.width as usize), p.bold())), area);
+    let area = Rect { y: area.y + 1, height: area.height.saturating_sub(1), ..area };
+    if app.history.is_empty() {
+        let why = "No batch of this task has a dt variable: nothing to order by date.";
+        f.render_widget(Paragraph::new(why), area);
+        return;
+    }
+    let range = window(app.selected[3], &mut app.offset[3], height, app.history.len());
+    let w = area.width as usize;
+    let dt_w = app.history.iter().map(|d| d.dt.chars().count()).max().unwrap_or(10).min(20);
+    let state_w = 14;
+    let others_w = app
+        .history
+        .iter()
+        .filter_map(|d| d.batch.as_ref())
+        .map(|b| b.others.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(24);
+    let fixed = dt_w + 1 + state_w + 1 + 8 + 1;
+    let others_w = if w >= fixed + others_w + 20 { others_w } else { 0 };
+    let note_w = w.saturating_sub(fixed + others_w + usize::from(others_w > 0)).max(4);
+    let header = Row::new(["DT", "STATE", "KEY", if others_w > 0 { "VARIABLES" } else { "" }, "NOTE"]).style(p.bold());
+    let mut rows = Vec::new();
+    for (n, d) in app.history[range.clone()].iter().enumerate() {
+        let mut row = match &d.batch {
+            Some(b) => Row::new(vec![
+                Cell::from(fit(&d.dt, dt_w)),
+                Cell::from(Span::styled(
+                    fit(&format!("{} {}", b.state.glyph(), b.state.word()), state_w),
+                    p.state(b.state),
+                )),
+                Cell::from(b.key.get(..8).unwrap_or(&b.key).to_string()),
+                Cell::from(fit(&b.others, others_w)),
+                Cell::from(fit(&b.note, note_w)),
+            ]),
+            None => Row::new(vec![
+                Cell::from(fit(&d.dt, dt_w)),
+                Cell::from(Span::styled("· no batch", p.dim())),
+                Cell::from(""),
+                Cell::from(""),
+                Cell::from(""),
+            ]),
+        };
+        if range.start + n == app.selected[3] {
+            row = row.style(p.selected());
+        }
+        rows.push(row);
+    }
+    let widths = [
+        Constraint::Length(dt_w as u16),
+        Constraint::Length(state_w as u16),
+        Constraint::Length(8),
+        Constraint::Length(others_w as u16),
+        Constraint::Length(note_w as u16),
+    ];
+    f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), area);
+}
