@@ -65,16 +65,29 @@ fn columns(app: &App, visible: &[usize], w: usize) -> Vec<Col> {
     if let Some(c) = cols.iter_mut().find(|c| c.title == sorted) {
         c.width = c.width.max(c.title.chars().count() + 2);
     }
-    // The note keeps at least 12 columns while anything else can give way.
-    let need = |cols: &[Col]| cols.iter().filter(|c| c.title != "NOTE").map(|c| c.width + 1).sum::<usize>() + 12;
+    // The note says why the batch is in its state: it keeps 24 columns while
+    // the holder's columns can give way, fewer as the task and variables do.
+    let need = |cols: &[Col], note: usize| {
+        cols.iter().filter(|c| c.title != "NOTE").map(|c| c.width + 1).sum::<usize>() + note
+    };
     let narrow = |cols: &mut Vec<Col>, title: &str, min: usize| {
         if let Some(c) = cols.iter_mut().find(|c| c.title == title) {
             c.width = c.width.min(min.max(c.title.chars().count()));
         }
     };
-    for step in ["RUN", "CLAIMS", "PID@HOST", "AGE", "task<14", "TASK", "vars<14", "KEY"] {
-        if need(&cols) <= w {
-            break;
+    let steps = [
+        ("RUN", 24),
+        ("CLAIMS", 24),
+        ("PID@HOST", 24),
+        ("AGE", 20),
+        ("task<14", 16),
+        ("TASK", 16),
+        ("vars<14", 12),
+        ("KEY", 12),
+    ];
+    for (step, note) in steps {
+        if need(&cols, note) <= w {
+            continue;
         }
         match step {
             "task<14" => narrow(&mut cols, "TASK", 14),
