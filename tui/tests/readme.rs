@@ -109,6 +109,21 @@ const EXPECT: &[Expect] = &[
         codes: &[2],
         why: "the README's run id is its own example's: this sandbox has other runs, so it names none",
     },
+    Expect {
+        command: "ubunye leases list -d uc --state dead,stalled,kept,unreadable,damaged",
+        how: How::Shell,
+        codes: &[0],
+        why: "the page's first look",
+    },
+    Expect {
+        command: "ubunye leases takeover /tmp/uc:f194d8cb",
+        how: How::Not(
+            "the page's line as explain prints it for a sandbox in /tmp/uc; `ubunye leases takeover f194d8cb -d uc` runs above",
+        ),
+        codes: &[],
+        why: "",
+    },
+    Expect { command: "ubunye runs -d uc --status failed", how: How::Shell, codes: &[0], why: "the failed runs" },
     Expect { command: "ubunye doctor -d uc", how: How::Shell, codes: &[0, 1], why: "0 nothing found, 1 findings" },
     Expect { command: "ubunye top -d uc", how: How::Terminal("q"), codes: &[0], why: "the dashboard, quit with q" },
     Expect {
