@@ -298,6 +298,12 @@ impl Listing {
                     }
                     continue;
                 }
+                // Only records, as a task's read lists them (`.json`): not an
+                // `ubunye exec` run's log beside its record, which grows
+                // while the run goes and is no record to read.
+                if !leases && Path::new(&name).extension().is_none_or(|x| x != "json") {
+                    continue;
+                }
                 let hot = if leases {
                     matches!(layout::classify(&name.to_string_lossy()), Entry::Lease { .. } | Entry::Dead { .. })
                 } else {

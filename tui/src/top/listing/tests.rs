@@ -82,6 +82,21 @@ fn a_poll_sees_files_made_replaced_removed_and_leases_written_in_place() {
     assert_eq!(l.poll(), Polled::default());
 }
 
+/// An `ubunye exec` run's log beside its record is no record: a poll
+/// neither watches nor reads it, however it grows.
+#[test]
+fn a_runs_log_is_not_watched_as_a_record() {
+    let (_d, leases, lineage) = uc();
+    let mut l = listing(&leases, &lineage);
+    let log = lineage.join("demo/p/a/run-1.log");
+    std::fs::write(&log, "line\n").unwrap();
+    assert_eq!(l.poll().changed, vec![lineage.join("demo/p/a")], "only its folder changed");
+    tick();
+    std::fs::write(&log, "line\nmore\n").unwrap();
+    assert_eq!(l.poll(), Polled::default(), "a log that grows is not named");
+    assert_eq!(l.watched().1, 0, "nor stat'ed");
+}
+
 /// At the first look, what was written lately is named by the first poll:
 /// the dashboard's first read ran beside the look.
 #[test]
