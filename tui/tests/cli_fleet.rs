@@ -134,27 +134,36 @@ fn find_stays_inside_root_and_out_of_outputs() {
     // The library's walk, asked directly: that it followed no link out is
     // the outside one not found; that it did not go into the output, the
     // kernel's word (the nested use case alone proves nothing: one found
-    // inside another is also left out after the walk). inotify tells every
-    // opening of a watched folder, a listing's first step.
-    let ino = inotify::Inotify::init().unwrap();
-    for d in [root.join("uc/out"), root.join("uc/out/big")] {
-        ino.watches().add(&d, inotify::WatchMask::OPEN).unwrap();
+    // inside another is also left out after the walk). inotify (through
+    // notify, asked for opens alone) tells every opening of a watched
+    // folder, a listing's first step.
+    use notify::{Config, EventKindMask, INotifyWatcher, RecursiveMode, Watcher};
+    let (tx, events) = std::sync::mpsc::channel();
+    let mut ino = INotifyWatcher::new(tx, Config::default().with_event_kinds(EventKindMask::ACCESS_OPEN)).unwrap();
+    let marker = d.path().join("marker");
+    std::fs::create_dir(&marker).unwrap();
+    for d in [root.join("uc/out"), root.join("uc/out/big"), marker.clone()] {
+        ino.watch(&d, RecursiveMode::NonRecursive).unwrap();
     }
-    let opened = |ino: &mut inotify::Inotify| {
-        let mut buf = [0u8; 4096];
-        match ino.read_events(&mut buf) {
-            Ok(events) => events.count(),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
-            Err(e) => panic!("inotify: {e}"),
+    // The folders opened until the marker's own listing is told: its event
+    // comes after every one before it (one queue, in order).
+    let opened = || {
+        let _ = std::fs::read_dir(&marker).unwrap().count();
+        let mut n = 0;
+        loop {
+            let e = events.recv_timeout(std::time::Duration::from_secs(10)).expect("the marker's opening").unwrap();
+            if e.paths.contains(&marker) {
+                return n;
+            }
+            n += 1;
         }
     };
-    let mut ino = ino;
     let f = ubunye::fleet::find(&root, 9).unwrap();
     assert_eq!(f.use_cases, vec![root.join("uc")]);
-    assert_eq!(opened(&mut ino), 0, "the walk opened a folder of the use case's outputs");
+    assert_eq!(opened(), 0, "the walk opened a folder of the use case's outputs");
     // The watch sees a listing (so the zero above could have failed).
     let _ = std::fs::read_dir(root.join("uc/out/big")).unwrap().count();
-    assert!(opened(&mut ino) > 0, "inotify saw no listing of the output");
+    assert!(opened() > 0, "inotify saw no listing of the output");
 }
 
 #[test]

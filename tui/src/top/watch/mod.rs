@@ -1,7 +1,7 @@
 //! How `top` notices changes (`--watch notify`): the kernel's file-system
-//! events (inotify, [`kernel`]) on the lease folder, the lineage folder and
-//! each folder below them down to the tasks' (each watched alone, found
-//! without a `stat` of any file); or a look every
+//! events (notify's inotify watcher, [`notifier`]) on the lease folder, the
+//! lineage folder and each folder below them down to the tasks' (each
+//! watched alone, found without a `stat` of any file); or a look every
 //! `--interval` at what changed in their listing (poll: [`Listing`]), which
 //! `auto` chooses where events do not arrive (NFS, SMB/CIFS, FUSE) or cannot
 //! be had (the inotify watch limit, an error).
@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
-mod kernel;
-pub use kernel::DEBOUNCE;
-use kernel::Kernel;
+mod notifier;
+pub use notifier::DEBOUNCE;
+use notifier::Notifier;
 
 use crate::top::event::Event;
 use crate::top::listing::Listing;
@@ -78,7 +78,7 @@ pub struct Watch {
     /// The lease folder and the lineage folder, as a poll looks at them.
     leases: PathBuf,
     lineage: PathBuf,
-    kernel: Option<Kernel>,
+    notifier: Option<Notifier>,
     /// Folder -> (device, inode) when it was watched: a folder made anew is
     /// watched again.
     watched: HashMap<PathBuf, (u64, u64)>,
@@ -107,7 +107,7 @@ impl Watch {
             desired,
             leases: ubunye.join("leases"),
             lineage: lineage.to_path_buf(),
-            kernel: None,
+            notifier: None,
             watched: HashMap::new(),
             poll_stop: None,
             mode: String::new(),
@@ -122,7 +122,7 @@ impl Watch {
                     if limit {
                         w.hint = Some(limit_hint());
                     }
-                    w.kernel = None;
+                    w.notifier = None;
                     w.poll_instead(Some(if limit { "watch limit" } else { "notify failed" }));
                     if !limit {
                         w.hint = Some(format!("cannot watch for changes ({e}); polling instead"));
@@ -135,7 +135,7 @@ impl Watch {
 
     fn notify(&mut self) -> std::io::Result<()> {
         let rescan_at = self.desired.first().map(|d| d.0.clone()).unwrap_or_default();
-        self.kernel = Some(Kernel::start(self.tx.clone(), rescan_at)?);
+        self.notifier = Some(Notifier::start(self.tx.clone(), rescan_at)?);
         self.mode = "notify".into();
         self.ensure()
     }
@@ -145,7 +145,8 @@ impl Watch {
     /// watched with every folder below them to [`LEVELS`], found by
     /// [`folders`].
     pub fn ensure(&mut self) -> std::io::Result<()> {
-        let Some(d) = self.kernel.as_mut() else { return Ok(()) };
+        let Some(d) = self.notifier.as_mut() else { return Ok(()) };
+        forget_dropped(d, &mut self.watched);
         for (p, mode) in &self.desired {
             match (dir_id(p), self.watched.get(p).copied()) {
                 // Walked again each time (after every read): a few hundred
@@ -170,9 +171,11 @@ impl Watch {
     /// folders is watched with the folders below it (or forgotten). Only a
     /// path at those levels is looked at, with one `stat`: a file in a task's
     /// folder never. Events lost (a path naming `.ubunye` itself): every
-    /// level is looked at again.
+    /// level is looked at again. A folder the watcher stopped watching by
+    /// itself is named in these changes, and so looked at again too.
     pub fn noticed(&mut self, paths: &[PathBuf]) -> std::io::Result<()> {
-        let Some(d) = self.kernel.as_mut() else { return Ok(()) };
+        let Some(d) = self.notifier.as_mut() else { return Ok(()) };
+        forget_dropped(d, &mut self.watched);
         let roots: Vec<&PathBuf> = self.desired.iter().filter(|(_, m)| *m == Depth::Levels).map(|(p, _)| p).collect();
         for p in paths {
             if self.desired.first().is_some_and(|(top, _)| top == p) {
@@ -206,7 +209,7 @@ impl Watch {
 
     /// Stop watching for events; rescan every interval instead.
     pub fn poll_instead(&mut self, why: Option<&str>) {
-        self.kernel = None;
+        self.notifier = None;
         self.watched.clear();
         if let Some(stop) = self.poll_stop.take() {
             stop.store(true, Ordering::Relaxed);
@@ -310,7 +313,7 @@ pub fn folders(top: &Path, level: usize) -> Vec<(PathBuf, (u64, u64))> {
 
 /// Watch one folder alone (again if it was made anew).
 fn watch_one(
-    d: &mut Kernel,
+    d: &mut Notifier,
     watched: &mut HashMap<PathBuf, (u64, u64)>,
     p: PathBuf,
     id: (u64, u64),
@@ -322,7 +325,7 @@ fn watch_one(
         }
         None => {}
     }
-    match d.watch(&p) {
+    match d.watch(&p, id) {
         Ok(()) => {
             watched.insert(p, id);
             Ok(())
@@ -335,8 +338,17 @@ fn watch_one(
     }
 }
 
+/// The folders the watcher stopped watching by itself (each named in the
+/// change that made it stop): not watched, so a folder still there (made
+/// anew before the watcher read that it went) is watched again.
+fn forget_dropped(d: &mut Notifier, watched: &mut HashMap<PathBuf, (u64, u64)>) {
+    for p in d.dropped() {
+        watched.remove(&p);
+    }
+}
+
 /// Stop watching a folder that went, and every folder below it.
-fn forget(d: &mut Kernel, watched: &mut HashMap<PathBuf, (u64, u64)>, p: &Path) {
+fn forget(d: &mut Notifier, watched: &mut HashMap<PathBuf, (u64, u64)>, p: &Path) {
     let gone: Vec<PathBuf> = watched.keys().filter(|k| k.starts_with(p)).cloned().collect();
     for g in gone {
         d.unwatch(&g);
@@ -439,7 +451,7 @@ mod tests {
     fn a_folder_gone_before_its_watch_is_passed_over() {
         let (tx, _rx) = std::sync::mpsc::channel();
         let d = tempfile::tempdir().unwrap();
-        let mut k = Kernel::start(tx, d.path().to_path_buf()).unwrap();
+        let mut k = Notifier::start(tx, d.path().to_path_buf()).unwrap();
         let mut watched = HashMap::new();
         let gone = d.path().join("gone");
         watch_one(&mut k, &mut watched, gone.clone(), (1, 2)).unwrap();
