@@ -131,3 +131,88 @@ fn a_lineage_folder_made_while_watching_is_watched_to_its_tasks() {
     fs::write(&record, "{}").unwrap();
     assert!(until_named(&mut watch, &rx, &record), "no event for a record in a lineage folder made while watching");
 }
+
+/// Only writes are watched for: another thread reading every file of the
+/// watched folders, over and over (two million opens and closes at a
+/// million batches, for the dashboard's own read), wakes the watcher for
+/// nothing; one write after it is one burst.
+#[test]
+fn reading_every_file_many_times_is_no_burst_and_a_write_is_one() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let root = fs::canonicalize(&uc).unwrap();
+    let (_watch, rx) = start(&root);
+    let ubunye = root.join(".ubunye");
+    let files: Vec<PathBuf> = walk(&ubunye);
+    assert!(files.len() >= 3, "the fixture's files: {files:?}");
+    let reader = std::thread::spawn(move || {
+        for _ in 0..300 {
+            for f in &files {
+                fs::read(f).unwrap();
+            }
+            for dir in folders(&ubunye.join("leases"), 0).into_iter().map(|(p, _)| p) {
+                fs::read_dir(dir).unwrap().for_each(drop);
+            }
+        }
+    });
+    reader.join().unwrap();
+    let bursts = |within: Duration| {
+        let until = Instant::now() + within;
+        let mut n = 0;
+        while let Ok(e) = rx.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            if matches!(e, Event::FsChange(_)) {
+                n += 1;
+            }
+        }
+        n
+    };
+    assert_eq!(bursts(Duration::from_millis(500)), 0, "reads were sent as changes");
+    fs::write(root.join(".ubunye/leases/demo/sales/ingest/0123456789abcdef.json"), "{}").unwrap();
+    assert_eq!(bursts(Duration::from_secs(1)), 1, "one write, one burst");
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
+/// A task's folder removed and made again over and over while the changes
+/// are handed to the watcher and the levels are walked again (as after
+/// every read: the walk may watch a new folder before the watcher has read
+/// that the old one went): once it stops, the folder there is watched.
+#[test]
+fn a_task_removed_and_made_again_over_and_over_is_watched_at_the_end() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let root = fs::canonicalize(&uc).unwrap();
+    let (mut watch, rx) = start(&root);
+    let task = root.join(".ubunye/leases/demo/sales/churn");
+    let churn = {
+        let task = task.clone();
+        std::thread::spawn(move || {
+            for _ in 0..400 {
+                let _ = fs::remove_dir_all(&task);
+                fs::create_dir(&task).unwrap();
+            }
+        })
+    };
+    while !churn.is_finished() {
+        if let Ok(Event::FsChange(paths)) = rx.recv_timeout(Duration::from_millis(1)) {
+            watch.noticed(&paths).unwrap();
+        }
+        watch.ensure().unwrap();
+    }
+    churn.join().unwrap();
+    // The last changes handed over, then one lease in the folder left.
+    while let Ok(e) = rx.recv_timeout(Duration::from_millis(300)) {
+        if let Event::FsChange(paths) = e {
+            watch.noticed(&paths).unwrap();
+        }
+    }
+    let lease = task.join("0123456789abcdef.json");
+    fs::write(&lease, "{}").unwrap();
+    assert!(until_named(&mut watch, &rx, &lease), "no event for a lease in the folder made last");
+}
