@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use notify::event::{EventKind, ModifyKind, RenameMode};
-use notify::{Config, ErrorKind, EventKindMask, INotifyWatcher, RecursiveMode, Watcher};
+use notify::{Config, ErrorKind, EventKindMask, INotifyWatcher, PathOp, Watcher};
 
 use crate::top::event::Event;
 
@@ -140,24 +140,61 @@ impl Notifier {
         Ok(Notifier { watcher, folders })
     }
 
-    /// Watch one folder (its files and the folders in it, not below), as the
-    /// folder `id` is; through a symlink, the folder it leads to. A folder
-    /// watched as another one before (made anew) is watched anew.
-    pub fn watch(&mut self, p: &Path, id: Id) -> io::Result<()> {
-        let was = lock(&self.folders).id.get(p).copied();
-        match was {
-            Some(was) if was == id => return Ok(()),
-            Some(_) => self.unwatch(p),
-            None => {}
+    /// Watch each folder (its files and the folders in it, not below), as
+    /// the folder `id` is; through a symlink, the folder it leads to. A
+    /// folder watched as another one before (made anew) is watched anew.
+    /// All in one request to notify's thread: a folder whose watch fails as
+    /// `skip` says is left out and the others go on; any other failure ends
+    /// it. Returns the folders watched.
+    pub fn watch_all(
+        &mut self,
+        folders: Vec<(PathBuf, Id)>,
+        skip: impl Fn(&io::Error) -> bool,
+    ) -> io::Result<Vec<(PathBuf, Id)>> {
+        let mut todo = Vec::with_capacity(folders.len());
+        for (p, id) in folders {
+            let was = lock(&self.folders).id.get(&p).copied();
+            match was {
+                Some(was) if was == id => continue,
+                Some(_) => self.unwatch(&p),
+                None => {}
+            }
+            todo.push((p, id));
         }
-        // Noted before notify has it: an event that stops its watch while
+        // Noted before notify has them: an event that stops a watch while
         // this call waits is then handed back too (at worst a folder is
         // watched again that was: notify keeps the watch it has).
-        lock(&self.folders).insert(p, id);
-        self.watcher.watch(p, RecursiveMode::NonRecursive).map_err(|e| {
-            lock(&self.folders).remove(p);
-            io_error(e)
-        })
+        {
+            let mut f = lock(&self.folders);
+            for (p, id) in &todo {
+                f.insert(p, *id);
+            }
+        }
+        let mut ops: Vec<PathOp> = todo.iter().map(|(p, _)| PathOp::watch_non_recursive(p.clone())).collect();
+        let mut left_out = Vec::new();
+        while let Err(e) = self.watcher.update_paths(ops) {
+            let failed = e.origin.map(PathOp::into_path);
+            let error = io_error(e.source);
+            match failed {
+                Some(p) if skip(&error) => {
+                    left_out.push(p);
+                    ops = e.remaining;
+                }
+                _ => {
+                    let mut f = lock(&self.folders);
+                    for (p, _) in &todo {
+                        f.remove(p);
+                    }
+                    return Err(error);
+                }
+            }
+        }
+        let mut f = lock(&self.folders);
+        for p in &left_out {
+            f.remove(p);
+        }
+        todo.retain(|(p, _)| !left_out.contains(p));
+        Ok(todo)
     }
 
     /// Stop watching a folder (one that notify no longer watches, removed
