@@ -23,12 +23,12 @@
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use notify::event::{EventKind, ModifyKind, RenameMode};
-use notify::{Config, ErrorKind, EventKindMask, INotifyWatcher, PathOp, Watcher};
+use notify::{Config, ErrorKind, EventHandler, EventKindMask, INotifyWatcher, PathOp, Watcher};
 
 use crate::top::event::Event;
 
@@ -120,7 +120,7 @@ fn stops_watching(e: &notify::Event) -> bool {
     }
 }
 
-/// notify's watcher and the thread that gathers its events.
+/// notify's watcher and the thread that closes its bursts.
 pub struct Notifier {
     watcher: INotifyWatcher,
     folders: Arc<Mutex<Folders>>,
@@ -131,12 +131,13 @@ impl Notifier {
     /// overflowed: notify's rescan flag) is sent as a change of `rescan_at`.
     pub fn start(tx: Sender<Event>, rescan_at: PathBuf) -> io::Result<Notifier> {
         let folders: Arc<Mutex<Folders>> = Arc::default();
-        let (events_tx, events) = std::sync::mpsc::channel();
-        let f = folders.clone();
-        std::thread::Builder::new().name("top-notify".into()).spawn(move || gather(&events, &f, &tx, &rescan_at))?;
+        let burst: Arc<Burst> = Arc::default();
+        let b = burst.clone();
+        std::thread::Builder::new().name("top-notify".into()).spawn(move || gather(&b, &tx))?;
         // The thread ends when notify's own loop ends (this watcher dropped)
-        // and drops `events_tx`, or when `tx`'s loop is gone.
-        let watcher = INotifyWatcher::new(events_tx, Config::default().with_event_kinds(kinds())).map_err(io_error)?;
+        // and drops the handler, or when `tx`'s loop is gone.
+        let handler = Handler { burst, folders: folders.clone(), rescan_at };
+        let watcher = INotifyWatcher::new(handler, Config::default().with_event_kinds(kinds())).map_err(io_error)?;
         Ok(Notifier { watcher, folders })
     }
 
@@ -228,60 +229,120 @@ fn io_error(e: notify::Error) -> io::Error {
     }
 }
 
-/// The gathering thread: each burst (events until [`DEBOUNCE`] passes with
-/// none) sent as one change, its paths named as [`Folders::name`] names
-/// them; a burst never waits longer than ten times [`DEBOUNCE`]. An error
-/// from notify (reading the kernel's events failed) is sent as a
-/// [`Event::WatchError`] and ends it, as does the end of either channel.
-fn gather(
-    events: &Receiver<notify::Result<notify::Event>>,
-    folders: &Mutex<Folders>,
-    tx: &Sender<Event>,
-    rescan_at: &Path,
-) {
-    let mut paths: Vec<PathBuf> = Vec::new();
-    let mut since: Option<Instant> = None;
-    loop {
-        let next = match since {
-            None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            Some(_) => events.recv_timeout(DEBOUNCE),
-        };
-        let quiet = match next {
-            Ok(Ok(e)) => {
+/// The burst being gathered, shared by notify's thread (which adds to it)
+/// and the thread that sends it.
+#[derive(Default)]
+struct Burst {
+    state: Mutex<Gathered>,
+    /// Rung at a burst's first event, an error, and the end.
+    bell: Condvar,
+}
+
+#[derive(Default)]
+struct Gathered {
+    paths: Vec<PathBuf>,
+    /// When the burst's first event came, and its latest.
+    first: Option<Instant>,
+    last: Option<Instant>,
+    error: Option<notify::Error>,
+    /// notify's loop is over, or the dashboard's.
+    over: bool,
+}
+
+fn gathered(b: &Burst) -> MutexGuard<'_, Gathered> {
+    b.state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What notify calls on its own thread with each event: named (as
+/// [`Folders::name`] names it) into the burst at once, so an event waits
+/// for no other thread to be scheduled; the sending thread is woken only
+/// by a burst's first event.
+struct Handler {
+    burst: Arc<Burst>,
+    folders: Arc<Mutex<Folders>>,
+    rescan_at: PathBuf,
+}
+
+impl EventHandler for Handler {
+    fn handle_event(&mut self, event: notify::Result<notify::Event>) {
+        let mut g = gathered(&self.burst);
+        if g.over {
+            return;
+        }
+        match event {
+            Ok(e) => {
                 if e.need_rescan() {
-                    paths.push(rescan_at.to_path_buf());
+                    g.paths.push(self.rescan_at.clone());
                 }
-                let mut f = lock(folders);
+                let mut f = lock(&self.folders);
                 for p in &e.paths {
-                    f.name(p, &mut paths);
+                    f.name(p, &mut g.paths);
                 }
                 if stops_watching(&e) {
                     for p in &e.paths {
                         f.drop_below(p);
                     }
                 }
-                since.get_or_insert_with(Instant::now);
-                false
-            }
-            Ok(Err(e)) => {
-                let limit = matches!(&e.kind, ErrorKind::MaxFilesWatch)
-                    || matches!(&e.kind, ErrorKind::Io(io) if io.raw_os_error() == Some(libc::ENOSPC));
-                let _ = tx.send(Event::WatchError { message: e.to_string(), limit });
-                return;
-            }
-            Err(RecvTimeoutError::Timeout) => true,
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
-        if quiet || since.is_some_and(|t| t.elapsed() >= DEBOUNCE * 10) {
-            since = None;
-            if !paths.is_empty() {
-                paths.sort();
-                paths.dedup();
-                if tx.send(Event::FsChange(std::mem::take(&mut paths))).is_err() {
-                    return;
+                let now = Instant::now();
+                g.last = Some(now);
+                if g.first.is_none() {
+                    g.first = Some(now);
+                    self.burst.bell.notify_one();
                 }
             }
+            Err(e) => {
+                g.error.get_or_insert(e);
+                self.burst.bell.notify_one();
+            }
         }
+    }
+}
+
+impl Drop for Handler {
+    fn drop(&mut self) {
+        gathered(&self.burst).over = true;
+        self.burst.bell.notify_one();
+    }
+}
+
+/// The sending thread: each burst (events until [`DEBOUNCE`] passes with
+/// none) sent as one change; a burst never waits longer than ten times
+/// [`DEBOUNCE`]. An error from notify (reading the kernel's events failed)
+/// is sent as a [`Event::WatchError`] and ends it, as does the end of
+/// notify's loop or of the dashboard's.
+fn gather(burst: &Burst, tx: &Sender<Event>) {
+    let mut g = gathered(burst);
+    loop {
+        if let Some(e) = g.error.take() {
+            g.over = true;
+            let limit = matches!(&e.kind, ErrorKind::MaxFilesWatch)
+                || matches!(&e.kind, ErrorKind::Io(io) if io.raw_os_error() == Some(libc::ENOSPC));
+            let _ = tx.send(Event::WatchError { message: e.to_string(), limit });
+            return;
+        }
+        if g.over {
+            return;
+        }
+        let (Some(first), Some(last)) = (g.first, g.last) else {
+            g = burst.bell.wait(g).unwrap_or_else(|e| e.into_inner());
+            continue;
+        };
+        let due = (last + DEBOUNCE).min(first + DEBOUNCE * 10);
+        let now = Instant::now();
+        if now < due {
+            g = burst.bell.wait_timeout(g, due - now).unwrap_or_else(|e| e.into_inner()).0;
+            continue;
+        }
+        let mut paths = std::mem::take(&mut g.paths);
+        (g.first, g.last) = (None, None);
+        drop(g);
+        paths.sort();
+        paths.dedup();
+        if !paths.is_empty() && tx.send(Event::FsChange(paths)).is_err() {
+            gathered(burst).over = true;
+            return;
+        }
+        g = gathered(burst);
     }
 }
 
