@@ -211,11 +211,11 @@ impl Listing {
     pub fn move_all(&self, out_dir: &Path, mut each: impl FnMut(usize) -> Result<()>) -> Result<()> {
         let mut made: HashSet<PathBuf> = HashSet::new();
         for (i, f) in self.files.iter().enumerate() {
-            if let Some(parent) = f.rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-                if made.insert(parent.to_path_buf()) {
-                    let full = out_dir.join(parent);
-                    fs::create_dir_all(&full).map_err(|e| Error::io("create the output folder", &full, e))?;
-                }
+            if let Some(parent) = f.rel.parent().filter(|p| !p.as_os_str().is_empty())
+                && made.insert(parent.to_path_buf())
+            {
+                let full = out_dir.join(parent);
+                fs::create_dir_all(&full).map_err(|e| Error::io("create the output folder", &full, e))?;
             }
             rename_noreplace(&self.st_fd, &f.rel, &self.out_fd)
                 .map_err(|e| Error::io("move a file into the output", out_dir.join(&f.rel), e))?;
@@ -322,12 +322,12 @@ impl Landing<'_> {
             lease.landed_file(&self.claims[i], self.listing.files[i].id)
         });
         if let Err(e) = result {
-            if let Error::Io { source, path, .. } = &e {
-                if source.kind() == io::ErrorKind::AlreadyExists {
-                    // Something else put a file there after the check: that file is
-                    // not this run's, so its claim must go before anything is taken back.
-                    lease.unclaim(&st.output, path)?;
-                }
+            if let Error::Io { source, path, .. } = &e
+                && source.kind() == io::ErrorKind::AlreadyExists
+            {
+                // Something else put a file there after the check: that file is
+                // not this run's, so its claim must go before anything is taken back.
+                lease.unclaim(&st.output, path)?;
             }
             return Err(e);
         }

@@ -292,26 +292,26 @@ impl Examiner {
                     let live = b.state == State::Live;
                     self.unclaimed.entry((b.task.clone(), o.name.clone())).or_default().push((b.key.clone(), live));
                 }
-                if let Some(st) = &o.staging {
-                    if let Ok(i) = self.beneath.resolve(st) {
-                        // An overwrite's old copy, where no exchange exists, is
-                        // the run's too (`<staging>.old`).
-                        let mut old = i.full.clone().into_os_string();
-                        old.push(".old");
-                        self.recorded_staging.insert(PathBuf::from(old));
-                        self.recorded_staging.insert(i.full.clone());
-                        let last = i.parts.last().cloned().unwrap_or_default();
-                        if let Some(parent) = i.full.parent() {
-                            if is_staging_name(&last) && last.starts_with('_') {
-                                self.outputs.insert(parent.to_path_buf());
-                            } else {
-                                // `.<output>.ubunye-<hex>` names the output beside it.
-                                let output = last
-                                    .strip_prefix('.')
-                                    .and_then(|r| r.rsplit_once(".ubunye-"))
-                                    .map_or(o.name.as_str(), |(out, _)| out);
-                                self.outputs.insert(parent.join(output));
-                            }
+                if let Some(st) = &o.staging
+                    && let Ok(i) = self.beneath.resolve(st)
+                {
+                    // An overwrite's old copy, where no exchange exists, is
+                    // the run's too (`<staging>.old`).
+                    let mut old = i.full.clone().into_os_string();
+                    old.push(".old");
+                    self.recorded_staging.insert(PathBuf::from(old));
+                    self.recorded_staging.insert(i.full.clone());
+                    let last = i.parts.last().cloned().unwrap_or_default();
+                    if let Some(parent) = i.full.parent() {
+                        if is_staging_name(&last) && last.starts_with('_') {
+                            self.outputs.insert(parent.to_path_buf());
+                        } else {
+                            // `.<output>.ubunye-<hex>` names the output beside it.
+                            let output = last
+                                .strip_prefix('.')
+                                .and_then(|r| r.rsplit_once(".ubunye-"))
+                                .map_or(o.name.as_str(), |(out, _)| out);
+                            self.outputs.insert(parent.join(output));
                         }
                     }
                 }
@@ -345,10 +345,10 @@ impl Examiner {
 
     /// Note where an output of a task is, from a file claimed in it.
     fn note_folder(&mut self, task: &str, output: &str, claim: &str) {
-        if let Ok(i) = self.beneath.resolve(claim) {
-            if let Some(folder) = output_root(&i.full) {
-                self.folders.entry((task.to_string(), output.to_string())).or_insert(folder);
-            }
+        if let Ok(i) = self.beneath.resolve(claim)
+            && let Some(folder) = output_root(&i.full)
+        {
+            self.folders.entry((task.to_string(), output.to_string())).or_insert(folder);
         }
     }
 

@@ -185,11 +185,11 @@ pub fn age_of(times: FileTimes, heartbeat: Option<f64>, now: Now, sys: &Sys) -> 
     if times.mtime > now.time + t.future_tolerance {
         by = TouchedBy::CtimeFutureMtime;
         touched = times.ctime;
-    } else if let Some(hb) = heartbeat.and_then(crate::timefmt::from_epoch_secs) {
-        if times.mtime + Duration::from_secs(86_400) < hb {
-            by = TouchedBy::CtimePastMtime;
-            touched = times.ctime;
-        }
+    } else if let Some(hb) = heartbeat.and_then(crate::timefmt::from_epoch_secs)
+        && times.mtime + Duration::from_secs(86_400) < hb
+    {
+        by = TouchedBy::CtimePastMtime;
+        touched = times.ctime;
     }
     let age = now.time.duration_since(touched).unwrap_or(Duration::ZERO);
     let clock_behind = touched.duration_since(now.time).ok().filter(|ahead| *ahead > t.heartbeat_timeout);

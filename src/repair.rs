@@ -187,10 +187,10 @@ pub fn execute(
 
 /// Who runs this: `$USER`, else the name /etc/passwd gives this uid, else the uid.
 pub fn user_name() -> String {
-    if let Ok(u) = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")) {
-        if !u.is_empty() {
-            return u;
-        }
+    if let Ok(u) = std::env::var("USER").or_else(|_| std::env::var("LOGNAME"))
+        && !u.is_empty()
+    {
+        return u;
     }
     let uid = rustix::process::getuid().as_raw().to_string();
     std::fs::read_to_string("/etc/passwd")

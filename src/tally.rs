@@ -148,7 +148,7 @@ impl Tally {
             // where it is (not the engine's way: a save is a write and a
             // rename, which changes its folder) has new times, and its task
             // is read again; so is one whose records can change in place.
-            let all = self.looks % 10 == 0;
+            let all = self.looks.is_multiple_of(10);
             let mut reread = full || part.stamps != stamps || part.records.iter().any(|(p, was)| stamp(p) != *was);
             if !reread {
                 for b in part.held.iter_mut().filter(|b| all || alive(b)) {

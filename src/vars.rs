@@ -247,10 +247,10 @@ pub fn cli_variables(dt: Option<&str>, dtf: Option<&str>, mode: &str, vars: &[St
             "dtf" => dtf,
             _ => None,
         };
-        if let Some(flag) = flag {
-            if flag != value {
-                return Err(VarError::GivenTwice { name, flag: flag.to_owned(), var: value });
-            }
+        if let Some(flag) = flag
+            && flag != value
+        {
+            return Err(VarError::GivenTwice { name, flag: flag.to_owned(), var: value });
         }
         match out.iter_mut().find(|(n, _)| *n == name) {
             Some(entry) => entry.1 = PyValue::Str(value),

@@ -262,10 +262,11 @@ fn reexports(lib: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String> 
         }
         let Some(m) = ident(toks.get(i + 1)).filter(|m| modules.contains(*m)) else { continue };
         for (t, _) in toks[i + 2..].iter().take_while(|(t, _)| *t != Tok::Semi) {
-            if let Tok::Ident(name) = t {
-                if name != "self" && name != "as" {
-                    out.insert(name.clone(), m.to_string());
-                }
+            if let Tok::Ident(name) = t
+                && name != "self"
+                && name != "as"
+            {
+                out.insert(name.clone(), m.to_string());
             }
         }
     }

@@ -135,10 +135,10 @@ impl Clock for Hiccup {
         self.disk_now_looking(dir)
     }
     fn disk_now_looking(&self, dir: &Path) -> Now {
-        if dir.ends_with("demo/sales/ingest") {
-            if let Some((from, to)) = self.armed.lock().unwrap().take() {
-                fs::rename(from, to).unwrap();
-            }
+        if dir.ends_with("demo/sales/ingest")
+            && let Some((from, to)) = self.armed.lock().unwrap().take()
+        {
+            fs::rename(from, to).unwrap();
         }
         Now { time: self.base.now(), source: ClockSource::Disk }
     }

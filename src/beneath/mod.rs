@@ -308,11 +308,11 @@ pub fn is_staging_name(name: &str) -> bool {
     if let Some(rest) = name.strip_prefix("_ubunye-") {
         return hex12(rest);
     }
-    if let Some(rest) = name.strip_prefix('.') {
-        if let Some((out, tail)) = rest.rsplit_once(".ubunye-") {
-            // `.old`: an overwrite's old copy, moved aside where no exchange exists.
-            return !out.is_empty() && (hex12(tail) || tail.strip_suffix(".old").is_some_and(hex12));
-        }
+    if let Some(rest) = name.strip_prefix('.')
+        && let Some((out, tail)) = rest.rsplit_once(".ubunye-")
+    {
+        // `.old`: an overwrite's old copy, moved aside where no exchange exists.
+        return !out.is_empty() && (hex12(tail) || tail.strip_suffix(".old").is_some_and(hex12));
     }
     false
 }

@@ -133,10 +133,11 @@ impl Beneath {
             return;
         }
         let marker = root.join("_SUCCESS");
-        if marker.exists() && !holds_data(&root) {
-            if let Ok(rel) = marker.strip_prefix(&self.root) {
-                let _ = self.remove_claim(&rel.to_string_lossy());
-            }
+        if marker.exists()
+            && !holds_data(&root)
+            && let Ok(rel) = marker.strip_prefix(&self.root)
+        {
+            let _ = self.remove_claim(&rel.to_string_lossy());
         }
     }
 }

@@ -181,10 +181,11 @@ impl Beneath {
     /// than be left with none. Returns whether nothing is left at either name.
     pub fn settle_swap(&self, staging: &str, old: Option<&str>) -> Result<bool, PathRefusal> {
         let n = self.swap_names(staging, old)?;
-        if let (Some(parent), Some(o)) = (&n.parent, &n.old) {
-            if id_at(parent, &n.output).is_none() && id_at(parent, o).is_some() {
-                let _ = rename_noreplace(parent, o, &n.output);
-            }
+        if let (Some(parent), Some(o)) = (&n.parent, &n.old)
+            && id_at(parent, &n.output).is_none()
+            && id_at(parent, o).is_some()
+        {
+            let _ = rename_noreplace(parent, o, &n.output);
         }
         let mut gone = self.remove_staging(staging)?;
         if let Some(o) = old {

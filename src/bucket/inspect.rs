@@ -241,10 +241,11 @@ pub fn recorded_outputs(objects: &dyn Objects, uc: &StoreUrl) -> Result<Vec<Stor
     for got in objects.get_many(&keys)?.into_iter().flatten() {
         let Ok(v) = serde_json::from_slice::<Value>(&got.body) else { continue };
         for step in v.get("outputs").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(u) = step.get("location").and_then(Value::as_str).and_then(|l| StoreUrl::parse(l).ok()) {
-                if u.bucket == objects.bucket() && !out.contains(&u) {
-                    out.push(u);
-                }
+            if let Some(u) = step.get("location").and_then(Value::as_str).and_then(|l| StoreUrl::parse(l).ok())
+                && u.bucket == objects.bucket()
+                && !out.contains(&u)
+            {
+                out.push(u);
             }
         }
     }
@@ -283,19 +284,17 @@ pub fn doctor(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<V
         }
         if b.state == StoreVerdict::Live || b.state == StoreVerdict::Dead {
             let Some(lease_key) = claim_key(objects.bucket(), &b.url) else { continue };
-            if let Some(got) = objects.get(lease_key)? {
-                if let Ok(Parsed::Doc(m)) = documents::parse_doc(&got.body) {
-                    let d = LeaseDoc(m);
-                    let docs = [
-                        Some(d.clone()),
-                        d.0.get("taking_over").and_then(Value::as_object).map(|m| LeaseDoc(m.clone())),
-                    ];
-                    for doc in docs.into_iter().flatten() {
-                        for n in doc.notes().unwrap_or_default() {
-                            named.extend(
-                                n.claimed.iter().filter_map(|c| claim_key(objects.bucket(), c).map(str::to_string)),
-                            );
-                        }
+            if let Some(got) = objects.get(lease_key)?
+                && let Ok(Parsed::Doc(m)) = documents::parse_doc(&got.body)
+            {
+                let d = LeaseDoc(m);
+                let docs =
+                    [Some(d.clone()), d.0.get("taking_over").and_then(Value::as_object).map(|m| LeaseDoc(m.clone()))];
+                for doc in docs.into_iter().flatten() {
+                    for n in doc.notes().unwrap_or_default() {
+                        named.extend(
+                            n.claimed.iter().filter_map(|c| claim_key(objects.bucket(), c).map(str::to_string)),
+                        );
                     }
                 }
             }

@@ -175,11 +175,11 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl) -> Result<BTreeMap<(String, Str
                 let id = (task.to_string(), key.to_string());
                 batches.entry(id).or_default().note = Some(l);
             }
-        } else if let Some(key) = name.strip_suffix(".json") {
-            if crate::layout::is_key(key) {
-                let id = (task.to_string(), key.to_string());
-                batches.entry(id).or_default().lease = Some(l);
-            }
+        } else if let Some(key) = name.strip_suffix(".json")
+            && crate::layout::is_key(key)
+        {
+            let id = (task.to_string(), key.to_string());
+            batches.entry(id).or_default().lease = Some(l);
         }
     }
     Ok(batches)

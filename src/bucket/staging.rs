@@ -184,10 +184,11 @@ pub fn sweep(base: &Path) -> usize {
         if let Some(run) = name.to_str().and_then(|n| n.strip_prefix('.')?.strip_suffix(".new")) {
             if super::claims::is_run_uuid(run) {
                 let p = e.path();
-                if let Ok(f) = File::open(&p) {
-                    if flock(&f, FlockOperation::NonBlockingLockExclusive).is_ok() && is_at(&f, &p) {
-                        let _ = fs::remove_file(&p);
-                    }
+                if let Ok(f) = File::open(&p)
+                    && flock(&f, FlockOperation::NonBlockingLockExclusive).is_ok()
+                    && is_at(&f, &p)
+                {
+                    let _ = fs::remove_file(&p);
                 }
             }
             continue;

@@ -247,10 +247,10 @@ pub fn run(argv: &[OsString], env: &[(String, OsString)], opts: Options<'_>) -> 
     // The keeper stays while what the command left is stopped: a SIGKILL of
     // exec during the grace still takes the group with it (where the kernel
     // cannot list our children, it goes first).
-    if !crate::reap::can_list_children() {
-        if let Some(k) = keeper.take() {
-            super::sentinel::stop(k);
-        }
+    if !crate::reap::can_list_children()
+        && let Some(k) = keeper.take()
+    {
+        super::sentinel::stop(k);
     }
     let keeper_pid = keeper.as_ref().map(|k| k.id() as i32);
     let stopped = if result.is_ok() {

@@ -234,10 +234,10 @@ struct RecordEnd(std::cell::RefCell<Option<(PathBuf, String)>>);
 impl RecordEnd {
     /// Write the end of `record`, if there is one; a failure is kept to be said.
     fn finish(&self, record: &mut Option<RunRecord>, status: &str, note: Option<String>, now: std::time::SystemTime) {
-        if let Some(r) = record.as_mut() {
-            if let Err(e) = r.finish(status, note, now) {
-                self.0.borrow_mut().get_or_insert_with(|| (r.path().to_path_buf(), e.to_string()));
-            }
+        if let Some(r) = record.as_mut()
+            && let Err(e) = r.finish(status, note, now)
+        {
+            self.0.borrow_mut().get_or_insert_with(|| (r.path().to_path_buf(), e.to_string()));
         }
     }
 }

@@ -204,17 +204,22 @@ impl RunLease {
             s.sys.hook.at(Step::TakeoverCreated);
             std::thread::sleep(s.sys.timing.settle);
             s.sys.hook.at(Step::Settled);
-            if let Some(now) = s.read_current() {
-                if !now.is_empty() && now.same_run(&taken) {
-                    let _ = fs::remove_file(&stale);
-                    return Err(Refusal::new(
-                        RefusalKind::LookedDead,
-                        format!("Run {} of {} looked dead but wrote its lease again: it is running. Nothing was taken back.", taken.run_short(), s.task),
-                    )
-                    .with("Lease", path.display())
-                    .hint("Wait for it to finish.")
-                    .into());
-                }
+            if let Some(now) = s.read_current()
+                && !now.is_empty()
+                && now.same_run(&taken)
+            {
+                let _ = fs::remove_file(&stale);
+                return Err(Refusal::new(
+                    RefusalKind::LookedDead,
+                    format!(
+                        "Run {} of {} looked dead but wrote its lease again: it is running. Nothing was taken back.",
+                        taken.run_short(),
+                        s.task
+                    ),
+                )
+                .with("Lease", path.display())
+                .hint("Wait for it to finish.")
+                .into());
             }
             if s.owner() != Some(true) {
                 return Err(Refusal::new(

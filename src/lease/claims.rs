@@ -174,10 +174,10 @@ impl RunLease {
         let s = &*self.s;
         let claim = s.beneath.portable(path).map_err(|r| claim_refusal(self, &r))?;
         let mut st = lock(&s.state);
-        if let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output) {
-            if let Some(Value::Array(a)) = note.get_mut("claimed") {
-                a.retain(|c| c.as_str() != Some(claim.as_str()));
-            }
+        if let Some(Value::Object(note)) = st.doc.outputs_mut().get_mut(output)
+            && let Some(Value::Array(a)) = note.get_mut("claimed")
+        {
+            a.retain(|c| c.as_str() != Some(claim.as_str()));
         }
         if !s.save(&mut st)? {
             return Err(s.lost());
@@ -298,11 +298,11 @@ fn not_checked(staging: &str, output: &str, why: &str) -> Error {
 }
 
 fn truncate_claims(doc: &mut documents::LeaseDoc, output: &str, added: usize) {
-    if let Some(Value::Object(note)) = doc.outputs_mut().get_mut(output) {
-        if let Some(Value::Array(a)) = note.get_mut("claimed") {
-            let keep = a.len().saturating_sub(added);
-            a.truncate(keep);
-        }
+    if let Some(Value::Object(note)) = doc.outputs_mut().get_mut(output)
+        && let Some(Value::Array(a)) = note.get_mut("claimed")
+    {
+        let keep = a.len().saturating_sub(added);
+        a.truncate(keep);
     }
 }
 

@@ -336,12 +336,13 @@ fn owner_of(bytes: &[u8], run_id: &str) -> Option<bool> {
     // Fast path: both engines write `run_id` first. A lease that does not start
     // the usual way is parsed in full.
     let prefix = b"{\"run_id\": \"";
-    if let Some(rest) = bytes.strip_prefix(prefix) {
-        if let Some(end) = rest.iter().position(|&b| b == b'"' || b == b'\\') {
-            if rest[end] == b'"' && rest.get(end + 1) == Some(&b',') && !contains(&rest[end..], b"\"run_id\"") {
-                return Some(&rest[..end] == run_id.as_bytes());
-            }
-        }
+    if let Some(rest) = bytes.strip_prefix(prefix)
+        && let Some(end) = rest.iter().position(|&b| b == b'"' || b == b'\\')
+        && rest[end] == b'"'
+        && rest.get(end + 1) == Some(&b',')
+        && !contains(&rest[end..], b"\"run_id\"")
+    {
+        return Some(&rest[..end] == run_id.as_bytes());
     }
     match documents::parse_doc(bytes) {
         Ok(Parsed::Doc(m)) if !m.is_empty() => Some(LeaseDoc(m).is_run(run_id)),

@@ -150,37 +150,37 @@ impl RunLease {
         let mut out = TakeBack::default();
         for (name, note) in outputs.iter_mut() {
             let Value::Object(note) = note else { continue };
-            if let Some(Value::String(staging)) = note.get("staging").cloned() {
-                if !staging.is_empty() {
-                    // An overwrite published by a swap is put back first: until
-                    // then its staging name may hold the old output.
-                    let made = own.is_none_or(|o| o.swapped.contains(name.as_str()));
-                    let undone = match crate::documents::swap_note(note) {
-                        None => Ok(None),
-                        // Never made by this run (its exchange failed, or it never got
-                        // there): nothing to put back, and no old copy of its own.
-                        Some(Ok(_)) if !made => Ok(None),
-                        Some(Ok(sw)) => b.undo_swap(&staging, sw.id, sw.old.as_deref()).map(|()| sw.old),
-                        Some(Err(())) => Err(PathRefusal::Invalid {
-                            path: staging.clone(),
-                            why: "its overwrite's swap record cannot be read, so whether it was swapped cannot be told",
-                        }),
-                    };
-                    let removed = undone.and_then(|old| {
-                        let gone = b.remove_staging(&staging)?;
-                        Ok(gone && old.map_or(Ok(true), |o| b.remove_staging(&o))?)
-                    });
-                    match removed {
-                        Ok(true) => out.staging_removed.push(staging.clone()),
-                        Ok(false) => {
-                            out.staging_left.push((staging.clone(), STAGING_LEFT.to_string()));
-                            keep_listed(&mut out.left, name);
-                        }
-                        Err(r) => {
-                            // Kept listed (with whatever claims stay) so it is never forgotten.
-                            out.refused.push(r);
-                            keep_listed(&mut out.left, name);
-                        }
+            if let Some(Value::String(staging)) = note.get("staging").cloned()
+                && !staging.is_empty()
+            {
+                // An overwrite published by a swap is put back first: until
+                // then its staging name may hold the old output.
+                let made = own.is_none_or(|o| o.swapped.contains(name.as_str()));
+                let undone = match crate::documents::swap_note(note) {
+                    None => Ok(None),
+                    // Never made by this run (its exchange failed, or it never got
+                    // there): nothing to put back, and no old copy of its own.
+                    Some(Ok(_)) if !made => Ok(None),
+                    Some(Ok(sw)) => b.undo_swap(&staging, sw.id, sw.old.as_deref()).map(|()| sw.old),
+                    Some(Err(())) => Err(PathRefusal::Invalid {
+                        path: staging.clone(),
+                        why: "its overwrite's swap record cannot be read, so whether it was swapped cannot be told",
+                    }),
+                };
+                let removed = undone.and_then(|old| {
+                    let gone = b.remove_staging(&staging)?;
+                    Ok(gone && old.map_or(Ok(true), |o| b.remove_staging(&o))?)
+                });
+                match removed {
+                    Ok(true) => out.staging_removed.push(staging.clone()),
+                    Ok(false) => {
+                        out.staging_left.push((staging.clone(), STAGING_LEFT.to_string()));
+                        keep_listed(&mut out.left, name);
+                    }
+                    Err(r) => {
+                        // Kept listed (with whatever claims stay) so it is never forgotten.
+                        out.refused.push(r);
+                        keep_listed(&mut out.left, name);
                     }
                 }
             }

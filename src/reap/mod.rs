@@ -214,7 +214,7 @@ fn stop_below(grace: Duration, limit: Duration, keeper: &mut Option<i32>) -> Sto
             let killing = Instant::now();
             let mut rounds = 0u32;
             while reap(me, keeper) {
-                if rounds % 64 == 0 {
+                if rounds.is_multiple_of(64) {
                     let mut left = descendants(me);
                     left.retain(|p| Some(p.pid) != *keeper);
                     found = found.max(left.len().max(1));
@@ -309,10 +309,10 @@ pub fn stop_run_processes(run_id: &str) -> usize {
             found = true;
             // Its group is looked at before it is killed (once dead, it no
             // longer shows the group is the run's).
-            if let Some((pgid, _)) = group_of(pid).filter(|&(g, _)| g > 1 && !groups.contains(&g)) {
-                if group_is_the_runs(pgid, &needle, me) {
-                    groups.push(pgid);
-                }
+            if let Some((pgid, _)) = group_of(pid).filter(|&(g, _)| g > 1 && !groups.contains(&g))
+                && group_is_the_runs(pgid, &needle, me)
+            {
+                groups.push(pgid);
             }
             signal_all(&[pid], Signal::KILL);
             if !seen.contains(&pid) {

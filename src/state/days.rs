@@ -125,10 +125,10 @@ fn text(v: &Value) -> String {
 /// The calendar day a `dt` names: ISO (`2025-01-04`), or by `dtf` when it
 /// is a `%`-format of a day.
 fn as_day(dt: &str, dtf: Option<&str>) -> Option<NaiveDate> {
-    if let Some(f) = dtf.filter(|f| f.contains('%')) {
-        if let Ok(d) = NaiveDate::parse_from_str(dt, f) {
-            return Some(d);
-        }
+    if let Some(f) = dtf.filter(|f| f.contains('%'))
+        && let Ok(d) = NaiveDate::parse_from_str(dt, f)
+    {
+        return Some(d);
     }
     NaiveDate::parse_from_str(dt, "%Y-%m-%d").ok()
 }

@@ -141,10 +141,10 @@ pub fn output_folder(root: &Path, leases_dir: &Path, records_dir: &Path, output:
         let Ok(bytes) = crate::fsx::read_regular(&note) else { continue };
         let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
         let claims = v["outputs"][output]["claimed"].as_array().cloned().unwrap_or_default();
-        if let Some(c) = claims.iter().find_map(|c| c.as_str()) {
-            if let Some(folder) = claim_output(root, c) {
-                return Some(folder);
-            }
+        if let Some(c) = claims.iter().find_map(|c| c.as_str())
+            && let Some(folder) = claim_output(root, c)
+        {
+            return Some(folder);
         }
     }
     for rec in files(records_dir, &|n| n.ends_with(".json")).into_iter().take(FOLDER_LOOKS) {

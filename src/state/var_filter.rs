@@ -42,12 +42,10 @@ impl VarFilter {
                             "--dt .. names no date: give one end of the range or both (2025-01-01..2025-01-31)".into(),
                         );
                     }
-                    if let (Some(a), Some(b)) = (&lo, &hi) {
-                        if a > b {
-                            return Err(format!(
-                                "--dt {d}: the range ends before it starts: give the earlier date first"
-                            ));
-                        }
+                    if let (Some(a), Some(b)) = (&lo, &hi)
+                        && a > b
+                    {
+                        return Err(format!("--dt {d}: the range ends before it starts: give the earlier date first"));
                     }
                     DtRange::Range(lo, hi)
                 }

@@ -177,11 +177,11 @@ fn an_overwrite_is_never_seen_half_done() {
                     }
                 }
                 assert!(versions.len() <= 1, "a mix of two versions in one look: {versions:?}");
-                if let Some(&v) = versions.iter().next() {
-                    if v > newest {
-                        assert_eq!(count, 50, "version {v} seen half-done");
-                        newest = v;
-                    }
+                if let Some(&v) = versions.iter().next()
+                    && v > newest
+                {
+                    assert_eq!(count, 50, "version {v} seen half-done");
+                    newest = v;
                 }
                 looks += 1;
             }

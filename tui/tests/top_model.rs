@@ -641,11 +641,11 @@ fn pool_with_hand_edits() -> Vec<(bool, String, Vec<u8>)> {
         pool.iter().filter(|(lease, ..)| !lease).map(|(_, n, b)| (n.clone(), b.clone())).collect();
     for (i, (name, bytes)) in records.iter().enumerate() {
         pool.push((false, name.clone(), bytes[..bytes.len() / 2].to_vec()));
-        if let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(bytes) {
-            if v.get("variables").is_some_and(|x| x.is_object()) {
-                v["variables"]["dt"] = format!("2030-01-0{}", i % 3 + 1).into();
-                pool.push((false, name.clone(), serde_json::to_vec(&v).unwrap()));
-            }
+        if let Ok(mut v) = serde_json::from_slice::<serde_json::Value>(bytes)
+            && v.get("variables").is_some_and(|x| x.is_object())
+        {
+            v["variables"]["dt"] = format!("2030-01-0{}", i % 3 + 1).into();
+            pool.push((false, name.clone(), serde_json::to_vec(&v).unwrap()));
         }
         let (other, _) = &records[(i + 1) % records.len()];
         pool.push((false, other.clone(), bytes.clone()));

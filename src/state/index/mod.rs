@@ -200,13 +200,15 @@ pub(super) fn scan_one_indexed(
         });
         for (k, name, ino, st, run, at) in read {
             let Some(run) = run else { continue };
-            if ino != 0 && plain(&name) && (run.is_empty() || plain(&run)) {
-                if let Some(st) = st.as_ref().filter(|s| s.settled) {
-                    let text = st.text();
-                    let shown = if run.is_empty() { "-" } else { &run };
-                    let was = old.get(&old.leases, ino, &name).map(|l| (old, l));
-                    next.fill(at, was, format!("L\t{ino}\t{text}\t{shown}\t{name}\n"));
-                }
+            if ino != 0
+                && plain(&name)
+                && (run.is_empty() || plain(&run))
+                && let Some(st) = st.as_ref().filter(|s| s.settled)
+            {
+                let text = st.text();
+                let shown = if run.is_empty() { "-" } else { &run };
+                let was = old.get(&old.leases, ino, &name).map(|l| (old, l));
+                next.fill(at, was, format!("L\t{ino}\t{text}\t{shown}\t{name}\n"));
             }
             named.push((run, k));
         }

@@ -257,10 +257,10 @@ pub fn run(a: &ExecArgs) -> i32 {
             Event::Swapped { output, .. } => landed.push(format!("{output} replaced")),
             _ => {}
         }
-        if let Some(line) = describe(&e, &spec.run_id, &root, timings) {
-            if !quiet || matches!(e, Event::LeasesOff | Event::Timing { .. } | Event::RecordUnfinished { .. }) {
-                say_err(&line);
-            }
+        if let Some(line) = describe(&e, &spec.run_id, &root, timings)
+            && (!quiet || matches!(e, Event::LeasesOff | Event::Timing { .. } | Event::RecordUnfinished { .. }))
+        {
+            say_err(&line);
         }
     };
     match exec::run(&spec, crate::console::machine::sys_for(&a.dir.dir), &mut on_event) {
@@ -270,13 +270,10 @@ pub fn run(a: &ExecArgs) -> i32 {
                 if !landed.is_empty() {
                     line.push_str(&format!(": {}", landed.join(", ")));
                 }
-                if let Some(c) = &commit {
-                    if !c.replaced_removed.is_empty() {
-                        line.push_str(&format!(
-                            "; removed {} file(s) of the run it replaced",
-                            c.replaced_removed.len()
-                        ));
-                    }
+                if let Some(c) = &commit
+                    && !c.replaced_removed.is_empty()
+                {
+                    line.push_str(&format!("; removed {} file(s) of the run it replaced", c.replaced_removed.len()));
                 }
                 say_err(&line);
             }

@@ -277,22 +277,20 @@ fn run_parsed(args: Vec<OsString>) -> i32 {
         // A use case in a store (issue 13): its URL is checked by the
         // command itself.
         let in_store = dir.to_str().is_some_and(ubunye::bucket::is_store_url);
-        if !in_store {
-            if let Err(why) = usecase::check(dir) {
-                say_err(&why);
-                return exit::USAGE;
-            }
+        if !in_store && let Err(why) = usecase::check(dir) {
+            say_err(&why);
+            return exit::USAGE;
         }
     }
     // The commands that write a use case: a durability they cannot give is
     // refused before anything is done (issue 14).
     let writes = matches!(&cli.command, Command::Exec(_))
         || matches!(&cli.command, Command::Leases(l) if matches!(l.command, leases::LeasesCommand::Takeover(_) | leases::LeasesCommand::Finish(_)));
-    if writes {
-        if let Some(Err(e)) = std::env::var("UBUNYE_DURABILITY").ok().map(|v| ubunye::durable::Durability::parse(&v)) {
-            say_err(&e);
-            return exit::USAGE;
-        }
+    if writes
+        && let Some(Err(e)) = std::env::var("UBUNYE_DURABILITY").ok().map(|v| ubunye::durable::Durability::parse(&v))
+    {
+        say_err(&e);
+        return exit::USAGE;
     }
     let code = dispatch(&cli);
     // Never a durability the disk did not give: said once, at the end.

@@ -60,13 +60,13 @@ impl<B: Backend> Loop<'_, B> {
             // app reads it (the watcher's business: the app stays pure).
             if let Some(w) = self.watch.as_mut() {
                 for e in &events {
-                    if let Event::FsChange(paths) = e {
-                        if let Err(e) = w.noticed(paths) {
-                            let limit = crate::top::watch::is_limit(&e);
-                            w.failed(if limit { "watch limit" } else { "notify failed" });
-                            self.app.set_watch(&w.mode);
-                            self.app.status.hint = w.hint.clone();
-                        }
+                    if let Event::FsChange(paths) = e
+                        && let Err(e) = w.noticed(paths)
+                    {
+                        let limit = crate::top::watch::is_limit(&e);
+                        w.failed(if limit { "watch limit" } else { "notify failed" });
+                        self.app.set_watch(&w.mode);
+                        self.app.status.hint = w.hint.clone();
                     }
                 }
             }

@@ -232,7 +232,7 @@ mod tests {
 
     fn row(n: u32) -> Row {
         let mut m = serde_json::Map::new();
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             m.insert("a\"b".into(), serde_json::json!({"x": [1, {"y": null}], "z": {}}));
         }
         Row { task: "t/é/\n", n, v: (0..n % 3).collect(), e: Vec::new(), m }

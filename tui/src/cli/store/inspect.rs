@@ -122,11 +122,11 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     // The engine re-checks everything as it acts: a lease that came alive
     // since the plan is refused.
     let ended = bucket::takeover(objects, &place, &holder, sys.clock.clone(), &sys.timing);
-    if a.json {
-        if let Ok(TakeoverEnd::TookOver(r) | TakeoverEnd::Completed(r, _)) = &ended {
-            print_json(r);
-            return exit::OK;
-        }
+    if a.json
+        && let Ok(TakeoverEnd::TookOver(r) | TakeoverEnd::Completed(r, _)) = &ended
+    {
+        print_json(r);
+        return exit::OK;
     }
     let (ok, text) = takeover_outcome(&head, &ended);
     if ok {

@@ -13,12 +13,12 @@ impl App {
         let ctx = self.ctx();
         let action = keys::lookup(ctx, self.view, &k);
         if ctx == Ctx::Filter && action.is_none() {
-            if let KeyCode::Char(c) = k.code {
-                if !k.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) {
-                    let mut text = self.filter.text.clone();
-                    text.push(c);
-                    self.set_filter(&text);
-                }
+            if let KeyCode::Char(c) = k.code
+                && !k.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+            {
+                let mut text = self.filter.text.clone();
+                text.push(c);
+                self.set_filter(&text);
             }
             return Vec::new();
         }

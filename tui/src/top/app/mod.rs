@@ -428,10 +428,10 @@ impl App {
 
     fn on_tick(&mut self) -> Vec<Effect> {
         self.flush();
-        if let Some((Level::Info, _, Some(at))) = &self.status.message {
-            if at.elapsed() > Duration::from_secs(8) {
-                self.status.message = None;
-            }
+        if let Some((Level::Info, _, Some(at))) = &self.status.message
+            && at.elapsed() > Duration::from_secs(8)
+        {
+            self.status.message = None;
         }
         if self.frozen {
             return Vec::new();

@@ -175,10 +175,10 @@ fn count(ucs: &[UseCase], every: Duration, sys: &Sys, tx: Sender<Event>, flags: 
                     // What cannot be read is said once.
                     Err(c) => c.take(),
                 };
-                if let Some(c) = counted {
-                    if tx.send(Event::FleetCounted(i, c)).is_err() {
-                        return;
-                    }
+                if let Some(c) = counted
+                    && tx.send(Event::FleetCounted(i, c)).is_err()
+                {
+                    return;
                 }
             }
             let took = started.elapsed();

@@ -222,7 +222,7 @@ impl Listing {
         self.look_at_settled(now, racy, &mut changed);
         changed.sort();
         changed.dedup();
-        Polled { changed, full: self.polls % BACKSTOP == 0 }
+        Polled { changed, full: self.polls.is_multiple_of(BACKSTOP) }
     }
 
     /// Stat the next share of the settled records (all of them about every

@@ -91,10 +91,8 @@ pub struct Kept {
 /// the next task is read.
 pub fn keep(b: Batch) -> Kept {
     let (b, light, vars) = prepare(b);
-    if light {
-        if let Some(p) = pack(&b, vars.as_deref()) {
-            return Kept { task: b.task, slot: Slot::Packed(p) };
-        }
+    if light && let Some(p) = pack(&b, vars.as_deref()) {
+        return Kept { task: b.task, slot: Slot::Packed(p) };
     }
     Kept { task: b.task.clone(), slot: whole(b, light, vars) }
 }

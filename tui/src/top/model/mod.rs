@@ -421,12 +421,12 @@ impl Model {
         let mut packer = packed::Packer::default();
         let mut moved = Vec::new();
         for (i, s) in self.slots.iter().enumerate() {
-            if let Slot::Packed(p) = s {
-                if sparse(&p.chunk().0) {
-                    match packer.copy(p) {
-                        Some(span) => moved.push((i, span)),
-                        None => break,
-                    }
+            if let Slot::Packed(p) = s
+                && sparse(&p.chunk().0)
+            {
+                match packer.copy(p) {
+                    Some(span) => moved.push((i, span)),
+                    None => break,
                 }
             }
         }
@@ -706,7 +706,7 @@ impl Model {
             return false;
         }
         self.ticks = self.ticks.wrapping_add(1);
-        let all = self.ticks % 10 == 0;
+        let all = self.ticks.is_multiple_of(10);
         let sys = self.src.sys.clone();
         let mut changed = false;
         let due =

@@ -246,11 +246,11 @@ impl StoreApp {
     /// The same batch stays selected when rows move.
     fn keep_selection(&mut self, chosen: Option<(String, String)>) {
         let rows = self.rows();
-        if let Some((t, k)) = chosen {
-            if let Some(i) = rows.iter().position(|b| b.task == t && b.key == k) {
-                self.selected = i;
-                return;
-            }
+        if let Some((t, k)) = chosen
+            && let Some(i) = rows.iter().position(|b| b.task == t && b.key == k)
+        {
+            self.selected = i;
+            return;
         }
         self.selected = self.selected.min(rows.len().saturating_sub(1));
     }
