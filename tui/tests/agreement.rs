@@ -57,7 +57,7 @@ fn agree(uc: &Path, sys: &Sys, what: &str) -> usize {
         let e = explain(&one_scan, one);
         assert_eq!(e.history, b.history(), "{what}: explain's history ({})", b.key);
         // The report renders (never panics) on any batch.
-        assert!(ubunye_tui::report::explanation(&e).contains(&b.key));
+        assert!(ubunye_tui::report::explanation(&e, None).contains(&b.key));
         match check(Kind::Takeover, &e) {
             Ok(plan) => {
                 assert_eq!(plan.state, b.state, "{what}: the plan's state ({})", b.key);

@@ -152,7 +152,7 @@ fn dashboard_says(uc: &Path, captured: std::time::SystemTime, key: &str, how: Da
     let id = (TASK.to_string(), key.to_string());
     let b = a.model.whole(&id).ok().flatten()?;
     let e = ubunye::explain::explain(&a.model.scan, b);
-    Some(ubunye_tui::report::explanation(&e))
+    Some(ubunye_tui::report::explanation(&e, None))
 }
 
 fn top_as_the_looker(uc: &Path, key: &str) -> String {

@@ -345,7 +345,9 @@ fn runs_show_prints_a_run_whole_with_the_end_of_its_log() {
         .args([
             "sh",
             "-c",
-            "i=0; while [ $i -lt 50 ]; do echo line-$i; i=$((i+1)); done; echo 'no such file' >&2; exit 3",
+            // One stream (stderr) for all of it: two pipes are read as their
+            // bytes arrive, so lines of stdout and stderr have no order between them.
+            "i=0; while [ $i -lt 50 ]; do echo line-$i >&2; i=$((i+1)); done; echo 'no such file' >&2; exit 3",
         ])
         .stdin(Stdio::null())
         .output()

@@ -88,7 +88,7 @@ fn a_light_finished_batch_is_explained_as_a_whole_one() {
             }
             let whole = m.whole(&id).unwrap().unwrap();
             let render = |s: &ubunye::state::Scan, b: ubunye::state::Batch| {
-                ubunye_tui::report::explanation(&ubunye::explain::explain(s, b))
+                ubunye_tui::report::explanation(&ubunye::explain::explain(s, b), None)
             };
             assert_eq!(render(&m.scan, whole), render(&scan, b.clone()), "{fx} {}", b.key);
         }
@@ -213,8 +213,10 @@ fn a_light_batch_read_again_keeps_its_variables() {
     a.refresh_detail(true);
     let (scan, b) = (full(&a), a.model.batch_at(0).unwrap());
     let fresh = scan.batches.iter().find(|x| x.key == b.key).unwrap().clone();
-    let want: Vec<String> =
-        ubunye_tui::report::explanation(&ubunye::explain::explain(&scan, fresh)).lines().map(str::to_string).collect();
+    let want: Vec<String> = ubunye_tui::report::explanation(&ubunye::explain::explain(&scan, fresh), None)
+        .lines()
+        .map(str::to_string)
+        .collect();
     assert_eq!(a.detail.lines, want, "the detail pane says what `leases explain` says");
     let note = lease_path(&uc, "39bc42311894ddba.finished.json");
     fs::write(&note, fs::read(&note).unwrap()).unwrap();

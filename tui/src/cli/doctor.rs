@@ -168,15 +168,32 @@ fn many(a: &DoctorArgs, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> i32 {
                 .unwrap_or_default(),
         );
     } else {
-        for (uc, _, findings, looked) in &all {
-            match (findings.is_empty(), looked) {
-                (true, Some(n)) => super::outln(&format!("== {uc}: clean ({n} batch(es) looked at).")),
-                _ => {
-                    super::outln(&format!("== {uc}: {} finding(s)", findings.len()));
-                    print_findings(findings);
-                }
-            }
+        for (uc, _, findings, _) in all.iter().filter(|(_, _, f, _)| !f.is_empty()) {
+            super::outln(&format!("== {uc}: {} finding(s)", findings.len()));
+            print_findings(findings);
         }
+        // Then every use case on a line, the clean ones too.
+        let rows: Vec<super::table::Line> = all
+            .iter()
+            .map(|(uc, _, findings, looked)| super::table::Line {
+                cells: vec![
+                    uc.clone(),
+                    if findings.is_empty() { "clean".into() } else { findings.len().to_string() },
+                    looked.map(|n| n.to_string()).unwrap_or_else(|| "(cannot be read)".into()),
+                ],
+                colour: None,
+            })
+            .collect();
+        let header = ["USE CASE", "FINDINGS", "BATCHES LOOKED AT"];
+        let width = super::table::terminal_width();
+        super::out(&crate::console::grid::render(
+            &header,
+            &rows,
+            width,
+            &super::table::Fit::NONE,
+            crate::console::grid::Last::Cut,
+            1,
+        ));
         super::outln(&format!("{count} finding(s) in {} use case(s).", all.len()));
     }
     if count == 0 { exit::OK } else { exit::REFUSED }

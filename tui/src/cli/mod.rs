@@ -17,7 +17,7 @@ mod python;
 pub(crate) mod runs;
 mod runs_show;
 mod store;
-mod table;
+pub(crate) use crate::console::table;
 
 pub(crate) use crate::console::print::{out, outln, print_json, say_err};
 pub use crate::console::{colour, exit, print, usecase};

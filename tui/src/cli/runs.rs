@@ -1,7 +1,5 @@
 //! `ubunye runs`: the run records of a use case, newest first.
 
-use std::io::Write;
-
 use clap::Args;
 use serde::Serialize;
 
@@ -302,9 +300,15 @@ pub(crate) fn show(
     if many {
         header.insert(2, "USE CASE");
     }
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let _ = table::print(&mut out, &header, records.len(), line, table::terminal_width(), &FIT);
-    let _ = out.flush();
+    let lines: Vec<table::Line> = (0..records.len()).map(line).collect();
+    super::out(&crate::console::grid::render(
+        &header,
+        &lines,
+        table::terminal_width(),
+        &FIT,
+        crate::console::grid::Last::Cut,
+        1,
+    ));
     if let Some(cut) = cut {
         say_err(&cut);
     }

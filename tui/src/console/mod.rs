@@ -4,8 +4,10 @@
 
 pub mod colour;
 pub mod fleet;
+pub mod grid;
 pub mod machine;
 pub mod print;
+pub mod table;
 pub mod usecase;
 
 /// The exit codes: one table, in `ubunye --help` and docs/json.md.

@@ -11,8 +11,14 @@ use ubunye::timefmt;
 /// History lines shown in text; `--json` has them all.
 const HISTORY_SHOWN: usize = 20;
 
-/// The report as text.
-pub fn render(e: &Explanation) -> String {
+/// Below 70 columns or so the time goes (`--json` has it), so that the
+/// detail wraps in a column of at least 24.
+const HISTORY_FIT: crate::console::table::Fit =
+    crate::console::table::Fit { steps: &[crate::console::table::Step::Drop("WHEN")], last_min: 24 };
+
+/// The report as text, its history table laid out for `width` columns (a
+/// terminal's; None: piped, or the dashboard's pane, which wraps itself).
+pub fn render(e: &Explanation, width: Option<usize>) -> String {
     let b = &e.batch;
     let mut o = String::new();
     let _ = writeln!(o, "{}  {}", b.task, b.variables_text().unwrap_or_else(|| unknown_variables(b)));
@@ -34,29 +40,7 @@ pub fn render(e: &Explanation) -> String {
     }
     wrote(&mut o, b, e);
     let _ = writeln!(o, "\nHistory");
-    if b.finished.is_none() {
-        let _ = writeln!(o, "  finished  no note");
-    }
-    for h in e.history.iter().take(HISTORY_SHOWN) {
-        let _ = writeln!(o, "  {}", history_line(b, h));
-    }
-    if e.history.len() > HISTORY_SHOWN {
-        let _ = writeln!(o, "  … {} more (--json lists them all)", e.history.len() - HISTORY_SHOWN);
-    }
-    for u in &b.unreadable {
-        let _ = writeln!(o, "  unreadable {} {}: {}", u.kind.word(), u.path.display(), u.why);
-    }
-    for r in &e.repairs {
-        let _ = writeln!(
-            o,
-            "  repair    {} {} by {}@{}: {}",
-            r["time"].as_str().unwrap_or(""),
-            r["command"].as_str().unwrap_or(""),
-            r["user"].as_str().unwrap_or("?"),
-            r["host"].as_str().unwrap_or("?"),
-            r["outcome"].as_str().unwrap_or("")
-        );
-    }
+    o.push_str(&history(b, e, width));
     let _ = writeln!(o, "\nWhat happens next");
     for s in &e.next.steps {
         let _ = writeln!(o, "  {s}");
@@ -193,34 +177,86 @@ fn wrote(o: &mut String, b: &Batch, e: &Explanation) {
     }
 }
 
-/// One history line.
-fn history_line(b: &Batch, h: &HistoryEntry) -> String {
-    let run = h.run_id.as_deref().map(run_text).unwrap_or_else(|| run_text(""));
-    let time = h.time.clone().unwrap_or_default();
-    match h.what {
+/// The history as a table: what, which run, when (UTC, to the second;
+/// `--json` has the stored times), and the rest, which wraps inside its
+/// column (an error is read whole).
+fn history(b: &Batch, e: &Explanation, width: Option<usize>) -> String {
+    let mut rows: Vec<[String; 4]> = Vec::new();
+    if b.finished.is_none() {
+        rows.push(["finished".into(), String::new(), String::new(), "no note".into()]);
+    }
+    rows.extend(e.history.iter().take(HISTORY_SHOWN).map(|h| history_row(b, h)));
+    if e.history.len() > HISTORY_SHOWN {
+        let more = format!("{} more (--json lists them all)", e.history.len() - HISTORY_SHOWN);
+        rows.push(["…".into(), String::new(), String::new(), more]);
+    }
+    for u in &b.unreadable {
+        let what = format!("{} {}: {}", u.kind.word(), u.path.display(), u.why);
+        rows.push(["unreadable".into(), String::new(), String::new(), what]);
+    }
+    for r in &e.repairs {
+        let what = format!(
+            "{} by {}@{}: {}",
+            r["command"].as_str().unwrap_or(""),
+            r["user"].as_str().unwrap_or("?"),
+            r["host"].as_str().unwrap_or("?"),
+            r["outcome"].as_str().unwrap_or("")
+        );
+        rows.push(["repair".into(), String::new(), when(r["time"].as_str()), what]);
+    }
+    let lines: Vec<crate::console::table::Line> =
+        rows.into_iter().map(|r| crate::console::table::Line { cells: r.into(), colour: None }).collect();
+    crate::console::grid::render(
+        &["WHAT", "RUN", "WHEN", "DETAIL"],
+        &lines,
+        width,
+        &HISTORY_FIT,
+        crate::console::grid::Last::Wrap,
+        2,
+    )
+}
+
+/// A stored time as `2026-12-05T05:39:34Z`; as written when it is not a time.
+fn when(t: Option<&str>) -> String {
+    let t = t.unwrap_or("");
+    timefmt::parse(t).map(timefmt::utc_z).unwrap_or_else(|| t.to_string())
+}
+
+/// One history row: what, run, when, the rest.
+fn history_row(b: &Batch, h: &HistoryEntry) -> [String; 4] {
+    let run = h.run_id.as_deref().map(run_text).unwrap_or_default();
+    let time = when(h.time.as_deref());
+    let (what, rest) = match h.what {
         Happened::Finished => {
             let n: usize = b.finished.as_ref().map(|f| f.outputs.iter().map(|x| x.1.len()).sum()).unwrap_or(0);
-            format!("finished  by run {run} at {time} ({n} claimed file(s))")
+            ("finished", format!("{n} claimed file(s)"))
         }
         Happened::TakenOver => match &h.run_id {
-            Some(_) => format!("takeover  run {run} was taken over at {time}"),
-            None => format!("takeover  an empty lease (it named no run) was taken over at {time} ({})", h.file),
+            Some(_) => ("takeover", "taken over".into()),
+            None => ("takeover", format!("an empty lease (it named no run) was taken over ({})", h.file)),
         },
-        Happened::DoneMark => format!(
-            "done mark run {run} ({})",
-            if b.lease.is_some() { "with its lease" } else { "left without a lease" }
-        ),
+        Happened::DoneMark => {
+            ("done mark", if b.lease.is_some() { "with its lease" } else { "left without a lease" }.into())
+        }
         Happened::Record => match &h.damaged {
-            Some(why) => format!("record    {run} UNREADABLE: {} cannot be parsed: {why}", h.file),
-            None => format!(
-                "record    {run} {:<11} started {time}{}",
-                h.status.clone().unwrap_or_else(|| "(none)".into()),
-                h.error.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
+            Some(why) => ("record", format!("UNREADABLE: {} cannot be parsed: {why}", h.file)),
+            None => (
+                "record",
+                format!(
+                    "{}{}",
+                    h.status.clone().unwrap_or_else(|| "(none)".into()),
+                    h.error.as_ref().map(|e| format!(": {e}")).unwrap_or_default()
+                ),
             ),
         },
-        Happened::UnknownFile => format!(
-            "file      {} (changed {time}): not a file this engine knows (a newer engine's? ubunye-engine 0.9.1 leaves <key>.tried after a failed run that committed a keyed Delta write); left as it is",
-            h.file
+        Happened::UnknownFile => (
+            "file",
+            format!(
+                "{}: not a file this engine knows (a newer engine's? ubunye-engine 0.9.1 leaves <key>.tried after a failed run that committed a keyed Delta write); left as it is",
+                h.file
+            ),
         ),
-    }
+    };
+    let time = if matches!(h.what, Happened::DoneMark) || h.damaged.is_some() { String::new() } else { time };
+    [what.into(), run, time, rest]
 }

@@ -28,7 +28,7 @@ pub fn run(a: &ExplainArgs) -> i32 {
     if a.json {
         crate::cli::print_json(&e);
     } else {
-        crate::cli::out(&crate::report::explanation(&e));
+        crate::cli::out(&crate::report::explanation(&e, crate::console::table::terminal_width()));
     }
     exit::OK
 }

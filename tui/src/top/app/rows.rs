@@ -121,7 +121,7 @@ impl App {
         self.detail.lines = match self.model.whole(&id) {
             Ok(Some(b)) => {
                 let e = ubunye::explain::explain(&self.model.scan, b);
-                crate::report::explanation(&e).lines().map(str::to_string).collect()
+                crate::report::explanation(&e, None).lines().map(str::to_string).collect()
             }
             Ok(None) => Vec::new(),
             Err(e) => vec![format!("cannot read the batch again: {e}")],

@@ -41,7 +41,6 @@ pub struct Fit {
     pub last_min: usize,
 }
 
-#[cfg(test)]
 impl Fit {
     /// Nothing dropped or shrunk: only the last column is cut.
     pub const NONE: Fit = Fit { steps: &[], last_min: 0 };
@@ -132,7 +131,7 @@ where
 /// Take `fit`'s steps until the columns but the last, and the last's
 /// least, fit in `width`: which columns are shown and which abbreviated
 /// (`widths` shrunk in place).
-fn layout<F>(
+pub(crate) fn layout<F>(
     header: &[&str],
     widths: &mut [usize],
     width: usize,
@@ -175,7 +174,7 @@ where
 }
 
 /// `demo/sales/ingest` -> `d/s/ingest`: each folder by its first letter.
-fn abbreviate(path: &str) -> String {
+pub(crate) fn abbreviate(path: &str) -> String {
     match path.rsplit_once('/') {
         Some((folders, name)) => {
             let mut out: String = folders.split('/').filter_map(|f| f.chars().next()).flat_map(|c| [c, '/']).collect();
