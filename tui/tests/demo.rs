@@ -206,4 +206,40 @@ fn every_table_fits_60_80_and_120_columns() {
             }
         }
     }
+    // doctor over two use cases ends with a table of them (one cannot be read).
+    let gone = d.path().join("a-use-case-folder-that-is-not-there").to_string_lossy().into_owned();
+    for width in [60, 80, 120] {
+        let o = Command::new(BIN).args(["doctor", "-d", uc, "-d", &gone]).env("COLUMNS", width.to_string()).output();
+        let text = String::from_utf8(o.unwrap().stdout).unwrap();
+        let table: Vec<&str> = text.lines().skip_while(|l| !l.starts_with(" USE CASE")).collect();
+        assert_eq!(table.len(), 4, "the header, two use cases, the count: {text}");
+        assert!(table[1].contains(uc) && table[2].contains(&gone), "a use case's path is never cut: {text}");
+        assert!(table.iter().all(|l| l.width() <= width), "{width}: {text}");
+    }
+    // explain's history, of every batch: a table whose detail wraps in its
+    // column, a run id never cut.
+    let o = Command::new(BIN).args(["leases", "list", "--all", "--json", "-d", uc]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let keys: Vec<String> =
+        v["batches"].as_array().unwrap().iter().map(|b| b["key"].as_str().unwrap().into()).collect();
+    assert!(keys.len() > 5, "{v}");
+    for key in &keys {
+        for width in [60, 80, 120] {
+            let o = Command::new(BIN)
+                .args(["leases", "explain", &key[..8], "-d", uc])
+                .env("COLUMNS", width.to_string())
+                .output()
+                .unwrap();
+            let text = String::from_utf8(o.stdout).unwrap();
+            let history: Vec<&str> =
+                text.lines().skip_while(|l| *l != "History").skip(1).take_while(|l| !l.is_empty()).collect();
+            assert!(history.first().is_some_and(|h| h.starts_with("  WHAT  ")), "{key} at {width}:\n{text}");
+            assert!(history.iter().all(|l| l.width() <= width), "{key} at {width}:\n{text}");
+            for run in v["batches"].as_array().unwrap().iter().filter(|b| b["key"] == key.as_str()) {
+                if let Some(r) = run["holder"]["run_id"].as_str().filter(|r| r.len() >= 8) {
+                    assert!(history.iter().any(|l| l.contains(&r[..8])), "{key} at {width}: run {r}\n{text}");
+                }
+            }
+        }
+    }
 }

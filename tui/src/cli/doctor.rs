@@ -185,15 +185,11 @@ fn many(a: &DoctorArgs, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> i32 {
             })
             .collect();
         let header = ["USE CASE", "FINDINGS", "BATCHES LOOKED AT"];
+        // The count of batches goes before the findings are cut.
+        const FIT: super::table::Fit =
+            super::table::Fit { steps: &[super::table::Step::Drop("BATCHES LOOKED AT")], last_min: 17 };
         let width = super::table::terminal_width();
-        super::out(&crate::console::grid::render(
-            &header,
-            &rows,
-            width,
-            &super::table::Fit::NONE,
-            crate::console::grid::Last::Cut,
-            1,
-        ));
+        super::out(&crate::console::grid::render(&header, &rows, width, &FIT, crate::console::grid::Last::Cut, 1));
         super::outln(&format!("{count} finding(s) in {} use case(s).", all.len()));
     }
     if count == 0 { exit::OK } else { exit::REFUSED }

@@ -65,7 +65,11 @@ pub fn render(header: &[&str], rows: &[Line], width: Option<usize>, fit: &Fit, l
 
     let mut t = Table::new();
     t.load_style(comfy_table::presets::NOTHING).force_no_tty().set_truncation_indicator("…");
-    t.set_header(columns.iter().map(|n| Cell::new(header[*n])).collect::<Vec<_>>());
+    // A header is one line whatever the last column does (comfy-table
+    // wraps a header as it wraps a cell).
+    let mut head = Row::from(columns.iter().map(|n| Cell::new(header[*n])));
+    head.max_height(1);
+    t.set_header(head);
     let colour = rows.iter().any(|l| l.colour.is_some());
     if colour {
         t.enforce_styling();
@@ -167,6 +171,17 @@ mod tests {
         let w = render(&["STATE", "RUN", "NOTE"], &rows, Some(30), &Fit::NONE, Last::Wrap, 3);
         let at = w.lines().next().unwrap().find("NOTE").unwrap();
         assert!(w.lines().skip(2).all(|l| l[..at].trim().is_empty()), "{w}");
+    }
+
+    #[test]
+    fn a_header_is_one_line_when_its_column_is_narrower() {
+        let rows = lines(&[["/a/long/use/case/path", "4", "x"]]);
+        let t = render(&["USE CASE", "FINDINGS", "E"], &rows[..], Some(28), &Fit::NONE, Last::Cut, 1);
+        // The last column's header cut, not wrapped onto a second line.
+        assert_eq!(t.lines().count(), 2, "{t}");
+        let one = vec![Line { cells: vec!["/a/long/use/case/path".into(), "4".into()], colour: None }];
+        let t = render(&["USE CASE", "FINDINGS"], &one, Some(28), &Fit::NONE, Last::Wrap, 1);
+        assert_eq!(t.lines().count(), 2, "{t}");
     }
 
     #[test]
