@@ -141,10 +141,28 @@ fn mask(bytes: &[u8], secrets: &[String]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The last `n` lines of a log, its last 256 KiB read at most (a line cut
-/// by where the read began is left out); None when there is no log. Control
-/// characters are shown as `�` (a log is not to drive the terminal).
+/// The last `n` lines of a log, those of its older generation
+/// (`<run>.log.1`) first when the log holds fewer (it was just rotated);
+/// None when there is neither. Control characters are shown as `�` (a log
+/// is not to drive the terminal).
 pub fn tail(path: &Path, n: usize) -> Option<Vec<String>> {
+    let newer = tail_of(path, n);
+    let have = newer.as_ref().map_or(0, Vec::len);
+    if have >= n {
+        return newer;
+    }
+    match tail_of(&rotated(path), n - have) {
+        Some(mut older) => {
+            older.extend(newer.unwrap_or_default());
+            Some(older)
+        }
+        None => newer,
+    }
+}
+
+/// The last `n` lines of one file, its last 256 KiB read at most (a line
+/// cut by where the read began is left out); None when it is not there.
+fn tail_of(path: &Path, n: usize) -> Option<Vec<String>> {
     use std::io::{Seek, SeekFrom};
     const TAIL_BYTES: u64 = 256 * 1024;
     let mut f = File::open(path).ok()?;
@@ -263,6 +281,19 @@ mod tests {
         let mut log = Log::open(LogSpec { path: path.clone(), max: 1 << 20, secrets: vec!["hunter2".into()] });
         log.write(b"token=hunter2 ok\n");
         assert_eq!(std::fs::read(&path).unwrap(), b"token=*** ok\n");
+    }
+
+    #[test]
+    fn a_tail_just_after_a_rotation_reads_on_into_the_older_generation() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("run.log");
+        assert_eq!(tail(&path, 3), None);
+        std::fs::write(rotated(&path), "a\nb\nc\nd\n").unwrap();
+        // Rotated, the new log not made yet: the older one's end.
+        assert_eq!(tail(&path, 2).unwrap(), ["c", "d"]);
+        std::fs::write(&path, "e\n").unwrap();
+        assert_eq!(tail(&path, 3).unwrap(), ["c", "d", "e"]);
+        assert_eq!(tail(&path, 1).unwrap(), ["e"]);
     }
 
     #[test]

@@ -55,8 +55,11 @@ pub fn run(a: &ShowArgs) -> i32 {
     let key = doc.get("variables").and_then(Value::as_object).and_then(|v| ubunye::state::record_key(&task, v));
     let log = record.with_extension("log");
     let older = ubunye::exec::tee::rotated(&log);
+    // The tail reads on into the older generation when the log was just
+    // rotated; the path named is the log's, or the older one's alone.
     let (log_path, tail) = match ubunye::exec::tee::tail(&log, a.lines) {
-        Some(t) => (Some(log.clone()), t),
+        Some(t) if log.exists() => (Some(log.clone()), t),
+        Some(t) => (Some(older.clone()), t),
         None => (None, Vec::new()),
     };
     if a.json {
@@ -112,7 +115,7 @@ pub fn run(a: &ShowArgs) -> i32 {
             for l in &tail {
                 out.push_str(&format!("  {l}\n"));
             }
-            if older.exists() {
+            if older.exists() && p != older {
                 out.push_str(&format!("  (older lines: {})\n", older.display()));
             }
         }
