@@ -358,13 +358,7 @@ fn dispatch(cli: &Cli) -> i32 {
                     say_err("a store sends no events: `top -d s3://...` polls every --interval; drop --watch notify");
                     return exit::USAGE;
                 }
-                if a.read_only {
-                    say_err(
-                        "--read-only is for a use case on a disk: the store's dashboard has its takeover key; `ubunye leases list -d s3://...` only looks",
-                    );
-                    return exit::USAGE;
-                }
-                crate::top::store::run(d.to_str().unwrap_or_default(), a.interval, colour)
+                crate::top::store::run(d.to_str().unwrap_or_default(), a.interval, colour, a.read_only)
             }
             Some(d) => crate::top::run(&crate::top::Options {
                 dir: d.to_path_buf(),

@@ -24,11 +24,16 @@ pub fn lookup<C: PartialEq + Copy, A: Copy>(table: &[Binding<C, A>], ctx: C, key
     table.iter().find(|b| b.ctx == ctx && b.keys.contains(&key.code)).map(|b| b.act)
 }
 
-/// The footer of `ctx`: (keys, what, up to its first parenthesis).
-pub fn footer<C: PartialEq + Copy, A>(table: &[Binding<C, A>], ctx: C) -> Vec<(&'static str, &'static str)> {
+/// The footer of `ctx`: (keys, what, up to its first parenthesis), of the
+/// bindings whose action `shown` keeps.
+pub fn footer<C: PartialEq + Copy, A>(
+    table: &[Binding<C, A>],
+    ctx: C,
+    shown: impl Fn(&A) -> bool,
+) -> Vec<(&'static str, &'static str)> {
     table
         .iter()
-        .filter(|b| b.ctx == ctx && b.footer)
+        .filter(|b| b.ctx == ctx && b.footer && shown(&b.act))
         .map(|b| (b.shown, b.what.split(" (").next().unwrap_or(b.what)))
         .collect()
 }

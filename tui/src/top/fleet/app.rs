@@ -88,7 +88,7 @@ pub fn lookup(ctx: Ctx, key: &KeyEvent) -> Option<Act> {
 
 /// The footer of `ctx`: (keys, what), from [`KEYS`].
 pub fn footer(ctx: Ctx) -> Vec<(&'static str, &'static str)> {
-    crate::top::keytable::footer(KEYS, ctx)
+    crate::top::keytable::footer(KEYS, ctx, |_| true)
 }
 
 /// What the app asks of the loop.

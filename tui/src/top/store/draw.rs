@@ -124,13 +124,13 @@ pub fn draw(f: &mut Frame, app: &mut StoreApp, colour: bool) {
             detail,
         );
     }
-    let keys: Vec<String> = footer(app.ctx()).iter().map(|(k, w)| format!("{k} {w}")).collect();
+    let keys: Vec<String> = footer(app.ctx(), app.read_only).iter().map(|(k, w)| format!("{k} {w}")).collect();
     f.render_widget(Paragraph::new(fit(&keys.join("  "), foot.width as usize)), foot);
     if let Some(p) = &app.popup {
         draw_popup(f, p);
     }
     if app.help {
-        draw_help(f);
+        draw_help(f, app.read_only);
     }
 }
 
@@ -206,17 +206,20 @@ fn draw_popup(f: &mut Frame, p: &Popup) {
     );
 }
 
-fn draw_help(f: &mut Frame) {
+fn draw_help(f: &mut Frame, read_only: bool) {
     let mut lines = Vec::new();
+    let popup = if read_only { None } else { Some((Ctx::Popup, "Takeover popup")) };
     for (ctx, name) in [
         (Ctx::Main, "Table"),
         (Ctx::Filter, "Filter (after /)"),
-        (Ctx::Popup, "Takeover popup"),
         (Ctx::Notice, "A refusal or an outcome"),
         (Ctx::Help, "This help"),
-    ] {
+    ]
+    .into_iter()
+    .chain(popup)
+    {
         lines.push(Line::from(Span::styled(name, Style::default().add_modifier(Modifier::BOLD))));
-        for b in KEYS.iter().filter(|b| b.ctx == ctx) {
+        for b in KEYS.iter().filter(|b| b.ctx == ctx && super::app::shown(b.act, read_only)) {
             lines.push(Line::from(format!("  {:<8} {}", b.shown, b.what)));
         }
     }

@@ -41,7 +41,7 @@ pub struct Source {
 
 /// Run the dashboard over the store at `dir`; the exit code. Bad input and
 /// an unreachable store are told in one line before the terminal is touched.
-pub fn run(dir: &str, interval: Duration, colour: bool) -> i32 {
+pub fn run(dir: &str, interval: Duration, colour: bool, read_only: bool) -> i32 {
     let uc = match StoreUrl::parse(dir) {
         Ok(u) => u,
         Err(e) => {
@@ -81,6 +81,7 @@ pub fn run(dir: &str, interval: Duration, colour: bool) -> i32 {
     }
     crossterm::style::force_color_output(colour);
     let mut app = StoreApp::new(dir, interval);
+    app.read_only = read_only;
     let (mut terminal, guard) = match crate::top::term::enter() {
         Ok(t) => t,
         Err(e) => {
