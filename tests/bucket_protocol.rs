@@ -262,7 +262,10 @@ fn the_probe_passes_on_a_store_that_keeps_the_rules() {
 
 #[test]
 fn looking_judges_every_batch_by_the_stores_clock_and_writes_nothing() {
-    let w = world();
+    let mut w = world();
+    // A's lease lives 30 s (its ttl_s); the others, written without one,
+    // the timeout below.
+    w.timing.store_ttl = Duration::from_secs(30);
     let task = "demo/sales/ingest";
     let k = |key: &str, suffix: &str| format!("uc/.ubunye/leases/{task}/{key}{suffix}");
     let _live = w.held(A);
@@ -320,4 +323,135 @@ fn time_is_the_stores_not_this_machines() {
     w.mem.put(&w.place.lease_key(), body.into_bytes()).unwrap();
     assert!(matches!(w.take(B), Acquire::Refused(Refused::Busy { .. })));
     let _ = SystemTime::now();
+}
+
+/// A lease lives the `ttl_s` its holder wrote in it, by the store's clock;
+/// one without (an older engine's) lives the disk's timeout; one whose
+/// `ttl_s` is not a number of seconds is never judged.
+#[test]
+fn a_lease_lives_the_lifetime_its_holder_wrote_in_it() {
+    let mut w = world();
+    w.timing.store_ttl = Duration::from_secs(120);
+    let _a = w.held(A);
+    assert!(w.lease_body().unwrap().contains("\"ttl_s\": 120"), "{:?}", w.lease_body());
+    w.clock.advance(Duration::from_secs(120));
+    assert!(matches!(w.take(B), Acquire::Refused(Refused::Busy { .. })), "live within its 120 s");
+    let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert_eq!((rows[0].state, rows[0].ttl_secs), (StoreVerdict::Live, Some(120.0)));
+    w.clock.advance(Duration::from_secs(2));
+    let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert_eq!(rows[0].state, StoreVerdict::Dead, "dead past its own lifetime, long before the disk's 15 minutes");
+    let Acquire::Held(b, Some(rec)) = w.take(B) else { panic!("a lease past its ttl_s was not taken over") };
+    assert_eq!(rec.run_id, A);
+    assert!(b.release().unwrap());
+
+    // Without ttl_s: the disk's timeout.
+    let key = w.place.lease_key();
+    let _c = w.held(C);
+    let body = w.lease_body().unwrap().replace("\"ttl_s\": 120", "\"other\": 1");
+    w.mem.put(&key, body.into_bytes()).unwrap();
+    w.clock.advance(Duration::from_secs(600));
+    assert!(matches!(w.take(A), Acquire::Refused(Refused::Busy { .. })), "no ttl_s: 15 minutes");
+    // A ttl_s that is not a number of seconds: unreadable, never taken.
+    for bad in ["\"2m\"", "0", "-5", "null"] {
+        let body = w.lease_body().unwrap();
+        let body = match body.find("\"ttl_s\"") {
+            Some(_) => body,
+            None => body.replacen("\"other\": 1", "\"ttl_s\": 1", 1),
+        };
+        let start = body.find("\"ttl_s\": ").unwrap() + "\"ttl_s\": ".len();
+        let end = start + body[start..].find([',', '\n', '}']).unwrap();
+        let body = format!("{}{bad}{}", &body[..start], &body[end..]);
+        w.mem.put(&key, body.into_bytes()).unwrap();
+        w.clock.advance(Duration::from_secs(3600));
+        assert!(matches!(w.take(A), Acquire::Refused(Refused::Unreadable { .. })), "ttl_s {bad}");
+        let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+        assert_eq!(rows[0].state, StoreVerdict::Unreadable, "ttl_s {bad}");
+    }
+}
+
+/// Land with a hook that runs at each step.
+fn land_with(
+    w: &World,
+    lease: &ubunye::bucket::Lease,
+    files: &[ubunye::bucket::Planned],
+    at: impl Fn(Step) + Send + Sync + 'static,
+) -> Result<ubunye::bucket::Landed, LandError> {
+    let hook = ubunye::sys::Hook(Some(Arc::new(at)));
+    ubunye::bucket::land(&*w.mem, lease, &[("ev".into(), out())], files, &hook, OUTAGE)
+}
+
+/// The store stops answering once the completions are made, and answers
+/// again a moment later: the run itself takes back what it made visible
+/// and aborts its uploads; its lease is still its own, to hand back.
+#[test]
+fn a_store_that_answers_again_sees_the_run_take_back_what_it_made_visible() {
+    let w = world();
+    let (a, _d, files) = w.landing(2);
+    let mem = w.mem.clone();
+    let e = land_with(&w, &a, &files, move |s| {
+        if s == Step::Completed {
+            mem.set_down(true);
+            let mem = mem.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                mem.set_down(false);
+            });
+        }
+    })
+    .unwrap_err();
+    let LandError::Failed(_, undone) = &e else { panic!("{e:?}") };
+    assert_eq!(undone.removed.len(), 2, "{undone:?}");
+    assert!(w.visible().is_empty(), "{:?}", w.visible());
+    assert!(w.mem.open_uploads("lake/").unwrap().is_empty());
+    assert!(w.mem.get(&w.place.note_key()).unwrap().is_none());
+    assert!(a.release().unwrap(), "the lease is still the run's to hand back");
+}
+
+/// The store does not answer within the bound: the run says what may be
+/// visible and when the next run takes it back; the next run does, once the
+/// lease is past its lifetime.
+#[test]
+fn a_store_that_stays_down_is_said_and_the_next_run_takes_it_back() {
+    let w = world();
+    let (a, _d, files) = w.landing(2);
+    let mem = w.mem.clone();
+    let e = land_with(&w, &a, &files, move |s| {
+        if s == Step::Completed {
+            mem.set_down(true);
+        }
+    })
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(&e, LandError::Unreachable(u) if u.claimed == 2 && u.visible), "{e:?}");
+    assert!(text.contains("up to 2 object(s) of this run under s3://bkt/lake/ev/"), "{text}");
+    assert!(text.contains("15m old") && text.contains("the next run of the batch"), "{text}");
+    w.mem.set_down(false);
+    assert_eq!(w.visible().len(), 2, "made visible before the store stopped answering");
+    let (_b, rec) = w.take_over();
+    assert_eq!(rec.removed.len(), 2);
+    assert!(w.visible().is_empty());
+}
+
+/// A run paused past its lease's lifetime and taken over: its first request
+/// afterwards fails (a dropped connection). It reads its lease again before
+/// it says anything, and says it lost it, naming the taker.
+#[test]
+fn a_failed_request_after_a_takeover_is_told_as_a_lost_lease() {
+    let w = Arc::new(world());
+    let (a, _d, files) = w.landing(2);
+    let w2 = w.clone();
+    let e = land_with(&w, &a, &files, move |s| {
+        if s == Step::PartsSent {
+            let _ = w2.take_over();
+            // The paused run's next request (its last look at the lease).
+            w2.mem.fail_next("head");
+        }
+    })
+    .unwrap_err();
+    match &e {
+        LandError::Lease(BucketError::Lost { why, .. }) => assert!(why.contains("run bbbbbbbb holds it now"), "{why}"),
+        other => panic!("not told as lost: {other:?}"),
+    }
+    assert!(w.visible().is_empty());
 }

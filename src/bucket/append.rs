@@ -113,10 +113,20 @@ pub enum LandError {
     /// taker recovers what this run claimed.
     #[error(transparent)]
     Lease(#[from] BucketError),
-    /// An upload could not be made visible, or the store failed mid-way: what
-    /// this run had made visible was taken back (`rolled_back`).
+    /// A request failed mid-way; the store answered again (within the
+    /// bound of [`super::unwind`]) and the lease was still this run's: what
+    /// it had made visible was taken back (what was done).
     #[error("{0}")]
     Failed(StoreError, Box<Recovered>),
+    /// A request failed after the lease was marked done: the run committed,
+    /// its files are the batch, and its finished note is not written yet
+    /// (the next run, or `leases takeover`, writes it).
+    #[error("{0}")]
+    Committed(StoreError),
+    /// The store did not answer again within the bound: nothing could be
+    /// taken back by this run.
+    #[error("{0}")]
+    Unreachable(Box<Unreachable>),
     /// A completion was refused while the lease was still held: an object
     /// had the key already, or the upload was aborted.
     #[error(
@@ -130,19 +140,70 @@ pub enum LandError {
     },
 }
 
+/// A run whose store did not answer again within the bound: what it had
+/// claimed, and what may be visible of it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{error}; the store did not answer for {}{}: {} the next run of the batch aborts and deletes them once this run's lease is {} old by the store's clock (or `ubunye leases takeover` then)",
+    humantime::format_duration(*waited),
+    if *answered_once { " long enough to take back what this run made visible" } else { "" },
+    what_may_show(*claimed, prefix, *visible),
+    humantime::format_duration(*lifetime)
+)]
+pub struct Unreachable {
+    /// The request that failed.
+    pub error: StoreError,
+    /// How many keys the lease claims.
+    pub claimed: usize,
+    /// Their common prefix, `s3://bucket/...`.
+    pub prefix: String,
+    /// Whether the failure came at or after the completions (objects may be
+    /// visible), or before (only open uploads, which no reader sees).
+    pub visible: bool,
+    /// How long the store was waited for.
+    pub waited: std::time::Duration,
+    /// Whether it answered at all meanwhile.
+    pub answered_once: bool,
+    /// The lease's lifetime (its `ttl_s`).
+    pub lifetime: std::time::Duration,
+}
+
+/// What may be visible of a run the store stopped answering to.
+fn what_may_show(claimed: usize, prefix: &str, visible: bool) -> String {
+    match visible {
+        true => format!(
+            "up to {claimed} object(s) of this run under {prefix} may be visible (completed before it stopped answering), and uploads of it may be open;"
+        ),
+        false => format!(
+            "nothing of this run is visible (it had completed no upload), and up to {claimed} upload(s) of it under {prefix} may be open;"
+        ),
+    }
+}
+
 /// Land `files` under `lease`, in the order of this module's doc; then write
-/// the finished note. Returns the number of files landed per output.
+/// the finished note. Returns the number of files landed per output. A
+/// request that fails is followed by reads of the lease, for at most
+/// `outage` ([`super::unwind`]).
 pub fn land(
     objects: &dyn Objects,
     lease: &Lease,
     outputs: &[(String, StoreUrl)],
     files: &[Planned],
     hook: &Hook,
+    outage: std::time::Duration,
 ) -> Result<Landed, LandError> {
+    use super::unwind::{Stage, after_failure};
+    // A failed request, or a save without an answer: the lease read again.
+    let fail = |e: BucketError, stage: Stage| -> LandError {
+        match e {
+            BucketError::Store(s) => after_failure(objects, lease, s, stage, outage),
+            other => LandError::Lease(other),
+        }
+    };
     // 1. The keys first: a run killed while its uploads start leaves no
     // upload a taker cannot find (it lists the open uploads of each claimed key).
     let replacing = lease.replacing();
-    lease.save(|d| {
+    let claimed = lease.save(|d| {
         if let Some(rep) = &replacing {
             // A --rerun: what the finished run claimed, removed once this
             // run has committed (its note replaced first).
@@ -159,18 +220,21 @@ pub fn land(
             note.insert("claimed".into(), Value::Array(mine.collect()));
             outs.insert(name.clone(), Value::Object(note));
         }
-    })?;
+    });
+    claimed.map_err(|e| fail(e, Stage::Unseen))?;
     hook.at(Step::KeysClaimed);
     let keys: Vec<String> = files.iter().map(|f| f.key.clone()).collect();
     // A store failure once the keys are claimed: what this run made visible
     // is taken back (a lost lease is left to its taker).
-    let undo = |e: StoreError| -> LandError {
-        match lease.lost() {
-            Some(why) => LandError::Lease(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }),
-            None => LandError::Failed(e, Box::new(own_take_back(objects, lease))),
+    let undo = |stage: Stage| {
+        move |e: StoreError| -> LandError {
+            match lease.lost() {
+                Some(why) => LandError::Lease(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }),
+                None => after_failure(objects, lease, e, stage, outage),
+            }
         }
     };
-    let ids = objects.start_uploads(&keys).map_err(undo)?;
+    let ids = objects.start_uploads(&keys).map_err(undo(Stage::Unseen))?;
     let uploads: Vec<Upload> = files
         .iter()
         .zip(&ids)
@@ -196,7 +260,7 @@ pub fn land(
         for u in &uploads {
             let _ = objects.abort(&u.key, &u.id);
         }
-        return Err(e.into());
+        return Err(fail(e, Stage::Unseen));
     }
     hook.at(Step::UploadsClaimed);
     // An upload started by a retried request whose first answer was lost has
@@ -211,11 +275,12 @@ pub fn land(
             }
         }
     }
-    let parts = objects.send_parts(&uploads).map_err(undo)?;
+    let parts = objects.send_parts(&uploads).map_err(undo(Stage::Unseen))?;
     hook.at(Step::PartsSent);
     // The last look before anything becomes visible: the lease as it is now.
-    lease.still_held()?;
-    let done = objects.complete_new(&uploads.iter().cloned().zip(parts).collect::<Vec<_>>()).map_err(undo)?;
+    lease.still_held().map_err(|e| fail(e, Stage::Unseen))?;
+    let done =
+        objects.complete_new(&uploads.iter().cloned().zip(parts).collect::<Vec<_>>()).map_err(undo(Stage::Seen))?;
     if let Some(i) = done.iter().position(|w| matches!(w, Written::Refused)) {
         let r = own_take_back(objects, lease);
         return Err(LandError::Refused { url: objects.url(&uploads[i].key), rolled_back: Box::new(r) });
@@ -251,7 +316,7 @@ pub fn land(
     };
     if let Err(e) = marked {
         if let BucketError::Store(store) = e {
-            return Err(LandError::Failed(store, Box::new(own_take_back(objects, lease))));
+            return Err(after_failure(objects, lease, store, Stage::Seen, outage));
         }
         if lease.lost().is_some() {
             // Taken over after the completions: take back what this run made
@@ -261,7 +326,12 @@ pub fn land(
         }
         return Err(e.into());
     }
-    write_note(objects, lease)?;
+    // Committed: a note that cannot be written now is the next run's to
+    // write (it finds the lease marked done); nothing is taken back.
+    match write_note(objects, lease) {
+        Err(BucketError::Store(e)) => return Err(LandError::Committed(e)),
+        other => other?,
+    }
     let (_, replaced_left) = remove_replaced(objects, &lease.doc(), &lease.place().uc);
     Ok(Landed {
         files: outputs.iter().map(|(o, _)| (o.clone(), files.iter().filter(|f| &f.output == o).count())).collect(),

@@ -63,13 +63,14 @@ pub struct ClaimView {
 }
 
 /// One batch in a store, closely.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Explained {
     /// Its row, as `leases list` shows it.
     pub batch: StoreBatch,
     /// The store's time it was judged at (RFC 3339).
     pub now: String,
-    /// The timeout a lease's age is held to, in seconds.
+    /// The lifetime the lease's age is held to, in seconds (its `ttl_s`, or
+    /// the disk's timeout for a lease without one).
     pub timeout_secs: u64,
     /// The lease's fields, for people: who wrote it.
     pub host: Option<String>,
@@ -103,7 +104,7 @@ pub fn explain(
     let mut e = Explained {
         batch: batch.clone(),
         now: crate::timefmt::rfc3339(now),
-        timeout_secs: timing.heartbeat_timeout.as_secs(),
+        timeout_secs: batch.ttl_secs.map_or(timing.heartbeat_timeout.as_secs(), |s| s.ceil() as u64),
         host: None,
         pid: None,
         started_at: None,
@@ -180,6 +181,7 @@ fn claims(objects: &dyn Objects, doc: &LeaseDoc) -> Result<Vec<ClaimView>, Store
 }
 
 fn next(e: &Explained, timing: &Timing) -> Vec<String> {
+    let limit = e.batch.ttl_secs.map_or(timing.heartbeat_timeout, Duration::from_secs_f64);
     let run = e.batch.run_id.as_deref().map(documents::short).unwrap_or_else(|| "?".into());
     let age = e.batch.age_secs.map(Duration::from_secs).unwrap_or_default();
     let open = e.claims.iter().filter(|c| c.upload_open).count();
@@ -187,13 +189,13 @@ fn next(e: &Explained, timing: &Timing) -> Vec<String> {
     match e.batch.state {
         StoreVerdict::Live => vec![
             format!(
-                "run {run} holds the batch: its lease was written {} ago by the store's clock, within the {} timeout",
+                "run {run} holds the batch: its lease was written {} ago by the store's clock, within the {} its lease lives",
                 crate::timefmt::age(age),
-                crate::timefmt::age(timing.heartbeat_timeout)
+                crate::timefmt::age(limit)
             ),
             format!(
                 "a run of the batch is refused while it lives; if it stops saving, its lease is dead {} after its last save",
-                crate::timefmt::age(timing.heartbeat_timeout)
+                crate::timefmt::age(limit)
             ),
         ],
         StoreVerdict::Dead if e.committed => vec![
@@ -202,9 +204,9 @@ fn next(e: &Explained, timing: &Timing) -> Vec<String> {
         ],
         StoreVerdict::Dead => vec![
             format!(
-                "run {run} is dead: its lease was last written {} ago, past the {} timeout",
+                "run {run} is dead: its lease was last written {} ago, past the {} its lease lives",
                 crate::timefmt::age(age),
-                crate::timefmt::age(timing.heartbeat_timeout)
+                crate::timefmt::age(limit)
             ),
             format!(
                 "the next run (or `ubunye leases takeover`) aborts its {} claimed upload(s) ({open} still open), then deletes the {visible} claimed object(s) it had completed, and marks its record interrupted",

@@ -162,8 +162,34 @@ fn saves_of(doc: &LeaseDoc) -> u64 {
     doc.0.get("saves").and_then(Value::as_u64).unwrap_or(0)
 }
 
-/// The lease a holder writes first.
-fn fresh(holder: &Holder, task: &TaskPath, now: SystemTime) -> LeaseDoc {
+/// The lifetime a lease is judged by: its own `ttl_s`, written by its
+/// holder; the disk's timeout (`heartbeat_timeout`, the peer's 15 minutes)
+/// for a lease without one. A `ttl_s` that is not a positive number of
+/// seconds makes the lease unreadable ([`read_doc`]), never judged.
+pub fn lifetime_of(doc: &LeaseDoc, timing: &Timing) -> Duration {
+    ttl_of(doc).ok().flatten().unwrap_or(timing.heartbeat_timeout)
+}
+
+/// The lease's `ttl_s`: None when it has none, an error when it is not a
+/// positive number of seconds (at most a year).
+fn ttl_of(doc: &LeaseDoc) -> Result<Option<Duration>, String> {
+    const YEAR: f64 = 365.0 * 86_400.0;
+    match doc.0.get("ttl_s") {
+        None => Ok(None),
+        Some(v) => match v.as_f64() {
+            Some(s) if s > 0.0 && s <= YEAR => Ok(Some(Duration::from_secs_f64(s))),
+            _ => Err(format!("its ttl_s ({v}) is not a number of seconds between 0 and a year")),
+        },
+    }
+}
+
+/// `ttl_s` as written: whole seconds as an integer, else a float.
+fn ttl_value(ttl: Duration) -> Value {
+    if ttl.subsec_nanos() == 0 { Value::from(ttl.as_secs()) } else { pyjson::float_value(ttl.as_secs_f64()) }
+}
+
+/// The lease a holder writes first, with the lifetime it chose (`ttl_s`).
+fn fresh(holder: &Holder, task: &TaskPath, now: SystemTime, ttl: Duration) -> LeaseDoc {
     let mut d = LeaseDoc::new(
         &holder.run_id,
         task.as_str(),
@@ -175,6 +201,7 @@ fn fresh(holder: &Holder, task: &TaskPath, now: SystemTime) -> LeaseDoc {
     );
     d.set("store", Value::String("s3".into()));
     d.set("saves", Value::from(1u64));
+    d.set("ttl_s", ttl_value(ttl));
     d
 }
 
@@ -183,6 +210,7 @@ pub(super) fn read_doc(body: &[u8], uc: &StoreUrl) -> Result<LeaseDoc, String> {
     match documents::parse_doc(body) {
         Ok(p @ Parsed::Doc(_)) => {
             let d = LeaseDoc::from_parsed(p);
+            ttl_of(&d)?;
             super::claims::store_claims(&d, uc)?;
             super::claims::store_replaces(&d, uc)?;
             if let Some(t) = d.0.get("taking_over") {
@@ -218,7 +246,7 @@ pub fn acquire(
     const TRIES: usize = 8;
     let key = place.lease_key();
     for _ in 0..TRIES {
-        let doc = fresh(holder, &place.task, clock.now());
+        let doc = fresh(holder, &place.task, clock.now(), timing.store_ttl);
         let body = doc.to_json().into_bytes();
         if let Written::Done(etag) = objects.create(&key, body)? {
             let lease = Lease::new(objects.clone(), place, holder, clock.clone(), doc, etag);
@@ -235,8 +263,9 @@ pub fn acquire(
             return lease.check_finished(None, holder.rerun);
         }
         let now = objects.now()?;
+        // Dead past the lifetime its holder wrote in it.
         match age_of(got.modified, now, timing) {
-            Some(a) if a > timing.heartbeat_timeout => {}
+            Some(a) if a > lifetime_of(&seen, timing) => {}
             Some(age) => return Ok(Acquire::Refused(Refused::Busy { run_id: seen.run_id(), age })),
             None => {
                 return Ok(Acquire::Refused(Refused::Unreadable {
@@ -251,7 +280,7 @@ pub fn acquire(
             Some(Value::Object(m)) => LeaseDoc(m.clone()),
             _ => seen.clone(),
         };
-        let mut mine = fresh(holder, &place.task, clock.now());
+        let mut mine = fresh(holder, &place.task, clock.now(), timing.store_ttl);
         mine.set("saves", Value::from(saves_of(&seen) + 1));
         mine.set("taking_over", Value::Object(target.0.clone()));
         let Written::Done(etag) = objects.update(&key, mine.to_json().into_bytes(), &got.etag)? else {

@@ -39,7 +39,7 @@ impl StoreVerdict {
 }
 
 /// One batch of a use case in a store.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct StoreBatch {
     /// Its task.
     pub task: String,
@@ -51,6 +51,9 @@ pub struct StoreBatch {
     pub run_id: Option<String>,
     /// The lease's age by the store's clock, in seconds.
     pub age_secs: Option<u64>,
+    /// The lifetime its lease is judged by, in seconds: the `ttl_s` its
+    /// holder wrote, else the disk's timeout; None without a readable lease.
+    pub ttl_secs: Option<f64>,
     /// Files its lease claims.
     pub claims: usize,
     /// Its lease (or note) object.
@@ -203,6 +206,7 @@ fn judge_all(
             state: StoreVerdict::Finished,
             run_id: None,
             age_secs: None,
+            ttl_secs: None,
             claims: 0,
             url: String::new(),
             why: None,
@@ -248,11 +252,13 @@ fn judge_lease(b: &mut StoreBatch, body: &[u8], age: Option<Duration>, timing: &
     };
     b.run_id = Some(doc.run_id());
     b.claims = doc.claim_count();
+    let lifetime = super::lease::lifetime_of(&doc, timing);
+    b.ttl_secs = Some(lifetime.as_secs_f64());
     match age {
         None => unreadable(b, "it was written after the store's clock says now: its age cannot be told".into()),
         Some(a) => {
             b.age_secs = Some(a.as_secs());
-            b.state = if a > timing.heartbeat_timeout { StoreVerdict::Dead } else { StoreVerdict::Live };
+            b.state = if a > lifetime { StoreVerdict::Dead } else { StoreVerdict::Live };
         }
     }
 }

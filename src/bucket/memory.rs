@@ -26,6 +26,8 @@ struct State {
     /// Writes to carry out once each and then answer "refused", as a retry
     /// of a write that had landed is answered (`create`, `update`).
     lies: Vec<&'static str>,
+    /// Every call fails, as a store that stopped answering.
+    down: bool,
 }
 
 /// Something to do just before an operation, once.
@@ -107,6 +109,11 @@ impl Memory {
         self.lock().faults.push(op);
     }
 
+    /// Stop answering every call (`true`), or answer again.
+    pub fn set_down(&self, down: bool) {
+        self.lock().down = down;
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -117,6 +124,13 @@ impl Memory {
     }
 
     fn fault(&self, st: &mut State, op: &'static str, key: &str) -> Result<(), StoreError> {
+        if st.down {
+            return Err(StoreError {
+                kind: ErrorKind::Network,
+                url: self.url(key),
+                what: format!("{op}: the store is down"),
+            });
+        }
         if let Some(i) = st.faults.iter().position(|f| *f == op) {
             st.faults.remove(i);
             return Err(StoreError {

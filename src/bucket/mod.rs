@@ -17,7 +17,9 @@
 //! - `lease.rs`: take, save, take over, release; `claims.rs`: what a lease
 //!   claims, read strictly; `staging.rs`: a run's local folder, swept once
 //!   its run is dead; `recover.rs`: a dead run's lease recovered;
-//!   `append.rs`: claimed uploads; `probe.rs`: the check at a run's start.
+//!   `append.rs`: claimed uploads; `unwind.rs`: a landing whose request
+//!   failed (the lease read again, what was made visible taken back);
+//!   `probe.rs`: the check at a run's start.
 //! - `run.rs`: `ubunye exec` against a store; `repair.rs`: `leases takeover`.
 //! - `look.rs` (`leases list`), `inspect.rs` (`explain`, `doctor`),
 //!   `records.rs` (`runs`): they only read.
@@ -36,12 +38,13 @@ mod repair;
 mod run;
 mod s3;
 mod staging;
+mod unwind;
 mod url;
 
-pub use append::{LandError, Landed, Planned, land, landed_name, plan};
+pub use append::{LandError, Landed, Planned, Unreachable, land, landed_name, plan};
 pub use claims::{OutputClaims, Replacing, is_landed_by, is_run_uuid, replacing_of, store_claims, store_replaces};
 pub use inspect::{ClaimView, Explained, Found, StoreFinding, doctor, explain, find, recorded_outputs};
-pub use lease::{Acquire, BucketError, Holder, Lease, Place, Refused, acquire, age_of};
+pub use lease::{Acquire, BucketError, Holder, Lease, Place, Refused, acquire, age_of, lifetime_of};
 pub use look::{Polled, Poller, StoreBatch, StoreVerdict, look};
 pub use memory::Memory;
 pub use objects::{ErrorKind, Got, Listed, Objects, StoreError, Upload, Written};

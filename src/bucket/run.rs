@@ -50,6 +50,9 @@ pub struct BucketRun {
     pub run_id: String,
     /// The program to start as the command's group keeper, if any.
     pub keeper: Option<PathBuf>,
+    /// Its maximum runtime (`--timeout`): past it the command is stopped and
+    /// nothing lands.
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// How a run against a store ended.
@@ -210,7 +213,10 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         unwritten: false,
     };
     record.put();
-    let (stop, beat) = heartbeat(lease.clone(), sys.timing.heartbeat_every);
+    // Six saves in a lease's lifetime (every 20 s of the 120 s default), or
+    // the disk's 30 s when that is more often.
+    let every = sys.timing.heartbeat_every.min(sys.timing.store_ttl / 6);
+    let (stop, beat) = heartbeat(lease.clone(), every);
     let finish = |stop: mpsc::Sender<()>, beat: std::thread::JoinHandle<()>| {
         drop(stop);
         let _ = beat.join();
@@ -231,7 +237,7 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
             let _ = std::fs::remove_dir_all(d);
         }
     };
-    let opts = child::Options { keeper: spec.keeper.as_deref(), timing: &sys.timing, log: None, timeout: None };
+    let opts = child::Options { keeper: spec.keeper.as_deref(), timing: &sys.timing, log: None, timeout: spec.timeout };
     let ran = child::run(&spec.command, &child_env(spec, &staging), opts);
     let end = match ran {
         Err(e) => {
@@ -253,7 +259,12 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         Ok(Ran::Ended(end)) => end,
     };
     if !end.success() {
+        let cmd = spec.command[0].to_string_lossy();
         let note = match end.signal {
+            _ if end.timed_out => format!(
+                "TimedOut: {cmd} ran past --timeout {} and was stopped (SIGTERM, then SIGKILL after the grace); nothing landed.",
+                spec.timeout.map(|t| humantime::format_duration(t).to_string()).unwrap_or_default()
+            ),
             Some(sig) => format!(
                 "CommandFailed: {} was killed by {}.",
                 spec.command[0].to_string_lossy(),
@@ -265,7 +276,9 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         record.end("error", Some(note.clone()));
         cleanup();
         lease.release()?;
-        return Ok(BucketEnd::Failed { code: end.code.max(1), note, recovered });
+        // 124 past --timeout, as `timeout(1)` and a disk's run.
+        let code = if end.timed_out { 124 } else { end.code.max(1) };
+        return Ok(BucketEnd::Failed { code, note, recovered });
     }
     let mut files = Vec::new();
     for ((name, dir), (_, out)) in staging.iter().zip(&spec.appends) {
@@ -280,7 +293,7 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
             }
         }
     }
-    let landed = land(&*objects, &lease, &spec.appends, &files, &sys.hook);
+    let landed = land(&*objects, &lease, &spec.appends, &files, &sys.hook, sys.timing.store_outage);
     finish(stop, beat);
     cleanup();
     match landed {
@@ -314,7 +327,34 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
             record.end("error", Some(format!("{e}")));
             Err(e)
         }
-        Err(e) => {
+        Err(LandError::Committed(e)) => {
+            // Its files are the batch: the record says so, and the lease,
+            // marked done, is kept for the next run to write the note.
+            record.end("success", None);
+            let unreleased = Some(format!(
+                "its finished note could not be written ({e}): the lease is kept, marked done, and the next run of the batch (or `ubunye leases takeover`) writes the note"
+            ));
+            let landed = spec.appends.iter().map(|(o, _)| (o.clone(), files.iter().filter(|f| &f.output == o).count()));
+            Ok(BucketEnd::Done { landed: landed.collect(), recovered, unreleased })
+        }
+        Err(LandError::Failed(e, undone)) => {
+            let note = format!(
+                "StoreFailed: {e}; once the store answered, what this run had made visible was taken back ({} upload(s) aborted, {} object(s) deleted): nothing of it is visible.",
+                undone.aborted,
+                undone.removed.len()
+            );
+            record.end("error", Some(note.clone()));
+            let _ = lease.release();
+            Ok(BucketEnd::Failed { code: 1, note, recovered })
+        }
+        Err(e @ LandError::Unreachable(_)) => {
+            // The record cannot be written while the store does not answer
+            // (tried once more); the taker marks it interrupted.
+            let note = format!("StoreUnreachable: {e}");
+            record.end("error", Some(note.clone()));
+            Ok(BucketEnd::Failed { code: 1, note, recovered })
+        }
+        Err(e @ LandError::Refused { .. }) => {
             let note = e.to_string();
             record.end("error", Some(note.clone()));
             lease.release()?;

@@ -116,12 +116,13 @@ pub(super) fn read(var: impl Fn(&str) -> Option<OsString>, tests: bool) -> FromE
     if !tests {
         return FromEnv { timing, knobs, host: None };
     }
-    let waits: [(&str, Field); 5] = [
+    let waits: [(&str, Field); 6] = [
         ("UBUNYE_TEST_TIMEOUT", |t| &mut t.heartbeat_timeout),
         ("UBUNYE_TEST_SETTLE", |t| &mut t.settle),
         ("UBUNYE_TEST_HEARTBEAT_EVERY", |t| &mut t.heartbeat_every),
         ("UBUNYE_TEST_BUSY_FOR", |t| &mut t.busy_for),
         ("UBUNYE_TEST_KILL_FOR", |t| &mut t.kill_for),
+        ("UBUNYE_TEST_STORE_OUTAGE", |t| &mut t.store_outage),
     ];
     for (name, field) in waits {
         if let Some((d, v)) = wait(name) {
@@ -129,6 +130,8 @@ pub(super) fn read(var: impl Fn(&str) -> Option<OsString>, tests: bool) -> FromE
             note(&mut knobs, name, &v);
         }
     }
+    // A short timeout for the tests is the store's lease lifetime too.
+    timing.store_ttl = timing.store_ttl.min(timing.heartbeat_timeout);
     // Any value but the empty one, spaces included (as before).
     if let Some(v) = var("UBUNYE_TEST_NO_EXCHANGE").filter(|v| !v.is_empty()) {
         knobs.exchange = false;

@@ -111,6 +111,15 @@ pub struct Timing {
     /// How long SIGKILL is sent to what is still below `ubunye exec` before it
     /// gives up (and the run does not land): 10 s.
     pub kill_for: Duration,
+    /// The lifetime a run against a store writes in its lease (`ttl_s`):
+    /// 120 s (`ubunye exec --lease-ttl`). A store has no peer to agree with,
+    /// and its conditional writes fence a run that outlives its lease; on a
+    /// disk the peer's `heartbeat_timeout` binds both engines.
+    pub store_ttl: Duration,
+    /// How long a run against a store whose request failed mid-landing reads
+    /// its lease again, waiting for the store to answer, before it says what
+    /// may be left visible: 60 s.
+    pub store_outage: Duration,
 }
 
 impl Timing {
@@ -126,6 +135,8 @@ impl Timing {
             future_tolerance: Duration::from_secs(60),
             exec_grace: Duration::from_secs(2),
             kill_for: Duration::from_secs(10),
+            store_ttl: Duration::from_secs(120),
+            store_outage: Duration::from_secs(60),
         }
     }
 }

@@ -13,6 +13,10 @@ use ubunye_testkit::{FakeClock, fast_timing};
 
 pub const T0: u64 = 1_780_000_000;
 
+/// How long a landing whose request failed reads its lease again: a store
+/// in memory answers at once, or fails only where a test says.
+pub const OUTAGE: Duration = Duration::from_millis(300);
+
 pub struct World {
     pub clock: Arc<FakeClock>,
     pub mem: Arc<Memory>,
@@ -28,7 +32,12 @@ pub fn world() -> World {
         task: TaskPath::parse("demo/sales/ingest").unwrap(),
         key: "0123456789abcdef".into(),
     };
-    World { clock, mem, place, timing: fast_timing() }
+    // Leases written here live as long as the disk's (their `ttl_s` is the
+    // 900 s timeout), so that a step of a test is the timeout's; the tests
+    // of a lease's own lifetime set theirs.
+    let timing = fast_timing();
+    let timing = Timing { store_ttl: timing.heartbeat_timeout, ..timing };
+    World { clock, mem, place, timing }
 }
 
 pub fn out() -> StoreUrl {
@@ -87,7 +96,7 @@ impl World {
     }
     /// Land `files` under `lease` into `s3://bkt/lake/ev`.
     pub fn land(&self, lease: &Lease, files: &[Planned]) -> Result<ubunye::bucket::Landed, LandError> {
-        ubunye::bucket::land(&*self.mem, lease, &[("ev".into(), out())], files, &Hook::default())
+        ubunye::bucket::land(&*self.mem, lease, &[("ev".into(), out())], files, &Hook::default(), OUTAGE)
     }
     /// Land `files` under `lease`, the run killed (a panic, caught) at `step`.
     pub fn killed_at(&self, lease: &Lease, files: &[Planned], step: ubunye::sys::Step) {
@@ -97,7 +106,7 @@ impl World {
             }
         })));
         let run = std::panic::AssertUnwindSafe(|| {
-            let _ = ubunye::bucket::land(&*self.mem, lease, &[("ev".into(), out())], files, &hook);
+            let _ = ubunye::bucket::land(&*self.mem, lease, &[("ev".into(), out())], files, &hook, OUTAGE);
         });
         assert!(std::panic::catch_unwind(run).is_err(), "the run was not killed at {step:?}");
     }

@@ -311,6 +311,22 @@ fn bad_input(st: &Store, kind: Kind) {
     let (c, err) = output(st.ubunye().args(exec_args(&uc, "d9", "true")).env("AWS_ENDPOINT_URL", "http://127.0.0.1:9"));
     assert_eq!(c, 1, "{err}");
     assert!(err.contains("no answer from the store"), "{err}");
+    // Plain HTTP without AWS_ALLOW_HTTP: the variable is named; a bucket
+    // that is not there is said so, from exec too.
+    let (c, err) = output(st.ubunye().args(exec_args(&uc, "d9", "true")).env_remove("AWS_ALLOW_HTTP"));
+    assert_eq!(c, 1, "{err}");
+    assert!(err.contains("AWS_ALLOW_HTTP=true") && err.lines().count() == 1, "{err}");
+    let mut nowhere = exec_args("s3://no-such-bucket/uc", "d9", "true");
+    nowhere[8] = "events=s3://no-such-bucket/lake/d9".into();
+    let (c, err) = output(st.ubunye().args(&nowhere));
+    assert_eq!(c, 1, "{err}");
+    assert!(err.contains("does not exist") && err.lines().count() == 1, "{err}");
+    // A lease's lifetime of less than a second.
+    let mut short = exec_args(&uc, "d9", "true");
+    short.splice(1..1, ["--lease-ttl".to_string(), "10ms".to_string()]);
+    let (c, err) = output(st.ubunye().args(&short));
+    assert_eq!(c, 2, "{err}");
+    assert!(err.contains("--lease-ttl"), "{err}");
     assert_eq!(st.keys(""), before, "bad input wrote something");
 }
 

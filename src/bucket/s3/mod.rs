@@ -109,6 +109,20 @@ impl S3 {
                 ));
             }
         }
+        // Plain HTTP is refused by the client unless allowed; its own words
+        // for it ("builder error") name nothing to change.
+        let allowed = var("AWS_ALLOW_HTTP")
+            .is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "on" | "yes" | "y"));
+        for name in ["AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_ENDPOINT_URL_S3"] {
+            if let Some(v) = var(name).filter(|v| v.trim().to_ascii_lowercase().starts_with("http://") && !allowed) {
+                return Err(err(
+                    ErrorKind::Other,
+                    format!(
+                        "{name} is {v}, plain HTTP, which is refused unless AWS_ALLOW_HTTP=true is set too (for a store on a trusted network or a test server; give https:// otherwise)"
+                    ),
+                ));
+            }
+        }
         let mut b = AmazonS3Builder::new().with_client_options(
             object_store::ClientOptions::new().with_timeout(TIMEOUT).with_connect_timeout(CONNECT),
         );

@@ -126,6 +126,12 @@ pub struct ExecArgs {
     /// TimedOut, and exec exits 124.
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub timeout: Option<std::time::Duration>,
+    /// With -d s3://...: the lifetime this run writes in its lease (`ttl_s`,
+    /// default 2m, saved six times in it): a lease not saved for that long is
+    /// dead to the next run, which takes it over. On a disk the peer's 15
+    /// minutes bind both engines, and this is refused.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub lease_ttl: Option<std::time::Duration>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -201,6 +207,12 @@ fn describe(e: &Event, run_id: &str, root: &std::path::Path, timings: bool) -> O
 }
 
 pub fn run(a: &ExecArgs) -> i32 {
+    if a.lease_ttl.is_some() {
+        say_err(
+            "--lease-ttl is for a use case in a store (-d s3://...): on a disk a lease lives the peer's 15 minutes, which both engines must agree on",
+        );
+        return exit::USAGE;
+    }
     let task = match task_of(a) {
         Ok(t) => t,
         Err(e) => {

@@ -56,7 +56,8 @@ folder; explain, takeover and finish take <usecase>:<key> as they print it.
 Exit codes:
   0    done; doctor: nothing found
   1    refused: a live holder, a repair that does not apply, a finished
-       batch, declined at the prompt, a lost lease, an unreadable file;
+       batch, declined at the prompt, a lost lease, an unreadable file, a
+       store that cannot be used (no bucket, credentials or answer);
        doctor: findings
   2    usage: bad flags; a -d that does not exist, is a file or is not a
        use case; a batch id that is empty, shorter than 4 hex digits,

@@ -15,8 +15,8 @@ pub mod exit {
     /// Done (or a resumed skip, or a doctor that found nothing).
     pub const OK: i32 = 0;
     /// Refused (a live holder, a repair that does not apply, a finished
-    /// batch, declined at the prompt, a lost lease, an unreadable file), or
-    /// doctor's findings.
+    /// batch, declined at the prompt, a lost lease, an unreadable file, a
+    /// store that cannot be used), or doctor's findings.
     pub const REFUSED: i32 = 1;
     /// Usage: bad flags, a `-d` that is not a use case, a batch id shorter
     /// than 4 hex digits or that names no batch or several.

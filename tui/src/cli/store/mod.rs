@@ -87,10 +87,11 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
         say_err(m);
         exit::USAGE
     };
-    if a.timeout.is_some() {
-        return usage(
-            "--timeout is for a use case on a disk: a run against a store is stopped by its lease's age; give the command its own limit (`timeout 2h ./job.sh`)",
-        );
+    if a.timeout.is_some_and(|t| t.is_zero()) {
+        return usage("--timeout 0s would stop the command at once: give its maximum runtime (30s, 2h)");
+    }
+    if a.lease_ttl.is_some_and(|t| t < std::time::Duration::from_secs(1)) {
+        return usage("--lease-ttl must be a second or more (2m is the default): a lease is saved six times in it");
     }
     let task = match super::exec::task_of(a) {
         Ok(t) => t,
@@ -157,8 +158,12 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
         command: a.command.clone(),
         run_id: uuid::Uuid::new_v4().to_string(),
         keeper: std::env::current_exe().ok(),
+        timeout: a.timeout,
     };
-    let sys = crate::console::machine::sys();
+    let mut sys = crate::console::machine::sys();
+    if let Some(ttl) = a.lease_ttl {
+        sys.timing.store_ttl = ttl;
+    }
     let refused = a.refused_exit;
     let head = format!("{} {}", spec.task, spec.key);
     match bucket::run(&spec, objects, &sys) {

@@ -14,6 +14,7 @@ fn batch(task: &str, k: &str, state: StoreVerdict) -> StoreBatch {
         state,
         run_id: Some("aaaaaaaa-0000-4000-8000-000000000000".into()),
         age_secs: Some(5),
+        ttl_secs: Some(120.0),
         claims: 0,
         url: format!("s3://b/uc/.ubunye/leases/{task}/{k}.json"),
         why: None,
