@@ -393,7 +393,7 @@ impl Lease {
                             return Err(self.lose(&mut g, format!("it was rewritten and cannot be read: {why}")));
                         }
                     },
-                    None => return Err(self.lose(&mut g, "it is gone".into())),
+                    None => return Err(self.lose(&mut g, self.gone())),
                 },
             }
         }
@@ -416,7 +416,19 @@ impl Lease {
         match now {
             Some(h) if h.etag == etag || h.etag == g.etag => Ok(()),
             Some(_) => Err(self.lose(&mut g, "another run saved it since this run's last save".into())),
-            None => Err(self.lose(&mut g, "it is gone".into())),
+            None => Err(self.lose(&mut g, self.gone())),
+        }
+    }
+
+    /// Why a lease that is not there any more was lost: the run whose
+    /// finished note is there now (another run took it over and finished the
+    /// batch), or that it was handed back by another run.
+    fn gone(&self) -> String {
+        match note_run(&*self.objects, &self.place) {
+            Ok(Some(run)) if !run.is_empty() && run != self.run_id => {
+                format!("run {} took it over and finished the batch", documents::short(&run))
+            }
+            _ => "it is gone: another run took it over and handed it back".into(),
         }
     }
 
@@ -470,7 +482,7 @@ impl Lease {
     /// (three tries in all): a delete that had landed finds nothing the next
     /// time, which counts as released.
     pub fn release(&self) -> Result<bool, BucketError> {
-        let g = self.lock();
+        let mut g = self.lock();
         if g.lost.is_some() {
             return Ok(false);
         }
@@ -478,13 +490,28 @@ impl Lease {
         let mut tries = 0;
         loop {
             tries += 1;
+            // Some(released), or None: still this run's, saved since under
+            // another ETag (a save whose answer was lost had landed).
             let attempt = self.objects.delete_if(&key, &g.etag).and_then(|deleted| match deleted {
-                true => Ok(true),
-                false => Ok(self.objects.head(&key)?.is_none()),
+                true => Ok(Some(true)),
+                false => match self.objects.get(&key)? {
+                    None => Ok(Some(true)),
+                    Some(got) if read_doc(&got.body, &self.place.uc).is_ok_and(|d| d.is_run(&self.run_id)) => {
+                        g.etag = got.etag;
+                        Ok(None)
+                    }
+                    Some(_) => Ok(Some(false)),
+                },
             });
             match attempt {
-                Err(_) if tries < 3 => std::thread::sleep(std::time::Duration::from_millis(200)),
-                other => return Ok(other?),
+                Ok(Some(released)) => return Ok(released),
+                Ok(None) | Err(_) if tries < 3 => {
+                    if attempt.is_err() {
+                        std::thread::sleep(std::time::Duration::from_millis(200));
+                    }
+                }
+                Ok(None) => return Ok(false),
+                Err(e) => return Err(e.into()),
             }
         }
     }
@@ -493,8 +520,10 @@ impl Lease {
     /// says `committed`, if it is still this run's (its ETag then adopted);
     /// lost if another run's or gone.
     pub fn reread(&self) -> Result<bool, BucketError> {
-        let got = self.objects.get(&self.place.lease_key())?;
+        // Read under the lock: a heartbeat's save answered meanwhile would
+        // otherwise be overwritten here by the older ETag.
         let mut g = self.lock();
+        let got = self.objects.get(&self.place.lease_key())?;
         match got.map(|got| (read_doc(&got.body, &self.place.uc), got.etag)) {
             Some((Ok(d), etag)) if d.is_run(&self.run_id) => {
                 let committed = d.committed();
@@ -504,7 +533,7 @@ impl Lease {
             }
             Some((Ok(d), _)) => Err(self.lose(&mut g, format!("run {} holds it now", d.run_short()))),
             Some((Err(why), _)) => Err(self.lose(&mut g, format!("it was rewritten and cannot be read: {why}"))),
-            None => Err(self.lose(&mut g, "it is gone".into())),
+            None => Err(self.lose(&mut g, self.gone())),
         }
     }
 }

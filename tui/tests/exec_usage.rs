@@ -78,6 +78,8 @@ fn what_cannot_work_is_refused_before_anything_is_written() {
         (args(&["--append", "e=../outside/x", "--", "true"]), "outside the use-case folder"),
         (args(&["--append", &abs, "--", "true"]), "outside the use-case folder"),
         (args(&["--append", "e=lnk/x", "--", "true"]), "outside the use-case folder"),
+        // A lease's lifetime is a store's: the peer's 15 minutes bind a disk.
+        (args(&["--lease-ttl", "2m", "--", "true"]), "--lease-ttl is for a use case in a store"),
     ];
     let cases: Vec<(&[&str], &str)> = cases.iter().map(|(a, s)| (a.as_slice(), *s)).collect();
     refused(d.path(), &uc, &cases);

@@ -147,6 +147,49 @@ fn lands_once_and_refuses_a_second_run(st: &Store) {
     assert_eq!(v["batches"][0]["run_id"], rerun.as_str());
 }
 
+/// A lease lives the `ttl_s` its holder wrote, whatever the taker's own
+/// timeout: a run stopped with `--lease-ttl 2s` (and no test timeout, so
+/// the disk's 15 minutes otherwise) is taken over 3 s later. A run past
+/// `--timeout` is stopped: exit 124, `TimedOut` in its record, nothing seen.
+fn lifetimes_and_timeouts(st: &Store) {
+    let uc = format!("s3://{BUCKET}/uc");
+    let mut a = st.ubunye();
+    a.env_remove("UBUNYE_TEST_TIMEOUT")
+        .arg("exec")
+        .args(["--lease-ttl", "2s"])
+        .args(&exec_args(&uc, "t1", WRITE)[1..])
+        .env("UBUNYE_TEST_STOP_AT", "parts-sent")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut stopped = a.spawn().unwrap();
+    wait_stopped(&stopped);
+    let lease = st.keys("uc/.ubunye/leases/").into_iter().find(|k| !k.ends_with(".finished.json")).unwrap();
+    assert!(st.text(&lease).unwrap().contains("\"ttl_s\": 2"), "{:?}", st.text(&lease));
+    std::thread::sleep(Duration::from_millis(3500));
+    let o = st.ubunye().env_remove("UBUNYE_TEST_TIMEOUT").args(["leases", "list", "-d", &uc, "--json"]).output();
+    let v: serde_json::Value = serde_json::from_slice(&o.unwrap().stdout).unwrap();
+    let row =
+        v["batches"].as_array().unwrap().iter().find(|b| b["url"].as_str() == Some(&format!("s3://{BUCKET}/{lease}")));
+    assert!(row.is_some_and(|b| b["state"] == "dead" && b["ttl_secs"] == 2.0), "{v}");
+    let (code, err) = output(st.ubunye().env_remove("UBUNYE_TEST_TIMEOUT").args(exec_args(&uc, "t1", WRITE)));
+    assert_eq!(code, 0, "a lease past its own 2 s was not taken over: {err}");
+    let (code, zerr) = continue_and_wait(&mut stopped, "--lease-ttl");
+    assert_eq!(code, 1, "{zerr}");
+    assert!(zerr.contains("lost its lease"), "{zerr}");
+    assert_eq!(st.keys("lake/t1/").len(), 3);
+
+    let mut slow = exec_args(&uc, "t2", "echo a > $UBUNYE_OUT_EVENTS/a.csv; sleep 30");
+    slow.splice(1..1, ["--timeout".to_string(), "1s".to_string()]);
+    let t = Instant::now();
+    let (code, err) = output(st.ubunye().args(&slow));
+    assert_eq!(code, 124, "{err}");
+    assert!(t.elapsed() < Duration::from_secs(20), "stopped at its timeout, not after its sleep");
+    assert!(err.contains("TimedOut"), "{err}");
+    assert!(st.keys("lake/t2/").is_empty());
+    let records: Vec<String> = st.keys("uc/.ubunye/lineage/").iter().filter_map(|k| st.text(k)).collect();
+    assert!(records.iter().any(|r| r.contains("lake/t2") && r.contains("TimedOut") && r.contains("\"error\"")));
+}
+
 fn wait_stopped(child: &Child) {
     let t = Instant::now();
     loop {
@@ -397,12 +440,124 @@ fn runs_and_zombies(kind: Kind, test: &str) {
     lap("bad input");
     lands_once_and_refuses_a_second_run(&st);
     lap("a run");
+    lifetimes_and_timeouts(&st);
+    lap("lifetimes and timeouts");
     for (i, step) in ["keys-claimed", "uploads-claimed", "parts-sent", "completed"].iter().enumerate() {
         zombie(&st, step, &format!("z{i}"));
     }
     lap("zombies");
     repairs(&st);
     lap("repairs");
+}
+
+/// Continue a stopped run, and wait (at most 120 s) for it to end: its exit
+/// code and stderr.
+fn continue_and_wait(run: &mut Child, what: &str) -> (i32, String) {
+    let pid = rustix::process::Pid::from_child(run);
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = run.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(120), "{what}: the run never ended");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(run.stderr.as_mut().unwrap(), &mut err).unwrap();
+    (status.code().unwrap_or(-1), err)
+}
+
+/// Nothing of run `dt`'s batch is left: no object under its output, no open
+/// upload, no lease.
+fn nothing_left(st: &Store, dt: &str, what: &str) {
+    assert!(st.keys(&format!("lake/{dt}/")).is_empty(), "{what}: visible: {:?}", st.keys(&format!("lake/{dt}/")));
+    assert!(st.s3.open_uploads(&format!("lake/{dt}/")).unwrap().is_empty(), "{what}: an upload is left open");
+    let leases: Vec<String> =
+        st.keys("uc/.ubunye/leases/").into_iter().filter(|k| !k.ends_with(".finished.json")).collect();
+    assert!(leases.is_empty(), "{what}: a lease is left: {:?}", leases.iter().map(|k| st.text(k)).collect::<Vec<_>>());
+}
+
+/// The store crashes (SIGKILL) while runs land, and comes back:
+/// - a run paused past its lease's lifetime, taken over meanwhile, meets a
+///   dropped connection with its first request: it says it lost its lease,
+///   naming the taker;
+/// - at each step of a landing the store is killed and started again: the
+///   run waits for it, takes back what it made visible, says so in its
+///   record, and hands the lease back; nothing is left;
+/// - a store that does not come back within the run's wait: the run says
+///   what may be visible and when; the next run takes it back.
+#[test]
+fn seaweedfs_crashes_mid_run() {
+    let Some(mut st) = start(Kind::SeaweedFs, "store::seaweedfs_crashes_mid_run") else { return };
+    let uc = format!("s3://{BUCKET}/uc");
+    let stopped_at = |st: &Store, step: &str, dt: &str, outage: &str| {
+        let mut a = st.ubunye();
+        a.args(exec_args(&uc, dt, WRITE))
+            .env("UBUNYE_TEST_STOP_AT", step)
+            .env("UBUNYE_TEST_STORE_OUTAGE", outage)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let run = a.spawn().unwrap();
+        wait_stopped(&run);
+        run
+    };
+
+    // The zombie whose connection the crash dropped.
+    let mut zombie = stopped_at(&st, "parts-sent", "c0", "60s");
+    st.server.crash();
+    st.server.restart();
+    std::thread::sleep(Duration::from_millis(4500));
+    let (code, err) = output(st.ubunye().args(exec_args(&uc, "c0", WRITE)));
+    assert_eq!(code, 0, "the taker: {err}");
+    let taker = st.keys("lake/c0/")[0].trim_start_matches("lake/c0/")[..8].to_string();
+    let (code, zerr) = continue_and_wait(&mut zombie, "the zombie");
+    assert_eq!(code, 1, "the zombie: {zerr}");
+    // The taker named: it holds the lease, or finished the batch and handed it back.
+    assert!(zerr.contains("lost its lease") && zerr.contains(&format!("run {taker} ")), "{zerr}");
+    assert_eq!(st.keys("lake/c0/").len(), 3, "only the taker's files");
+
+    // Killed at each step, back 2 s later.
+    for (i, step) in ["keys-claimed", "uploads-claimed", "parts-sent", "completed"].iter().enumerate() {
+        let dt = format!("c{}", i + 1);
+        let mut run = stopped_at(&st, step, &dt, "90s");
+        st.server.crash();
+        let pid = rustix::process::Pid::from_child(&run);
+        rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+        std::thread::sleep(Duration::from_secs(2));
+        st.server.restart();
+        let (code, err) = continue_and_wait(&mut run, step);
+        assert_eq!(code, 1, "{step}: {err}");
+        assert!(err.contains("once the store answered") && err.contains("nothing of it is visible"), "{step}: {err}");
+        nothing_left(&st, &dt, &format!("{step}: {err}"));
+        let records = st.keys("uc/.ubunye/lineage/demo/sales/ingest/");
+        let mine: Vec<String> =
+            records.iter().filter_map(|r| st.text(r)).filter(|t| t.contains(&format!("lake/{dt}"))).collect();
+        assert_eq!(mine.len(), 1, "{step}: {records:?}");
+        assert!(mine[0].contains("\"status\": \"error\"") && mine[0].contains("StoreFailed"), "{step}: {}", mine[0]);
+        let (code, err) = output(st.ubunye().args(exec_args(&uc, &dt, WRITE)));
+        assert_eq!((code, st.keys(&format!("lake/{dt}/")).len()), (0, 3), "{step}: the next run: {err}");
+    }
+
+    // Not back within the run's wait (3 s): said, then taken back by the
+    // next run once the store answers and the lease is past its lifetime.
+    let mut run = stopped_at(&st, "completed", "c9", "3s");
+    st.server.crash();
+    let (code, err) = continue_and_wait(&mut run, "unreachable");
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("up to 3 object(s) of this run under s3://ubunye-test/lake/c9/ may be visible")
+            && err.contains("once this run's lease is 3s old"),
+        "{err}"
+    );
+    st.server.restart();
+    std::thread::sleep(Duration::from_millis(3500));
+    let (code, err) = output(st.ubunye().args(exec_args(&uc, "c9", WRITE)));
+    assert_eq!(code, 0, "the next run: {err}");
+    assert!(err.contains("took over the lease of dead run"), "{err}");
+    let keys = st.keys("lake/c9/");
+    assert_eq!(keys.len(), 3, "only the next run's files: {keys:?}");
+    assert!(st.s3.open_uploads("lake/").unwrap().is_empty());
 }
 
 // Each server's races in a test of their own, beside its other tests:

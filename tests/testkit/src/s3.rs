@@ -51,6 +51,9 @@ pub struct Server {
     /// `http://127.0.0.1:<port>`: its S3 endpoint.
     pub endpoint: String,
     child: Child,
+    /// How it was started: to start it again on the same ports and data.
+    bin: PathBuf,
+    ports: Vec<u16>,
     _dir: tempfile::TempDir,
 }
 
@@ -102,57 +105,72 @@ impl Server {
     /// it answers S3 requests for its bucket.
     pub fn start(kind: Kind, bin: &std::path::Path) -> Server {
         let dir = tempfile::tempdir().expect("a temp folder for the server");
-        let (child, port) = match kind {
-            Kind::SeaweedFs => {
-                let p = free_ports(5);
-                let (master, volume, filer, s3, admin) = (p[0], p[1], p[2], p[3], p[4]);
-                let config = dir.path().join("s3.json");
-                let identities = format!(
-                    r#"{{"identities":[{{"name":"ubunye","credentials":[{{"accessKey":"{ACCESS_KEY}","secretKey":"{SECRET_KEY}"}}],"actions":["Admin","Read","Write","List","Tagging"]}}]}}"#
-                );
-                std::fs::write(&config, identities).expect("write the identities");
-                std::fs::create_dir_all(dir.path().join("data")).expect("data folder");
-                std::fs::create_dir_all(dir.path().join("log")).expect("log folder");
-                let mut c = Command::new(bin.join("weed"));
-                c.arg(format!("-logdir={}", dir.path().join("log").display()))
-                    .arg("mini")
-                    .arg(format!("-dir={}", dir.path().join("data").display()))
-                    .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
-                    .arg(format!("-master.port={master}"))
-                    .arg(format!("-volume.port={volume}"))
-                    .arg(format!("-filer.port={filer}"))
-                    .arg(format!("-s3.port={s3}"))
-                    .arg(format!("-admin.port={admin}"))
-                    .args(["-s3.port.iceberg=0", "-s3.port.lance=0"])
-                    .arg(format!("-s3.config={}", config.display()))
-                    // Its sockets in its own folder, not left in /tmp.
-                    .arg(format!("-s3.localSocket={}", dir.path().join("s3.sock").display()))
-                    .arg(format!("-filer.localSocket={}", dir.path().join("filer.sock").display()))
-                    .arg(format!("-bucket={BUCKET}"))
-                    .args(["-admin.ui=false", "-webdav=false", "-master.telemetry=false"])
-                    .current_dir(dir.path());
-                (spawn(c, dir.path()), s3)
-            }
-            Kind::Moto => {
-                let port = free_ports(1)[0];
-                // moto checks If-None-Match and If-Match, then writes, in two
-                // steps its threads can interleave: under load two racers both
-                // won a conditional create (a CI-like run, moto_races round 6).
-                // S3 does each atomically; so does moto here, its requests on
-                // a key taken one at a time.
-                let mut c = Command::new(bin.join("python"));
-                c.args(["-c", MOTO_ATOMIC, "-H", "127.0.0.1", "-p", &port.to_string()]).current_dir(dir.path());
-                (spawn(c, dir.path()), port)
-            }
+        let ports = match kind {
+            Kind::SeaweedFs => free_ports(5),
+            Kind::Moto => free_ports(1),
         };
-        let mut server = Server { kind, endpoint: format!("http://127.0.0.1:{port}"), child, _dir: dir };
+        if kind == Kind::SeaweedFs {
+            let identities = format!(
+                r#"{{"identities":[{{"name":"ubunye","credentials":[{{"accessKey":"{ACCESS_KEY}","secretKey":"{SECRET_KEY}"}}],"actions":["Admin","Read","Write","List","Tagging"]}}]}}"#
+            );
+            std::fs::write(dir.path().join("s3.json"), identities).expect("write the identities");
+            std::fs::create_dir_all(dir.path().join("data")).expect("data folder");
+            std::fs::create_dir_all(dir.path().join("log")).expect("log folder");
+        }
+        let port = if kind == Kind::SeaweedFs { ports[3] } else { ports[0] };
+        let child = spawn(command(kind, bin, dir.path(), &ports), dir.path());
+        let mut server = Server {
+            kind,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            child,
+            bin: bin.to_path_buf(),
+            ports,
+            _dir: dir,
+        };
+        server.wait_ready();
+        server
+    }
+
+    /// SIGKILL it (a crash: nothing flushed that it had not flushed), wait
+    /// for it to be gone, and return at once: the store does not answer.
+    pub fn crash(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Start it again after [`Server::crash`], on the same ports and the
+    /// same data (SeaweedFS keeps it on disk; moto's is gone), and wait until
+    /// it answers.
+    pub fn restart(&mut self) {
+        let dir = self._dir.path().to_path_buf();
+        // The killed process's sockets are left behind.
+        for sock in ["s3.sock", "filer.sock"] {
+            let _ = std::fs::remove_file(dir.join(sock));
+        }
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            self.child = spawn(command(self.kind, &self.bin, &dir, &self.ports), &dir);
+            // A port the killed process held may not be free again yet.
+            std::thread::sleep(Duration::from_millis(500));
+            match self.child.try_wait() {
+                Ok(Some(_)) if tries < 10 => continue,
+                _ => break,
+            }
+        }
+        self.wait_ready();
+    }
+
+    fn wait_ready(&mut self) {
+        let kind = self.kind;
+        let port: u16 = self.endpoint.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port");
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
         let start = Instant::now();
         let mut tries = 0;
         loop {
             tries += 1;
-            if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("{} exited before it was ready ({status}): {}", kind.name(), server.log_tail());
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("{} exited before it was ready ({status}): {}", kind.name(), self.log_tail());
             }
             // moto has no bucket until one is made; weed makes its own at
             // start, and refuses unsigned requests (the test's client then
@@ -168,11 +186,10 @@ impl Server {
                 tries < 300 && start.elapsed() < Duration::from_secs(60),
                 "{} was not ready within 60 s: {}",
                 kind.name(),
-                server.log_tail()
+                self.log_tail()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
-        server
     }
 
     /// The end of what the server printed, for a failure message.
@@ -218,8 +235,46 @@ impl Server {
     }
 }
 
+/// The command that starts `kind` in `dir` on `ports`.
+fn command(kind: Kind, bin: &std::path::Path, dir: &std::path::Path, ports: &[u16]) -> Command {
+    match kind {
+        Kind::SeaweedFs => {
+            let (master, volume, filer, s3, admin) = (ports[0], ports[1], ports[2], ports[3], ports[4]);
+            let mut c = Command::new(bin.join("weed"));
+            c.arg(format!("-logdir={}", dir.join("log").display()))
+                .arg("mini")
+                .arg(format!("-dir={}", dir.join("data").display()))
+                .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
+                .arg(format!("-master.port={master}"))
+                .arg(format!("-volume.port={volume}"))
+                .arg(format!("-filer.port={filer}"))
+                .arg(format!("-s3.port={s3}"))
+                .arg(format!("-admin.port={admin}"))
+                .args(["-s3.port.iceberg=0", "-s3.port.lance=0"])
+                .arg(format!("-s3.config={}", dir.join("s3.json").display()))
+                // Its sockets in its own folder, not left in /tmp.
+                .arg(format!("-s3.localSocket={}", dir.join("s3.sock").display()))
+                .arg(format!("-filer.localSocket={}", dir.join("filer.sock").display()))
+                .arg(format!("-bucket={BUCKET}"))
+                .args(["-admin.ui=false", "-webdav=false", "-master.telemetry=false"])
+                .current_dir(dir);
+            c
+        }
+        Kind::Moto => {
+            // moto checks If-None-Match and If-Match, then writes, in two
+            // steps its threads can interleave: under load two racers both
+            // won a conditional create (a CI-like run, moto_races round 6).
+            // S3 does each atomically; so does moto here, its requests on
+            // a key taken one at a time.
+            let mut c = Command::new(bin.join("python"));
+            c.args(["-c", MOTO_ATOMIC, "-H", "127.0.0.1", "-p", &ports[0].to_string()]).current_dir(dir);
+            c
+        }
+    }
+}
+
 fn spawn(mut c: Command, dir: &std::path::Path) -> Child {
-    let log = std::fs::File::create(dir.join("server.log")).expect("server log");
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join("server.log")).expect("server log");
     let err = log.try_clone().expect("server log");
     c.stdin(Stdio::null()).stdout(log).stderr(err).spawn().expect("start the S3 server")
 }
