@@ -206,3 +206,100 @@ fn moto_random_kills_then_one_clean_pass_leave_every_batch_exactly_once() {
 fn seaweedfs_random_kills_then_one_clean_pass_leave_every_batch_exactly_once() {
     killtest(Kind::SeaweedFs, env_num("UBUNYE_STORE_KILLS", 40) as usize, env_num("UBUNYE_KILL_SEED", 1));
 }
+
+/// The lease's own lifetime, with the waits as shipped (no test timeout: a
+/// 2-minute `ttl_s`, saves every 20 s, the 3 s settle): four runs SIGKILLed
+/// at random moments while they hold their batch's lease, the other eight
+/// batches run as usual; then each batch is run with `--resume` every 5 s
+/// until it lands. A killed run's batch is refused while its lease lives and
+/// retaken within its lifetime and the settle (plus the 5 s between tries);
+/// then 0 missing, 0 doubled, nothing left open.
+#[test]
+fn moto_a_killed_runs_batch_is_retaken_within_its_two_minute_lease() {
+    let Some(bin) = servers_bin("store_killtest::lease_lifetime") else { return };
+    let server = Server::start(Kind::Moto, &bin);
+    let tmp = tempfile::tempdir().unwrap();
+    let s3 = Arc::new(S3::from_vars(BUCKET, &server.vars()).unwrap());
+    let t0 = Instant::now();
+    while s3.now().is_err() || s3.put(FOREIGN, b"not a run's".to_vec()).is_err() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the bucket took no write");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    s3.put(DECOY, b"b000:1\n".to_vec()).unwrap();
+    let shipped = |batch: usize| {
+        let mut c = exec(&server, tmp.path(), batch);
+        c.env_remove("UBUNYE_TEST_TIMEOUT").env_remove("UBUNYE_TEST_HEARTBEAT_EVERY").env_remove("UBUNYE_TEST_SETTLE");
+        c
+    };
+    let lease_of = |batch: usize| {
+        let o = Command::new(common::bin())
+            .args(["key", "--task", "demo/sales/ingest", "-dt", &format!("b{batch:03}")])
+            .output()
+            .unwrap();
+        format!("uc/.ubunye/leases/demo/sales/ingest/{}.json", String::from_utf8(o.stdout).unwrap().trim())
+    };
+    let mut rng = Rng(0x5eed_1ea5 | 1);
+    // (batch, when it was killed) of each run killed holding its lease.
+    let mut killed: Vec<(usize, Instant)> = Vec::new();
+    for batch in 0..BATCHES {
+        let mut child = shipped(batch).spawn().unwrap();
+        if batch % 3 == 0 {
+            // Once its lease is there, a random moment of its life.
+            let t = Instant::now();
+            while s3.head(&lease_of(batch)).unwrap().is_none() {
+                assert!(t.elapsed() < Duration::from_secs(30), "b{batch:03} never took its lease");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if common::kill_after(&mut child, Duration::from_millis(rng.below(150))) {
+                killed.push((batch, Instant::now()));
+            }
+        }
+        let out = child.wait_with_output().unwrap();
+        if !killed.iter().any(|(b, _)| *b == batch) {
+            assert_eq!(out.status.code(), Some(0), "b{batch:03}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    assert!(killed.len() >= 3, "runs were killed holding their lease: {killed:?}");
+    let ttl = Duration::from_secs(120);
+    let settle = Duration::from_secs(3);
+    let mut pending: Vec<usize> = (0..BATCHES).collect();
+    let mut refused = 0;
+    let start = Instant::now();
+    while !pending.is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(200), "batches {pending:?} were not retaken within 200 s");
+        let mut left = Vec::new();
+        for &batch in &pending {
+            let out = shipped(batch).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            match out.status.code() {
+                Some(0) => {
+                    if let Some((_, at)) = killed.iter().find(|(b, _)| *b == batch) {
+                        let took = at.elapsed();
+                        eprintln!("b{batch:03}: retaken {:.1} s after its run was killed", took.as_secs_f64());
+                        assert!(
+                            took <= ttl + settle + Duration::from_secs(15),
+                            "b{batch:03} was retaken only {took:?} after the kill"
+                        );
+                    }
+                }
+                Some(1) if err.contains("holds it") => {
+                    let (_, at) = killed.iter().find(|(b, _)| *b == batch).expect("only a killed run's batch waits");
+                    assert!(
+                        at.elapsed() < ttl + Duration::from_secs(2),
+                        "b{batch:03} refused past its lease's lifetime: {err}"
+                    );
+                    refused += 1;
+                    left.push(batch);
+                }
+                code => panic!("b{batch:03} exited {code:?}: {err}"),
+            }
+        }
+        pending = left;
+        if !pending.is_empty() {
+            std::thread::sleep(Duration::from_secs(5));
+        }
+    }
+    assert!(refused > 0, "no killed run's batch was refused while its lease lived");
+    let t = verify(&s3, killed.len(), 0);
+    assert_eq!(t, Table { kills: t.kills, probe_uploads: t.probe_uploads, ..Table::default() });
+}
