@@ -48,12 +48,14 @@ pub(super) fn after_failure(
     let start = Instant::now();
     let mut pause = Duration::from_millis(250);
     let mut answered_once = false;
+    // What was taken back, over every try (a try cut short by the store
+    // going away again is carried on by the next).
+    let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
     loop {
         match lease.reread() {
             Ok(true) => return LandError::Committed(e),
             Ok(false) => {
                 answered_once = true;
-                let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
                 let doc = lease.doc();
                 if take_back(objects, &doc, &lease.place().uc, Duration::ZERO, &mut r).is_ok() {
                     return LandError::Failed(e, Box::new(r));
