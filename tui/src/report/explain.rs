@@ -190,10 +190,6 @@ fn history(b: &Batch, e: &Explanation, width: Option<usize>) -> String {
         let more = format!("{} more (--json lists them all)", e.history.len() - HISTORY_SHOWN);
         rows.push(["…".into(), String::new(), String::new(), more]);
     }
-    for u in &b.unreadable {
-        let what = format!("{} {}: {}", u.kind.word(), u.path.display(), u.why);
-        rows.push(["unreadable".into(), String::new(), String::new(), what]);
-    }
     for r in &e.repairs {
         let what = format!(
             "{} by {}@{}: {}",
@@ -206,14 +202,20 @@ fn history(b: &Batch, e: &Explanation, width: Option<usize>) -> String {
     }
     let lines: Vec<crate::console::table::Line> =
         rows.into_iter().map(|r| crate::console::table::Line { cells: r.into(), colour: None }).collect();
-    crate::console::grid::render(
+    let mut o = crate::console::grid::render(
         &["WHAT", "RUN", "WHEN", "DETAIL"],
         &lines,
         width,
         &HISTORY_FIT,
         crate::console::grid::Last::Wrap,
         2,
-    )
+    );
+    // A file that cannot be read, after the table: its path is pasted, so
+    // it is never broken inside a column.
+    for u in &b.unreadable {
+        let _ = writeln!(o, "  unreadable {} {}: {}", u.kind.word(), u.path.display(), u.why);
+    }
+    o
 }
 
 /// A stored time as `2026-12-05T05:39:34Z`; as written when it is not a time.

@@ -29,7 +29,7 @@ pub fn explained(e: &Explained) -> String {
     }
     if let Some(a) = b.age_secs {
         o.push_str(&format!(
-            "  age     {} by the store's clock (timeout {}), at {}\n",
+            "  age     {} by the store's clock (it lives {}), at {}\n",
             ubunye::timefmt::age(std::time::Duration::from_secs(a)),
             ubunye::timefmt::age(std::time::Duration::from_secs(e.timeout_secs)),
             e.now

@@ -96,6 +96,7 @@ pub fn snap_settings() -> insta::Settings {
     settings.add_filter(r"(takeover|finish) \(run [0-9a-f]{8}\)", "$1 (run RRRRRRRR)");
     // A takeover mark's time is its file's mtime: the real clock's.
     settings.add_filter(r"taken over at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "taken over at YYYY-MM-DDTHH:MM:SSZ");
+    settings.add_filter(r"(takeover +[0-9a-f]{8} +)\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "${1}YYYY-MM-DDTHH:MM:SSZ");
     settings.set_prepend_module_to_snapshot(false);
     settings
 }

@@ -208,16 +208,17 @@ fn draw_popup(f: &mut Frame, p: &Popup) {
 
 fn draw_help(f: &mut Frame, read_only: bool) {
     let mut lines = Vec::new();
-    let popup = if read_only { None } else { Some((Ctx::Popup, "Takeover popup")) };
     for (ctx, name) in [
         (Ctx::Main, "Table"),
         (Ctx::Filter, "Filter (after /)"),
+        (Ctx::Popup, "Takeover popup"),
         (Ctx::Notice, "A refusal or an outcome"),
         (Ctx::Help, "This help"),
-    ]
-    .into_iter()
-    .chain(popup)
-    {
+    ] {
+        // Read-only, there is no takeover and so no popup.
+        if read_only && ctx == Ctx::Popup {
+            continue;
+        }
         lines.push(Line::from(Span::styled(name, Style::default().add_modifier(Modifier::BOLD))));
         for b in KEYS.iter().filter(|b| b.ctx == ctx && super::app::shown(b.act, read_only)) {
             lines.push(Line::from(format!("  {:<8} {}", b.shown, b.what)));
