@@ -124,7 +124,7 @@ fn ours(objects: &Arc<S3>, dir: &std::path::Path, round: usize, timing: &Timing)
     else {
         panic!("the bench batch was not free")
     };
-    land(&**objects, &lease, &[("ev".into(), out)], &files, &Hook::default(), timing.store_outage).unwrap();
+    land(&**objects, &lease, &[("ev".into(), out)], &files, &Hook::default(), timing).unwrap();
     assert!(lease.release().unwrap());
     t.elapsed()
 }

@@ -378,7 +378,7 @@ fn land_with(
     at: impl Fn(Step) + Send + Sync + 'static,
 ) -> Result<ubunye::bucket::Landed, LandError> {
     let hook = ubunye::sys::Hook(Some(Arc::new(at)));
-    ubunye::bucket::land(&*w.mem, lease, &[("ev".into(), out())], files, &hook, OUTAGE)
+    ubunye::bucket::land(&*w.mem, lease, &[("ev".into(), out())], files, &hook, &w.landing_timing())
 }
 
 /// The store stops answering once the completions are made, and answers
@@ -402,6 +402,7 @@ fn a_store_that_answers_again_sees_the_run_take_back_what_it_made_visible() {
     .unwrap_err();
     let LandError::Failed(_, undone) = &e else { panic!("{e:?}") };
     assert_eq!(undone.removed.len(), 2, "{undone:?}");
+    assert!(undone.aborted <= 2, "each upload counted once, however many tries: {undone:?}");
     assert!(w.visible().is_empty(), "{:?}", w.visible());
     assert!(w.mem.open_uploads("lake/").unwrap().is_empty());
     assert!(w.mem.get(&w.place.note_key()).unwrap().is_none());
@@ -425,6 +426,8 @@ fn a_store_that_stays_down_is_said_and_the_next_run_takes_it_back() {
     let text = e.to_string();
     assert!(matches!(&e, LandError::Unreachable(u) if u.claimed == 2 && u.visible), "{e:?}");
     assert!(text.contains("up to 2 object(s) of this run under s3://bkt/lake/ev/"), "{text}");
+    // It failed at the done mark, which may have landed: said.
+    assert!(text.contains("its done mark may have landed"), "{text}");
     assert!(text.contains("15m old") && text.contains("the next run of the batch"), "{text}");
     w.mem.set_down(false);
     assert_eq!(w.visible().len(), 2, "made visible before the store stopped answering");
@@ -454,4 +457,23 @@ fn a_failed_request_after_a_takeover_is_told_as_a_lost_lease() {
         other => panic!("not told as lost: {other:?}"),
     }
     assert!(w.visible().is_empty());
+}
+
+/// A taker aborts the run's uploads between its last look and its
+/// completions: the completions are refused, and the run, reading its lease,
+/// says it lost it, naming the taker, not "the upload was refused".
+#[test]
+fn a_completion_refused_by_a_takers_abort_is_told_as_a_lost_lease() {
+    let w = Arc::new(world());
+    let (a, _d, files) = w.landing(2);
+    let w2 = w.clone();
+    w.mem.before("complete_new", move || {
+        let _ = w2.take_over();
+    });
+    let e = w.land(&a, &files).unwrap_err();
+    match &e {
+        LandError::Lease(BucketError::Lost { why, .. }) => assert!(why.contains("run bbbbbbbb holds it now"), "{why}"),
+        other => panic!("not told as lost: {other:?}"),
+    }
+    assert!(w.visible().is_empty(), "{:?}", w.visible());
 }

@@ -144,9 +144,10 @@ pub enum LandError {
 /// claimed, and what may be visible of it.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "{error}; the store did not answer for {}{}: {} the next run of the batch aborts and deletes them once this run's lease is {} old by the store's clock (or `ubunye leases takeover` then)",
+    "{error}; the store did not answer for {}{}: {}{} the next run of the batch aborts and deletes them once this run's lease is {} old by the store's clock (or `ubunye leases takeover` then)",
     humantime::format_duration(*waited),
     if *answered_once { " long enough to take back what this run made visible" } else { "" },
+    if *may_have_committed { "its done mark may have landed, and then the batch is this run's: the next run finds the lease marked done and writes its note; if it did not, " } else { "" },
     what_may_show(*claimed, prefix, *visible),
     humantime::format_duration(*lifetime)
 )]
@@ -160,6 +161,8 @@ pub struct Unreachable {
     /// Whether the failure came at or after the completions (objects may be
     /// visible), or before (only open uploads, which no reader sees).
     pub visible: bool,
+    /// Whether it came at the done mark, which may have landed.
+    pub may_have_committed: bool,
     /// How long the store was waited for.
     pub waited: std::time::Duration,
     /// Whether it answered at all meanwhile.
@@ -182,21 +185,21 @@ fn what_may_show(claimed: usize, prefix: &str, visible: bool) -> String {
 
 /// Land `files` under `lease`, in the order of this module's doc; then write
 /// the finished note. Returns the number of files landed per output. A
-/// request that fails is followed by reads of the lease, for at most
-/// `outage` ([`super::unwind`]).
+/// request that fails is followed by reads of the lease, for
+/// `timing.store_outage` ([`super::unwind`]).
 pub fn land(
     objects: &dyn Objects,
     lease: &Lease,
     outputs: &[(String, StoreUrl)],
     files: &[Planned],
     hook: &Hook,
-    outage: std::time::Duration,
+    timing: &crate::sys::Timing,
 ) -> Result<Landed, LandError> {
     use super::unwind::{Stage, after_failure};
     // A failed request, or a save without an answer: the lease read again.
     let fail = |e: BucketError, stage: Stage| -> LandError {
         match e {
-            BucketError::Store(s) => after_failure(objects, lease, s, stage, outage),
+            BucketError::Store(s) => after_failure(objects, lease, s, stage, timing),
             other => LandError::Lease(other),
         }
     };
@@ -230,7 +233,7 @@ pub fn land(
         move |e: StoreError| -> LandError {
             match lease.lost() {
                 Some(why) => LandError::Lease(BucketError::Lost { url: objects.url(&lease.place().lease_key()), why }),
-                None => after_failure(objects, lease, e, stage, outage),
+                None => after_failure(objects, lease, e, stage, timing),
             }
         }
     };
@@ -283,6 +286,11 @@ pub fn land(
         objects.complete_new(&uploads.iter().cloned().zip(parts).collect::<Vec<_>>()).map_err(undo(Stage::Seen))?;
     if let Some(i) = done.iter().position(|w| matches!(w, Written::Refused)) {
         let r = own_take_back(objects, lease);
+        // Refused while the run thought it held the lease: most often a
+        // taker's abort. The lease says which.
+        if let Err(lost @ BucketError::Lost { .. }) = lease.reread() {
+            return Err(LandError::Lease(lost));
+        }
         return Err(LandError::Refused { url: objects.url(&uploads[i].key), rolled_back: Box::new(r) });
     }
     hook.at(Step::Completed);
@@ -316,7 +324,7 @@ pub fn land(
     };
     if let Err(e) = marked {
         if let BucketError::Store(store) = e {
-            return Err(after_failure(objects, lease, store, Stage::Seen, outage));
+            return Err(after_failure(objects, lease, store, Stage::DoneMark, timing));
         }
         if lease.lost().is_some() {
             // Taken over after the completions: take back what this run made

@@ -68,6 +68,8 @@ pub enum BucketEnd {
         /// batch is finished either way; the next run finds its note once
         /// the lease is dead).
         unreleased: Option<String>,
+        /// Why its run record does not say success (it could not be written).
+        unrecorded: Option<String>,
     },
     /// `--resume` and a run finished the batch.
     Skipped {
@@ -140,12 +142,27 @@ impl Record<'_> {
             self.unwritten |= self.objects.put(&self.key, r.text().into_bytes()).is_err();
         }
     }
-    fn end(&mut self, status: &str, error: Option<String>) {
-        if let Some(r) = &mut self.rec {
-            r.end_with(status, error, SystemTime::now());
+    /// The record's end, tried three times: whether it was written (true
+    /// without a record).
+    fn end(&mut self, status: &str, error: Option<String>) -> bool {
+        let Some(r) = &mut self.rec else { return true };
+        r.end_with(status, error, SystemTime::now());
+        let text = r.text().into_bytes();
+        for tries in 1..=3 {
+            if self.objects.put(&self.key, text.clone()).is_ok() {
+                return true;
+            }
+            if tries < 3 {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
         }
-        self.put();
+        false
     }
+}
+
+/// What a record that could not be written at the end leaves, said.
+fn unrecorded(objects: &dyn Objects, key: &str) -> String {
+    format!("its run record {} could not be written: it still says running", objects.url(key))
 }
 
 /// The heartbeat: a save every `every` until told to stop; it stops by
@@ -293,12 +310,12 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
             }
         }
     }
-    let landed = land(&*objects, &lease, &spec.appends, &files, &sys.hook, sys.timing.store_outage);
+    let landed = land(&*objects, &lease, &spec.appends, &files, &sys.hook, &sys.timing);
     finish(stop, beat);
     cleanup();
     match landed {
         Ok(landed) => {
-            record.end("success", None);
+            let unrecorded = (!record.end("success", None)).then(|| unrecorded(&*objects, &record.key));
             // Finished: a lease that cannot be handed back now is said, not
             // a failure (review 13b, finding 6). One whose --rerun left
             // replaced files is kept on purpose: the next run removes them.
@@ -314,7 +331,7 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
                     Err(e) => Some(e.to_string()),
                 }
             };
-            Ok(BucketEnd::Done { landed: landed.files, recovered, unreleased })
+            Ok(BucketEnd::Done { landed: landed.files, recovered, unreleased, unrecorded })
         }
         Err(LandError::Lease(BucketError::Lost { why, .. })) => {
             record.end(
@@ -330,12 +347,12 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         Err(LandError::Committed(e)) => {
             // Its files are the batch: the record says so, and the lease,
             // marked done, is kept for the next run to write the note.
-            record.end("success", None);
+            let unrecorded = (!record.end("success", None)).then(|| unrecorded(&*objects, &record.key));
             let unreleased = Some(format!(
                 "its finished note could not be written ({e}): the lease is kept, marked done, and the next run of the batch (or `ubunye leases takeover`) writes the note"
             ));
             let landed = spec.appends.iter().map(|(o, _)| (o.clone(), files.iter().filter(|f| &f.output == o).count()));
-            Ok(BucketEnd::Done { landed: landed.collect(), recovered, unreleased })
+            Ok(BucketEnd::Done { landed: landed.collect(), recovered, unreleased, unrecorded })
         }
         Err(LandError::Failed(e, undone)) => {
             let note = format!(
@@ -343,8 +360,17 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
                 undone.aborted,
                 undone.removed.len()
             );
-            record.end("error", Some(note.clone()));
-            let _ = lease.release();
+            if record.end("error", Some(note.clone())) {
+                let _ = lease.release();
+                return Ok(BucketEnd::Failed { code: 1, note, recovered });
+            }
+            // The record says running: the lease is kept, so that the next
+            // run, once it is dead, takes it over and marks the record.
+            let ttl = humantime::format_duration(sys.timing.store_ttl);
+            let note = format!(
+                "{note} But {}; the lease is kept, so that the next run of the batch marks it interrupted once the lease is {ttl} old.",
+                unrecorded(&*objects, &record.key)
+            );
             Ok(BucketEnd::Failed { code: 1, note, recovered })
         }
         Err(e @ LandError::Unreachable(_)) => {
@@ -356,8 +382,9 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         }
         Err(e @ LandError::Refused { .. }) => {
             let note = e.to_string();
-            record.end("error", Some(note.clone()));
-            lease.release()?;
+            if record.end("error", Some(note.clone())) {
+                lease.release()?;
+            }
             Ok(BucketEnd::Failed { code: 1, note, recovered })
         }
     }

@@ -49,6 +49,11 @@ pub fn holder(run: &str) -> Holder {
 }
 
 impl World {
+    /// The waits a landing gets: the world's, its wait for a store that
+    /// stopped answering [`OUTAGE`].
+    pub fn landing_timing(&self) -> Timing {
+        Timing { store_outage: OUTAGE, ..self.timing }
+    }
     pub fn objects(&self) -> Arc<dyn Objects> {
         self.mem.clone()
     }
@@ -96,7 +101,14 @@ impl World {
     }
     /// Land `files` under `lease` into `s3://bkt/lake/ev`.
     pub fn land(&self, lease: &Lease, files: &[Planned]) -> Result<ubunye::bucket::Landed, LandError> {
-        ubunye::bucket::land(&*self.mem, lease, &[("ev".into(), out())], files, &Hook::default(), OUTAGE)
+        ubunye::bucket::land(
+            &*self.mem,
+            lease,
+            &[("ev".into(), out())],
+            files,
+            &Hook::default(),
+            &self.landing_timing(),
+        )
     }
     /// Land `files` under `lease`, the run killed (a panic, caught) at `step`.
     pub fn killed_at(&self, lease: &Lease, files: &[Planned], step: ubunye::sys::Step) {
@@ -106,7 +118,8 @@ impl World {
             }
         })));
         let run = std::panic::AssertUnwindSafe(|| {
-            let _ = ubunye::bucket::land(&*self.mem, lease, &[("ev".into(), out())], files, &hook, OUTAGE);
+            let _ =
+                ubunye::bucket::land(&*self.mem, lease, &[("ev".into(), out())], files, &hook, &self.landing_timing());
         });
         assert!(std::panic::catch_unwind(run).is_err(), "the run was not killed at {step:?}");
     }

@@ -365,11 +365,13 @@ fn bad_input(st: &Store, kind: Kind) {
     assert_eq!(c, 1, "{err}");
     assert!(err.contains("does not exist") && err.lines().count() == 1, "{err}");
     // A lease's lifetime of less than a second.
-    let mut short = exec_args(&uc, "d9", "true");
-    short.splice(1..1, ["--lease-ttl".to_string(), "10ms".to_string()]);
-    let (c, err) = output(st.ubunye().args(&short));
-    assert_eq!(c, 2, "{err}");
-    assert!(err.contains("--lease-ttl"), "{err}");
+    for ttl in ["10ms", "1y", "2days"] {
+        let mut odd = exec_args(&uc, "d9", "true");
+        odd.splice(1..1, ["--lease-ttl".to_string(), ttl.to_string()]);
+        let (c, err) = output(st.ubunye().args(&odd));
+        assert_eq!(c, 2, "{ttl}: {err}");
+        assert!(err.contains("--lease-ttl must be between a second and a day"), "{ttl}: {err}");
+    }
     assert_eq!(st.keys(""), before, "bad input wrote something");
 }
 

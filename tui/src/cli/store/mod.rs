@@ -90,8 +90,11 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
     if a.timeout.is_some_and(|t| t.is_zero()) {
         return usage("--timeout 0s would stop the command at once: give its maximum runtime (30s, 2h)");
     }
-    if a.lease_ttl.is_some_and(|t| t < std::time::Duration::from_secs(1)) {
-        return usage("--lease-ttl must be a second or more (2m is the default): a lease is saved six times in it");
+    if a.lease_ttl.is_some_and(|t| t < std::time::Duration::from_secs(1) || t > std::time::Duration::from_secs(86_400))
+    {
+        return usage(
+            "--lease-ttl must be between a second and a day (2m is the default): a lease is saved six times in it, and a killed run blocks its batch for that long",
+        );
     }
     let task = match super::exec::task_of(a) {
         Ok(t) => t,
@@ -171,7 +174,7 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
             say_err(&e.to_string());
             exit::REFUSED
         }
-        Ok(BucketEnd::Done { landed, recovered, unreleased }) => {
+        Ok(BucketEnd::Done { landed, recovered, unreleased, unrecorded }) => {
             if let Some(r) = recovered.filter(|_| !a.quiet) {
                 say_err(&took_over(&r));
             }
@@ -185,6 +188,9 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
                 say_err(&format!(
                     "warning: {head} is finished, but its lease could not be handed back ({why}): a run of the batch is refused until the lease is dead, then finds the finished note; `ubunye leases takeover` hands it back sooner"
                 ));
+            }
+            if let Some(why) = unrecorded {
+                say_err(&format!("warning: {head} is finished (its note says so), but {why}"));
             }
             exit::OK
         }
