@@ -1,4 +1,4 @@
-//! The claimed-append benchmark of issue 2, as ratios measured in one run:
+//! The claimed-append benchmark, as ratios measured in one run:
 //!
 //! * `claim_all`: acquire -> writing -> staging -> claim_all(N) -> N x (rename +
 //!   landed) -> all_landed -> commit -> release, for N small files already in the

@@ -1,4 +1,4 @@
-//! The object-store benchmark of issue 13, as ratios measured in one run,
+//! The object-store benchmark, as ratios measured in one run,
 //! against S3-compatible servers on 127.0.0.1 (SeaweedFS and moto, started
 //! here and stopped by their pid; `scripts/s3-env` installs them):
 //!

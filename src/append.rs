@@ -289,7 +289,8 @@ impl StagedAppend {
 
 impl Landing<'_> {
     /// Every landed file and the folders their names are in on the disk
-    /// before anything says they landed (the done mark; issue 14).
+    /// before anything says they landed (the done mark): a power cut never
+    /// leaves a done mark over files that are not there.
     fn sync_landed(&self, out_dir: &Path) -> Result<()> {
         let mut files = self.targets.clone();
         files.push(out_dir.join("_SUCCESS"));

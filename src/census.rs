@@ -141,7 +141,8 @@ pub fn count(uc: &Path, label: &str, opts: &ScanOptions, sys: &Sys, per_batch: b
     let leases_root = crate::layout::leases_root(&head.root);
     let done = state::scan_tasks(uc, opts, sys, |task, batches| {
         // An orphan's age by its own disk's clock, as its batch was judged
-        // (review 23: a task's folder on a file server ahead of this one).
+        // (a task's folder may be on a file server whose clock is ahead of
+        // this one's).
         let dir = leases_root.join(task);
         let now = match batches.iter().any(|b| !b.orphans.is_empty()) {
             true => state::task_clock(opts, sys, dir.is_dir().then_some(dir.as_path()), head.now).time,

@@ -152,8 +152,7 @@ impl Examiner {
             let short = crate::suggest::batch(&self.root, &b.key);
             let list = crate::suggest::dir(&self.root);
             let how = if b.flags.contains(&Flag::HolderAlive) {
-                // Review 11, finding 7: no run and no takeover repairs it while
-                // its process lives.
+                // No run and no takeover repairs it while its process lives.
                 let pid = b.lease.as_ref().and_then(|l| l.holder.pid).unwrap_or(0);
                 format!(
                     "Its process {pid} still runs, so nothing takes it over: end that process, then `ubunye leases takeover {short}`"
@@ -287,8 +286,8 @@ impl Examiner {
                     self.note_folder(&b.task, &o.name, &c.claim);
                 }
                 if o.exact && o.claims.is_empty() && o.staging.is_none() {
-                    // A live run's write in progress looks the same (review 11,
-                    // finding 3): it is told apart.
+                    // A live run's write in progress looks the same: it is told
+                    // apart.
                     let live = b.state == State::Live;
                     self.unclaimed.entry((b.task.clone(), o.name.clone())).or_default().push((b.key.clone(), live));
                 }

@@ -1,6 +1,6 @@
 //! What must be on the disk before the next step, so that a machine that
 //! loses its power (not only a killed process) leaves every batch as the
-//! protocol promises (issue 14; the order is the table in docs/design.md,
+//! protocol promises (the order is the table in docs/design.md,
 //! "Durability"). The writes of the protocol call these:
 //!
 //! - [`file`]: `fdatasync` of a file written, before its temp name is renamed
@@ -112,9 +112,9 @@ pub fn parent(path: &Path) -> io::Result<()> {
 }
 
 /// `fs::create_dir_all`, each folder it makes on the disk: the folder above
-/// every new one is synced, from the first that was there down (review 15:
-/// a new lease folder or output folder whose name was never synced vanished
-/// in a power cut with the lease or files in it).
+/// every new one is synced, from the first that was there down (a new lease
+/// folder or output folder whose name was never synced can vanish in a power
+/// cut with the lease or files in it).
 pub fn create_dir_all(path: &Path) -> io::Result<()> {
     let mut missing = Vec::new();
     let mut p = path;
@@ -188,7 +188,7 @@ pub fn start_early(dirs: Vec<PathBuf>) -> Option<std::thread::JoinHandle<io::Res
                 }
                 seen.push(m.dev());
                 // Its error is the landing's: an error this sync reports is
-                // not reported again to a later one (review 15, F6).
+                // not reported again to a later one.
                 checked(rustix::fs::syncfs(&f).map_err(io::Error::from), &d)?;
             }
             Ok(())

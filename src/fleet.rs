@@ -209,8 +209,8 @@ mod tests {
         fs::create_dir_all(r.join("locked/.ubunye")).unwrap();
         std::os::unix::fs::symlink("leases", r.join("locked/.ubunye/leases")).unwrap();
         assert!(is_use_case(&r.join("locked")));
-        // `.ubunye` itself that cannot be looked at (review 22: a folder that
-        // can be listed but not entered): one too, never walked into.
+        // `.ubunye` itself that cannot be looked at (like a folder that can be
+        // listed but not entered): one too, never walked into.
         fs::create_dir_all(r.join("shut/out")).unwrap();
         std::os::unix::fs::symlink(".ubunye", r.join("shut/.ubunye")).unwrap();
         assert!(is_use_case(&r.join("shut")));

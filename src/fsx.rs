@@ -276,7 +276,8 @@ pub fn create_new_with(path: &Path, bytes: &[u8], between: impl FnOnce()) -> io:
     };
     match linked {
         // The link and the temp name's removal on the disk, in one sync; a
-        // lease that cannot be made durable is not left behind (review 15).
+        // lease that cannot be made durable is not left behind: its run gives
+        // up, and it would be a lease nobody holds.
         Ok(()) => match crate::durable::parent(path) {
             Ok(()) => Ok(true),
             Err(e) => {

@@ -8,7 +8,7 @@
 
 // The engine prints nothing: the front end (tui/) renders what it returns.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
-// Every public item says in one line what it is (issue 12).
+// Every public item says in one line what it is.
 #![warn(missing_docs)]
 
 pub mod append;

@@ -192,7 +192,7 @@ impl RunRecord {
         let text = self.text();
         // No step waits for a record: its bytes reach the disk before its
         // name (never a record of 0 bytes), its rename when the kernel
-        // pleases (issue 14).
+        // pleases.
         match fsx::write_atomic_lazy(&self.path, text.as_bytes(), self.busy_for)? {
             true => Ok(()),
             false => Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "record in use")),

@@ -261,8 +261,7 @@ pub fn judge(
     };
     if age.clock == ClockSource::Local {
         // This machine's clock against times a file server stamped: a guess,
-        // and a lease whose age cannot be judged is never called dead
-        // (review 11, finding 1).
+        // and a lease whose age cannot be judged is never called dead.
         return Ok(Judgement {
             dead: false,
             same_host,

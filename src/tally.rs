@@ -167,8 +167,8 @@ impl Tally {
                 match read {
                     Ok(h) => fresh.problems = h.problems,
                     // The task as it was is kept, and read again at the next
-                    // look, whole (review 23: its stamps were kept with no
-                    // batches, and it stayed empty until the full count).
+                    // look, whole: its stamps kept with no batches would leave
+                    // it empty until the next full count.
                     Err(e) => {
                         failed = Some(e.to_string());
                         self.last_full = None;

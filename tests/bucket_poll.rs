@@ -109,8 +109,8 @@ fn a_first_look_reads_everything_and_a_saved_lease_alone_is_read_again() {
 
 #[test]
 fn an_object_that_changed_between_the_list_and_the_get_is_read_again() {
-    // Review 14, finding P1: removed just before the GET, put back byte for
-    // byte in the same second (the same ETag and time in the next listing).
+    // Removed just before the GET, put back byte for byte in the same second
+    // (the same ETag and time in the next listing).
     let w = world();
     let _a = w.held(A);
     let key = w.place.lease_key();

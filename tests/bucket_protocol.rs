@@ -1,4 +1,4 @@
-//! The lease protocol over an object store (issue 13), step by step, on the
+//! The lease protocol over an object store, step by step, on the
 //! in-memory store that keeps S3's rules (ETags by content, times to the
 //! second, uploads invisible until completed and dead once aborted) on a
 //! fake clock: every interleaving a test wants, without a server. Recovery's
@@ -211,9 +211,9 @@ fn a_taker_that_died_mid_recovery_is_taken_over_in_turn() {
     assert!(w.visible().is_empty());
 }
 
-/// The done mark's save gets no answer (review 13b, finding 2): the lease is
-/// read again. Not committed and still this run's: one more try, and the run
-/// commits; if that fails too, what it made visible is taken back at once.
+/// The done mark's save gets no answer: the lease is read again. Not
+/// committed and still this run's: one more try, and the run commits; if that
+/// fails too, what it made visible is taken back at once.
 #[test]
 fn a_done_mark_without_an_answer_is_read_again() {
     let w = world();
@@ -247,8 +247,8 @@ fn the_probe_passes_on_a_store_that_keeps_the_rules() {
     assert!(w.mem.snapshot().is_empty(), "the probe leaves nothing");
     assert!(w.mem.open_uploads("").unwrap().is_empty());
     // A probe killed part way left an upload and an object: the next probes
-    // leave them while they are young (a probe may be running: review 13b,
-    // finding 4), and remove them once they are ten minutes old.
+    // leave them while they are young (a probe may be running), and remove
+    // them once they are ten minutes old.
     w.mem.start_uploads(&["uc/.ubunye/probe/x.aborted".into()]).unwrap();
     w.mem.put("uc/.ubunye/probe/x", b"probe 1".to_vec()).unwrap();
     probe(&*w.mem, &w.place.uc, B, scratch.path()).unwrap();

@@ -1,5 +1,5 @@
 //! Recovering a dead run's uploads in a store, and the probe at the start of
-//! a run (issue 13, review 13), on the in-memory store of
+//! a run, on the in-memory store of
 //! tests/bucket_protocol.rs: uploads whose ids were never saved, a completion
 //! during the taker's settle, forged and damaged leases, stores that break a
 //! promise the protocol rests on, names the S3 client would change.
@@ -39,7 +39,7 @@ fn uploads_whose_ids_were_never_saved_are_found_and_aborted() {
     assert_eq!(open, ["lake/ev/foreign.csv"]);
 }
 
-/// Review 13, finding 1: a holder that completes while its taker settles.
+/// A holder that completes while its taker settles.
 /// The taker aborts the claimed uploads before it settles, so the late
 /// completion is refused and nothing appears.
 #[test]
@@ -69,9 +69,9 @@ fn a_completion_during_the_takers_settle_is_refused() {
     assert!(w.visible().is_empty(), "{:?}", w.visible());
 }
 
-/// Review 13, findings 5 and 6: a lease whose claims are not what a run
-/// writes (another run's file, a key outside its output, a damaged uploads
-/// map) is unreadable: never taken over, nothing deleted or aborted.
+/// A lease whose claims are not what a run writes (another run's file, a key
+/// outside its output, a damaged uploads map) is unreadable: never taken
+/// over, nothing deleted or aborted.
 #[test]
 fn a_forged_or_damaged_lease_is_never_acted_on() {
     let w = world();
@@ -194,9 +194,9 @@ fn a_name_the_s3_client_would_change_is_refused_naming_the_file() {
     assert!(e.contains("a~b[1].csv") && e.contains("rename it"), "{e}");
 }
 
-/// Review 13b, finding 3: a dead run's lease beside its own finished note
-/// (left by a kill after the note, or put back by a restore): its claims are
-/// the batch, and are kept; the taker says the batch is finished.
+/// A dead run's lease beside its own finished note (left by a kill after the
+/// note, or put back by a restore): its claims are the batch, and are kept;
+/// the taker says the batch is finished.
 #[test]
 fn a_lease_beside_its_own_finished_note_keeps_its_files() {
     let w = world();
@@ -221,8 +221,8 @@ fn a_lease_beside_its_own_finished_note_keeps_its_files() {
     assert!(w.lease_body().is_none(), "the lease was handed back");
 }
 
-/// Review 13b, finding 7: an upload started by a retried request whose first
-/// answer was lost (an id nobody saved) is aborted by the run itself.
+/// An upload started by a retried request whose first answer was lost (an
+/// id nobody saved) is aborted by the run itself.
 #[test]
 fn an_upload_of_a_claimed_key_that_no_save_names_is_aborted() {
     let w = Arc::new(world());
@@ -236,8 +236,8 @@ fn an_upload_of_a_claimed_key_that_no_save_names_is_aborted() {
     assert!(w.mem.open_uploads("").unwrap().is_empty(), "{:?}", w.mem.open_uploads(""));
 }
 
-/// Review 13b, finding 6: a release whose first try gets no answer is tried
-/// again; the batch is handed back.
+/// A release whose first try gets no answer is tried again; the batch is
+/// handed back.
 #[test]
 fn a_release_without_an_answer_is_tried_again() {
     let w = world();

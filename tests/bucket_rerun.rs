@@ -1,4 +1,4 @@
-//! `--rerun` in a store (issue 13): a finished batch's files are replaced
+//! `--rerun` in a store: a finished batch's files are replaced
 //! once the new run has committed, in the disk's order (done mark, the note
 //! replaced, then the old files removed), and a run killed at each step is
 //! finished or taken back by the next, on the in-memory store of
@@ -133,9 +133,9 @@ fn a_rerun_killed_after_its_note_has_its_removals_done_by_the_next_run() {
     assert_eq!((w.of(A), w.of(B)), (0, 3), "{:?}", w.visible());
 }
 
-/// Review 13c, finding 1: a finished note that claims files outside this
-/// run's output (another output's, another use case's, or one its run never
-/// landed) is not replaced: the rerun is refused, nothing is deleted.
+/// A finished note that claims files outside this run's output (another
+/// output's, another use case's, or one its run never landed) is not
+/// replaced: the rerun is refused, nothing is deleted.
 #[test]
 fn a_rerun_replaces_only_files_under_its_own_output() {
     let w = world();
@@ -163,8 +163,8 @@ fn a_rerun_replaces_only_files_under_its_own_output() {
     assert!(ubunye::bucket::store_replaces(&doc, &w.place.uc).is_ok());
 }
 
-/// Review 13c, finding 2: an old file that cannot be removed keeps the lease
-/// (the batch is committed), and the next run removes it.
+/// An old file that cannot be removed keeps the lease (the batch is
+/// committed), and the next run removes it.
 #[test]
 fn an_old_file_that_cannot_be_removed_is_removed_by_the_next_run() {
     let w = Arc::new(world());

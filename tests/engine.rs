@@ -193,7 +193,7 @@ fn a_claim_that_cannot_be_removed_hands_the_lease_back() {
     assert_eq!(err.kind(), Some(RefusalKind::InUse));
     assert_eq!(
         err.refusal().unwrap().message,
-        // A claim that is a folder is said to be one, not "in use" (issue 11).
+        // A claim that is a folder is said to be one, not "in use".
         "Run a7ee7676 of demo/sales/ingest died, and its appended files cannot be removed yet: out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet (a folder where a claimed file should be: the engine removes only the files a run claimed, never a folder; move it out of the way by hand)"
     );
     // Handed back: the dead run's lease, same content, and the tombstone stays.
@@ -524,7 +524,7 @@ fn ino_of(p: &std::path::Path) -> ubunye::beneath::FileId {
     ubunye::beneath::FileId { dev: m.dev(), ino: m.ino(), born_by: Some((dir.mtime(), dir.mtime_nsec() as u32)) }
 }
 
-/// Review F1: a run frozen after moving its file in, and taken over meanwhile,
+/// A run frozen after moving its file in, and taken over meanwhile,
 /// must not remove by name the file its taker wrote under the same name.
 #[test]
 fn a_frozen_run_never_removes_a_same_named_file_its_taker_committed() {
@@ -554,7 +554,7 @@ fn a_frozen_run_never_removes_a_same_named_file_its_taker_committed() {
     assert_eq!(fs::read_to_string(&target).unwrap(), "T", "and stays after the frozen run's rollback");
 }
 
-/// Review F2: a frozen save that lands after a takeover puts the dead run's lease
+/// A frozen save that lands after a takeover puts the dead run's lease
 /// back over the taker's. The taker then finds its lease lost at the end: it
 /// must take its own files back, or no later run would know of them.
 #[test]
@@ -597,7 +597,7 @@ fn a_run_whose_lease_was_displaced_takes_its_own_files_back() {
     assert_eq!(files(&uc.join("out/events")), vec!["_SUCCESS", "part-T3.parquet"]);
 }
 
-/// Review F3: takeover marks expire by the disk's clock, not this host's.
+/// Takeover marks expire by the disk's clock, not this host's.
 #[test]
 fn a_host_with_a_fast_clock_does_not_expire_a_fresh_takeover_mark() {
     #[derive(Debug)]

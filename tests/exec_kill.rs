@@ -1,8 +1,7 @@
-//! `ubunye exec`'s overwrites killed around their swap (review 2, findings 2
-//! and 13): a driver (this test binary, re-executed) runs `ubunye::exec::run`
-//! and SIGKILLs itself at a chosen step; the next run, whatever its command
-//! does, must find the output as it was before the killed run, and leave no
-//! copy beside it.
+//! `ubunye exec`'s overwrites killed around their swap: a driver (this test
+//! binary, re-executed) runs `ubunye::exec::run` and SIGKILLs itself at a
+//! chosen step; the next run, whatever its command does, must find the output
+//! as it was before the killed run, and leave no copy beside it.
 
 use std::fs;
 use std::os::unix::process::ExitStatusExt;

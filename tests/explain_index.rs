@@ -1,4 +1,4 @@
-//! The index `leases explain` keeps outside the use case (issue 16) never
+//! The index `leases explain` keeps outside the use case never
 //! changes what it shows: every batch read through the index, cold and warm
 //! and after each of a random walk of changes, equals the batch a whole read
 //! of its task gives (`scan_one` without an index), problems included.
@@ -147,7 +147,7 @@ fn a_batch_read_through_the_index_is_the_batch_a_whole_read_gives() {
     let lines = index_lines(index.path());
     assert!(lines.len() + 5 >= files, "{} lines for {files} files", lines.len());
     // Of the lease folder only notes: whether a lease can be read depends on
-    // the host reading it (review 19).
+    // the host reading it.
     let leases: Vec<_> = lines.iter().filter(|l| l.starts_with("L\t")).collect();
     assert!(!leases.is_empty() && leases.iter().all(|l| l.ends_with(".finished.json")), "{leases:?}");
 
@@ -252,7 +252,7 @@ fn an_index_folder_inside_the_use_case_or_a_damaged_index_is_not_used() {
 }
 
 /// `path` removed and made again with `text` on the inode it had, as ext4
-/// does when nothing else is freed first (review 18 saw it at once): files
+/// does when nothing else is freed first: files
 /// are made beside it until one is given that inode, which is then renamed
 /// into place, and the rest removed. False if no such file was made.
 fn remade_on_its_inode(path: &Path, text: &str) -> bool {
@@ -285,7 +285,7 @@ fn on_ext4(dir: &Path) -> bool {
     rustix::fs::statfs(dir).is_ok_and(|s| s.f_type as u64 == 0xEF53)
 }
 
-/// The replacements review 18 found, each after the index knew the file it
+/// Files replaced on a reused inode, each after the index knew the file it
 /// replaces (settled): a record removed and made again with the same name,
 /// size and inode that now hashes to another batch; a note saved again on the
 /// inode it had (two renamed saves take turns between two inodes) naming

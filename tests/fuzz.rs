@@ -201,7 +201,7 @@ fn the_state_classifier_over_random_trees() {
         }
         // A lease or a dead run's lease that cannot be read always decides;
         // a finished note only when no lease is beside it (the lease's run
-        // decides first, as classify's `blocks` says: issue 11).
+        // decides first, as classify's `blocks` says).
         let leased = |key: &str| last.contains_key(&format!("{key}.json"));
         let mut damaged: Vec<String> = Vec::new();
         for (name, (kind, key, bytes)) in &last {

@@ -131,7 +131,7 @@ fn fresh_kill(step: &str, mode: &[&str]) {
         let temps: Vec<String> = files(&leases).into_iter().filter(|n| n.ends_with(".tmp")).collect();
         if has_tmpfile(&leases) {
             // The create's content has no name until it is linked: nothing is left
-            // that no later run of the batch would take away (the flake of CI at stop 21).
+            // that no later run of the batch would take away.
             assert!(temps.is_empty(), "{step} {mode:?}: {temps:?}");
         } else {
             eprintln!("NOTE: {} has no O_TMPFILE: a kill there leaves the named temp file", leases.display());
@@ -266,7 +266,7 @@ fn takeover(uc: &Path, dt: &str) {
     }
 }
 
-/// The crash matrix of issue 7: every kill point of a run, a takeover and a
+/// The crash matrix: every kill point of a run, a takeover and a
 /// --rerun, on flat and partitioned outputs, each followed by another batch's
 /// run, a takeover, a --resume pass and a --rerun, with a foreign file and a
 /// decoy staging folder in the output. Prints the table docs/reliability.md

@@ -1,4 +1,4 @@
-//! Landing an append through its staging folder, at the engine level (review 2).
+//! Landing an append through its staging folder, at the engine level.
 
 mod common;
 
@@ -10,11 +10,11 @@ use ubunye::append::StagedAppend;
 use ubunye::lease::Ended;
 use ubunye::{LeaseSpec, RefusalKind, RunLease};
 
-/// Finding 3: the time by which each landed file existed was taken from the
-/// staging folder's mtime, which a file written into a subfolder (`dt=…/`, as
-/// partitioned writers do) does not change. Such a file looked born after it,
-/// so taking it back judged it not the run's and left it (and its claim was
-/// dropped): the batch then landed twice.
+/// The time by which each landed file existed is not the staging folder's
+/// mtime, which a file written into a subfolder (`dt=…/`, as partitioned
+/// writers do) does not change: such a file would look born after it, taking
+/// it back would judge it not the run's and leave it (its claim dropped),
+/// and the batch would land twice.
 #[test]
 fn a_partitioned_file_is_taken_back_when_the_run_fails() {
     let d = tempfile::tempdir().unwrap();
@@ -37,8 +37,8 @@ fn a_partitioned_file_is_taken_back_when_the_run_fails() {
     assert_eq!(files(&uc.join("out/events")), Vec::<String>::new(), "both files taken back, _SUCCESS with them");
 }
 
-/// Finding 4 at the engine level: a staging folder replaced by a symlink is
-/// never listed through, and nothing is claimed from it.
+/// A staging folder replaced by a symlink, at the engine level: never listed
+/// through, and nothing is claimed from it.
 #[test]
 fn a_staging_folder_replaced_by_a_symlink_lands_nothing() {
     let d = tempfile::tempdir().unwrap();

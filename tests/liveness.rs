@@ -1,7 +1,7 @@
 //! The liveness rules (FORMAT.md §6) as a table: each case a lease document,
 //! its file times and a made-up process table, judged by `liveness::judge`
-//! (moved here from `src/liveness.rs`'s unit tests when the fakes left the
-//! library for the testkit, issue 12).
+//! (here, not in `src/liveness.rs`'s unit tests: the fakes it uses are the
+//! testkit's, not the library's).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -1,5 +1,5 @@
-//! Review 3, finding 1: a run that lost its lease must never remove or rename
-//! anything it cannot prove is its own. A run frozen just before its overwrite
+//! A run that lost its lease must never remove or rename anything it cannot
+//! prove is its own. A run frozen just before its overwrite
 //! swap (or before it moved its claimed appends in) is taken over by a run on
 //! another host, which removes the frozen run's staging folder, publishes its
 //! own output and commits. The frozen run then wakes: its swap (or move) fails,

@@ -1,6 +1,6 @@
 //! No import circle between the library's top-level modules, nor between the
 //! front end's (tui/src), nor inside its dashboard (`top::*`) or its CLI
-//! (`cli::*`) (issue 12).
+//! (`cli::*`).
 //!
 //! Every file under `src/` belongs to one top-level module (`src/<m>.rs` or
 //! `src/<m>/**`). Each use of another top-level module is an edge: a

@@ -1,5 +1,6 @@
-//! Review 11 of the state model (docs/reliability.md): each finding the
-//! reviewer proved by script, as a test that failed before its fix.
+//! The state model's verdicts where they are easy to get wrong
+//! (docs/reliability.md): a file server's clock, unreadable files that decide
+//! nothing, a lease a refused takeover handed back, a live run's write.
 
 mod common;
 
@@ -47,11 +48,10 @@ impl ubunye::sys::Clock for FileServer {
     }
 }
 
-/// Finding 1: on a file server whose clock runs ahead, a lease untouched for
-/// 16 minutes by the server's clock was listed live by this machine's clock
-/// (and a fresh one dead when it runs behind). Looking without the disk's
-/// clock now judges nobody dead; a repair reads it with a probe and judges
-/// by it.
+/// On a file server whose clock runs ahead, a lease untouched for 16 minutes
+/// by the server's clock would be listed live by this machine's clock (and a
+/// fresh one dead when it runs behind). Looking without the disk's clock
+/// judges nobody dead; a repair reads it with a probe and judges by it.
 #[test]
 fn without_the_disks_clock_no_lease_is_judged_dead_and_a_repair_probes() {
     let (_d, uc, m) = fixture("dead-killed");
@@ -82,8 +82,8 @@ fn without_the_disks_clock_no_lease_is_judged_dead_and_a_repair_probes() {
     assert_eq!(b.unwrap().state, State::Dead);
 }
 
-/// Finding 1, the silent variant: the use case on a local disk, one task's
-/// lease folder on the file server. That task is judged by its own disk's
+/// The same, unseen at first: the use case on a local disk, one task's lease
+/// folder on the file server. That task is judged by its own disk's
 /// clock, not the use case's.
 #[test]
 fn each_task_is_judged_by_the_clock_of_its_own_lease_folder() {
@@ -99,11 +99,11 @@ fn each_task_is_judged_by_the_clock_of_its_own_lease_folder() {
     assert!(b.flags.contains(&Flag::LocalClock));
 }
 
-/// Finding 4: an unreadable file made its batch `unreadable` ("nothing is
-/// run, taken over or removed") even where the next run goes ahead: a note
-/// beside a dead lease (the takeover goes ahead, the finished check refuses
-/// later), a dead run's record when its done mark says it committed, the
-/// record of a run already taken over.
+/// An unreadable file makes its batch `unreadable` ("nothing is run, taken
+/// over or removed") only where it decides the next step; not where the next
+/// run goes ahead: a note beside a dead lease (the takeover goes ahead, the
+/// finished check refuses later), a dead run's record when its done mark
+/// says it committed, the record of a run already taken over.
 #[test]
 fn only_a_file_that_decides_the_next_step_makes_a_batch_unreadable() {
     let (_d, uc, m) = fixture("dead-killed");
@@ -142,9 +142,9 @@ fn only_a_file_that_decides_the_next_step_makes_a_batch_unreadable() {
     assert_eq!(state_of(&"?".repeat(16)).0, State::Unreadable);
 }
 
-/// Finding 6: `handed-back` ignored whether its holder is alive. A lease a
-/// refused takeover wrote back (fresh) is held by every engine until it is
-/// old again: live, not handed back with a takeover plan. An empty lease is
+/// `handed-back` heeds whether its holder is alive: a lease a refused
+/// takeover wrote back (fresh) is held by every engine until it is old
+/// again: live, not handed back with a takeover plan. An empty lease is
 /// not the `<key>.taken-` mark's.
 #[test]
 fn a_handed_back_lease_is_judged_like_any_lease() {
@@ -171,9 +171,9 @@ fn a_handed_back_lease_is_judged_like_any_lease() {
     assert_eq!(b.state, State::Damaged, "{}", b.note);
 }
 
-/// Finding 3: doctor told people to remove by hand a staging folder that a
-/// live run was writing (the peer's pandas writer, before its claim). Finding
-/// 7: doctor promised a repair for a kept lease whose process still runs.
+/// Doctor never tells people to remove by hand a staging folder that a live
+/// run is writing (the peer's pandas writer, before its claim), nor promises
+/// a repair for a kept lease whose process still runs.
 #[test]
 fn doctor_never_sends_anyone_to_remove_a_live_runs_write() {
     let (_d, uc, m) = fixture("dead-killed");

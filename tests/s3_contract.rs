@@ -1,4 +1,4 @@
-//! What the object-store protocol of issue 13 rests on, held against real
+//! What the object-store protocol rests on, held against real
 //! S3-compatible servers on 127.0.0.1 (SeaweedFS and moto, `scripts/s3-env`),
 //! through the crate the engine uses for buckets (`object_store`, feature
 //! `aws`). If a server (or a new version of one) stops doing any of this, the
@@ -26,13 +26,13 @@ use ubunye_testkit::s3::{Kind, Server, servers_bin};
 const RACERS: usize = 8;
 /// Rounds per race. SeaweedFS takes 2.5-3.5 s a round when 8 conditional
 /// writes meet on one key (one client, a few ms, when they do not): 8 rounds
-/// keep this test near a minute. The engine's own race test (issue 13) runs
-/// the 25 the issue asks for.
+/// keep this test near a minute. The engine's own race test
+/// (tui/tests/store.rs) runs 25.
 const ROUNDS: usize = 8;
 
 fn client(server: &Server) -> Arc<AmazonS3> {
     // No retries: a refusal must come back as it is, once (the engine's own
-    // retries are bounded and idempotent, issue 13).
+    // retries are bounded and idempotent).
     Arc::new(server.client(0))
 }
 

@@ -328,7 +328,7 @@ fn a_scan_task_by_task_gives_the_same_batches_as_a_whole_scan() {
     }
 }
 
-/// Review 3: what a scan meets in a lease folder that is not a plain task
+/// What a scan meets in a lease folder that is not a plain task
 /// folder of lease files is followed (symlinks, as the engines follow them) or
 /// reported in one line (names that are not UTF-8, files at the wrong depth,
 /// FIFOs), never passed over in silence, never a hang.

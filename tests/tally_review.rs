@@ -1,8 +1,7 @@
-//! What review 23 proved of `ubunye::tally` (each once a case where a
-//! tally differed from a full count after the look that should have made
-//! them equal), held as tests: a record rewritten in place by a run with
-//! leases off, a record read half-written, an orphan on a file server whose
-//! clock is ahead, and a use case away for an instant mid-look.
+//! Where a `ubunye::tally` could differ from a full count after the look
+//! that should make them equal, held as tests: a record rewritten in place
+//! by a run with leases off, a record read half-written, an orphan on a file
+//! server whose clock is ahead, and a use case away for an instant mid-look.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -115,7 +115,8 @@ impl Beneath {
         }
         let gone = matches!(rustix::fs::statat(&parent, name, AtFlags::SYMLINK_NOFOLLOW), Err(Errno::NOENT));
         // The removal on the disk before the lease that names the folder may
-        // forget it (issue 14); unsynced, it is reported as left.
+        // forget it (a power cut could bring back a folder no lease names);
+        // unsynced, it is reported as left.
         // (Through its path: the parent handle is an O_PATH one, which fsync
         // refuses.)
         Ok(gone && crate::durable::parent(&self.root.join(staging)).is_ok())

@@ -275,11 +275,11 @@ mod tests {
         assert!(b.undo_swap(st, new, Some("out/other.old")).is_err());
     }
 
-    /// Review 3, finding 1: a folder with the recorded device and inode number
-    /// but born at another time is another folder (its inode number was reused):
-    /// it is never moved. A recorded birth time that cannot be read now is not
-    /// taken as a match either; a note without one (an older lease) compares
-    /// device and inode only.
+    /// A folder with the recorded device and inode number but born at another
+    /// time is another folder (its inode number was reused): it is never
+    /// moved. A recorded birth time that cannot be read now is not taken as a
+    /// match either; a note without one (an older lease) compares device and
+    /// inode only.
     #[test]
     fn a_folder_born_at_another_time_is_not_the_runs() {
         let d = tempfile::tempdir().unwrap();

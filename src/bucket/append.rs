@@ -267,7 +267,7 @@ pub fn land(
     }
     hook.at(Step::UploadsClaimed);
     // An upload started by a retried request whose first answer was lost has
-    // an id nobody saved: abort it now (review 13b, finding 7).
+    // an id nobody saved, so no taker would find it: abort it now.
     let saved_ids: Vec<&str> = uploads.iter().map(|u| u.id.as_str()).collect();
     if let Ok(open) =
         objects.open_uploads(&super::recover::common_prefix(&keys.iter().map(String::as_str).collect::<Vec<_>>()))
@@ -303,8 +303,8 @@ pub fn land(
         d.set("committed", Value::Bool(true));
     });
     // A done mark whose answer was lost may have landed: read the lease to
-    // know (review 13b, finding 2). Committed: go on. Not committed and still
-    // this run's: one more try, else take back. Another run's: lost.
+    // know. Committed: go on. Not committed and still this run's: one more
+    // try, else take back. Another run's: lost.
     let marked = match marked {
         Err(BucketError::Store(e)) => match lease.reread() {
             Ok(true) => Ok(()),

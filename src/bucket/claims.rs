@@ -104,7 +104,7 @@ pub fn store_replaces(doc: &LeaseDoc, uc: &StoreUrl) -> Result<Vec<String>, Stri
     let probe = doc.0.get("outputs").is_none();
     let mut keys = Vec::new();
     for (name, files) in replaces {
-        // Under this run's own output of the same name (review 13c): a note
+        // Under this run's own output of the same name: a note
         // cannot make a rerun delete another output's, or use case's, files.
         let under = match doc.0.get("outputs").and_then(|o| o.get(&name)).and_then(|n| n.get("url")) {
             Some(Value::String(u)) => Some(StoreUrl::parse(u).map_err(|e| format!("outputs.{name}.url {u} {e}"))?),

@@ -290,7 +290,7 @@ pub fn acquire(
         let lease = Lease::new(objects.clone(), place, holder, clock.clone(), mine, etag);
         // A finished note that names the dead run: its claims are the batch
         // (a lease of it left beside its note, or put back by a restore),
-        // never taken back (review 13b, finding 3).
+        // never taken back.
         let noted = note_run(&*objects, place)?;
         let recovered = if noted.as_deref() == Some(target.run_id().as_str()) && !target.run_id().is_empty() {
             // Its commit is done; a --rerun's removals may not be.

@@ -148,7 +148,8 @@ impl Poller {
         // What a GET read is judged now; it is kept as seen only if it is
         // the version the listing named (the same ETag): an object that
         // changed between the list and the GET, or that a GET did not find,
-        // is read again at the next look (review 14, finding P1).
+        // is read again at the next look (kept, it would pass for the listed
+        // version and never be read again).
         let mut now_read: HashMap<String, Option<Got>> = HashMap::new();
         for (key, got) in changed.into_iter().zip(fresh) {
             let l = (*listed[key.as_str()]).clone();

@@ -1,6 +1,6 @@
-//! The protocol over an object store (issue 13): a batch's lease, claims,
-//! finished note and run record in a bucket that runs share, with nothing
-//! else shared. The documents are the peer's JSON, under the same layout as
+//! The protocol over an object store: a batch's lease, claims, finished
+//! note and run record in a bucket that runs share, with nothing else
+//! shared. The documents are the peer's JSON, under the same layout as
 //! on disk (`<prefix>/.ubunye/leases/<task>/<key>.json`, `.finished.json`,
 //! `lineage/<task>/<run>.json`); docs/object-storage.md maps it against ADR
 //! 008.

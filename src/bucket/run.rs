@@ -317,7 +317,7 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         Ok(landed) => {
             let unrecorded = (!record.end("success", None)).then(|| unrecorded(&*objects, &record.key));
             // Finished: a lease that cannot be handed back now is said, not
-            // a failure (review 13b, finding 6). One whose --rerun left
+            // a failure (the files have landed). One whose --rerun left
             // replaced files is kept on purpose: the next run removes them.
             let unreleased = if landed.replaced_left > 0 {
                 Some(format!(

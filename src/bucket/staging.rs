@@ -4,8 +4,8 @@
 //! On a disk the staging folder lives in the use case, and a takeover removes
 //! what a dead run left there. A run against a store stages its command's
 //! files on its own machine, where no other run looks: a run killed before it
-//! cleaned up left its folder in the temp directory for ever (stop 19: about
-//! 13 GB of them after a few kill tests). So each run holds an exclusive
+//! cleaned up left its folder in the temp directory for ever (a few kill
+//! tests leave about 13 GB of them). So each run holds an exclusive
 //! `flock` on `<run>.lock` beside its folder while it lives; the kernel drops
 //! the lock when the process dies, however it dies. Every store run sweeps
 //! first: a folder whose lock it can take belongs to no live run and goes.
@@ -13,11 +13,10 @@
 //!
 //! A lock file is never seen unlocked while its run lives: it is made under
 //! a name the sweep ignores (`.<run>.new`), locked, then renamed to
-//! `<run>.lock` (review 14, finding S1: a sweep that opened a fresh lock
-//! file before its run locked it deleted the live run's folder). A sweep
-//! acts only on names that are a run's uuid, and only if the name still
-//! names the file it locked (finding S2: `...lock` made it remove all of
-//! `$TMPDIR`).
+//! `<run>.lock`: a sweep that opened a fresh lock file before its run locked
+//! it would delete the live run's folder. A sweep acts only on names that
+//! are a run's uuid, and only if the name still names the file it locked:
+//! `...lock` names `..`, and sweeping it would remove all of `$TMPDIR`.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -75,7 +74,7 @@ impl Staging {
 
 impl Drop for Staging {
     /// The folder, then its lock; a folder that would not go keeps its lock
-    /// file, so that a later sweep tries again (finding S3).
+    /// file, so that a later sweep tries again.
     fn drop(&mut self) {
         if remove_tree(&self.root) {
             let _ = fs::remove_file(&self.lock_path);
@@ -194,7 +193,8 @@ pub fn sweep(base: &Path) -> usize {
             continue;
         }
         let Some(run) = name.to_str().and_then(|n| n.strip_suffix(".lock")) else { continue };
-        // Only a run's own names (never `..`, never `.`): finding S2.
+        // Only a run's own names (never `..`, never `.`): the folder a lock
+        // names is removed.
         if !super::claims::is_run_uuid(run) {
             continue;
         }
@@ -265,7 +265,7 @@ mod tests {
         let b = d.path().join("base");
         ensure_base(&b).unwrap();
         fs::write(d.path().join("precious"), "keep").unwrap();
-        // `...lock` names `..`, `.lock` names `.`: review 14, finding S2.
+        // `...lock` names `..`, `.lock` names `.`: neither is a run's lock.
         fs::write(b.join("...lock"), "").unwrap();
         fs::write(b.join(".lock"), "").unwrap();
         fs::write(b.join("x.lock"), "").unwrap();

@@ -112,7 +112,7 @@ mod tests {
     }
 
     /// An output that is not an object is damage, as the peer crashes on it
-    /// (`o.get`), never "claimed nothing" (found in issue 12's docs pass).
+    /// (`o.get`), never "claimed nothing".
     #[test]
     fn an_output_that_is_not_an_object_is_damage() {
         for v in ["[1]", "\"x\"", "null", "0", "[]"] {

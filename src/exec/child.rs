@@ -130,7 +130,7 @@ fn has_terminal() -> bool {
 /// Wait for the command (`pid`) to exit, reaping every other child meanwhile:
 /// as their subreaper, `ubunye exec` gets every process the command orphans
 /// (`(job &)`, a helper that daemonizes), and each one that exits would stay a
-/// zombie holding its pid until the command ends (review 4, finding 3).
+/// zombie holding its pid until the command ends.
 /// `keeper`: the group keeper's pid, set to None if it is reaped here (its
 /// pid may then be another process's: it must not be signalled).
 fn wait_reaping(pid: i32, keeper: &mut Option<Child>) -> std::io::Result<std::process::ExitStatus> {

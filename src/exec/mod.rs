@@ -227,7 +227,7 @@ pub fn run(spec: &ExecSpec, sys: Sys, events: &mut dyn FnMut(Event)) -> Result<E
     out
 }
 
-/// A run record whose end could not be written (review 12, finding 5).
+/// A run record whose end could not be written, kept so that the run says so.
 #[derive(Default)]
 struct RecordEnd(std::cell::RefCell<Option<(PathBuf, String)>>);
 

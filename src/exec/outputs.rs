@@ -88,7 +88,8 @@ pub fn swap_in(
 ) -> Result<Swap> {
     let io_err = |e: io::Error| Error::io("publish the overwrite of", output, e);
     // What the command wrote on the disk before it is published, and the
-    // swap on the disk before the run goes on to commit (issue 14).
+    // swap on the disk before the run goes on to commit: a power cut never
+    // leaves a committed run whose overwrite is not there.
     crate::durable::tree(staging).map_err(|e| Error::io("sync the staged overwrite", staging, e))?;
     let swapped = swap(staging, output, exchange, aside, moved_aside, io_err)?;
     crate::durable::parent(output).map_err(io_err)?;

@@ -67,8 +67,8 @@ pub(super) fn publish(
     events: &mut dyn FnMut(Event),
 ) -> Result<()> {
     // The write-back of what the command wrote starts now, beside the
-    // claims and the renames (issue 14); the landing's own sync, before the
-    // done mark, is what makes it durable.
+    // claims and the renames, so that the landing's own sync is left little
+    // to do; that sync, before the done mark, is what makes it durable.
     let early = crate::durable::start_early(
         prepared.iter().filter(|p| p.append.is_some()).map(|p| p.out.path.clone()).collect(),
     );

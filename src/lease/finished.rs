@@ -150,7 +150,7 @@ impl RunLease {
             return Ok(Commit { lost: true, ..Commit::default() });
         }
         // Not synced: the `committed` save just after is, and the landed
-        // files were before either (issue 14); a done mark a power cut loses
+        // files were before either; a done mark a power cut loses
         // or empties tells nothing the lease does not.
         let _ = std::fs::write(s.paths.done(&s.run_id), s.now_z());
         s.sys.hook.at(Step::DoneMarked);

@@ -220,8 +220,9 @@ impl RunLease {
                 }
             }
             // The removals on the disk before the lease that claims the files
-            // can forget them (issue 14): a folder that cannot be synced keeps
-            // its files' claims listed.
+            // can forget them (a power cut could bring back files no lease
+            // claims): a folder that cannot be synced keeps its files' claims
+            // listed.
             let dirs: BTreeSet<PathBuf> =
                 removed_here.iter().filter_map(|(_, p)| p.parent().map(Path::to_path_buf)).collect();
             for d in dirs {

@@ -149,7 +149,8 @@ impl Shared {
         }
         use std::os::unix::fs::FileExt;
         tail.file.write_all_at(bytes, off).ok()?;
-        // On the disk before the claimed files move (issue 14).
+        // On the disk before the claimed files move: a power cut never leaves
+        // moved files that the lease on the disk does not claim.
         if let Err(e) = crate::durable::file(&tail.file, &self.lease_path()) {
             return Some(Err(Error::io("sync the lease", self.lease_path(), e)));
         }

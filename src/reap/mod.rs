@@ -343,8 +343,8 @@ mod tests {
         cmd.process_group(pgid).spawn().unwrap()
     }
 
-    /// Review 20, F1 and F2: a group is the run's only when no process in it
-    /// is alive without the run's id, whatever its name or its threads.
+    /// A group is the run's only when no process in it is alive without the
+    /// run's id, whatever its name or its threads.
     #[test]
     fn a_group_is_the_runs_only_without_a_live_outsider() {
         let me = rustix::process::getpid().as_raw_nonzero().get();

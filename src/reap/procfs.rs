@@ -38,8 +38,8 @@ pub(super) struct Stat {
 }
 
 /// Read a stat line as bytes (a process's name need not be UTF-8: read as
-/// a string it fails, and the process would go unseen, review 20's F1);
-/// Ok(None) when it cannot be parsed.
+/// a string it fails, and the process would go unseen); Ok(None) when it
+/// cannot be parsed.
 pub(super) fn read_stat(path: &Path) -> std::io::Result<Option<Stat>> {
     Ok(parse_stat(&std::fs::read(path)?))
 }
@@ -94,8 +94,8 @@ fn exiting(st: &Stat) -> bool {
 }
 
 /// [`Life`] of `pid`. A process whose first thread exited while others run
-/// shows that thread's stat (a zombie; `Zl` in ps) and runs all the same
-/// (review 20's F2): each thread's stat is read then.
+/// shows that thread's stat (a zombie; `Zl` in ps) and runs all the same:
+/// each thread's stat is read then.
 pub(super) fn life(pid: i32) -> Life {
     match read_stat(Path::new(&format!("/proc/{pid}/stat"))) {
         Err(e) if gone(&e) => return Life::Gone,
@@ -179,7 +179,8 @@ mod tests {
         assert_eq!(life(pid), Life::Gone);
     }
 
-    /// Review 20, F2.
+    /// A first thread's zombie stat is not the process's: it runs while
+    /// another thread does.
     #[test]
     fn a_process_whose_first_thread_exited_runs_while_another_thread_does() {
         let mut child = first_thread_exits().spawn().unwrap();

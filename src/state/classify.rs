@@ -64,9 +64,9 @@ pub fn classify(b: &mut Batch, now: Now) {
 /// takeover) does, so that nothing can be judged while it cannot be read: a
 /// lease, a dead run's lease beside it, a finished note with no lease (a run
 /// of the batch that appends is refused until it is fixed), and the record of
-/// a dead run whose plan must read it (not committed, no done mark) (review
-/// 11, finding 4). A note beside a lease waits for that lease's run; a record
-/// of a run already taken over, or of a live run, decides nothing.
+/// a dead run whose plan must read it (not committed, no done mark). A note
+/// beside a lease waits for that lease's run; a record of a run already taken
+/// over, or of a live run, decides nothing.
 fn blocks(b: &Batch, u: &UnreadableFile) -> bool {
     match u.kind {
         FileKind::Note => b.lease.is_none(),
@@ -136,7 +136,7 @@ fn judge_readable(b: &mut Batch) {
         } else if l.tombstoned && dead {
             (State::HandedBack, format!("takeover refused: {present} claimed file(s) could not be removed"))
         } else if l.tombstoned {
-            // Written back by a refused takeover (review 11, finding 6): alive
+            // Written back by a refused takeover: alive
             // by its judgement until it is old again, as every engine holds it.
             let age = j.and_then(|j| j.age).map(|a| crate::timefmt::age(a.age)).unwrap_or_default();
             (

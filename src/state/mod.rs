@@ -414,7 +414,7 @@ impl RecordInfo {
     /// when its task starts (`running`) and when it ends (its FORMAT.md,
     /// sections 5 and 11); a taker marks a `running` record `interrupted` by
     /// a rename and leaves `ended_at` null, and the run it took from may still
-    /// write its end in place after that (review 26). A record whose run wrote
+    /// write its end in place after that. A record whose run wrote
     /// its end is not written by that run again; the peer's `Engine` can use
     /// a run id again (a notebook running a task twice) and start the record
     /// anew in place, so a reader that stops watching a final record must

@@ -387,7 +387,7 @@ pub(super) fn fill(
         f.unknown.into_iter().map(|path| Mark { time: mtime(&path), run_id: String::new(), path }).collect();
     if let Some(l) = b.lease.as_mut() {
         // An empty lease names no run: a `<key>.taken-` mark beside it is an
-        // earlier takeover's, not its own (review 11, finding 6).
+        // earlier takeover's, not its own.
         l.tombstoned = !l.holder.run_id.is_empty() && b.tombstones.iter().any(|t| t.run_id == l.holder.run_id);
     }
 }

@@ -258,8 +258,8 @@ mod tests {
         assert!(record_of(b"\xff\xfe", Path::new("/l/t/x.json")).is_err());
     }
 
-    /// Review 17: what the fast path passes over is still checked as a whole
-    /// read checks it (UTF-8, the parser's depth), so it reads the same.
+    /// What the fast path passes over is still checked as a whole read checks
+    /// it (UTF-8, the parser's depth), so it reads the same.
     #[test]
     fn skipped_parts_are_checked_as_a_whole_read_checks_them() {
         let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));

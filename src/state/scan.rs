@@ -80,7 +80,7 @@ fn read_clock(opts: &ScanOptions, sys: &Sys, dir: &Path) -> Now {
 }
 
 /// The time by a task's lease folder, which may be on another disk than the
-/// use case's (a symlink onto a file server: review 11, finding 1).
+/// use case's (a symlink onto a file server).
 pub fn task_clock(opts: &ScanOptions, sys: &Sys, leases: Option<&Path>, default: Now) -> Now {
     match leases {
         Some(dir) => read_clock(opts, sys, dir),

@@ -116,7 +116,7 @@ pub fn around(output: &Path) -> Vec<StagingFolder> {
 
 /// At most this many notes, then records, are read to find an output's
 /// folder: a report must answer at once in a task of 100,000 batches, where
-/// the output may never have been claimed (review 11, finding 2).
+/// the output may never have been claimed.
 pub const FOLDER_LOOKS: usize = 64;
 
 /// Where the output named `output` of a task is, as the task's own files say:

@@ -244,7 +244,7 @@ mod tests {
         for on in ["", "on", "1", "yes"] {
             assert!(with(&[("UBUNYE_RUN_LEASE", on)]).knobs.leases, "{on:?}");
         }
-        // Python's strip() also takes \x1c..\x1f (review 12, finding 8).
+        // Python's strip() also takes \x1c..\x1f: read as the peer reads it.
         assert!(!with(&[("UBUNYE_RUN_LEASE", "off\u{1f}")]).knobs.leases);
     }
 
@@ -287,10 +287,10 @@ mod tests {
     #[test]
     fn odd_values_are_read_as_before() {
         use std::os::unix::ffi::OsStringExt;
-        // A blank value still forces the two-rename path (review 12, finding 2).
+        // A blank value still forces the two-rename path.
         assert!(!with(&[("UBUNYE_TEST_NO_EXCHANGE", " ")]).knobs.exchange);
         assert!(with(&[("UBUNYE_TEST_NO_EXCHANGE", "")]).knobs.exchange);
-        // A host that is not UTF-8 is ignored, not mangled (finding 3).
+        // A host that is not UTF-8 is ignored, not mangled.
         let e = table(&[("UBUNYE_TEST_HOST", OsString::from_vec(b"pinned\xff".to_vec()))], true);
         assert_eq!(e.host, None);
     }

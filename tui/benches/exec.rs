@@ -1,5 +1,5 @@
 //! The overhead of `ubunye exec` over running its command bare, as ratios
-//! measured in one run (issue 3):
+//! measured in one run:
 //!
 //! * `true`: the fixed overhead (lease, record, commit, release), with and
 //!   without a run record;

@@ -5,7 +5,7 @@
 fn main() {
     // A write past `ulimit -f` fails with EFBIG and is reported, as in
     // Python (which ignores SIGXFSZ too), instead of killing the process
-    // half-way (review 17: `leases list --json` spills to a temporary file).
+    // half-way (`leases list --json` spills to a temporary file).
     // SAFETY: setting a signal's disposition to ignore, before any thread starts.
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);

@@ -1,4 +1,4 @@
-//! One verdict for a batch on every surface (issue 11): over random use-case
+//! One verdict for a batch on every surface: over random use-case
 //! trees and every captured fixture, the state, flags, note and history of
 //! each batch are the same in the full scan (`leases list`), in `explain`
 //! (`state::scan_one`, its task read), in the dashboard's model (after its

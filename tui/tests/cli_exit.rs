@@ -168,7 +168,7 @@ fn exec_tells_a_scheduler_each_outcome_apart() {
     case(run("4", &["--append", "bad"], &["no-such-program-here"]), 2, "NAME=PATH");
 }
 
-/// The hidden words are the binary's own (review 12, finding 6): the demo's
+/// The hidden words are the binary's own: the demo's
 /// actor is `__demo-actor`, and only a child of the demo acts; a variable
 /// named like the old switch changes nothing.
 #[test]
@@ -189,7 +189,7 @@ fn the_demos_actor_is_a_word_only_the_demo_uses() {
 }
 
 /// A durability that is not one is refused by every command that writes,
-/// before anything is done (issue 14); the commands that only look ignore it.
+/// before anything is done; the commands that only look ignore it.
 #[test]
 fn a_bad_durability_setting_is_a_usage_error_for_the_writers_and_nothing_changes() {
     let (_d, uc, _) = fixture("dead-killed");

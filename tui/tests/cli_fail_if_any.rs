@@ -1,5 +1,5 @@
 //! `leases list --state dead,stalled,kept,unreadable --fail-if-any`: the
-//! one-liner for cron (issue 17). `--state` takes a comma-separated list as
+//! one-liner for cron. `--state` takes a comma-separated list as
 //! well as repeats, `stalled` picks the live batches whose heartbeat
 //! stopped, and `--fail-if-any` exits 1 with the rows, 0 when none.
 

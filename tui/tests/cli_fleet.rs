@@ -1,4 +1,4 @@
-//! Many use cases in one listing (issue 17): `-d` repeated and `--find
+//! Many use cases in one listing: `-d` repeated and `--find
 //! ROOT`, for `leases list`, `doctor`, `runs` and `explain`; rows carry their
 //! use case, a prefix that names batches in two use cases is refused naming
 //! both, `<usecase>:<key>` names one, and a use case that cannot be read is a
@@ -194,8 +194,7 @@ fn a_use_case_that_cannot_be_read_is_a_row() {
     assert_eq!(v["use_cases"][0]["use_case"], abs("dead").as_str(), "{v}");
     assert_eq!(v["use_cases"][0]["shown"], "dead", "{v}");
     assert!(v["use_cases"][0]["looked_at"].as_u64().unwrap() > 0, "{v}");
-    // Runs: a problem of the listing, in its JSON too (review 21: it was
-    // said on stderr only).
+    // Runs: a problem of the listing, in its JSON too (not on stderr only).
     let (code, out, err) = run(&root, &["runs", "-d", "dead", "-d", "gone", "--json"]);
     assert_eq!(code, 0, "{err}");
     let v = json(&out);
@@ -206,7 +205,7 @@ fn a_use_case_that_cannot_be_read_is_a_row() {
     );
     assert!(!v["records"].as_array().unwrap().is_empty(), "the others are listed: {v}");
     // Explain: a prefix found once, beside a use case that could not be
-    // read, may be in that one too: refused, naming both (review 21).
+    // read, may be in that one too: refused, naming both.
     let key = "7d106ca7";
     let (code, _, err) = run(&root, &["leases", "explain", key, "-d", "dead", "-d", "gone"]);
     assert_eq!(code, 2, "{err}");
@@ -241,8 +240,8 @@ fn runs_and_doctor_name_the_use_case_of_each_row() {
     assert!(text.contains("== ./demo:") && text.contains("use case(s)."), "{text}");
 }
 
-/// One folder mounted at two places is one use case (review 22: counted
-/// twice, a sum over the fleet doubled it). Needs `mount --bind` (root).
+/// One folder mounted at two places is one use case (counted twice, a sum
+/// over the fleet would double it). Needs `mount --bind` (root).
 #[test]
 fn a_folder_mounted_twice_is_read_once() {
     let d = tempfile::tempdir().unwrap();

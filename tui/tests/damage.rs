@@ -1,4 +1,4 @@
-//! Unreadable is never absent (issue 11): every kind of file the state model
+//! Unreadable is never absent: every kind of file the state model
 //! reads (lease, dead run's lease, finished note, run record, done and
 //! takeover marks) damaged every way (cut off, not JSON, not UTF-8, no read
 //! permission for the user looking), and every surface names it: `leases

@@ -93,7 +93,7 @@ fn partitioned_appends_keep_their_folders() {
     ingest(d.path(), "2025-01-01").args(["--", "sh", "-c", script]).assert().success();
     let out = files(&d.path().join("out/events"));
     // The writer's top `_SUCCESS` is not moved (ubunye writes the output's);
-    // a hidden file is the writer's too, and lands (review 2, finding 12).
+    // a hidden file is the writer's too, and lands.
     assert_eq!(out.len(), 3, "{out:?}");
     assert!(out.contains(&".hidden".to_string()) && out.contains(&"_SUCCESS".to_string()), "{out:?}");
     assert!(out.iter().any(|f| f.starts_with("dt=2025-01-01/region=wc/part-")), "{out:?}");

@@ -1,5 +1,5 @@
 //! `ubunye exec` and the processes a command leaves: none outlives its run,
-//! none is left a zombie. What reviews 3 and 4 proved wrong.
+//! none is left a zombie.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -75,11 +75,11 @@ fn use_case() -> (tempfile::TempDir, PathBuf, String) {
     (d, uc, mark)
 }
 
-/// Review 3, finding 2: the processes below `ubunye exec` were listed from a
-/// scan of `/proc`, which never sees a process that forks and exits faster
-/// than it is read: exec landed at once and the process wrote into the output
-/// after the run had committed. Now whether anything is left is asked of the
-/// kernel (exec is its subreaper), and it is killed as fast as it is listed.
+/// Whether anything is left below `ubunye exec` is asked of the kernel (exec
+/// is its subreaper), and it is killed as fast as it is listed: a scan of
+/// `/proc` never sees a process that forks and exits faster than it is read,
+/// so exec would land at once and the process write into the output after
+/// the run had committed.
 #[test]
 fn a_process_that_keeps_changing_its_pid_is_stopped_before_anything_lands() {
     let (d, uc, mark) = use_case();
@@ -127,11 +127,10 @@ fn a_process_that_cannot_be_stopped_means_nothing_lands() {
     assert!(rec["error"].to_string().contains("could not be stopped"), "{rec}");
 }
 
-/// Review 4, finding 3: exec is the subreaper of what its command leaves, but
-/// waited for the command alone: each process the command orphaned stayed a
-/// zombie holding its pid until the command ended (a long command that orphans
-/// a few processes a second runs the host out of pids). Now exec reaps them as
-/// they exit.
+/// exec is the subreaper of what its command leaves, and reaps each as it
+/// exits: waiting for the command alone, each process the command orphaned
+/// would stay a zombie holding its pid until the command ended (a long command
+/// that orphans a few processes a second runs the host out of pids).
 #[test]
 fn orphans_of_a_running_command_are_reaped_as_they_exit() {
     let (d, uc, _mark) = use_case();
@@ -161,13 +160,13 @@ fn hop_script(dir: &Path, target: &Path, after: f64) -> PathBuf {
     py
 }
 
-/// Review 4, finding 1: a SIGKILLed `ubunye exec` left its command's
-/// background processes running; the takeover looked for them by scanning
-/// `/proc`, which never sees alive one that keeps changing its pid, and it
-/// wrote into the taker's committed batch. Now the command has a process group
-/// of its own (exec has no terminal here: it runs in a
-/// session of its own), with a keeper in it that kills the whole group the
-/// moment exec dies: nothing is left, on any host, before any takeover.
+/// A SIGKILLed `ubunye exec` leaves none of its command's background
+/// processes running: a takeover looking for them by scanning `/proc` never
+/// sees alive one that keeps changing its pid, which would write into the
+/// taker's committed batch. So the command has a process group of its own
+/// (exec has no terminal here: it runs in a session of its own), with a
+/// keeper in it that kills the whole group the moment exec dies: nothing is
+/// left, on any host, before any takeover.
 #[test]
 fn a_killed_exec_leaves_no_process_of_its_command_even_one_changing_its_pid() {
     use std::os::unix::process::CommandExt;
@@ -249,7 +248,7 @@ fn a_takeover_kills_a_dead_runs_group_only_when_the_group_is_the_runs() {
         .unwrap();
     // Once the hopper runs (its python past exec: a process in the middle of
     // execve can show an empty environment for a moment, a window noted in
-    // docs/reliability.md, review 13b): bounded, 10 s.
+    // docs/reliability.md): bounded, 10 s.
     let start = std::time::Instant::now();
     while !marked(&mark)
         .iter()
@@ -311,10 +310,10 @@ fn kill_and_check_the_loop_stopped(mut exec: std::process::Child, ticks: &Path, 
     assert_eq!(n, m, "the loop still runs after exec was killed ({n} then {m} lines)");
 }
 
-/// Review 5, finding 5: exec stopped the group keeper before stopping what the
-/// command left, so a SIGKILL of exec during that grace (`timeout -k`, a
-/// scheduler's TERM then KILL) left the command's background processes
-/// running. The keeper now stays until they are stopped.
+/// The group keeper stays until what the command left is stopped: stopped
+/// before them, a SIGKILL of exec during that grace (`timeout -k`, a
+/// scheduler's TERM then KILL) would leave the command's background processes
+/// running.
 #[test]
 fn a_kill_during_the_grace_still_takes_the_commands_group() {
     let (d, uc, mark) = use_case();
@@ -327,10 +326,10 @@ fn a_kill_during_the_grace_still_takes_the_commands_group() {
     kill_and_check_the_loop_stopped(exec, &ticks, &mark);
 }
 
-/// Review 5, finding 4: `timeout` sends its signal and then SIGCONT to its
-/// group; a command in a group of its own never got the SIGCONT, so a stopped
-/// command kept the signal pending and exec waited for ever. exec now passes
-/// on SIGCONT, and a SIGCONT after each signal it passes on.
+/// `timeout` sends its signal and then SIGCONT to its group; a command in a
+/// group of its own would never get the SIGCONT, so a stopped command would
+/// keep the signal pending and exec wait for ever. exec passes on SIGCONT,
+/// and a SIGCONT after each signal it passes on.
 #[test]
 fn a_stopped_command_still_ends_on_a_signal_to_exec() {
     let (_d, uc, mark) = use_case();
@@ -357,10 +356,10 @@ fn a_stopped_command_still_ends_on_a_signal_to_exec() {
     assert!(!uc.join("out/events/part-1.csv").exists(), "nothing landed");
 }
 
-/// Review 6, finding 3: the keeper caught only a few signals, so any other
-/// signal to the command's group (`kill -USR1 0` to reopen logs, `kill -QUIT 0`
-/// for a thread dump) killed it, and a later SIGKILL of exec left the
-/// command's processes running. The keeper now ignores every signal it can.
+/// The keeper ignores every signal it can: any signal to the command's group
+/// it did not catch (`kill -USR1 0` to reopen logs, `kill -QUIT 0` for a
+/// thread dump) would kill it, and a later SIGKILL of exec would leave the
+/// command's processes running.
 #[test]
 fn a_signal_to_the_group_does_not_end_the_keeper() {
     let (d, uc, mark) = use_case();
@@ -374,10 +373,10 @@ fn a_signal_to_the_group_does_not_end_the_keeper() {
     kill_and_check_the_loop_stopped(exec, &ticks, &mark);
 }
 
-/// Review 6, finding 4: `nohup ubunye exec …` — exec caught SIGHUP, so its
-/// command started with SIGHUP at its default action, and a hangup killed the
-/// run nohup was meant to keep. A signal exec was started ignoring stays
-/// ignored, for the command too.
+/// A signal exec was started ignoring stays ignored, for the command too:
+/// under `nohup ubunye exec …`, an exec that caught SIGHUP would start its
+/// command with SIGHUP at its default action, and a hangup would kill the run
+/// nohup was meant to keep.
 #[test]
 fn a_hangup_ignored_by_nohup_stays_ignored_for_the_command() {
     use std::os::unix::process::CommandExt;

@@ -1,4 +1,4 @@
-//! `ubunye exec` end to end: the runs the second review proved wrong (a
+//! `ubunye exec` end to end: the runs that are easy to get wrong (a
 //! relative -d, a failed publish, a staging folder swapped for a symlink or
 //! holding odd names or a mount, background processes, dropped files).
 
@@ -83,10 +83,10 @@ fn gone(pid: i32) -> bool {
     }
 }
 
-/// Review 2, finding 1: with a relative -d, the lineage folder was joined onto
-/// the use-case folder twice: a takeover looked for the dead run's record in
-/// `uc/uc/.ubunye/lineage`, left it `running`, and took back a batch whose
-/// record said success.
+/// With a relative -d, the lineage folder is joined onto the use-case folder
+/// once: joined twice, a takeover would look for the dead run's record in
+/// `uc/uc/.ubunye/lineage`, leave it `running`, and take back a batch whose
+/// record says success.
 #[test]
 fn a_relative_usecase_folder_finds_the_dead_runs_record() {
     let (d, uc) = empty_use_case();
@@ -116,9 +116,9 @@ fn a_relative_usecase_folder_finds_the_dead_runs_record() {
     assert!(entries(&uc.join("out/events")).iter().all(|f| !f.contains("_ubunye-")), "its staging folder went");
 }
 
-/// Review 2, finding 2: overwrites were swapped in (and their old copies
-/// deleted) one by one, before a later output failed: the failed run replaced
-/// the output, and said nothing was moved.
+/// Overwrites swapped in (and their old copies deleted) one by one, before a
+/// later output failed, would let the failed run replace the output while it
+/// says nothing was moved: every output is left as it was.
 #[test]
 fn a_run_that_fails_to_publish_leaves_every_output_as_it_was() {
     let (_d, uc) = empty_use_case();
@@ -144,9 +144,9 @@ fn a_run_that_fails_to_publish_leaves_every_output_as_it_was() {
     assert_eq!(entries(&uc.join(".ubunye/leases/demo/sales/report")), Vec::<String>::new(), "lease released");
 }
 
-/// Review 2, finding 4: a command that replaced its staging folder with a
-/// symlink to a folder outside the use case had that folder's files moved into
-/// the output (and a --rerun or a failed run then deleted them).
+/// A command that replaces its staging folder with a symlink to a folder
+/// outside the use case never has that folder's files moved into the output
+/// (where a --rerun or a failed run would then delete them).
 #[test]
 fn a_staging_folder_turned_into_a_symlink_is_never_followed() {
     for fail_later in [false, true] {
@@ -174,8 +174,8 @@ fn a_staging_folder_turned_into_a_symlink_is_never_followed() {
     }
 }
 
-/// Review 2, finding 6: a staging folder holding a folder whose name is not
-/// UTF-8 was never removed (and a takeover said it was).
+/// A staging folder holding a folder whose name is not UTF-8 is removed, as a
+/// takeover says it is.
 #[test]
 fn a_staging_folder_holding_names_that_are_not_utf8_is_removed() {
     let (d, uc) = empty_use_case();
@@ -194,9 +194,9 @@ fn a_staging_folder_holding_names_that_are_not_utf8_is_removed() {
     assert_eq!(left, Vec::<String>::new(), "no staging folder left");
 }
 
-/// Review 2, finding 7: a background process the command left kept writing
-/// after landing (recreating the staging folder, changing a committed file),
-/// and outlived a killed `ubunye exec`.
+/// No background process the command left keeps writing after landing
+/// (recreating the staging folder, changing a committed file), nor outlives a
+/// killed `ubunye exec`.
 #[test]
 fn no_process_of_the_command_outlives_its_run() {
     let (d, uc) = empty_use_case();
@@ -217,7 +217,7 @@ fn no_process_of_the_command_outlives_its_run() {
     // The mark is written once the keeper is up (a process of this group
     // running `__group-keeper`, found through /proc): exec starts it just after
     // the command, and a kill between the two leaves the group to the next
-    // takeover (`stop_run_processes`), not to the keeper (issue 12 note).
+    // takeover (`stop_run_processes`), not to the keeper.
     let mark = d.path().join("started");
     let keeper = r#"keeper() { for s in /proc/[0-9]*/stat; do set -- $(cat "$s" 2>/dev/null); [ "$5" = "$$" ] && grep -qa __group-keeper "${s%stat}cmdline" 2>/dev/null && return 0; done; return 1; }; i=0; until keeper || [ $i -gt 500 ]; do sleep 0.01; i=$((i+1)); done"#;
     let script =
@@ -238,10 +238,9 @@ fn no_process_of_the_command_outlives_its_run() {
     assert!(!err.contains("process(es) of it still running"), "{err}");
 }
 
-/// Review 2, finding 12: files whose names start with `_` or `.` were deleted
-/// with the staging folder while exec reported success. They land now, claimed
-/// like the rest; only the writer's own top `_SUCCESS` is not moved (ubunye
-/// writes the output's).
+/// Files whose names start with `_` or `.` land, claimed like the rest, never
+/// deleted with the staging folder while exec reports success; only the
+/// writer's own top `_SUCCESS` is not moved (ubunye writes the output's).
 #[test]
 fn files_named_with_a_leading_underscore_or_dot_land_too() {
     let (_d, uc) = empty_use_case();
@@ -259,8 +258,8 @@ fn files_named_with_a_leading_underscore_or_dot_land_too() {
     assert!(!note.contains("out/events/_SUCCESS"), "{note}");
 }
 
-/// Review 2, finding 14: removing a staging folder walked into a folder the
-/// command had bind-mounted there, deleting files outside the use case. (Needs
+/// Removing a staging folder never walks into a folder the command
+/// bind-mounted there, which would delete files outside the use case. (Needs
 /// root for `mount --bind`; says SKIPPED otherwise.)
 #[test]
 fn a_mount_point_in_a_staging_folder_is_never_crossed() {
@@ -298,7 +297,7 @@ fn a_mount_point_in_a_staging_folder_is_never_crossed() {
     assert_eq!(fs::read_to_string(d.path().join("outside/keep.csv")).unwrap(), "precious");
 }
 
-/// Review 12, finding 5: when the end of the run record cannot be written
+/// When the end of the run record cannot be written
 /// (here the command put a folder where its record was), exec says so in
 /// one warning line naming the record, also under --quiet; the run's outcome
 /// stands (done, exit 0, as the peer's), and the record is left as it is.

@@ -1,5 +1,5 @@
-//! `ubunye exec`: invocations the second review proved harmful, each now a
-//! usage error (exit 2, one line) found before anything is written; and the
+//! `ubunye exec`: invocations that would do harm, each a usage error
+//! (exit 2, one line) found before anything is written; and the
 //! command line recorded with secrets masked, output that never panics, and
 //! the wording of a killed command.
 
@@ -41,8 +41,8 @@ fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     T.iter().copied().chain(extra.iter().copied()).collect()
 }
 
-/// Review 2, finding 5: `dt` and `DT` (or `é` and `ü`) are two variables of the
-/// batch and one environment name: the command would see one value while the
+/// `dt` and `DT` (or `é` and `ü`) are two variables of the batch and one
+/// environment name: the command would see one value while the
 /// batch is keyed by both.
 #[test]
 fn variables_that_meet_in_the_environment_are_a_usage_error() {
@@ -53,10 +53,10 @@ fn variables_that_meet_in_the_environment_are_a_usage_error() {
     refused(d.path(), &uc, &[(&a, "UBUNYE_VAR_DT"), (&b, "UBUNYE_VAR_MODE"), (&c, "UBUNYE_VAR__")]);
 }
 
-/// Review 2, findings 8 and 16b: names the disk cannot hold, outputs outside
-/// the use-case folder and a script whose interpreter is missing were found
-/// only after the lease and the record were written (a long output name left a
-/// kept lease that refused the batch for good).
+/// Names the disk cannot hold, outputs outside the use-case folder and a
+/// script whose interpreter is missing are found before the lease and the
+/// record are written (found after, a long output name would leave a kept
+/// lease that refuses the batch for good).
 #[test]
 fn what_cannot_work_is_refused_before_anything_is_written() {
     let (d, uc) = empty_use_case();
@@ -98,9 +98,9 @@ fn what_cannot_work_is_refused_before_anything_is_written() {
         .success();
 }
 
-/// Review 2, finding 9: an output that is (or is inside) a staging folder is
-/// removed with it when that run ends; and two paths that are one folder
-/// through a symlink are the same output.
+/// An output that is (or is inside) a staging folder would be removed with it
+/// when that run ends; and two paths that are one folder through a symlink
+/// are the same output.
 #[test]
 fn staging_folders_and_aliases_are_refused_as_outputs() {
     let (d, uc) = empty_use_case();
@@ -115,10 +115,10 @@ fn staging_folders_and_aliases_are_refused_as_outputs() {
     refused(d.path(), &uc, &cases);
 }
 
-/// Review 2, finding 10: an overwrite output that is a symlink (or a dangling
-/// one) was swapped as a link, leaving the old link as debris no removal would
-/// touch. Now a usage error; and an output the command turns into a file is not
-/// published and leaves no debris.
+/// An overwrite output that is a symlink (or a dangling one) would be swapped
+/// as a link, leaving the old link as debris no removal would touch: a usage
+/// error; and an output the command turns into a file is not published and
+/// leaves no debris.
 #[test]
 fn an_overwrite_output_must_be_a_real_folder() {
     let (d, uc) = empty_use_case();
@@ -142,8 +142,8 @@ fn an_overwrite_output_must_be_a_real_folder() {
     assert_eq!(fs::read_to_string(uc.join("releases/v1/total.csv")).unwrap(), "OLD");
 }
 
-/// Review 2, finding 11: a custom --lineage-dir was not protected like
-/// .ubunye/: an overwrite of it deleted every run record.
+/// A custom --lineage-dir is protected like .ubunye/: an overwrite of it would
+/// delete every run record.
 #[test]
 fn the_run_record_folder_is_never_an_output() {
     let (d, uc) = empty_use_case();
@@ -171,8 +171,8 @@ fn the_run_record_folder_is_never_an_output() {
     refused(d.path(), &uc, &cases);
 }
 
-/// Review 2, finding 15: a secret value shorter than 4 characters was left in
-/// the recorded command line while the record's variables showed `***`.
+/// A secret value shorter than 4 characters is masked in the recorded command
+/// line too, as the record's variables show it (`***`).
 #[test]
 fn short_secret_values_are_masked_in_the_recorded_command() {
     let (_d, uc) = empty_use_case();
@@ -194,8 +194,7 @@ fn short_secret_values_are_masked_in_the_recorded_command() {
     assert_eq!(v["variables"]["pwd"], "***");
 }
 
-/// Review 2, finding 16a: a closed stdout (`| head`) made the [SKIP] line panic
-/// (exit 101).
+/// A closed stdout (`| head`) never makes the [SKIP] line panic (exit 101).
 #[test]
 fn a_closed_stdout_never_panics() {
     let (_d, uc) = empty_use_case();
@@ -229,7 +228,8 @@ fn a_closed_stdout_never_panics() {
     }
 }
 
-/// Review 2, finding 16c: "the command killed by SIGTERM" lacked its verb.
+/// A killed command is said in a sentence, with its verb ("the command was
+/// killed by SIGTERM").
 #[test]
 fn a_killed_command_is_said_in_a_sentence() {
     let (_d, uc) = empty_use_case();

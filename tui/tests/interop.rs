@@ -325,7 +325,7 @@ fn listed(uc: &Path) -> (String, String, serde_json::Value) {
     (b["state"].as_str().unwrap().to_string(), b["note"].as_str().unwrap().to_string(), b["history"].clone())
 }
 
-/// Issue 11, with the real peer: a finished batch, then a `--rerun` that fails
+/// With the real peer: a finished batch, then a `--rerun` that fails
 /// after its append landed (the peer takes its files back, its record says
 /// error). The batch is finished (the peer's plain run is refused with
 /// BatchFinished), and the failed rerun is in its history and its note.
@@ -355,8 +355,8 @@ fn a_failed_peer_rerun_leaves_a_finished_batch_as_the_peer_treats_it() {
     assert!(text(&o).contains("finished"), "{}", text(&o));
 }
 
-/// Issue 11, with the real peer: an empty lease taken over by `ubunye leases
-/// takeover` leaves only `<key>.taken-`; the batch is not finished, and the
+/// With the real peer: an empty lease taken over by `ubunye leases takeover`
+/// leaves only `<key>.taken-`; the batch is not finished, and the
 /// peer's next run goes ahead, as this engine's list says.
 #[test]
 fn an_empty_lease_taken_over_lets_the_peers_run_go_ahead() {

@@ -1,4 +1,4 @@
-//! `ubunye killtest` (issue 15) on the kinds of jobs users have, each held to
+//! `ubunye killtest` on the kinds of jobs users have, each held to
 //! the verdict it must get: PASS for the well-behaved ones (partitioned
 //! appends, an overwrite, background processes), FAIL naming the cause for
 //! a naive job writing in place, one writing outside its outputs, and one
@@ -146,7 +146,7 @@ echo "row $((n + 1))" > "$UBUNYE_OUT_EVENTS/part-$UBUNYE_RUN_ID.txt""#,
         assert!(Path::new(v["sandbox"].as_str().unwrap()).join("killed/uc").is_dir(), "{job}");
     }
     // A helper that leaves the run's session (as a daemon does) outlives a
-    // kill where neither exec nor a takeover can stop it (review 16, F1):
+    // kill where neither exec nor a takeover can stop it:
     // named, and killed by killtest, its subreaper.
     script(
         dir,
@@ -203,8 +203,8 @@ fn the_example_shows_the_difference() {
     assert_eq!((verdicts[0], verdicts[2]), ("FAIL", "PASS"), "{v}");
     // Skip-if-exists fails only when a kill tears an item (between its two
     // writes); kills that land between items, or rounds that all finish
-    // before their kill on a loaded machine, leave nothing to see (CI at
-    // stop 23: two kills, no tear). When it fails, it is for a torn item.
+    // before their kill on a loaded machine, leave nothing to see (a run can
+    // get two kills and no tear). When it fails, it is for a torn item.
     let skip = &v["modes"][1]["outcome"]["rows"][0]["outputs"]["events"];
     let torn = skip["corrupt"].as_array().unwrap().len();
     assert!(verdicts[1] == "PASS" || torn > 0, "{v}");

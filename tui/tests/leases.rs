@@ -225,12 +225,11 @@ fn doctor_a_task_at_a_time_finds_what_a_whole_scan_finds() {
     assert!(total >= 3 * fixtures.len(), "each fixture has the three added findings at least");
 }
 
-/// Review 4, finding 2: where no exchange exists, a run that lost its lease
-/// could move the output aside (to `.<output>.ubunye-<hex>.old`) and die before
-/// putting it back. doctor said "clean" (a missing output was never looked
-/// beside), and once the output was written again it called the old copy stray
-/// staging "to remove by hand". Now it is `moved-aside`, with how to put it
-/// back, whether or not the output is there.
+/// Where no exchange exists, a run that lost its lease can move the output
+/// aside (to `.<output>.ubunye-<hex>.old`) and die before putting it back.
+/// doctor reports it `moved-aside`, with how to put it back, whether or not
+/// the output is there: never "clean" (a missing output is looked beside),
+/// nor stray staging "to remove by hand" once the output is written again.
 #[test]
 fn doctor_reports_an_output_moved_aside_with_how_to_put_it_back() {
     let d = tempfile::tempdir().unwrap();

@@ -1,4 +1,4 @@
-//! Looking never changes anything (issue 11): `leases list`, `explain`,
+//! Looking never changes anything: `leases list`, `explain`,
 //! `runs`, `doctor`, `takeover --dry-run`, `finish --dry-run` and `top` leave
 //! every file and folder of the use case as it was, mtimes included, and say
 //! the same on a read-only mount as on a writable one.

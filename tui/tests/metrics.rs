@@ -1,4 +1,4 @@
-//! `ubunye metrics` (issue 17): what it counts is what `leases list` says,
+//! `ubunye metrics`: what it counts is what `leases list` says,
 //! labels stay bounded, the text passes `promtool check metrics`, the rules of
 //! docs/alerts.md pass `promtool check rules`, a textfile is written whole,
 //! and bad input is one line and exit 2.
@@ -117,8 +117,8 @@ fn the_counts_are_the_listings_verdicts() {
 fn promtool_passes_the_text_and_the_rules() {
     let Some(promtool) = tool("promtool") else { return };
     let (_d, root) = fleet();
-    // Names a label must escape: a quote, a backslash, a newline (review
-    // 21: unescaped, one such folder broke the text of every use case).
+    // Names a label must escape: a quote, a backslash, a newline (unescaped,
+    // one such folder would break the text of every use case).
     for odd in ["team/q\"uote", "team/back\\slash", "team/new\nline"] {
         copy_tree(&fixture_dir("kept").join("uc"), &root.join(odd));
     }
@@ -214,8 +214,7 @@ fn listen_serves_metrics_and_nothing_else() {
 }
 
 /// The same series whether the use case can be read or not, so that an alert
-/// sees it go to 0 (review 21); and a root with no use case below it is not
-/// all clear.
+/// sees it go to 0; and a root with no use case below it is not all clear.
 #[test]
 fn a_use_case_that_goes_keeps_its_label_and_an_empty_root_is_an_error() {
     let (_d, root) = fleet();
@@ -227,7 +226,7 @@ fn a_use_case_that_goes_keeps_its_label_and_an_empty_root_is_an_error() {
     let a = a.to_str().unwrap();
     assert_eq!(value(&samples(&up), "ubunye_use_case_up", &[("use_case", a)]), Some(1.0), "{up}");
     assert_eq!(value(&samples(&down), "ubunye_use_case_up", &[("use_case", a)]), Some(0.0), "{down}");
-    // However it is typed (review 22: a trailing slash made a second series).
+    // However it is typed (a trailing slash must not make a second series).
     let b = root.join("team/b");
     for typed in ["team/b/", "./team/../team/b", "team//b"] {
         let (_, text, _) = run(&root, &["metrics", "-d", typed, "-d", "a"]);
@@ -256,8 +255,8 @@ fn metrics_to_a_full_disk_is_one_line_and_exit_2() {
 }
 
 /// Clients that never send, or never read what they asked for, hold a worker
-/// for seconds at most and never the server (review 21: one such client
-/// stalled every scrape).
+/// for seconds at most and never the server (one such client would stall
+/// every scrape).
 #[test]
 fn a_stuck_client_does_not_hold_up_a_scrape() {
     use std::io::Write;
@@ -278,8 +277,8 @@ fn a_stuck_client_does_not_hold_up_a_scrape() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    // Forty that connect and say nothing (review 22: forty starved a pool of
-    // eight); one that asks two thousand times on one connection and reads
+    // Forty that connect and say nothing (five times a pool of eight
+    // workers); one that asks two thousand times on one connection and reads
     // nothing.
     let silent: Vec<_> = (0..40).map(|_| std::net::TcpStream::connect(addr).unwrap()).collect();
     let mut greedy = std::net::TcpStream::connect(addr).unwrap();

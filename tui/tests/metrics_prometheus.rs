@@ -2,7 +2,7 @@
 //! stopped by its pid) scrapes `ubunye metrics --listen` and evaluates the
 //! rules of docs/alerts.md (each `for:` set to 0s, so as not to wait five
 //! minutes): `UbunyeRunStalled` fires while an `ubunye exec` holder is
-//! stopped with SIGSTOP, and clears once it is resumed (issue 17).
+//! stopped with SIGSTOP, and clears once it is resumed.
 
 use std::net::SocketAddr;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! The power-cut test (issue 14): the kill test's runs of `ubunye exec`,
+//! The power-cut test: the kill test's runs of `ubunye exec`,
 //! `ubunye leases takeover` and `ubunye exec --rerun`, on a use case kept by
 //! a file system that loses what was not synced when the power goes
 //! (`tests/cutfs`, over FUSE). Each round starts one of them and cuts the
@@ -153,7 +153,7 @@ fn power_cuts(cuts: usize, seed: u64) -> (Table, usize, u64) {
     // The disk as set up is durable; then a first run (how many sync points
     // a run makes), and a power cut just after it with nothing written back:
     // what that first run made (the task's lease and record folders, new)
-    // must be on the disk by its own syncs (review 15, F1).
+    // must be on the disk by its own syncs.
     rig.disk.sync_all();
     let per_run = syncs_of_a_run(&mut rig, &uc);
     if let Some(m) = &rig.mount {
@@ -286,8 +286,8 @@ fn a_file_system_that_refuses_fsync_is_named_in_a_warning() {
 /// A batch landed where its lease folder (`new_leases`) or its output folder
 /// did not exist yet, then the power cut with nothing written back: what the
 /// run said it finished is on the disk, folders and all, the other run's
-/// batch too (review 15, F1-F2: a new folder's name was never synced, and a
-/// finished batch ran twice, or lost its files).
+/// batch too (a new folder whose name is not synced vanishes, and a finished
+/// batch would run twice, or lose its files).
 fn into_new_folders(new_leases: bool) {
     let (_d, mut rig, uc) = rig();
     fs::create_dir_all(uc.join(".ubunye")).unwrap();

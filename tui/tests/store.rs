@@ -1,5 +1,5 @@
 //! `ubunye exec` and `ubunye leases list` against a use case in an object
-//! store (issue 13), on real S3-compatible servers started on 127.0.0.1 for
+//! store, on real S3-compatible servers started on 127.0.0.1 for
 //! the test and stopped by their pid (SeaweedFS, and moto as a second
 //! implementation; `scripts/s3-env`). Each server's tests run in their own
 //! test function, so the two run side by side.
@@ -306,7 +306,7 @@ fn bad_input(st: &Store, kind: Kind) {
         assert!(!err.contains(ubunye_testkit::s3::SECRET_KEY), "a secret was printed");
     }
     // An output above the use case's state, two outputs that overlap, and a
-    // name the S3 client would send encoded (review 13, findings 4 and 7).
+    // name the S3 client would send encoded.
     for (append, says) in
         [(format!("e=s3://{BUCKET}/uc"), "inside or above"), (format!("e=s3://{BUCKET}/lake/ev~1"), "encoded")]
     {
@@ -316,8 +316,8 @@ fn bad_input(st: &Store, kind: Kind) {
         assert_eq!(c, 2, "{append}: {err}");
         assert!(err.contains(says), "{append}: {err}");
     }
-    // A task the client would send encoded (review 13b, finding 5); an
-    // endpoint with a password in it (finding 1): one line, no secret.
+    // A task the client would send encoded; an endpoint with a password in
+    // it: one line, no secret.
     let mut odd = exec_args(&uc, "d9", "true");
     odd[4] = "démo/ventes/ingest".into();
     let (c, err) = output(st.ubunye().args(&odd));
@@ -649,7 +649,7 @@ fn moto_top_in_a_terminal() {
 
     // Ctrl-C while a takeover runs (its settle is the default 3 s here):
     // the dashboard ends at once, the takeover, a process of its own,
-    // finishes, and no lease is left that nobody holds (review 14, T2).
+    // finishes, and no lease is left that nobody holds.
     let mut run = live_run(&st, &uc, "t2", "exec sleep 600");
     run.kill().unwrap();
     run.wait().unwrap();

@@ -1,5 +1,5 @@
-//! The kill test of seed 004 against a use case in an object store (issue
-//! 13), on moto's S3 server (and SeaweedFS, smaller) started on 127.0.0.1:
+//! The kill test of seed 004 against a use case in an object store, on
+//! moto's S3 server (and SeaweedFS, smaller) started on 127.0.0.1:
 //! many batches; `ubunye exec` SIGKILLed at random moments, in its command, its
 //! uploads, its commit, or in the takeover of a batch a killed run left (a
 //! run of a batch whose lease is dead takes it over first); then one clean

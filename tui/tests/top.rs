@@ -630,7 +630,7 @@ fn the_first_read_streams_in_and_changes_seen_meanwhile_are_applied_after() {
     assert_eq!(states(&a), vec![State::Interrupted, State::Finished]);
 }
 
-/// Review 17, finding 1: a path three levels down is its task, read again,
+/// A path three levels down is its task, read again,
 /// only when a task's read can tell what it is (a folder, or gone); a file, a
 /// symlink that leads nowhere or a name that is not UTF-8 is a full scan's
 /// problem to report.

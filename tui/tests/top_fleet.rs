@@ -1,4 +1,4 @@
-//! `ubunye top` over many use cases (issue 17), without a terminal: the
+//! `ubunye top` over many use cases, without a terminal: the
 //! fleet view's app fed the library's counts of real fixtures (judged by a
 //! fake clock, so the screens are the same on every run), drawn on a
 //! TestBackend; and `top` over many off a terminal is one line and exit 2.

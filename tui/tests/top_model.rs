@@ -1,7 +1,7 @@
 //! `top`'s model against the library's full scan: rescans streamed in a task
 //! at a time, finished batches kept light, and what file events do to them.
 //! What the dashboard shows must be what `leases list` and `leases explain`
-//! say (review 7).
+//! say.
 
 mod common;
 use common::dash::*;
@@ -164,10 +164,10 @@ fn new_record(uc: &Path, from: &str, run: &str, status: &str, started: &str) -> 
 const FINISHED_RUN: &str = "45fffa8e-a1a8-4b99-9b7d-1065b2a4692f";
 const RERUN_NAMED: &str = "812867c6-0a01-4ec4-b24b-a201616caa27";
 
-/// Review 7, findings 1 and 2: a record event on a light batch judged it from
-/// its light copy, which had lost the note's time: the note read "finished
-/// at ", and a newer failed or running record (a rerun with leases off) was
-/// never seen. A light batch is now read whole before it is judged.
+/// A record event on a light batch reads it whole before it is judged: judged
+/// from its light copy, which loses the note's time, the note would read
+/// "finished at ", and a newer failed or running record (a rerun with leases
+/// off) would never be seen.
 #[test]
 fn a_record_event_on_a_light_batch_judges_it_whole() {
     let (_d, uc, mut a) = open("finished", LATER);
@@ -190,10 +190,10 @@ fn a_record_event_on_a_light_batch_judges_it_whole() {
     }
 }
 
-/// Review 7, findings 3 and 4: a light batch read again (its note changed,
-/// or explained) took its variables only from its light copy, which keeps
-/// none: the table showed the key, the filter lost it, the detail pane said
-/// "variables not known". They come from its records now, as in a full scan.
+/// A light batch read again (its note changed, or explained) takes its
+/// variables from its records, as a full scan does: its light copy keeps none
+/// (the table would show the key, the filter lose it, the detail pane say
+/// "variables not known").
 #[test]
 fn a_light_batch_read_again_keeps_its_variables() {
     let (_d, uc, mut a) = open("finished", LATER);
@@ -224,9 +224,9 @@ fn a_light_batch_read_again_keeps_its_variables() {
     assert_as_a_full_scan(&a, "the named record gone, the note written again");
 }
 
-/// Review 7, finding 5: frozen after a rescan's last part, its end still
-/// dropped batches and rebuilt the rows. Now nothing changes until the freeze
-/// ends, and then the rescan is done again.
+/// Frozen after a rescan's last part, its end drops no batch and rebuilds no
+/// row: nothing changes until the freeze ends, and then the rescan is done
+/// again.
 #[test]
 fn a_rescan_ending_while_frozen_changes_nothing_until_the_freeze_ends() {
     let (_d, uc, mut a) = open("dead-killed", LATER);
@@ -246,7 +246,7 @@ fn a_rescan_ending_while_frozen_changes_nothing_until_the_freeze_ends() {
     assert_as_a_full_scan(&a, "after the freeze");
 }
 
-/// Review 8: a second record file of the same run, an unreadable record, one
+/// A second record file of the same run, an unreadable record, one
 /// made readable again, a record whose variables were masked or edited, a
 /// record at an unusual path deleted: each filed where a full scan files it.
 #[test]
@@ -299,7 +299,7 @@ fn record_files_are_filed_where_a_full_scan_files_them() {
     assert_as_a_full_scan(&a, "a record at an unusual path deleted");
 }
 
-/// Review 7's random walk: files of the fixtures written and removed in three
+/// A random walk: files of the fixtures written and removed in three
 /// tasks, seen through events alone or through rescans with the events (and
 /// a freeze) in their middle. After each step every batch of the model shows
 /// what a full scan shows, each is found at its own position, and every row
@@ -423,7 +423,7 @@ const KEY_01: &str = "39bc42311894ddba";
 const KEY_02: &str = "7d106ca76674f2a1";
 const RUN_X: &str = "0f1e2d3c-0000-4000-8000-00000000000a";
 
-/// Review 9: a record belongs to the batch that names its run, else to the
+/// A record belongs to the batch that names its run, else to the
 /// batch its variables hash to; a file of another batch that comes to name
 /// the run (a lease, an orphan, a done or takeover mark), or stops naming it,
 /// moves the record, a batch of its task that the file never mentions too.
@@ -455,7 +455,7 @@ fn a_file_naming_a_run_moves_its_record_between_batches() {
     }
 }
 
-/// Review 9: masked variables (a secret) hash to no batch: once a rerun's
+/// Masked variables (a secret) hash to no batch: once a rerun's
 /// note names its own run, the old run's record is named by nothing and goes
 /// to the unknown batch; a finished batch with no note does not keep its
 /// record's run for itself when the record's variables change; two batches
@@ -516,7 +516,7 @@ fn records_named_by_nothing_or_twice_are_filed_as_a_full_scan_files_them() {
     assert_as_a_full_scan(&a, "the lease written again");
 }
 
-/// Issue 16: a run record that appears, changes, moves to another batch, is
+/// A run record that appears, changes, moves to another batch, is
 /// half-written or goes is filed at once, by itself: no read of its task of
 /// 10,000 batches (0.3 s at a million), and the model still shows what a full
 /// scan shows.
@@ -565,9 +565,9 @@ fn a_record_alone_is_filed_without_reading_its_task() {
     step("the half-written one gone", &half, &mut a);
 }
 
-/// Review 10, finding 1: a read of some tasks that failed (its thread could
-/// not start, the folder could not be opened) was never asked again, and a
-/// run record waits for that read alone. It is asked again at the next tick.
+/// A read of some tasks that failed (its thread could not start, the folder
+/// could not be opened) is asked again at the next tick: a run record may
+/// wait for that read alone.
 #[test]
 fn a_task_read_that_failed_is_asked_again_at_the_next_tick() {
     let (_d, uc, mut a) = open("finished", LATER);
@@ -595,8 +595,8 @@ fn a_task_read_that_failed_is_asked_again_at_the_next_tick() {
     assert_as_a_full_scan(&a, "after the read was asked again");
 }
 
-/// Review 10, finding 2: a read of some tasks kept the problems found in
-/// their folders before and dropped the ones it found. A file no engine
+/// A read of some tasks replaces the problems found in their folders before
+/// with the ones it finds. A file no engine
 /// writes, alone in a lease folder, is read too.
 #[test]
 fn a_task_read_replaces_the_problems_found_in_its_tasks() {
@@ -655,7 +655,7 @@ fn pool_with_hand_edits() -> Vec<(bool, String, Vec<u8>)> {
     pool
 }
 
-/// Review 10's walk: the reads the dashboard asks for are carried out late
+/// A walk of reads: the reads the dashboard asks for are carried out late
 /// and their events handed over a few at a time, interleaved with later
 /// changes, keys (`r`, `F`) and partial drains of the channel, as the event
 /// loop could see them; the first read may still be under way. Once every
@@ -762,7 +762,7 @@ fn change_some_as(root: &Path, pool: &[(bool, String, Vec<u8>)], walk: &mut Walk
     changed
 }
 
-// Review 25 (records filed alone): its tests.
+// Records filed alone: their tests.
 
 /// Every field a full scan fills, in order (records by their order, paths
 /// made whole), for a stricter comparison than `shown`.
@@ -798,7 +798,7 @@ fn assert_detailed(a: &App, what: &str) {
     assert_eq!(got, want, "{what}: the dashboard differs from a full scan (detailed)");
 }
 
-/// Review 25, finding 1: two records of one batch whose variables hash to the same key but
+/// Two records of one batch whose variables hash to the same key but
 /// read differently (another key order; a variable set to null, which the key
 /// drops). A full scan takes the batch's variables from the first such record
 /// the folder lists; a record filed alone takes them from the record the
@@ -839,7 +839,7 @@ fn review25_variables_of_a_batch_from_records_that_read_differently() {
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-/// Review 25, finding 2: a file named `.json` in a task's folder of records: a full scan
+/// A file named `.json` in a task's folder of records: a full scan
 /// lists only names whose extension is json (`.json` has none); the model
 /// takes it for a record and, unreadable, files it under the unknown batch.
 #[test]
@@ -851,7 +851,7 @@ fn review25_a_file_named_dot_json_is_no_record() {
     assert_as_a_full_scan(&a, "a file named .json");
 }
 
-/// Review 25, finding 3: a record named by a batch's note that is a symlink leading nowhere:
+/// A record named by a batch's note that is a symlink leading nowhere:
 /// a full scan lists it (unreadable, filed under the batch naming its run);
 /// `scan_batch` asks `exists()`, which follows the link, and passes it over, so
 /// the batch read again for another record's event loses it.
@@ -877,7 +877,7 @@ fn review25_a_dangling_record_link_named_by_a_batch() {
     assert_detailed(&a, "another record of the batch");
 }
 
-/// Review 25: rows left standing are the order a fresh sort gives, through ticks
+/// Rows left standing are the order a fresh sort gives, through ticks
 /// with time passing (leases turning dead), sort keys, reverse, freeze, file
 /// events and reads, in every order.
 #[test]
@@ -919,7 +919,7 @@ fn review25_rows_stand_only_in_order() {
     }
 }
 
-/// Review 25, finding 3 again: a run id longer than 200 bytes (named by a lease) whose record
+/// A run id longer than 200 bytes (named by a lease) whose record
 /// cannot be read: `scan_batch` passes unsafe run ids over, a full scan
 /// files the record by its name.
 #[test]

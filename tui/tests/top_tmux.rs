@@ -144,7 +144,7 @@ fn top_pid(uc: &Path) -> Option<rustix::process::Pid> {
     })
 }
 
-/// `top --find ROOT` over three use cases (issue 17): one row each with its
+/// `top --find ROOT` over three use cases: one row each with its
 /// counts, kept up to date; `/uc:` keeps one; Enter opens its dashboard, `q`
 /// there comes back to the fleet, Ctrl-C there quits both with the terminal
 /// restored; nothing in any use case changed.
@@ -192,7 +192,7 @@ fn the_fleet_view_counts_each_use_case_opens_one_and_comes_back() {
     assert!(dash.contains("team/b"), "{dash}");
     t.keys(&["q"]);
     t.wait("the fleet again", |p| p.contains("3 use cases") && !p.contains("ubunye top ·"));
-    // Ctrl-C in a use case's dashboard ends both (review 22: it went back).
+    // Ctrl-C in a use case's dashboard ends both, not only the dashboard.
     t.keys(&["Enter"]);
     t.wait("the use case's dashboard again", |p| p.contains("ubunye top ·"));
     t.keys(&["C-c"]);

@@ -116,8 +116,8 @@ fn a_folder_named_through_a_symlink_is_watched_under_both_names() {
     assert!(until_named(&mut watch, &rx, &lease), "the folder is no longer watched once its symlink went");
 }
 
-/// Review 20: the lineage folder made after the dashboard started (a use
-/// case whose first run has not ended yet) is watched from its own event.
+/// The lineage folder made after the dashboard started (a use case whose
+/// first run has not ended yet) is watched from its own event.
 #[test]
 fn a_lineage_folder_made_while_watching_is_watched_to_its_tasks() {
     let (_d, uc, _) = fixture("dead-killed");

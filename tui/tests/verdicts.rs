@@ -1,5 +1,5 @@
-//! Issue 11's scenarios, one test each: what every surface says of a batch
-//! after a failed rerun, after the takeover of an empty lease, with a
+//! The state model's scenarios, one test each: what every surface says of
+//! a batch after a failed rerun, after the takeover of an empty lease, with a
 //! half-written run record, an unknown file, an orphan, an overwrite-only
 //! task, a dead run that left a staging folder no lease names; and that
 //! doctor reports batches needing a repair.

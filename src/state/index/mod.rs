@@ -1,6 +1,6 @@
 //! One batch read as a whole read of its task reads it, without reading the
 //! task: what `leases explain` needs to answer in milliseconds in a task of
-//! 10,000 batches (issue 16). The index it keeps lives outside the use case.
+//! 10,000 batches. The index it keeps lives outside the use case.
 //!
 //! A whole read files a run record to the batch whose lease-folder files name
 //! its run (the last such batch in key order), else to the batch its variables
@@ -16,7 +16,7 @@
 //! record filed to it and every file that is not a regular file (a symlink)
 //! are always read again; a file that could not be read is never kept. So the
 //! batch is the one a whole read gives (a test compares them, through a
-//! random walk of changes and the replacements review 18 found).
+//! random walk of changes and files replaced on the inode they had).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::{OsStr, OsString};

@@ -275,8 +275,7 @@ fn ours(name: &str) -> Option<bool> {
 /// the rest as written: where it would be made. Not
 /// [`crate::beneath::realpath_lenient`]: that one is Python's, and folds
 /// `..` by the text before it resolves (`link/..` is not where the kernel
-/// goes), and gives a relative path none of which exists back as it is
-/// (review 18's F4).
+/// goes), and gives a relative path none of which exists back as it is.
 fn resolved(path: &Path) -> Option<PathBuf> {
     let path = std::path::absolute(path).ok()?;
     let mut head = path.as_path();

@@ -1,4 +1,4 @@
-//! A test-only file system for the power-cut test (issue 14): it serves a
+//! A test-only file system for the power-cut test: it serves a
 //! tree kept in memory over FUSE, remembers what each sync made durable,
 //! and on a power cut comes back with only that ([`model`]). A mount is
 //! made with `fusermount3` (Debian's `fuse3`) on `/dev/fuse`.

@@ -1,5 +1,5 @@
 //! The test helpers that the tests of both crates (`ubunye` in `tests/`,
-//! `ubunye-tui` in `tui/tests/`) share, one copy each (issue 12): the fake
+//! `ubunye-tui` in `tui/tests/`) share, one copy each: the fake
 //! clock and process table, the peer's fixtures copied with their mtimes
 //! restored, a `Sys` pinned to a host and a time, pictures of a folder to
 //! compare before and after, a run that only looked dead, a seeded random

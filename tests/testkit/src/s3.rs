@@ -1,4 +1,4 @@
-//! S3-compatible servers for the object-store tests (issue 13): SeaweedFS
+//! S3-compatible servers for the object-store tests: SeaweedFS
 //! (`weed mini`) and moto's server, started on 127.0.0.1 only, on ports
 //! nothing else holds, with one bucket; stopped by their pid when dropped
 //! (SIGTERM, then SIGKILL after a bounded wait). Every wait here is bounded

@@ -275,8 +275,7 @@ fn run_parsed(args: Vec<OsString>) -> i32 {
         return exit::USAGE;
     }
     if let Some(dir) = cli.command.use_case_dir() {
-        // A use case in a store (issue 13): its URL is checked by the
-        // command itself.
+        // A use case in a store: its URL is checked by the command itself.
         let in_store = dir.to_str().is_some_and(ubunye::bucket::is_store_url);
         if !in_store && let Err(why) = usecase::check(dir) {
             say_err(&why);
@@ -284,7 +283,7 @@ fn run_parsed(args: Vec<OsString>) -> i32 {
         }
     }
     // The commands that write a use case: a durability they cannot give is
-    // refused before anything is done (issue 14).
+    // refused before anything is done.
     let writes = matches!(&cli.command, Command::Exec(_))
         || matches!(&cli.command, Command::Leases(l) if matches!(l.command, leases::LeasesCommand::Takeover(_) | leases::LeasesCommand::Finish(_)));
     if writes

@@ -80,7 +80,7 @@ fn processes() -> Vec<Proc> {
 /// Make this process the subreaper of everything it starts: a process that
 /// leaves its session (`setsid`, a daemon's double fork) is then still our
 /// descendant when its parent dies, never init's, and [`kill_session`] finds
-/// it (review 16, F1).
+/// it.
 pub fn become_subreaper() {
     let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
 }

@@ -307,8 +307,8 @@ mod tests {
         }
     }
 
-    /// Review 17, finding 6: a temporary file that cannot grow gives back
-    /// what it holds, and the rows stay in memory: the same document.
+    /// A temporary file that cannot grow gives back what it holds, and the
+    /// rows stay in memory: the same document.
     #[test]
     fn a_spill_that_fails_keeps_the_rows_in_memory() {
         let mut r = Rows::new();

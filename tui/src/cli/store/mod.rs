@@ -1,5 +1,5 @@
 //! `ubunye exec` and `ubunye leases list` with `-d s3://bucket/prefix`: the
-//! use case is in an object store (issue 13). The engine's protocol is in
+//! use case is in an object store. The engine's protocol is in
 //! `ubunye::bucket`; this renders it.
 
 use std::io::Write;

@@ -14,9 +14,8 @@
 //!   saying its run wrote its end (`RecordInfo::is_final`) is settled: a
 //!   share of the settled records is stat'ed at each poll, each about every
 //!   [`ROUND`] polls, within two rounds while their number grows (the peer
-//!   can use a run id again and start its record anew in place, review 26;
-//!   review 27 for the round's share, expiry and RACY). The first look
-//!   stats every record once for this, and reads those of the last ten
+//!   can use a run id again and start its record anew in place). The first
+//!   look stats every record once for this, and reads those of the last ten
 //!   minutes: a use case of a million records just written (a backfill, a
 //!   copy) is not stat'ed whole at every poll for a day;
 //! * everything else (finished notes, old records) changes only by being
@@ -316,7 +315,7 @@ impl Listing {
                         // At the first look, a record written in the last
                         // FRESH: its run may still be going (one of a run
                         // older than that, with a lease, is read again when
-                        // the lease changes; review 17, finding 5).
+                        // the lease changes).
                         // (By its mtime, what a write sets.)
                         (None, _) => e.metadata().ok().is_some_and(|m| {
                             let st = Stamp { ctime: (0, 0), ..Stamp::of(&m) };

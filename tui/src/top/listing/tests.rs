@@ -190,10 +190,10 @@ fn records_whose_runs_wrote_their_end_are_settled() {
     assert_eq!((l.watched().1, l.settled()), (1, 4));
 }
 
-/// Review 26, finding 1: run A stalls; taker B marks its `running`
-/// record `interrupted` by a rename (`ended_at` left null) and finishes
-/// the batch; A resumes and writes its own end in place. Not final until
-/// then, so still watched: named.
+/// Run A stalls; taker B marks its `running` record `interrupted` by a
+/// rename (`ended_at` left null) and finishes the batch; A resumes and
+/// writes its own end in place. Not final until then, so still watched:
+/// named.
 #[test]
 fn a_lost_run_writing_its_end_in_place_after_the_takers_rename_is_named() {
     let (_d, leases, lineage) = uc();
@@ -212,8 +212,8 @@ fn a_lost_run_writing_its_end_in_place_after_the_takers_rename_is_named() {
     assert!(p.changed.contains(&r), "A's own end, in place: {p:?}");
 }
 
-/// Review 26, finding 1, at the first look: the taker's record of the
-/// last minutes is not final, so watched.
+/// The same at the first look: the taker's record of the last minutes is
+/// not final, so watched.
 #[test]
 fn a_takers_record_at_the_first_look_is_watched() {
     let (_d, leases, lineage) = uc();
@@ -230,7 +230,7 @@ fn a_takers_record_at_the_first_look_is_watched() {
     assert!(p.changed.contains(&r), "A's own end, in place: {p:?}");
 }
 
-/// Review 26, finding 2: the peer's `Engine` keeps one run id for every
+/// The peer's `Engine` keeps one run id for every
 /// `run()`, so a notebook running a task twice starts the record anew in
 /// place over its `success`. A settled record is stat'ed again within a
 /// round of polls: named.
@@ -261,8 +261,8 @@ fn a_run_id_used_again_is_named_within_a_round_of_polls() {
     assert_eq!((l.watched().1, l.settled()), (1, 3 * ROUND), "watched at each poll again");
 }
 
-/// Review 17, findings 3 and 4: a stamp far in the future neither stops
-/// the poll (an overflow) nor is named at every poll.
+/// A stamp far in the future neither stops the poll (an overflow) nor is
+/// named at every poll.
 #[test]
 fn stamps_of_the_future_are_named_once_and_never_stop_the_polls() {
     let (_d, leases, lineage) = uc();
@@ -279,7 +279,7 @@ fn stamps_of_the_future_are_named_once_and_never_stop_the_polls() {
     assert_eq!(l.poll(), Polled::default(), "not named at every poll");
 }
 
-// Review 27 (the settled records): its tests.
+// The settled records: their tests.
 
 fn settle_records(l: &mut Listing, a: &Path, n: usize) -> Vec<PathBuf> {
     let paths: Vec<PathBuf> = (0..n).map(|i| a.join(format!("run-s{i}.json"))).collect();
@@ -320,7 +320,7 @@ fn filler(l: &mut Listing, i: usize, until: SystemTime) {
     l.settled.insert(path, Settled { stamp: None, until });
 }
 
-/// Review 27: each settled record is stat'ed about every ROUND polls.
+/// Each settled record is stat'ed about every ROUND polls.
 #[test]
 fn gap_baseline() {
     let (_d, leases, lineage) = uc();
@@ -335,9 +335,9 @@ fn gap_baseline() {
     assert!(gap <= ROUND + 1, "{gap}");
 }
 
-/// Review 27, finding C: the first look's records share one `until`, so a
-/// day later they expire at once; the round keeps its share, and the
-/// records left are still looked at about every ROUND polls.
+/// The first look's records share one `until`, so a day later they expire
+/// at once; the round keeps its share, and the records left are still
+/// looked at about every ROUND polls.
 #[test]
 fn gap_when_the_first_looks_records_expire_together() {
     let (_d, leases, lineage) = uc();
@@ -362,8 +362,8 @@ fn gap_when_the_first_looks_records_expire_together() {
     assert!(gap <= 2 * ROUND, "a settled record unlooked at for {gap} polls");
 }
 
-/// Review 27: while the settled set grows (a backfill seen by the polls),
-/// within two rounds.
+/// While the settled set grows (a backfill seen by the polls), each settled
+/// record is still stat'ed within two rounds.
 #[test]
 fn gap_while_the_settled_grow() {
     let (_d, leases, lineage) = uc();
@@ -381,7 +381,7 @@ fn gap_while_the_settled_grow() {
     assert!(gap <= 2 * ROUND, "a settled record unlooked at for {gap} polls");
 }
 
-/// Review 27, finding A: a settled record written in place within RACY is
+/// A settled record written in place within RACY is
 /// looked at again by the next poll (the settled are looked at after the
 /// watched files, so its recheck is not used up in the same poll).
 #[test]
@@ -400,7 +400,7 @@ fn a_settled_record_written_within_racy_is_looked_at_by_the_next_poll() {
     assert!(l.poll().changed.contains(&r), "written within RACY: named again by the next poll");
 }
 
-/// Review 27, finding A: the same for one started again (`running`).
+/// The same for one started again (`running`).
 #[test]
 fn a_settled_record_started_again_within_racy_is_looked_at_by_the_next_poll() {
     let (_d, leases, lineage) = uc();
@@ -415,10 +415,9 @@ fn a_settled_record_started_again_within_racy_is_looked_at_by_the_next_poll() {
     assert!(l.poll().changed.contains(&r), "written within RACY: named again by the next poll");
 }
 
-/// Review 27, finding B: the recheck poll reads the record again (a second
-/// write within the tick, the same size, is emulated by giving the listing
-/// the stamp it left): its run's end is named by the next poll, not a round
-/// later.
+/// The recheck poll reads the record again (a second write within the
+/// tick, the same size, is emulated by giving the listing the stamp it
+/// left): its run's end is named by the next poll, not a round later.
 #[test]
 fn the_recheck_poll_settles_on_a_stale_read() {
     let (_d, leases, lineage) = uc();
@@ -445,8 +444,8 @@ fn the_recheck_poll_settles_on_a_stale_read() {
     assert!(l.poll().changed.contains(&r), "its run's end, written in place, named by the next poll");
 }
 
-/// Review 27, finding D: a settled record whose day ends is stat'ed once
-/// more: a change in its day since its last look is named.
+/// A settled record whose day ends is stat'ed once more: a change in its
+/// day since its last look is named.
 #[test]
 fn a_settled_record_changed_before_its_day_ends_is_named() {
     let (_d, leases, lineage) = uc();
@@ -467,8 +466,8 @@ fn a_settled_record_changed_before_its_day_ends_is_named() {
     assert!(named, "written within its day, never named");
 }
 
-/// Review 27, finding E: a watched record whose day ends at the poll that
-/// sees a write of the last RACY keeps its recheck.
+/// A watched record whose day ends at the poll that sees a write of the
+/// last RACY keeps its recheck.
 #[test]
 fn a_recheck_is_kept_when_a_records_day_ends() {
     let (_d, leases, lineage) = uc();
@@ -485,9 +484,9 @@ fn a_recheck_is_kept_when_a_records_day_ends() {
     assert!(l.poll().changed.contains(&r), "written within RACY: named again by the next poll");
 }
 
-/// Review 27, finding F: a task's folder that goes and comes back (moved
-/// away and back, or a listing that failed once on NFS) names its records
-/// again; each is settled once.
+/// A task's folder that goes and comes back (moved away and back, or a
+/// listing that failed once on NFS) names its records again; each is
+/// settled once.
 #[test]
 fn records_are_settled_once() {
     let (d, leases, lineage) = uc();
@@ -506,8 +505,8 @@ fn records_are_settled_once() {
     assert_eq!(l.settled(), 3 * ROUND);
 }
 
-/// Review 27: a record settled at the first look has its folder named by
-/// the first poll, even when the folder's stamp is not of the window.
+/// A record settled at the first look has its folder named by the first
+/// poll, even when the folder's stamp is not of the window.
 #[test]
 fn the_first_poll_names_an_old_folder_of_a_settled_record() {
     let (_d, leases, lineage) = uc();

@@ -105,8 +105,7 @@ pub struct Applied {
 
 /// What a path three levels under the lease or lineage folder means: its
 /// task, read again whole, when it is a folder (symlinks followed) with a
-/// UTF-8 name, or is gone; anything else only a full scan reports
-/// (review 17, finding 1).
+/// UTF-8 name, or is gone; anything else only a full scan reports.
 fn task_folder(path: &Path, parts: &[String]) -> Target {
     let utf8 = path.iter().all(|c| c.to_str().is_some());
     let usable = match std::fs::symlink_metadata(path) {
@@ -471,7 +470,7 @@ impl Model {
     }
 
     /// The disk's "now" by a task's lease folder, which may be on another
-    /// disk (review 11, finding 1).
+    /// disk (a symlink onto a file server).
     pub fn now_for(&mut self, task: &str) -> Now {
         let dir = self.leases_root.join(task);
         if dir.is_dir() { self.clocks.now(&self.src.sys, &dir) } else { self.now() }
@@ -512,7 +511,7 @@ impl Model {
             let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
             return match parts.len() {
                 // As a task's read lists them: a `.json` extension (a file
-                // named `.json` has none; review 25, finding 2).
+                // named `.json` has none).
                 4 if path.extension().is_some_and(|x| x == "json") => {
                     Target::Record { task: parts[..3].join("/"), path: path.to_path_buf() }
                 }
@@ -755,10 +754,10 @@ mod tests {
         b
     }
 
-    /// Review 24, finding 2: a task's chunk is held by any one of its
-    /// batches, so batches read again alone, each into a chunk of its own,
-    /// left the rest of it held. The model packs such chunks again: what
-    /// it holds stays what its batches need, and no batch changes.
+    /// A task's chunk is held by any one of its batches, so batches read
+    /// again alone, each into a chunk of its own, would leave the rest of it
+    /// held. The model packs such chunks again: what it holds stays what its
+    /// batches need, and no batch changes.
     #[test]
     fn chunks_mostly_let_go_are_packed_again() {
         let sys = Sys::from_env();

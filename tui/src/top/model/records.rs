@@ -110,7 +110,7 @@ impl Model {
         let ordered = |b: &Batch| b.records.windows(2).all(|w| w[0].started_at != w[1].started_at);
         // A batch's variables come from the first of its records (in the
         // folder's order) that hash to its key: told here only when those
-        // all read alike (review 25, finding 1).
+        // all read alike.
         let alike = |b: &Batch| {
             // As the line shows them: in their order (maps alike in another
             // order are equal as maps).
@@ -121,7 +121,7 @@ impl Model {
         };
         // A run it names whose record a batch's read passes over (a
         // dangling link, a run id no engine writes) and a task's read files
-        // under it, unreadable (review 25, finding 3).
+        // under it, unreadable.
         let lineage = self.scan.lineage_dir.join(task);
         let whole = |b: &Batch| {
             b.named_runs().all(|run| {

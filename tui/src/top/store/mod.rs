@@ -225,8 +225,8 @@ pub fn report(src: &Source, task: &str, key: &str) -> crate::top::event::StoreRe
 /// `ubunye leases takeover --yes` of one batch, in a process of its own (its
 /// own process group, no terminal): quitting the dashboard, Ctrl-C or the
 /// terminal closing while it runs leave it to finish, so that no half-done
-/// takeover leaves a lease no process holds (review 14, finding T2). Its
-/// output is the outcome shown.
+/// takeover leaves a lease no process holds. Its output is the outcome
+/// shown.
 pub fn take_over_apart(dir: &str, task: &str, key: &str) -> (bool, String) {
     use std::os::unix::process::CommandExt;
     let exe = match std::env::current_exe() {

@@ -363,7 +363,7 @@ struct Clock<'a> {
 /// stop: a poll's own time is not added to the wait for the next, so a
 /// change waits for the next poll at most an interval. The next time is
 /// taken after each poll: one that took longer than the interval is followed
-/// by the next time of the schedule, not at once (review 24). An interval
+/// by the next time of the schedule, not at once. An interval
 /// too long to be a time of this clock is slept as it is.
 fn on_schedule(interval: Duration, clock: Clock, mut poll: impl FnMut() -> bool) {
     let mut due = (clock.now)().checked_add(interval);
@@ -411,8 +411,8 @@ mod tests {
         assert_eq!(super::next_poll(t0, t0, Duration::MAX), None);
     }
 
-    /// Review 24: the next time was taken before the poll, so a poll slower
-    /// than the interval was followed by the next one at once, for ever.
+    /// The next time is taken after the poll: taken before it, a poll slower
+    /// than the interval would be followed by the next one at once, for ever.
     #[test]
     fn a_slow_poll_is_followed_by_the_next_time_of_the_schedule() {
         use std::cell::Cell;
@@ -438,8 +438,8 @@ mod tests {
 
     use super::*;
 
-    /// Review 20, F3: a folder that went between its listing and its watch
-    /// is not the watcher's failure (it dropped `top` into polling).
+    /// A folder that went between its listing and its watch is not the
+    /// watcher's failure (that would drop `top` into polling).
     #[test]
     fn a_folder_gone_before_its_watch_is_passed_over() {
         let (tx, _rx) = std::sync::mpsc::channel();
