@@ -1,6 +1,6 @@
 //! No import circle between the library's top-level modules, nor between the
-//! front end's (tui/src), nor inside its dashboard (`top::*`) or its CLI
-//! (`cli::*`).
+//! front end's (tui/src), nor inside any folder of modules at any depth
+//! (`bucket::*`, `state::index::*`, `top::app::*`, `cli::leases::*`, ...).
 //!
 //! Every file under `src/` belongs to one top-level module (`src/<m>.rs` or
 //! `src/<m>/**`). Each use of another top-level module is an edge: a
@@ -462,6 +462,35 @@ fn the_front_ends_modules_import_each_other_without_a_circle() {
     let (modules, edges) = graph_of(&src, &["cli"], "cli/mod.rs");
     assert!(modules.contains("leases"), "{modules:?}");
     check("The CLI's modules (cli::*)", &modules, &edges);
+}
+
+/// Every folder of modules (`src/bucket/`, `src/state/index/`,
+/// `tui/src/top/app/`, ...), read as a subtree: its modules import each
+/// other without a circle, at any depth.
+#[test]
+fn no_folder_of_modules_has_an_import_circle() {
+    let (mut checked, mut failed) = (0, Vec::new());
+    for src in [repo().join("src"), repo().join("tui/src")] {
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let folders: BTreeSet<Vec<String>> = files
+            .iter()
+            .filter(|f| f.file_name().is_some_and(|n| n == "mod.rs"))
+            .map(|f| module_of(f.strip_prefix(&src).unwrap()))
+            .collect();
+        for prefix in folders {
+            let root = format!("{}/mod.rs", prefix.join("/"));
+            let prefix: Vec<&str> = prefix.iter().map(String::as_str).collect();
+            let (modules, edges) = graph_of(&src, &prefix, &root);
+            let what = format!("The modules of {}/{}", src.display(), prefix.join("/"));
+            if let Err(e) = std::panic::catch_unwind(|| check(&what, &modules, &edges)) {
+                failed.push(e.downcast_ref::<String>().cloned().unwrap_or_default());
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 10, "only {checked} folders of modules were read");
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
 /// The message type is a leaf of the loop: it carries data (the model's and

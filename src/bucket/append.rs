@@ -19,7 +19,8 @@ use serde_json::Value;
 
 use super::lease::{BucketError, Lease};
 use super::objects::{Objects, StoreError, Upload, Written};
-use super::recover::{Recovered, take_back};
+use super::recover::{Recovered, remove_replaced, take_back};
+use super::unwind::LandError;
 use super::url::StoreUrl;
 use crate::documents::{self, Map, writing_note};
 use crate::sys::{Hook, Step};
@@ -104,83 +105,6 @@ pub struct Landed {
     /// Files a `--rerun` replaces that could not be removed yet: the lease
     /// must be kept, so that the next run of the batch removes them.
     pub replaced_left: usize,
-}
-
-/// How landing ended short of a commit.
-#[derive(Debug, thiserror::Error)]
-pub enum LandError {
-    /// The lease was lost (or a save failed): nothing more was done; the
-    /// taker recovers what this run claimed.
-    #[error(transparent)]
-    Lease(#[from] BucketError),
-    /// A request failed mid-way; the store answered again (within the
-    /// bound of [`super::unwind`]) and the lease was still this run's: what
-    /// it had made visible was taken back (what was done).
-    #[error("{0}")]
-    Failed(StoreError, Box<Recovered>),
-    /// A request failed after the lease was marked done: the run committed,
-    /// its files are the batch, and its finished note is not written yet
-    /// (the next run, or `leases takeover`, writes it).
-    #[error("{0}")]
-    Committed(StoreError),
-    /// The store did not answer again within the bound: nothing could be
-    /// taken back by this run.
-    #[error("{0}")]
-    Unreachable(Box<Unreachable>),
-    /// A completion was refused while the lease was still held: an object
-    /// had the key already, or the upload was aborted.
-    #[error(
-        "{url}: the upload was refused (the key exists, or the upload was aborted); what this run made visible was taken back"
-    )]
-    Refused {
-        /// The object.
-        url: String,
-        /// What was taken back.
-        rolled_back: Box<Recovered>,
-    },
-}
-
-/// A run whose store did not answer again within the bound: what it had
-/// claimed, and what may be visible of it.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "{error}; the store did not answer for {}{}: {}{} the next run of the batch aborts and deletes them once this run's lease is {} old by the store's clock (or `ubunye leases takeover` then)",
-    humantime::format_duration(*waited),
-    if *answered_once { " long enough to take back what this run made visible" } else { "" },
-    if *may_have_committed { "its done mark may have landed, and then the batch is this run's: the next run finds the lease marked done and writes its note; if it did not, " } else { "" },
-    what_may_show(*claimed, prefix, *visible),
-    humantime::format_duration(*lifetime)
-)]
-pub struct Unreachable {
-    /// The request that failed.
-    pub error: StoreError,
-    /// How many keys the lease claims.
-    pub claimed: usize,
-    /// Their common prefix, `s3://bucket/...`.
-    pub prefix: String,
-    /// Whether the failure came at or after the completions (objects may be
-    /// visible), or before (only open uploads, which no reader sees).
-    pub visible: bool,
-    /// Whether it came at the done mark, which may have landed.
-    pub may_have_committed: bool,
-    /// How long the store was waited for.
-    pub waited: std::time::Duration,
-    /// Whether it answered at all meanwhile.
-    pub answered_once: bool,
-    /// The lease's lifetime (its `ttl_s`).
-    pub lifetime: std::time::Duration,
-}
-
-/// What may be visible of a run the store stopped answering to.
-fn what_may_show(claimed: usize, prefix: &str, visible: bool) -> String {
-    match visible {
-        true => format!(
-            "up to {claimed} object(s) of this run under {prefix} may be visible (completed before it stopped answering), and uploads of it may be open;"
-        ),
-        false => format!(
-            "nothing of this run is visible (it had completed no upload), and up to {claimed} upload(s) of it under {prefix} may be open;"
-        ),
-    }
 }
 
 /// Land `files` under `lease`, in the order of this module's doc; then write
@@ -345,24 +269,6 @@ pub fn land(
         files: outputs.iter().map(|(o, _)| (o.clone(), files.iter().filter(|f| &f.output == o).count())).collect(),
         replaced_left,
     })
-}
-
-/// Remove the files a `--rerun` lease replaces (its note already names the
-/// new run): the URLs removed, and how many could not be. A lease with any
-/// left is kept, so that the next takeover removes them (never forgotten).
-pub fn remove_replaced(objects: &dyn Objects, doc: &crate::documents::LeaseDoc, uc: &StoreUrl) -> (Vec<String>, usize) {
-    let (mut removed, mut left) = (Vec::new(), 0);
-    for key in super::claims::store_replaces(doc, uc).unwrap_or_default() {
-        match objects.head(&key).and_then(|h| match h {
-            Some(_) => objects.delete(&key).map(|_| true),
-            None => Ok(false),
-        }) {
-            Ok(true) => removed.push(objects.url(&key)),
-            Ok(false) => {}
-            Err(_) => left += 1,
-        }
-    }
-    (removed, left)
 }
 
 /// This run's own rollback: its uploads aborted, what it completed deleted.

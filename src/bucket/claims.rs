@@ -8,7 +8,6 @@
 
 use serde_json::Value;
 
-use super::recover::claim_key;
 use super::url::StoreUrl;
 use crate::documents::LeaseDoc;
 
@@ -21,6 +20,11 @@ pub struct OutputClaims {
     pub keys: Vec<String>,
     /// The saved upload ids: (key, id).
     pub uploads: Vec<(String, String)>,
+}
+
+/// The key of a claim (`s3://bucket/key`) in `bucket`.
+pub fn claim_key<'a>(bucket: &str, claim: &'a str) -> Option<&'a str> {
+    claim.strip_prefix("s3://")?.strip_prefix(bucket)?.strip_prefix('/')
 }
 
 /// Whether `id` is a run id as runs make them: a uuid, hyphenated, lower case.

@@ -6,9 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use super::lease::Place;
 use super::look::{StoreBatch, StoreVerdict, look, look_where};
 use super::objects::{Objects, StoreError};
+use super::place::Place;
 use super::recover::{claim_key, uploads_of};
 use super::url::StoreUrl;
 use crate::documents::{self, LeaseDoc, Parsed};

@@ -15,38 +15,14 @@ use serde_json::Value;
 
 use super::claims::Replacing;
 use super::objects::{Objects, StoreError, Written};
+use super::place::Place;
 use super::recover::{Recovered, recover};
 use super::url::StoreUrl;
+
 use crate::documents::{self, LeaseDoc, Parsed};
 use crate::layout::TaskPath;
 use crate::sys::{Clock, Timing};
 use crate::{pyjson, timefmt};
-
-/// A batch's place in a store.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Place {
-    /// The use case (`-d s3://bucket/prefix`).
-    pub uc: StoreUrl,
-    /// The task.
-    pub task: TaskPath,
-    /// The batch key (16 hex digits).
-    pub key: String,
-}
-
-impl Place {
-    /// `<prefix>/.ubunye/leases/<task>/<key>.json`
-    pub fn lease_key(&self) -> String {
-        self.uc.key(&format!(".ubunye/leases/{}/{}.json", self.task.as_str(), self.key))
-    }
-    /// `<prefix>/.ubunye/leases/<task>/<key>.finished.json`
-    pub fn note_key(&self) -> String {
-        self.uc.key(&format!(".ubunye/leases/{}/{}.finished.json", self.task.as_str(), self.key))
-    }
-    /// `<prefix>/.ubunye/lineage/<task>/<run_id>.json`
-    pub fn record_key(&self, run_id: &str) -> String {
-        self.uc.key(&format!(".ubunye/lineage/{}/{run_id}.json", self.task.as_str()))
-    }
-}
 
 /// Who takes the lease.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,11 +14,13 @@
 //! - `url.rs`: `s3://bucket/prefix`, and the names the client sends as given.
 //! - `objects.rs`: the operations the protocol needs ([`Objects`]); `s3/`
 //!   over S3 (`answers.rs` reads its replies), `memory.rs` in memory for tests.
+//! - `place.rs`: a batch's place (its lease's, note's and records' keys).
 //! - `lease.rs`: take, save, take over, release; `claims.rs`: what a lease
 //!   claims, read strictly; `staging.rs`: a run's local folder, swept once
 //!   its run is dead; `recover.rs`: a dead run's lease recovered;
-//!   `append.rs`: claimed uploads; `unwind.rs`: a landing whose request
-//!   failed (the lease read again, what was made visible taken back);
+//!   `append.rs`: claimed uploads; `unwind.rs`: how a landing ends short of
+//!   a commit (`LandError`), and a landing whose request failed (the lease
+//!   read again, what was made visible taken back);
 //!   `probe.rs`: the check at a run's start.
 //! - `run.rs`: `ubunye exec` against a store; `repair.rs`: `leases takeover`.
 //! - `look.rs` (`leases list`), `inspect.rs` (`explain`, `doctor`),
@@ -31,6 +33,7 @@ mod lease;
 mod look;
 mod memory;
 mod objects;
+mod place;
 mod probe;
 mod records;
 mod recover;
@@ -41,18 +44,21 @@ mod staging;
 mod unwind;
 mod url;
 
-pub use append::{LandError, Landed, Planned, Unreachable, land, landed_name, plan};
+pub use append::{Landed, Planned, land, landed_name, plan};
+pub use claims::claim_key;
 pub use claims::{OutputClaims, Replacing, is_landed_by, is_run_uuid, replacing_of, store_claims, store_replaces};
 pub use inspect::{ClaimView, Explained, Found, StoreFinding, doctor, explain, find, recorded_outputs};
-pub use lease::{Acquire, BucketError, Holder, Lease, Place, Refused, acquire, age_of, lifetime_of};
+pub use lease::{Acquire, BucketError, Holder, Lease, Refused, acquire, age_of, lifetime_of};
 pub use look::{Polled, Poller, StoreBatch, StoreVerdict, look};
 pub use memory::Memory;
 pub use objects::{ErrorKind, Got, Listed, Objects, StoreError, Upload, Written};
+pub use place::Place;
 pub use probe::probe;
 pub use records::records;
-pub use recover::{Recovered, claim_key, uploads_of};
+pub use recover::{Recovered, uploads_of};
 pub use repair::{TakeoverEnd, applies, takeover};
 pub use run::{BucketEnd, BucketRun, run};
 pub use s3::S3;
 pub use staging::{Staging, base_in as staging_base_in};
+pub use unwind::{LandError, Unreachable};
 pub use url::{StoreUrl, is_store_url, plain_key};

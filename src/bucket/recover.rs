@@ -7,9 +7,10 @@
 
 use serde_json::Value;
 
+pub use super::claims::claim_key;
 use super::claims::store_claims;
-use super::lease::Place;
 use super::objects::{Objects, StoreError, Written};
+use super::place::Place;
 use super::url::StoreUrl;
 use crate::documents::{self, LeaseDoc};
 use crate::pyjson;
@@ -33,11 +34,6 @@ pub struct Recovered {
     pub left: Vec<(String, String)>,
     /// Its run record said running and now says interrupted.
     pub record_marked: bool,
-}
-
-/// The key of a claim (`s3://bucket/key`) in `bucket`.
-pub fn claim_key<'a>(bucket: &str, claim: &'a str) -> Option<&'a str> {
-    claim.strip_prefix("s3://")?.strip_prefix(bucket)?.strip_prefix('/')
 }
 
 /// The upload ids a lease's output note saved: claim -> id.
@@ -80,7 +76,7 @@ pub fn recover(
 /// Remove what a committed --rerun lease replaces; an error (so that the
 /// lease is kept for the next takeover) when any cannot be removed.
 pub(super) fn removed_all(objects: &dyn Objects, place: &Place, doc: &LeaseDoc) -> Result<Vec<String>, StoreError> {
-    match super::append::remove_replaced(objects, doc, &place.uc) {
+    match remove_replaced(objects, doc, &place.uc) {
         (removed, 0) => Ok(removed),
         (_, left) => Err(StoreError {
             kind: super::objects::ErrorKind::Other,
@@ -150,6 +146,24 @@ pub fn take_back(
         }
     }
     Ok(())
+}
+
+/// Remove the files a `--rerun` lease replaces (its note already names the
+/// new run): the URLs removed, and how many could not be. A lease with any
+/// left is kept, so that the next takeover removes them (never forgotten).
+pub fn remove_replaced(objects: &dyn Objects, doc: &crate::documents::LeaseDoc, uc: &StoreUrl) -> (Vec<String>, usize) {
+    let (mut removed, mut left) = (Vec::new(), 0);
+    for key in super::claims::store_replaces(doc, uc).unwrap_or_default() {
+        match objects.head(&key).and_then(|h| match h {
+            Some(_) => objects.delete(&key).map(|_| true),
+            None => Ok(false),
+        }) {
+            Ok(true) => removed.push(objects.url(&key)),
+            Ok(false) => {}
+            Err(_) => left += 1,
+        }
+    }
+    (removed, left)
 }
 
 /// The longest prefix of every key (to list the open uploads under).

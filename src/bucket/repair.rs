@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use super::inspect::Explained;
-use super::lease::{Acquire, BucketError, Holder, Place, Refused, acquire};
+use super::lease::{Acquire, BucketError, Holder, Refused, acquire};
 use super::look::StoreVerdict;
 use super::objects::Objects;
+use super::place::Place;
 use super::recover::Recovered;
 use crate::documents::short;
 use crate::repair::Kind;

@@ -10,12 +10,14 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::SystemTime;
 
-use super::append::{LandError, land, plan};
-use super::lease::{Acquire, BucketError, Holder, Lease, Place, Refused, acquire};
+use super::append::{land, plan};
+use super::lease::{Acquire, BucketError, Holder, Lease, Refused, acquire};
 use super::objects::{ErrorKind, Objects, StoreError};
+use super::place::Place;
 use super::probe::probe;
 use super::recover::Recovered;
 use super::staging::{self, Staging};
+use super::unwind::LandError;
 use super::url::StoreUrl;
 use crate::exec::child::{self, Ran};
 use crate::exec::env_name;

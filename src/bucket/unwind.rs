@@ -16,11 +16,87 @@
 
 use std::time::{Duration, Instant};
 
-use super::append::LandError;
 use super::lease::{BucketError, Lease};
 use super::objects::{Objects, StoreError};
 use super::recover::{Recovered, take_back};
 use crate::sys::Timing;
+
+/// How landing ended short of a commit.
+#[derive(Debug, thiserror::Error)]
+pub enum LandError {
+    /// The lease was lost (or a save failed): nothing more was done; the
+    /// taker recovers what this run claimed.
+    #[error(transparent)]
+    Lease(#[from] BucketError),
+    /// A request failed mid-way; the store answered again (within the
+    /// bound of [`super::unwind`]) and the lease was still this run's: what
+    /// it had made visible was taken back (what was done).
+    #[error("{0}")]
+    Failed(StoreError, Box<Recovered>),
+    /// A request failed after the lease was marked done: the run committed,
+    /// its files are the batch, and its finished note is not written yet
+    /// (the next run, or `leases takeover`, writes it).
+    #[error("{0}")]
+    Committed(StoreError),
+    /// The store did not answer again within the bound: nothing could be
+    /// taken back by this run.
+    #[error("{0}")]
+    Unreachable(Box<Unreachable>),
+    /// A completion was refused while the lease was still held: an object
+    /// had the key already, or the upload was aborted.
+    #[error(
+        "{url}: the upload was refused (the key exists, or the upload was aborted); what this run made visible was taken back"
+    )]
+    Refused {
+        /// The object.
+        url: String,
+        /// What was taken back.
+        rolled_back: Box<Recovered>,
+    },
+}
+
+/// A run whose store did not answer again within the bound: what it had
+/// claimed, and what may be visible of it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{error}; the store did not answer for {}{}: {}{} the next run of the batch aborts and deletes them once this run's lease is {} old by the store's clock (or `ubunye leases takeover` then)",
+    humantime::format_duration(*waited),
+    if *answered_once { " long enough to take back what this run made visible" } else { "" },
+    if *may_have_committed { "its done mark may have landed, and then the batch is this run's: the next run finds the lease marked done and writes its note; if it did not, " } else { "" },
+    what_may_show(*claimed, prefix, *visible),
+    humantime::format_duration(*lifetime)
+)]
+pub struct Unreachable {
+    /// The request that failed.
+    pub error: StoreError,
+    /// How many keys the lease claims.
+    pub claimed: usize,
+    /// Their common prefix, `s3://bucket/...`.
+    pub prefix: String,
+    /// Whether the failure came at or after the completions (objects may be
+    /// visible), or before (only open uploads, which no reader sees).
+    pub visible: bool,
+    /// Whether it came at the done mark, which may have landed.
+    pub may_have_committed: bool,
+    /// How long the store was waited for.
+    pub waited: std::time::Duration,
+    /// Whether it answered at all meanwhile.
+    pub answered_once: bool,
+    /// The lease's lifetime (its `ttl_s`).
+    pub lifetime: std::time::Duration,
+}
+
+/// What may be visible of a run the store stopped answering to.
+fn what_may_show(claimed: usize, prefix: &str, visible: bool) -> String {
+    match visible {
+        true => format!(
+            "up to {claimed} object(s) of this run under {prefix} may be visible (completed before it stopped answering), and uploads of it may be open;"
+        ),
+        false => format!(
+            "nothing of this run is visible (it had completed no upload), and up to {claimed} upload(s) of it under {prefix} may be open;"
+        ),
+    }
+}
 
 /// The longest pause between two reads of the lease while the store does not
 /// answer.
@@ -97,7 +173,7 @@ fn unreachable(lease: &Lease, e: StoreError, stage: Stage, waited: Duration, ans
     let claims = super::claims::store_claims(&doc, uc).unwrap_or_default();
     let keys: Vec<&str> = claims.iter().flat_map(|o| o.keys.iter().map(String::as_str)).collect();
     let prefix = super::recover::common_prefix(&keys);
-    LandError::Unreachable(Box::new(super::append::Unreachable {
+    LandError::Unreachable(Box::new(Unreachable {
         error: e,
         claimed: keys.len(),
         prefix: format!("s3://{}/{prefix}", lease.place().uc.bucket),

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use super::by_run;
-use super::scan::{BatchId, Found, find, scan_one, scan_tasks};
+use super::one::scan_one;
+use super::scan::{BatchId, Found, find, scan_tasks};
 use super::{Batch, Scan, ScanError, ScanOptions};
 use crate::sys::Sys;
 

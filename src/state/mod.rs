@@ -11,6 +11,7 @@ pub mod days;
 mod history;
 mod index;
 mod locate;
+mod one;
 mod read;
 mod record;
 mod scan;
@@ -31,10 +32,11 @@ pub use by_run::{RUN_PREFIX, may_be_run_id};
 pub use classify::{classify, rejudge};
 pub use history::{Happened, HistoryEntry};
 pub use locate::{Located, locate};
+pub use one::scan_one;
 pub use read::{record_key, task_dirs};
 pub use record::{read_record, record_of};
 pub use scan::{
-    BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_one, scan_tasks, shorten, task_clock,
+    BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_tasks, shorten, task_clock,
 };
 pub use var_filter::VarFilter;
 

@@ -6,15 +6,11 @@
 
 use std::io::IsTerminal;
 
-use super::repair::{Kind, RepairArgs, ask, render_plan};
+use super::repair::{Kind, REPAIRABLE, RepairArgs, ask, render_plan};
 use super::{Purpose, locate};
 use crate::cli::{exit, say_err};
 use ubunye::repair::{self, RepairPlan};
 use ubunye::state::{self, ScanOptions, State};
-
-/// The states a bulk repair can be asked for: those a repair applies to.
-pub const REPAIRABLE: [State; 6] =
-    [State::Dead, State::Damaged, State::Orphan, State::Pending, State::Kept, State::HandedBack];
 
 /// A batch the filter named that the repair does not apply to, and why.
 #[derive(serde::Serialize)]

@@ -43,8 +43,8 @@ pub fn run(a: &LeasesArgs, colour: bool) -> i32 {
     match &a.command {
         LeasesCommand::List(l) => list::run(l, colour),
         LeasesCommand::Explain(e) => explain::run(e),
-        LeasesCommand::Takeover(r) => repair::run(r, repair::Kind::Takeover),
-        LeasesCommand::Finish(r) => repair::run(r, repair::Kind::Finish),
+        LeasesCommand::Takeover(r) => repair_batches(r, repair::Kind::Takeover),
+        LeasesCommand::Finish(r) => repair_batches(r, repair::Kind::Finish),
         LeasesCommand::History(h) => history::run(h, colour),
     }
 }
@@ -218,4 +218,29 @@ fn among(which: &BatchArg, sys: &Sys) -> Result<(state::Scan, Batch), String> {
             names.join("; ")
         )),
     }
+}
+
+/// `leases takeover|finish`: one batch, or many (`--state`, `--task`, `--dt`,
+/// `--var`), each in its own module.
+fn repair_batches(a: &repair::RepairArgs, kind: repair::Kind) -> i32 {
+    let bulk = !a.states.is_empty() || !a.filter.vars.is_empty() || a.filter.dt.is_some();
+    match (a.which.batch.is_empty(), bulk) {
+        (true, true) => return bulk::run(a, kind),
+        (true, false) if a.which.task.is_some() => return bulk::run(a, kind),
+        (true, false) => {
+            crate::cli::say_err(
+                "name a batch (its key or run id, 4 hex digits or more, or the path of a lease-folder file), or choose batches with --state (and --task, --dt, --var)",
+            );
+            return crate::cli::exit::USAGE;
+        }
+        (false, true) => {
+            crate::cli::say_err(&format!(
+                "give a batch ('{}') or --state/--dt/--var for many, not both",
+                ubunye::state::shorten(&a.which.batch)
+            ));
+            return crate::cli::exit::USAGE;
+        }
+        (false, false) => {}
+    }
+    repair::run_one(a, kind)
 }

@@ -25,7 +25,7 @@ pub struct RepairArgs {
     pub which: BatchArg,
     /// Repair every batch in these states (comma-separated or repeated)
     /// instead of one batch.
-    #[arg(long = "state", value_name = "S", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(super::bulk::REPAIRABLE.map(ubunye::state::State::word)))]
+    #[arg(long = "state", value_name = "S", value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(REPAIRABLE.map(ubunye::state::State::word)))]
     pub states: Vec<String>,
     #[command(flatten)]
     pub filter: crate::cli::VarFilterArgs,
@@ -58,26 +58,14 @@ pub(crate) fn ask(question: &str) -> bool {
     matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
 }
 
-pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
-    let bulk = !a.states.is_empty() || !a.filter.vars.is_empty() || a.filter.dt.is_some();
-    match (a.which.batch.is_empty(), bulk) {
-        (true, true) => return super::bulk::run(a, kind),
-        (true, false) if a.which.task.is_some() => return super::bulk::run(a, kind),
-        (true, false) => {
-            say_err(
-                "name a batch (its key or run id, 4 hex digits or more, or the path of a lease-folder file), or choose batches with --state (and --task, --dt, --var)",
-            );
-            return exit::USAGE;
-        }
-        (false, true) => {
-            say_err(&format!(
-                "give a batch ('{}') or --state/--dt/--var for many, not both",
-                ubunye::state::shorten(&a.which.batch)
-            ));
-            return exit::USAGE;
-        }
-        (false, false) => {}
-    }
+/// The states a bulk repair can be asked for: those a repair applies to.
+pub const REPAIRABLE: [ubunye::state::State; 6] = {
+    use ubunye::state::State;
+    [State::Dead, State::Damaged, State::Orphan, State::Pending, State::Kept, State::HandedBack]
+};
+
+/// One batch repaired, as [`RepairArgs::which`] names it.
+pub fn run_one(a: &RepairArgs, kind: Kind) -> i32 {
     let sys = crate::console::machine::sys_for(&a.which.dir.dir);
     // A dry run only looks (the disk's clock read without writing).
     let purpose = if a.dry_run { Purpose::Look } else { Purpose::Repair };
