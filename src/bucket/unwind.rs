@@ -158,7 +158,7 @@ pub(super) fn after_failure(
         }
         let spent = start.elapsed();
         if spent >= outage {
-            return unreachable(lease, e, stage, spent, answered_once);
+            return unreachable(lease, e, stage, spent, answered_once, timing);
         }
         std::thread::sleep(pause.min(outage - spent));
         pause = (pause * 2).min(LONGEST_PAUSE);
@@ -167,7 +167,14 @@ pub(super) fn after_failure(
 
 /// The store did not answer (or not long enough to take everything back):
 /// what may be visible, and what the next run does, and when.
-fn unreachable(lease: &Lease, e: StoreError, stage: Stage, waited: Duration, answered_once: bool) -> LandError {
+fn unreachable(
+    lease: &Lease,
+    e: StoreError,
+    stage: Stage,
+    waited: Duration,
+    answered_once: bool,
+    timing: &Timing,
+) -> LandError {
     let doc = lease.doc();
     let uc = &lease.place().uc;
     let claims = super::claims::store_claims(&doc, uc).unwrap_or_default();
@@ -182,6 +189,6 @@ fn unreachable(lease: &Lease, e: StoreError, stage: Stage, waited: Duration, ans
         // Whole seconds: what was waited, the request in flight included.
         waited: Duration::from_secs(waited.as_secs()),
         answered_once,
-        lifetime: super::lease::lifetime_of(&doc, &crate::sys::Timing::peer()),
+        lifetime: super::lease::lifetime_of(&doc, timing),
     }))
 }

@@ -216,19 +216,8 @@ fn zombie(st: &Store, step: &str, dt: &str) {
     let (code, err) = output(st.ubunye().args(exec_args(&uc, dt, WRITE)));
     assert_eq!(code, 0, "{step}: the taker: {err}");
     assert!(err.contains("took over the lease of dead run"), "{step}: {err}");
-    let pid = rustix::process::Pid::from_child(&zombie);
-    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = zombie.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t.elapsed() < Duration::from_secs(60), "{step}: the zombie never ended");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut zerr = String::new();
-    std::io::Read::read_to_string(zombie.stderr.as_mut().unwrap(), &mut zerr).unwrap();
-    assert_eq!(status.code(), Some(1), "{step}: the zombie: {zerr}");
+    let (code, zerr) = continue_and_wait(&mut zombie, step);
+    assert_eq!(code, 1, "{step}: the zombie: {zerr}");
     assert!(zerr.contains("lost its lease"), "{step}: {zerr}");
     let keys = st.keys(&format!("lake/{dt}/"));
     assert_eq!(keys.len(), 3, "{step}: only the taker's files: {keys:?}");

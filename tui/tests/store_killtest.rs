@@ -116,11 +116,11 @@ fn verify(s3: &S3, kills: usize, takeover_kills: usize) -> Table {
     t
 }
 
-fn killtest(kind: Kind, kills: usize, seed: u64) {
-    let Some(bin) = servers_bin(&format!("store_killtest::{}", kind.name())) else { return };
-    let server = Server::start(kind, &bin);
-    // The runs' own TMPDIR, where each stages its command's files: what a
-    // killed run left there must be swept by the runs after it.
+/// The runs' own TMPDIR (where each stages its command's files: what a
+/// killed run left there must be swept by the runs after it), a client, and
+/// the foreign objects the verifier expects untouched, once the bucket takes
+/// writes (bounded: 60 s).
+fn seeded(server: &Server) -> (tempfile::TempDir, Arc<S3>) {
     let tmp = tempfile::tempdir().unwrap();
     let s3 = Arc::new(S3::from_vars(BUCKET, &server.vars()).unwrap());
     let t0 = Instant::now();
@@ -129,6 +129,13 @@ fn killtest(kind: Kind, kills: usize, seed: u64) {
         std::thread::sleep(Duration::from_millis(300));
     }
     s3.put(DECOY, b"b000:1\n".to_vec()).unwrap();
+    (tmp, s3)
+}
+
+fn killtest(kind: Kind, kills: usize, seed: u64) {
+    let Some(bin) = servers_bin(&format!("store_killtest::{}", kind.name())) else { return };
+    let server = Server::start(kind, &bin);
+    let (tmp, s3) = seeded(&server);
     let keys: Vec<String> = (0..BATCHES)
         .map(|b| {
             let o = Command::new(common::bin())
@@ -218,14 +225,7 @@ fn seaweedfs_random_kills_then_one_clean_pass_leave_every_batch_exactly_once() {
 fn moto_a_killed_runs_batch_is_retaken_within_its_two_minute_lease() {
     let Some(bin) = servers_bin("store_killtest::lease_lifetime") else { return };
     let server = Server::start(Kind::Moto, &bin);
-    let tmp = tempfile::tempdir().unwrap();
-    let s3 = Arc::new(S3::from_vars(BUCKET, &server.vars()).unwrap());
-    let t0 = Instant::now();
-    while s3.now().is_err() || s3.put(FOREIGN, b"not a run's".to_vec()).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "the bucket took no write");
-        std::thread::sleep(Duration::from_millis(300));
-    }
-    s3.put(DECOY, b"b000:1\n".to_vec()).unwrap();
+    let (tmp, s3) = seeded(&server);
     let shipped = |batch: usize| {
         let mut c = exec(&server, tmp.path(), batch);
         c.env_remove("UBUNYE_TEST_TIMEOUT").env_remove("UBUNYE_TEST_HEARTBEAT_EVERY").env_remove("UBUNYE_TEST_SETTLE");

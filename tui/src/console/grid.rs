@@ -12,7 +12,7 @@
 use comfy_table::{Attribute, Cell, CellAlignment, Color, ColumnConstraint, ContentArrangement, Row, Table, Width};
 use unicode_width::UnicodeWidthStr;
 
-use super::table::{Fit, Line, abbreviate, layout};
+use super::table::{Fit, Line, abbreviate, layout, one_line};
 
 /// What the last column does with text wider than the room left.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,13 +31,10 @@ pub fn render(header: &[&str], rows: &[Line], width: Option<usize>, fit: &Fit, l
     // break the table.
     let rows: Vec<Line> = rows
         .iter()
-        .map(|l| Line {
-            cells: l
-                .cells
-                .iter()
-                .map(|c| c.chars().map(|ch| if ch.is_control() { ' ' } else { ch }).collect())
-                .collect(),
-            colour: l.colour,
+        .map(|l| {
+            let mut l = l.clone();
+            l.cells.iter_mut().for_each(one_line);
+            l
         })
         .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.width()).collect();

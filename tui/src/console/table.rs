@@ -64,8 +64,8 @@ where
     // break the table.
     let line = |i: usize| {
         let mut l = line(i);
-        for c in l.cells.iter_mut().filter(|c| c.contains(char::is_control)) {
-            *c = c.chars().map(|ch| if ch.is_control() { ' ' } else { ch }).collect();
+        for c in l.cells.iter_mut() {
+            one_line(c);
         }
         l
     };
@@ -171,6 +171,14 @@ where
         }
     }
     (shown, abbrev)
+}
+
+/// A cell as one line: a newline or a tab in it (an error message) would
+/// break the table.
+pub(crate) fn one_line(cell: &mut String) {
+    if cell.contains(char::is_control) {
+        *cell = cell.chars().map(|ch| if ch.is_control() { ' ' } else { ch }).collect();
+    }
 }
 
 /// `demo/sales/ingest` -> `d/s/ingest`: each folder by its first letter.
