@@ -100,6 +100,9 @@ pub enum AgeBecause {
     /// The process exists, a start token was recorded, and the current one cannot
     /// be read (another user's process): a reused pid cannot be ruled out.
     TokenUnreadable,
+    /// The lease is in an object store: runs share only the bucket, so no
+    /// process table can be asked; its lifetime (`ttl_s`) decides.
+    ObjectStore,
 }
 
 /// The verdict, with its reason.

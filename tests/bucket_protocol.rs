@@ -8,7 +8,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ubunye::bucket::{Acquire, BucketError, LandError, Objects, Refused, StoreVerdict, acquire, look, probe};
+use ubunye::bucket::{Acquire, BucketError, LandError, Objects, Refused, acquire, look, probe};
+use ubunye::state::State;
 use ubunye::sys::Step;
 
 mod common;
@@ -280,15 +281,15 @@ fn looking_judges_every_batch_by_the_stores_clock_and_writes_nothing() {
     timing.heartbeat_timeout = Duration::from_secs(30);
     let (_, batches) = look(&*w.mem, &w.place.uc, &timing).unwrap();
     assert_eq!(w.mem.snapshot(), before, "looking wrote something");
-    let got: Vec<(&str, StoreVerdict)> = batches.iter().map(|b| (b.key.as_str(), b.state)).collect();
+    let got: Vec<(&str, State)> = batches.iter().map(|b| (b.key.as_str(), b.state)).collect();
     assert_eq!(
         got,
         [
-            ("0123456789abcdef", StoreVerdict::Dead),
-            ("1111111111111111", StoreVerdict::Finished),
-            ("2222222222222222", StoreVerdict::Unreadable),
-            ("3333333333333333", StoreVerdict::Dead),
-            ("4444444444444444", StoreVerdict::Live),
+            ("0123456789abcdef", State::Dead),
+            ("1111111111111111", State::Finished),
+            ("2222222222222222", State::Unreadable),
+            ("3333333333333333", State::Dead),
+            ("4444444444444444", State::Live),
         ]
     );
     assert!(batches.iter().all(|b| b.task == task));
@@ -337,10 +338,10 @@ fn a_lease_lives_the_lifetime_its_holder_wrote_in_it() {
     w.clock.advance(Duration::from_secs(120));
     assert!(matches!(w.take(B), Acquire::Refused(Refused::Busy { .. })), "live within its 120 s");
     let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
-    assert_eq!((rows[0].state, rows[0].ttl_secs), (StoreVerdict::Live, Some(120.0)));
+    assert_eq!((rows[0].state, rows[0].ttl_secs), (State::Live, Some(120.0)));
     w.clock.advance(Duration::from_secs(2));
     let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
-    assert_eq!(rows[0].state, StoreVerdict::Dead, "dead past its own lifetime, long before the disk's 15 minutes");
+    assert_eq!(rows[0].state, State::Dead, "dead past its own lifetime, long before the disk's 15 minutes");
     let Acquire::Held(b, Some(rec)) = w.take(B) else { panic!("a lease past its ttl_s was not taken over") };
     assert_eq!(rec.run_id, A);
     assert!(b.release().unwrap());
@@ -366,7 +367,7 @@ fn a_lease_lives_the_lifetime_its_holder_wrote_in_it() {
         w.clock.advance(Duration::from_secs(3600));
         assert!(matches!(w.take(A), Acquire::Refused(Refused::Unreadable { .. })), "ttl_s {bad}");
         let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
-        assert_eq!(rows[0].state, StoreVerdict::Unreadable, "ttl_s {bad}");
+        assert_eq!(rows[0].state, State::Unreadable, "ttl_s {bad}");
     }
 }
 

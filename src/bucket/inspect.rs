@@ -6,13 +6,15 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use super::look::{StoreBatch, StoreVerdict, look, look_where};
+use super::judge::StoreBatch;
+use super::look::{look, look_where};
 use super::objects::{Objects, StoreError};
 use super::place::Place;
 use super::recover::{claim_key, uploads_of};
 use super::url::StoreUrl;
 use crate::documents::{self, LeaseDoc, Parsed};
 use crate::layout::TaskPath;
+use crate::state::State;
 use crate::sys::Timing;
 
 /// What a key prefix names in a store.
@@ -116,7 +118,7 @@ pub fn explain(
         next: Vec::new(),
     };
     let lease = match &task {
-        Some(t) if batch.state != StoreVerdict::Finished => {
+        Some(t) if batch.has_lease() => {
             let place = Place { uc: uc.clone(), task: t.clone(), key: batch.key.clone() };
             objects.get(&place.lease_key())?.and_then(|g| match documents::parse_doc(&g.body) {
                 Ok(Parsed::Doc(m)) => Some(LeaseDoc(m)),
@@ -187,7 +189,7 @@ fn next(e: &Explained, timing: &Timing) -> Vec<String> {
     let open = e.claims.iter().filter(|c| c.upload_open).count();
     let visible = e.claims.iter().filter(|c| c.visible).count();
     match e.batch.state {
-        StoreVerdict::Live => vec![
+        State::Live | State::HandedBack | State::Kept => vec![
             format!(
                 "run {run} holds the batch: its lease was written {} ago by the store's clock, within the {} its lease lives",
                 crate::timefmt::age(age),
@@ -198,11 +200,11 @@ fn next(e: &Explained, timing: &Timing) -> Vec<String> {
                 crate::timefmt::age(limit)
             ),
         ],
-        StoreVerdict::Dead if e.committed => vec![
+        State::Pending | State::Dead if e.committed => vec![
             format!("run {run} is dead, and had marked its lease done: its uploads are the batch"),
             "the next run (or `ubunye leases takeover`) writes its finished note and hands the lease back".into(),
         ],
-        StoreVerdict::Dead => vec![
+        State::Pending | State::Dead | State::Damaged | State::Orphan => vec![
             format!(
                 "run {run} is dead: its lease was last written {} ago, past the {} its lease lives",
                 crate::timefmt::age(age),
@@ -213,10 +215,14 @@ fn next(e: &Explained, timing: &Timing) -> Vec<String> {
                 e.claims.len()
             ),
         ],
-        StoreVerdict::Finished => {
+        State::Finished => {
             vec![format!("run {run} finished the batch: a run of it is refused, and `--resume` skips it")]
         }
-        StoreVerdict::Unreadable => vec![
+        State::Failed | State::Interrupted => vec![
+            format!("no lease holds the batch: {}", e.batch.note),
+            "the batch is not finished: the next run of it goes ahead".into(),
+        ],
+        State::Unreadable => vec![
             format!("{} cannot be read: it is never judged free or dead", e.batch.url),
             "look at it; remove it only if no run is writing (a run that lost its lease finds out at its next save)"
                 .into(),
@@ -263,28 +269,32 @@ pub fn doctor(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<V
     let mut named: Vec<String> = Vec::new();
     let mut out = Vec::new();
     for b in &batches {
+        let run = b.run_id.as_deref().map(documents::short).unwrap_or_else(|| "?".into());
         match b.state {
-            StoreVerdict::Unreadable => out.push(StoreFinding {
+            State::Unreadable => out.push(StoreFinding {
                 kind: "unreadable",
                 url: b.url.clone(),
-                what: format!(
-                    "{}; never judged free or dead: look at it",
-                    b.why.clone().unwrap_or_default()
-                ),
+                what: format!("{}; never judged free or dead: look at it", b.note),
             }),
-            StoreVerdict::Dead => out.push(StoreFinding {
+            State::Dead | State::Pending => out.push(StoreFinding {
                 kind: "dead-lease",
                 url: b.url.clone(),
                 what: format!(
-                    "run {} is dead with {} claim(s): the next run of the batch takes it over, or `ubunye leases takeover {}`",
-                    b.run_id.as_deref().map(documents::short).unwrap_or_else(|| "?".into()),
+                    "run {run} is dead with {} claim(s): the next run of the batch takes it over, or `ubunye leases takeover {}`",
                     b.claims,
                     &b.key[..8.min(b.key.len())]
                 ),
             }),
+            State::Interrupted if b.record_status.as_deref() == Some("running") => out.push(StoreFinding {
+                kind: "running-record",
+                url: b.url.clone(),
+                what: format!(
+                    "run {run}'s record says running, but no lease holds the batch: its run ended without writing its end (the store did not answer as it wrote it). The next run of the batch goes ahead; the record stays as it is"
+                ),
+            }),
             _ => {}
         }
-        if b.state == StoreVerdict::Live || b.state == StoreVerdict::Dead {
+        if b.has_lease() {
             let Some(lease_key) = claim_key(objects.bucket(), &b.url) else { continue };
             if let Some(got) = objects.get(lease_key)?
                 && let Ok(Parsed::Doc(m)) = documents::parse_doc(&got.body)

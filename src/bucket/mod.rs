@@ -23,12 +23,14 @@
 //!   read again, what was made visible taken back);
 //!   `probe.rs`: the check at a run's start.
 //! - `run.rs`: `ubunye exec` against a store; `repair.rs`: `leases takeover`.
-//! - `look.rs` (`leases list`), `inspect.rs` (`explain`, `doctor`),
-//!   `records.rs` (`runs`): they only read.
+//! - `look.rs` (`leases list`, `top`), `inspect.rs` (`explain`, `doctor`),
+//!   `records.rs` (`runs`): they only read; `judge.rs` puts what they read
+//!   into the disk's state model, so a store's batch has the same states.
 
 mod append;
 mod claims;
 mod inspect;
+mod judge;
 mod lease;
 mod look;
 mod memory;
@@ -48,8 +50,9 @@ pub use append::{Landed, Planned, land, landed_name, plan};
 pub use claims::claim_key;
 pub use claims::{OutputClaims, Replacing, is_landed_by, is_run_uuid, replacing_of, store_claims, store_replaces};
 pub use inspect::{ClaimView, Explained, Found, StoreFinding, doctor, explain, find, recorded_outputs};
+pub use judge::StoreBatch;
 pub use lease::{Acquire, BucketError, Holder, Lease, Refused, acquire, age_of, lifetime_of};
-pub use look::{Polled, Poller, StoreBatch, StoreVerdict, look};
+pub use look::{Polled, Poller, look};
 pub use memory::Memory;
 pub use objects::{ErrorKind, Got, Listed, Objects, StoreError, Upload, Written};
 pub use place::Place;

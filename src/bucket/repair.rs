@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use super::inspect::Explained;
 use super::lease::{Acquire, BucketError, Holder, Refused, acquire};
-use super::look::StoreVerdict;
 use super::objects::Objects;
 use super::place::Place;
 use super::recover::Recovered;
 use crate::documents::short;
 use crate::repair::Kind;
+use crate::state::State;
 use crate::sys::{Clock, Timing};
 
 /// How a takeover ended.
@@ -55,16 +55,19 @@ pub fn takeover(
 pub fn applies(e: &Explained, kind: Kind) -> Result<(), String> {
     let b = &e.batch;
     match (b.state, kind) {
-        (StoreVerdict::Dead, Kind::Finish) if !e.committed => {
+        (State::Dead | State::Pending, Kind::Finish) if !e.committed => {
             Err("its run had not marked its lease done: nothing to finish; `ubunye leases takeover` takes it back"
                 .into())
         }
-        (StoreVerdict::Dead, _) => Ok(()),
-        (StoreVerdict::Live, _) => Err(format!(
+        (State::Dead | State::Pending | State::Damaged | State::Orphan, _) => Ok(()),
+        (State::Live | State::HandedBack | State::Kept, _) => Err(format!(
             "run {} holds it (live): a live lease is never taken over",
             b.run_id.as_deref().map(short).unwrap_or_default()
         )),
-        (StoreVerdict::Finished, _) => Err("it is finished: nothing to take over".into()),
-        (StoreVerdict::Unreadable, _) => Err(format!("{} cannot be read: it is never judged free or dead", b.url)),
+        (State::Finished, _) => Err("it is finished: nothing to take over".into()),
+        (State::Failed | State::Interrupted, _) => {
+            Err(format!("no lease holds it ({}): nothing to take over; the next run goes ahead", b.state.word()))
+        }
+        (State::Unreadable, _) => Err(format!("{} cannot be read: it is never judged free or dead", b.url)),
     }
 }

@@ -132,6 +132,7 @@ fn because_txt(b: AgeBecause, host: &str) -> String {
         AgeBecause::OtherHost => format!("it was taken on another host ({host}), so its process cannot be checked from here;"),
         AgeBecause::NoDocument => "the lease is empty or not JSON (a crash inside its creation), so it names no process;".into(),
         AgeBecause::TokenUnreadable => "its process exists but its start time cannot be read (another user's?), so a reused pid cannot be ruled out;".into(),
+        AgeBecause::ObjectStore => "it is in an object store, which runs share with nothing else, so no process can be checked;".into(),
     }
 }
 

@@ -33,10 +33,11 @@ pub use classify::{classify, rejudge};
 pub use history::{Happened, HistoryEntry};
 pub use locate::{Located, locate};
 pub use one::scan_one;
-pub use read::{record_key, task_dirs};
+pub use read::{note_of, record_key, task_dirs};
 pub use record::{read_record, record_of};
 pub use scan::{
-    BatchId, Found, ScanHead, find, head, scan, scan_batch, scan_named_tasks, scan_tasks, shorten, task_clock,
+    BatchId, Found, ScanHead, file_records, find, head, scan, scan_batch, scan_named_tasks, scan_tasks, shorten,
+    task_clock,
 };
 pub use var_filter::VarFilter;
 

@@ -324,8 +324,13 @@ fn not_json_text(bytes: &[u8]) -> String {
 }
 
 fn read_note(reader: &mut Reader, path: &Path) -> Result<FinishedInfo, UnreadableFile> {
+    let (bytes, _) = reader.read(path).map_err(|e| UnreadableFile::new(path, e.to_string()))?;
+    note_of(bytes, path)
+}
+
+/// A finished note's bytes, read from `path` (a file, or an object's URL).
+pub fn note_of(bytes: &[u8], path: &Path) -> Result<FinishedInfo, UnreadableFile> {
     let unreadable = |why: String| UnreadableFile::new(path, why);
-    let (bytes, _) = reader.read(path).map_err(|e| unreadable(e.to_string()))?;
     let m = match documents::parse_doc(bytes).map_err(|d| unreadable(d.to_string()))? {
         Parsed::Doc(m) if !m.is_empty() => m,
         _ => {

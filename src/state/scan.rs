@@ -241,6 +241,19 @@ fn read_task(
     TaskRead { batches, records, problems }
 }
 
+/// Put a task's batches (each read from its lease folder) and run records
+/// (each with the key its variables hash to) together, as a scan does: each
+/// record filed to its batch, each batch classified. For a store, whose
+/// objects are read elsewhere but judged as files are.
+pub fn file_records(
+    task: &str,
+    batches: Vec<Batch>,
+    records: Vec<Result<(RecordInfo, Option<String>), UnreadableFile>>,
+    now: Now,
+) -> Vec<Batch> {
+    file_task(task, TaskRead { batches, records, problems: Vec::new() }, now)
+}
+
 /// Put a task's files together: each run record filed to its batch, each
 /// batch classified (in key order).
 fn file_task(task: &str, read: TaskRead, now: Now) -> Vec<Batch> {

@@ -28,13 +28,16 @@ pub enum ClockSource {
     /// This machine's clock, because the disk's could not be read (a network
     /// file system, looked at without writing; or a probe that failed).
     Local,
+    /// An object store's clock (the `Date` of its answer), which stamps its
+    /// objects' `Last-Modified`.
+    Store,
 }
 
 impl ClockSource {
     /// Whether this is the clock that stamps the lease files' times (the only
     /// one an age can be measured against without guessing the skew).
     pub fn is_disks(self) -> bool {
-        matches!(self, ClockSource::Disk | ClockSource::LocalFileSystem)
+        matches!(self, ClockSource::Disk | ClockSource::LocalFileSystem | ClockSource::Store)
     }
 }
 

@@ -591,7 +591,7 @@ fn live_run(st: &Store, uc: &str, dt: &str, script: &str) -> Child {
 /// `ubunye top -d s3://...` in a real terminal (tmux) over moto: a live run
 /// shows live; SIGKILLed, its lease turns dead by the store's clock (the
 /// test's 3 s timeout); `t` shows the plan, `y` takes it over and the batch
-/// leaves the table; `q`, and the terminal is as it was.
+/// shows interrupted, as on disk; `q`, and the terminal is as it was.
 #[test]
 fn moto_top_in_a_terminal() {
     use common::tmux::{Tmux, require_tmux};
@@ -625,7 +625,10 @@ fn moto_top_in_a_terminal() {
     let done = t.wait("the outcome", |p| p.contains("released."));
     assert!(done.contains("took over the lease of dead run"), "{done}");
     t.keys(&["Escape"]);
-    t.wait("the batch gone", |p| p.contains("no batch in this use case yet"));
+    // As on disk: no lease holds the batch now, and its run's record says
+    // it was taken over.
+    let pane = t.wait("the batch interrupted", |p| p.contains("◐ interrupted") && !p.contains("✖ dead"));
+    assert!(pane.contains("0 dead") && pane.contains("1 interrupted"), "{pane}");
     assert!(st.s3.open_uploads("").unwrap().is_empty());
     let records = st.keys("uc/.ubunye/lineage/demo/sales/ingest/");
     assert_eq!(records.len(), 1, "{records:?}");

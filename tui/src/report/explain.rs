@@ -93,6 +93,7 @@ fn holder(o: &mut String, l: &LeaseInfo, verdict: Option<&str>) {
             // This machine's clock, which stamps a local file system's times.
             ClockSource::LocalFileSystem => "the disk's clock",
             ClockSource::Local => "this machine's clock (the disk's cannot be read without writing to it)",
+            ClockSource::Store => "the store's clock",
         };
         let _ = writeln!(o, "  lease     written {} ago by {clock}", timefmt::age(a.age));
     }

@@ -2,7 +2,7 @@
 //! explained batch, a takeover's outcome, a refusal; for the CLI
 //! (`cli/store/`) and the dashboard over a store (`top/store/`) alike.
 
-use ubunye::bucket::{BucketError, Explained, Recovered, Refused, StoreVerdict, TakeoverEnd};
+use ubunye::bucket::{BucketError, Explained, Recovered, Refused, TakeoverEnd};
 use ubunye::documents::short;
 
 /// `leases explain` of a batch in a store: the lines the CLI prints and
@@ -44,8 +44,8 @@ pub fn explained(e: &Explained) -> String {
     if let Some(s) = &e.record_status {
         o.push_str(&format!("  record  {s}\n"));
     }
-    if let Some(why) = &b.why {
-        o.push_str(&format!("  why     {why}\n"));
+    if !b.note.is_empty() {
+        o.push_str(&format!("  note    {}\n", b.note));
     }
     if !e.claims.is_empty() {
         let visible = e.claims.iter().filter(|c| c.visible).count();
@@ -104,16 +104,6 @@ pub fn refusal(head: &str, r: &Refused) -> String {
         Refused::Unreadable { url, why } => format!(
             "refused: {url}: cannot be read ({why}); a lease or note like this is never judged free or dead: look at it, and remove it only if no run is writing"
         ),
-    }
-}
-
-/// Most severe first, as on disk.
-pub fn order(s: StoreVerdict) -> u8 {
-    match s {
-        StoreVerdict::Unreadable => 0,
-        StoreVerdict::Dead => 1,
-        StoreVerdict::Live => 2,
-        StoreVerdict::Finished => 3,
     }
 }
 

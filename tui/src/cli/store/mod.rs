@@ -5,9 +5,10 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use ubunye::bucket::{self, BucketEnd, BucketRun, Objects, Refused, S3, StoreUrl, StoreVerdict};
+use ubunye::bucket::{self, BucketEnd, BucketRun, Objects, Refused, S3, StoreUrl};
+use ubunye::state::State;
 
-use crate::report::store::{order, refusal, took_over};
+use crate::report::store::{refusal, took_over};
 use ubunye::documents::short;
 
 use super::exec::ExecArgs;
@@ -261,14 +262,14 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
     };
     let wanted = |b: &&bucket::StoreBatch| {
         let state_ok = if a.states.is_empty() {
-            a.all || b.state != StoreVerdict::Finished
+            a.all || b.state != State::Finished
         } else {
             a.states.iter().any(|s| s == b.state.word())
         };
         state_ok && a.task.as_deref().is_none_or(|t| ubunye::state::task_matches(t, &b.task))
     };
     let mut rows: Vec<&bucket::StoreBatch> = batches.iter().filter(wanted).collect();
-    rows.sort_by_key(|b| (order(b.state), b.task.clone(), b.key.clone()));
+    rows.sort_by_key(|b| (b.state, b.task.clone(), b.key.clone()));
     let fail_if_any = if a.fail_if_any && !rows.is_empty() { exit::REFUSED } else { exit::OK };
     if a.json {
         crate::cli::print_json(&Out {
@@ -291,11 +292,7 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
     let header = ["STATE", "TASK", "KEY", "RUN", "AGE", "CLAIMS", "NOTE"];
     let line = |i: usize| {
         let b = rows[i];
-        let code = match b.state {
-            StoreVerdict::Unreadable | StoreVerdict::Dead => Some("31"),
-            StoreVerdict::Live => Some("33"),
-            StoreVerdict::Finished => Some("32"),
-        };
+        let code = table::sgr(b.state.tone());
         table::Line {
             cells: vec![
                 b.state.word().to_string(),
@@ -304,7 +301,7 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
                 b.run_id.as_deref().map(short).unwrap_or_default().to_string(),
                 b.age_secs.map(|s| ubunye::timefmt::age(std::time::Duration::from_secs(s))).unwrap_or_default(),
                 crate::top::store::draw::claims(b),
-                b.why.clone().unwrap_or_default(),
+                b.note.clone(),
             ],
             colour: code.filter(|_| colour).map(|c| (0, c)),
         }

@@ -6,9 +6,8 @@
 use std::time::{Duration, SystemTime};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ubunye::bucket::{Polled, StoreBatch, StoreVerdict};
-
-use crate::report::store::order;
+use ubunye::bucket::{Polled, StoreBatch};
+use ubunye::state::State;
 
 /// Where a key is pressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,13 +220,13 @@ impl StoreApp {
         let mut rows: Vec<&StoreBatch> = self
             .batches
             .iter()
-            .filter(|b| self.all || b.state != StoreVerdict::Finished)
+            .filter(|b| self.all || b.state != State::Finished)
             .filter(|b| {
                 let hay = format!("{} {} {} {}", b.state.word(), b.task, b.key, b.run_id.as_deref().unwrap_or(""));
                 words.iter().all(|w| hay.to_lowercase().contains(w))
             })
             .collect();
-        rows.sort_by(|a, b| (order(a.state), &a.task, &a.key).cmp(&(order(b.state), &b.task, &b.key)));
+        rows.sort_by(|a, b| (a.state, &a.task, &a.key).cmp(&(b.state, &b.task, &b.key)));
         rows
     }
 

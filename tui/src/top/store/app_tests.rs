@@ -2,12 +2,13 @@
 
 use super::*;
 use std::time::UNIX_EPOCH;
+use ubunye::state::State;
 
 fn key(c: KeyCode) -> KeyEvent {
     KeyEvent::new(c, KeyModifiers::NONE)
 }
 
-fn batch(task: &str, k: &str, state: StoreVerdict) -> StoreBatch {
+fn batch(task: &str, k: &str, state: State) -> StoreBatch {
     StoreBatch {
         task: task.into(),
         key: k.into(),
@@ -17,7 +18,8 @@ fn batch(task: &str, k: &str, state: StoreVerdict) -> StoreBatch {
         ttl_secs: Some(120.0),
         claims: 0,
         url: format!("s3://b/uc/.ubunye/leases/{task}/{k}.json"),
-        why: None,
+        note: String::new(),
+        record_status: None,
     }
 }
 
@@ -26,9 +28,9 @@ fn app() -> StoreApp {
     a.looked(Ok(Polled {
         now: UNIX_EPOCH,
         batches: vec![
-            batch("u/p/a", "0000000000000001", StoreVerdict::Finished),
-            batch("u/p/a", "0000000000000002", StoreVerdict::Live),
-            batch("u/p/b", "0000000000000003", StoreVerdict::Dead),
+            batch("u/p/a", "0000000000000001", State::Finished),
+            batch("u/p/a", "0000000000000002", State::Live),
+            batch("u/p/b", "0000000000000003", State::Dead),
         ],
         read: 3,
     }));
@@ -39,7 +41,7 @@ fn app() -> StoreApp {
 fn read_only_the_takeover_key_is_neither_offered_nor_acted_on() {
     let mut a = app();
     a.read_only = true;
-    a.selected = a.rows().iter().position(|r| r.state == StoreVerdict::Dead).unwrap();
+    a.selected = a.rows().iter().position(|r| r.state == State::Dead).unwrap();
     assert!(a.key(&key(KeyCode::Char('t'))).is_empty(), "no plan is read, nothing taken over");
     assert!(matches!(&a.popup, Some(Popup::Refused { reason, .. }) if reason.contains("--read-only")));
     assert!(!footer(Ctx::Main, true).iter().any(|(k, _)| *k == "t"));
@@ -75,8 +77,8 @@ fn the_selected_batch_stays_selected_when_a_look_moves_it() {
     a.looked(Ok(Polled {
         now: UNIX_EPOCH,
         batches: vec![
-            batch("u/p/a", "0000000000000002", StoreVerdict::Live),
-            batch("u/p/b", "0000000000000003", StoreVerdict::Finished),
+            batch("u/p/a", "0000000000000002", State::Live),
+            batch("u/p/b", "0000000000000003", State::Finished),
         ],
         read: 1,
     }));

@@ -8,23 +8,11 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState};
-use ubunye::bucket::StoreVerdict;
 use ubunye::documents::short;
 use ubunye::state::State;
 
 use super::app::{Ctx, Detail, KEYS, Popup, StoreApp, footer};
 use crate::top::ui::{fit, state_style, wrap};
-
-/// The disk state whose glyph and colour a store verdict takes: one look on
-/// every surface.
-fn as_state(v: StoreVerdict) -> State {
-    match v {
-        StoreVerdict::Live => State::Live,
-        StoreVerdict::Dead => State::Dead,
-        StoreVerdict::Finished => State::Finished,
-        StoreVerdict::Unreadable => State::Unreadable,
-    }
-}
 
 /// Draw the whole screen.
 pub fn draw(f: &mut Frame, app: &mut StoreApp, colour: bool) {
@@ -38,12 +26,15 @@ pub fn draw(f: &mut Frame, app: &mut StoreApp, colour: bool) {
     ])
     .areas(f.area());
     // Header: the use case, the counts, how it is read.
-    let count = |v: StoreVerdict| app.batches.iter().filter(|b| b.state == v).count();
+    let count = |v: State| app.batches.iter().filter(|b| b.state == v).count();
     let mut spans =
         vec![Span::styled(format!("ubunye top  {}", app.uc), Style::default().add_modifier(Modifier::BOLD))];
-    for v in [StoreVerdict::Unreadable, StoreVerdict::Dead, StoreVerdict::Live, StoreVerdict::Finished] {
+    // The states a lease gives are always counted; those a run record
+    // gives, when a batch has one.
+    let always = [State::Unreadable, State::Dead, State::Live, State::Finished];
+    for v in State::ALL.into_iter().filter(|v| always.contains(v) || count(*v) > 0) {
         spans.push(Span::raw("  "));
-        spans.push(Span::styled(format!("{} {}", count(v), v.word()), paint(state_style(as_state(v)))));
+        spans.push(Span::styled(format!("{} {}", count(v), v.word()), paint(state_style(v))));
     }
     let how = match (&app.error, app.looks) {
         (Some(e), _) => format!("cannot read the store: {e}"),
@@ -65,7 +56,7 @@ pub fn draw(f: &mut Frame, app: &mut StoreApp, colour: bool) {
     let lines: Vec<Row> = rows
         .iter()
         .map(|b| {
-            let st = as_state(b.state);
+            let st = b.state;
             Row::new(vec![
                 Cell::from(format!("{} {}", st.glyph(), b.state.word())).style(paint(state_style(st))),
                 Cell::from(b.task.clone()),
@@ -75,7 +66,7 @@ pub fn draw(f: &mut Frame, app: &mut StoreApp, colour: bool) {
                     b.age_secs.map(|s| ubunye::timefmt::age(std::time::Duration::from_secs(s))).unwrap_or_default(),
                 ),
                 Cell::from(claims(b)),
-                Cell::from(b.why.clone().unwrap_or_default()),
+                Cell::from(b.note.clone()),
             ])
         })
         .collect();
@@ -86,7 +77,7 @@ pub fn draw(f: &mut Frame, app: &mut StoreApp, colour: bool) {
     let table = Table::new(
         lines,
         [
-            Constraint::Length(12),
+            Constraint::Length(13),
             Constraint::Min(14),
             Constraint::Length(16),
             Constraint::Length(8),
@@ -134,13 +125,10 @@ pub fn draw(f: &mut Frame, app: &mut StoreApp, colour: bool) {
     }
 }
 
-/// A lease's claims; none shown for a finished batch or a lease that
-/// cannot be read (not zero: unknown).
+/// A lease's claims; none shown for a batch no lease holds or a lease
+/// that cannot be read (not zero: unknown).
 pub fn claims(b: &ubunye::bucket::StoreBatch) -> String {
-    match b.state {
-        StoreVerdict::Live | StoreVerdict::Dead => b.claims.to_string(),
-        StoreVerdict::Finished | StoreVerdict::Unreadable => String::new(),
-    }
+    if b.has_lease() && b.state != State::Unreadable { b.claims.to_string() } else { String::new() }
 }
 
 fn centred(area: Rect, w: u16, h: u16) -> Rect {

@@ -1,0 +1,289 @@
+//! A store's batches judged by the disk's state model: each lease, finished
+//! note and run record read from the bucket is put into a [`state::Batch`]
+//! as its file would be, and [`state::file_records`] files the records and
+//! gives each batch its one state, flags and note, as a scan of a disk does.
+//! What only a store has (a lease's lifetime, `ttl_s`, and its age by the
+//! store's clock) is judged here: the store asks no process table, so a
+//! lease is dead exactly when it is older than its lifetime.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::time::SystemTime;
+
+use super::claims::claim_key;
+use super::lease::{age_of, lifetime_of, read_doc};
+use super::objects::{Got, Listed, Objects, StoreError};
+use super::url::StoreUrl;
+use crate::liveness::{Age, AgeBecause, Judgement, TouchedBy, Why};
+use crate::state::{
+    self, Batch, ClaimInfo, Holder, LeaseInfo, OutputInfo, RecordInfo, State, UnreadableFile, note_of, record_key,
+    record_of,
+};
+use crate::sys::{ClockSource, Now, Timing};
+
+/// One batch of a use case in a store: a row of `leases list`, `top` and
+/// `doctor`, judged as a batch on disk is.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct StoreBatch {
+    /// Its task.
+    pub task: String,
+    /// Its key.
+    pub key: String,
+    /// Its one state, as on disk.
+    pub state: State,
+    /// The run that holds it, held it, finished it, or last ran it.
+    pub run_id: Option<String>,
+    /// The lease's age by the store's clock, in seconds.
+    pub age_secs: Option<u64>,
+    /// The lifetime its lease is judged by, in seconds: the `ttl_s` its
+    /// holder wrote, else the disk's timeout; None without a readable lease.
+    pub ttl_secs: Option<f64>,
+    /// Files its lease claims.
+    pub claims: usize,
+    /// Its lease object, else its note, else its newest run record.
+    pub url: String,
+    /// One line on its state, as `leases list` on disk words it.
+    pub note: String,
+    /// The `status` of its newest run record that can be read.
+    pub record_status: Option<String>,
+}
+
+impl StoreBatch {
+    /// Whether a lease holds the batch (live, dead or waiting on its commit).
+    pub fn has_lease(&self) -> bool {
+        self.ttl_secs.is_some()
+    }
+}
+
+/// A batch's lease and note, as listed.
+#[derive(Debug, Default)]
+pub(super) struct Found {
+    pub lease: Option<Listed>,
+    pub note: Option<Listed>,
+}
+
+/// What a HEAD of each claimed object of a dead lease found: (URL, size
+/// when there). A dead lease is read again only when its ETag changes, so a
+/// poller keeps what it found by the lease's key and ETag.
+#[derive(Debug, Default)]
+pub(super) struct Heads {
+    seen: HashMap<String, (String, HashMap<String, Option<u64>>)>,
+}
+
+impl Heads {
+    fn of(
+        &mut self,
+        objects: &dyn Objects,
+        lease: &str,
+        etag: &str,
+        urls: &[&str],
+    ) -> Result<&HashMap<String, Option<u64>>, StoreError> {
+        if self.seen.get(lease).is_none_or(|(e, _)| e != etag) {
+            let mut found = HashMap::new();
+            for url in urls {
+                let size = match claim_key(objects.bucket(), url) {
+                    Some(k) => objects.head(k)?.map(|l| l.size),
+                    None => None,
+                };
+                found.insert(url.to_string(), size);
+            }
+            self.seen.insert(lease.to_string(), (etag.to_string(), found));
+        }
+        Ok(&self.seen[lease].1)
+    }
+
+    /// Forget the leases no longer listed.
+    pub fn keep_only(&mut self, listed: &dyn Fn(&str) -> bool) {
+        self.seen.retain(|k, _| listed(k));
+    }
+}
+
+/// What the state model does not keep of a store's lease.
+#[derive(Default)]
+struct Side {
+    age_secs: Option<u64>,
+    ttl_secs: Option<f64>,
+    claims: usize,
+    url: String,
+}
+
+/// Every batch `batches` and `records` name, judged at the store's `now`
+/// (`read`: each listed object's body by key, None for one gone since the
+/// listing), in task and key order.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn judge_all(
+    objects: &dyn Objects,
+    uc: &StoreUrl,
+    timing: &Timing,
+    batches: BTreeMap<(String, String), Found>,
+    records: Vec<(String, Listed)>,
+    read: &mut HashMap<String, Option<Got>>,
+    now: SystemTime,
+    heads: &mut Heads,
+) -> Result<Vec<StoreBatch>, StoreError> {
+    type Records = Vec<Result<(RecordInfo, Option<String>), UnreadableFile>>;
+    let mut tasks: BTreeMap<String, (Vec<Batch>, Records)> = BTreeMap::new();
+    let mut sides: HashMap<(String, String), Side> = HashMap::new();
+    for ((task, key), found) in batches {
+        let mut b = Batch::new(&task, &key);
+        let mut side = Side::default();
+        if let Some(l) = &found.lease
+            && let Some(got) = read.remove(&l.key).flatten()
+        {
+            side.url = objects.url(&l.key);
+            lease_into(&mut b, &mut side, objects, uc, timing, (&l.key, &got), now, heads)?;
+        }
+        if let Some(l) = &found.note
+            && let Some(got) = read.remove(&l.key).flatten()
+        {
+            let url = objects.url(&l.key);
+            match note_of(&got.body, Path::new(&url)) {
+                Ok(f) => b.finished = Some(Box::new(f)),
+                Err(u) => b.unreadable.push(u),
+            }
+            if side.url.is_empty() {
+                side.url = url;
+            }
+        }
+        // Its lease released and its note gone between the list and the
+        // reads: the batch is judged by its records alone, if it has any.
+        if !side.url.is_empty() {
+            tasks.entry(task.clone()).or_default().0.push(b);
+            sides.insert((task, key), side);
+        }
+    }
+    for (task, l) in records {
+        let Some(got) = read.remove(&l.key).flatten() else { continue };
+        let url = objects.url(&l.key);
+        let r = record_of(&got.body, Path::new(&url)).map(|r| {
+            let hashed = r.variables.as_ref().and_then(|v| record_key(&task, v));
+            (r, hashed)
+        });
+        tasks.entry(task).or_default().1.push(r);
+    }
+    let now = Now { time: now, source: ClockSource::Store };
+    let mut out = Vec::new();
+    for (task, (batches, records)) in tasks {
+        for b in state::file_records(&task, batches, records, now) {
+            let side = sides.remove(&(b.task.clone(), b.key.clone())).unwrap_or_default();
+            out.push(row(b, side));
+        }
+    }
+    out.sort_by(|a, b| (&a.task, &a.key).cmp(&(&b.task, &b.key)));
+    Ok(out)
+}
+
+fn row(b: Batch, side: Side) -> StoreBatch {
+    let url = if side.url.is_empty() {
+        let newest = b.records.first().map(|r| &r.path).or(b.unreadable.first().map(|u| &u.path));
+        newest.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
+    } else {
+        side.url
+    };
+    let record_status = b.records.iter().find(|r| r.damaged.is_none()).and_then(|r| r.status.clone());
+    StoreBatch {
+        record_status,
+        task: b.task,
+        key: b.key,
+        state: b.state,
+        run_id: b.run_id,
+        age_secs: side.age_secs,
+        ttl_secs: side.ttl_secs,
+        claims: side.claims,
+        url,
+        note: b.note,
+    }
+}
+
+/// Read a lease object into `b` as the state model reads a lease file: its
+/// holder judged by its age against its lifetime, by the store's clock. A
+/// lease that cannot be read, or is dated after the store's now, is
+/// unreadable: never judged free or dead.
+#[allow(clippy::too_many_arguments)]
+fn lease_into(
+    b: &mut Batch,
+    side: &mut Side,
+    objects: &dyn Objects,
+    uc: &StoreUrl,
+    timing: &Timing,
+    (key, got): (&str, &Got),
+    now: SystemTime,
+    heads: &mut Heads,
+) -> Result<(), StoreError> {
+    let path = Path::new(&side.url).to_path_buf();
+    let doc = match read_doc(&got.body, uc) {
+        Ok(d) => d,
+        Err(why) => {
+            b.unreadable.push(UnreadableFile::new(&path, why));
+            return Ok(());
+        }
+    };
+    side.claims = doc.claim_count();
+    let lifetime = lifetime_of(&doc, timing);
+    side.ttl_secs = Some(lifetime.as_secs_f64());
+    let Some(age) = age_of(got.modified, now, timing) else {
+        let why = "it was written after the store's clock says now: its age cannot be told";
+        b.unreadable.push(UnreadableFile::new(&path, why));
+        return Ok(());
+    };
+    side.age_secs = Some(age.as_secs());
+    let dead = age > lifetime;
+    let notes = doc.notes().unwrap_or_default();
+    let replaces = doc.replaces().unwrap_or_default();
+    // Whether a claimed object is there matters once its run is gone (what
+    // the next run takes back); a live run's are not looked at.
+    let urls: Vec<&str> = notes
+        .iter()
+        .flat_map(|n| n.claimed.iter())
+        .chain(replaces.iter().flat_map(|(_, f)| f.iter()))
+        .map(String::as_str)
+        .collect();
+    let none = HashMap::new();
+    let there = if dead || doc.kept() { heads.of(objects, key, &got.etag, &urls)? } else { &none };
+    let claim = |c: &String| {
+        let size = there.get(c.as_str()).copied().flatten();
+        ClaimInfo { claim: c.clone(), present: size.is_some(), size }
+    };
+    let outputs = notes
+        .iter()
+        .map(|n| OutputInfo {
+            name: n.name.clone(),
+            appends: n.appends,
+            exact: n.exact,
+            state: n.state.clone(),
+            staging: n.staging.clone(),
+            staging_exists: false,
+            claims: n.claimed.iter().map(claim).collect(),
+        })
+        .collect();
+    let replaces = replaces.iter().map(|(o, f)| (o.clone(), f.iter().map(claim).collect())).collect();
+    let because = AgeBecause::ObjectStore;
+    let holder = Holder {
+        run_id: doc.run_id(),
+        pid: doc.pid().ok().filter(|_| doc.0.contains_key("pid")),
+        host: doc.host().map(str::to_string),
+        started_at: doc.started_at().map(str::to_string),
+        heartbeat: doc.heartbeat(),
+        judgement: Some(Judgement {
+            dead,
+            same_host: false,
+            why: if dead { Why::Stale { because } } else { Why::Fresh { because } },
+            age: Some(Age { age, by: TouchedBy::Mtime, clock: ClockSource::Store, clock_behind: None }),
+            stalled: false,
+        }),
+    };
+    b.lease = Some(Box::new(LeaseInfo {
+        path,
+        holder,
+        committed: doc.committed(),
+        kept: doc.kept(),
+        outputs,
+        replaces,
+        tombstoned: false,
+        refused_paths: Vec::new(),
+        times: None,
+        doc,
+        not_json: None,
+    }));
+    Ok(())
+}
