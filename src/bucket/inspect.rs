@@ -36,7 +36,6 @@ pub fn find(
     task: Option<&str>,
     timing: &Timing,
 ) -> Result<(SystemTime, Found), StoreError> {
-    // Only the batches the query names are read, not every lease.
     let (now, mut hits, all) =
         look_where(objects, uc, timing, &|t, k| k.starts_with(query) && task.is_none_or(|want| t == want))?;
     Ok((

@@ -4,7 +4,7 @@
 //! HEAD per claim of a dead lease, a HEAD of the bucket for the clock):
 //! looking never writes.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
 
 use super::judge::{Found, Heads, StoreBatch, judge_all};
@@ -22,18 +22,18 @@ pub fn look(
     look_where(objects, uc, timing, &|_, _| true).map(|(now, batches, _)| (now, batches))
 }
 
-/// [`look`] at the batches `wanted(task, key)` picks (only their leases
-/// and notes are read; every run record is, since a record's batch is told
-/// by its variables), and how many batches the use case holds.
+/// [`look`] at the batches `wanted(task, key)` picks, and how many batches
+/// the use case holds. Every lease, note and record is read, as for the
+/// whole list: a run record is filed to its batch by the lease or note that
+/// names its run, else by its variables, so one batch is judged as the
+/// whole list judges it only when every document is there to file by.
 pub fn look_where(
     objects: &dyn Objects,
     uc: &StoreUrl,
     timing: &Timing,
     wanted: &dyn Fn(&str, &str) -> bool,
 ) -> Result<(SystemTime, Vec<StoreBatch>, usize), StoreError> {
-    let Listing { mut batches, records } = listing(objects, uc)?;
-    let folder: HashSet<(String, String)> = batches.keys().cloned().collect();
-    batches.retain(|(task, key), _| wanted(task, key));
+    let Listing { batches, records } = listing(objects, uc)?;
     // Every object read, many in flight.
     let keys: Vec<String> = batches
         .values()
@@ -46,9 +46,8 @@ pub fn look_where(
     // is never "ahead" of it (its age is at most the listing's time too long).
     let now = objects.now()?;
     let all = judge_all(objects, uc, timing, batches, records, &mut read, now, &mut Heads::default())?;
-    let only_records = all.iter().filter(|b| !folder.contains(&(b.task.clone(), b.key.clone()))).count();
-    let picked = all.into_iter().filter(|b| wanted(&b.task, &b.key)).collect();
-    Ok((now, picked, folder.len() + only_records))
+    let count = all.len();
+    Ok((now, all.into_iter().filter(|b| wanted(&b.task, &b.key)).collect(), count))
 }
 
 /// `look` again and again (the dashboard over a store, which polls: object
