@@ -6,8 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use super::judge::Judged;
 use super::judge::StoreBatch;
-use super::look::{look, look_where};
+use super::look::{look_where, read_all};
 use super::objects::{Objects, StoreError};
 use super::place::Place;
 use super::recover::{claim_key, uploads_of};
@@ -242,32 +243,43 @@ pub struct StoreFinding {
 
 /// The outputs the use case's run records name (their `location`), in this
 /// bucket: where its runs upload.
-pub fn recorded_outputs(objects: &dyn Objects, uc: &StoreUrl) -> Result<Vec<StoreUrl>, StoreError> {
-    let keys: Vec<String> = objects.list(&uc.key(".ubunye/lineage/"))?.into_iter().map(|l| l.key).collect();
+fn recorded_outputs(objects: &dyn Objects, judged: &[Judged]) -> Vec<StoreUrl> {
     let mut out: Vec<StoreUrl> = Vec::new();
-    for got in objects.get_many(&keys)?.into_iter().flatten() {
-        let Ok(v) = serde_json::from_slice::<Value>(&got.body) else { continue };
-        for step in v.get("outputs").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(u) = step.get("location").and_then(Value::as_str).and_then(|l| StoreUrl::parse(l).ok())
-                && u.bucket == objects.bucket()
-                && !out.contains(&u)
-            {
-                out.push(u);
-            }
+    let records = judged.iter().flat_map(|j| &j.batch.records);
+    for (_, location) in records.flat_map(|r| &r.locations) {
+        if let Ok(u) = StoreUrl::parse(location)
+            && u.bucket == objects.bucket()
+            && !out.contains(&u)
+        {
+            out.push(u);
         }
     }
     out.sort_by(|a, b| a.prefix.cmp(&b.prefix));
-    Ok(out)
+    out
+}
+
+/// The keys a lease claims, its own and those of the run it was taking over.
+fn claimed_keys(objects: &dyn Objects, d: &LeaseDoc) -> Vec<String> {
+    let taking_over = d.0.get("taking_over").and_then(Value::as_object).map(|m| LeaseDoc(m.clone()));
+    let docs = [Some(d.clone()), taking_over];
+    let notes = docs.into_iter().flatten().flat_map(|doc| doc.notes().unwrap_or_default());
+    notes.flat_map(|n| n.claimed).filter_map(|c| claim_key(objects.bucket(), &c).map(str::to_string)).collect()
 }
 
 /// Findings in a use case in a store: unreadable and dead leases, and open
 /// uploads that no lease names under the outputs its run records name.
 pub fn doctor(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Vec<StoreFinding>, StoreError> {
-    let outputs = recorded_outputs(objects, uc)?;
-    let (_, batches) = look(objects, uc, timing)?;
+    let (_, judged) = read_all(objects, uc, timing)?;
+    findings(objects, &judged)
+}
+
+/// What doctor finds among batches judged.
+pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<StoreFinding>, StoreError> {
+    let outputs = recorded_outputs(objects, judged);
     let mut named: Vec<String> = Vec::new();
     let mut out = Vec::new();
-    for b in &batches {
+    for j in judged {
+        let b = j.row();
         let run = b.run_id.as_deref().map(documents::short).unwrap_or_else(|| "?".into());
         match b.state {
             State::Unreadable => out.push(StoreFinding {
@@ -293,27 +305,27 @@ pub fn doctor(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<V
             }),
             _ => {}
         }
-        if b.has_lease() {
-            let Some(lease_key) = claim_key(objects.bucket(), &b.url) else { continue };
-            if let Some(got) = objects.get(lease_key)?
-                && let Ok(Parsed::Doc(m)) = documents::parse_doc(&got.body)
-            {
-                let d = LeaseDoc(m);
-                let docs =
-                    [Some(d.clone()), d.0.get("taking_over").and_then(Value::as_object).map(|m| LeaseDoc(m.clone()))];
-                for doc in docs.into_iter().flatten() {
-                    for n in doc.notes().unwrap_or_default() {
-                        named.extend(
-                            n.claimed.iter().filter_map(|c| claim_key(objects.bucket(), c).map(str::to_string)),
-                        );
-                    }
-                }
-            }
+        if let Some(d) = j.lease_doc() {
+            named.extend(claimed_keys(objects, d));
         }
     }
     for o in outputs.iter().filter(|o| o.bucket == objects.bucket()) {
         let prefix = if o.prefix.is_empty() { String::new() } else { format!("{}/", o.prefix) };
-        for (key, id) in objects.open_uploads(&prefix)? {
+        let open = objects.open_uploads(&prefix)?;
+        // A live run may have claimed a key since its lease was read (it
+        // saves the key before it starts the upload): the leases are read
+        // again before an upload is called stray.
+        if open.iter().any(|(key, _)| !named.contains(key)) {
+            for j in judged.iter().filter(|j| j.lease_doc().is_some()) {
+                let Some(lease_key) = claim_key(objects.bucket(), &j.row().url).map(str::to_string) else { continue };
+                if let Some(got) = objects.get(&lease_key)?
+                    && let Ok(Parsed::Doc(m)) = documents::parse_doc(&got.body)
+                {
+                    named.extend(claimed_keys(objects, &LeaseDoc(m)));
+                }
+            }
+        }
+        for (key, id) in open {
             if !named.contains(&key) {
                 out.push(StoreFinding {
                     kind: "stray-upload",

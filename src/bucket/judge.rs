@@ -98,8 +98,44 @@ impl Heads {
     }
 }
 
+/// A batch judged, and what the state model does not keep of its lease.
+pub(super) struct Judged {
+    pub batch: Batch,
+    side: Side,
+}
+
+impl Judged {
+    /// Its row.
+    pub fn row(&self) -> StoreBatch {
+        let (b, side) = (&self.batch, &self.side);
+        let url = if side.url.is_empty() {
+            let newest = b.records.first().map(|r| &r.path).or(b.unreadable.first().map(|u| &u.path));
+            newest.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
+        } else {
+            side.url.clone()
+        };
+        StoreBatch {
+            task: b.task.clone(),
+            key: b.key.clone(),
+            state: b.state,
+            run_id: b.run_id.clone(),
+            age_secs: side.age_secs,
+            ttl_secs: side.ttl_secs,
+            claims: side.claims,
+            url,
+            note: b.note.clone(),
+            record_status: b.records.iter().find(|r| r.damaged.is_none()).and_then(|r| r.status.clone()),
+        }
+    }
+
+    /// Its lease as read, when it could be.
+    pub fn lease_doc(&self) -> Option<&crate::documents::LeaseDoc> {
+        self.batch.lease.as_ref().map(|l| &l.doc)
+    }
+}
+
 /// What the state model does not keep of a store's lease.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Side {
     age_secs: Option<u64>,
     ttl_secs: Option<f64>,
@@ -120,7 +156,7 @@ pub(super) fn judge_all(
     read: &mut HashMap<String, Option<Got>>,
     now: SystemTime,
     heads: &mut Heads,
-) -> Result<Vec<StoreBatch>, StoreError> {
+) -> Result<Vec<Judged>, StoreError> {
     type Records = Vec<Result<(RecordInfo, Option<String>), UnreadableFile>>;
     let mut tasks: BTreeMap<String, (Vec<Batch>, Records)> = BTreeMap::new();
     let mut sides: HashMap<(String, String), Side> = HashMap::new();
@@ -166,33 +202,11 @@ pub(super) fn judge_all(
     for (task, (batches, records)) in tasks {
         for b in state::file_records(&task, batches, records, now) {
             let side = sides.remove(&(b.task.clone(), b.key.clone())).unwrap_or_default();
-            out.push(row(b, side));
+            out.push(Judged { batch: b, side });
         }
     }
-    out.sort_by(|a, b| (&a.task, &a.key).cmp(&(&b.task, &b.key)));
+    out.sort_by(|a, b| (&a.batch.task, &a.batch.key).cmp(&(&b.batch.task, &b.batch.key)));
     Ok(out)
-}
-
-fn row(b: Batch, side: Side) -> StoreBatch {
-    let url = if side.url.is_empty() {
-        let newest = b.records.first().map(|r| &r.path).or(b.unreadable.first().map(|u| &u.path));
-        newest.map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
-    } else {
-        side.url
-    };
-    let record_status = b.records.iter().find(|r| r.damaged.is_none()).and_then(|r| r.status.clone());
-    StoreBatch {
-        record_status,
-        task: b.task,
-        key: b.key,
-        state: b.state,
-        run_id: b.run_id,
-        age_secs: side.age_secs,
-        ttl_secs: side.ttl_secs,
-        claims: side.claims,
-        url,
-        note: b.note,
-    }
 }
 
 /// Read a lease object into `b` as the state model reads a lease file: its

@@ -5,11 +5,14 @@
 //! looking never writes.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
-use super::judge::{Found, Heads, StoreBatch, judge_all};
+use super::inspect::findings;
+use super::judge::{Found, Heads, Judged, StoreBatch, judge_all};
 use super::objects::{Got, Listed, Objects, StoreError};
 use super::url::StoreUrl;
+use crate::census::Census;
+use crate::state::State;
 use crate::sys::Timing;
 
 /// Every batch under `uc`, in task and key order, and the store's time they
@@ -33,6 +36,17 @@ pub fn look_where(
     timing: &Timing,
     wanted: &dyn Fn(&str, &str) -> bool,
 ) -> Result<(SystemTime, Vec<StoreBatch>, usize), StoreError> {
+    let (now, all) = read_all(objects, uc, timing)?;
+    let picked = all.iter().filter(|j| wanted(&j.batch.task, &j.batch.key)).map(Judged::row).collect();
+    Ok((now, picked, all.len()))
+}
+
+/// Every batch under `uc` judged, and the store's time it was judged at.
+pub(super) fn read_all(
+    objects: &dyn Objects,
+    uc: &StoreUrl,
+    timing: &Timing,
+) -> Result<(SystemTime, Vec<Judged>), StoreError> {
     let Listing { batches, records } = listing(objects, uc)?;
     // Every object read, many in flight.
     let keys: Vec<String> = batches
@@ -45,9 +59,12 @@ pub fn look_where(
     // The store's time after every read: a lease saved while the listing ran
     // is never "ahead" of it (its age is at most the listing's time too long).
     let now = objects.now()?;
-    let all = judge_all(objects, uc, timing, batches, records, &mut read, now, &mut Heads::default())?;
-    let count = all.len();
-    Ok((now, all.into_iter().filter(|b| wanted(&b.task, &b.key)).collect(), count))
+    Ok((now, judge_all(objects, uc, timing, batches, records, &mut read, now, &mut Heads::default())?))
+}
+
+/// The use case under `uc` counted once, as [`Poller::census`] counts it.
+pub fn census(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing, label: &str, per_batch: bool) -> Census {
+    Poller::new().census(objects, uc, timing, label, per_batch)
 }
 
 /// `look` again and again (the dashboard over a store, which polls: object
@@ -81,6 +98,50 @@ impl Poller {
 
     /// Every batch under `uc`, as [`look`] gives them.
     pub fn look(&mut self, objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Polled, StoreError> {
+        let (now, judged, read) = self.poll(objects, uc, timing)?;
+        Ok(Polled { now, batches: judged.iter().map(Judged::row).collect(), read })
+    }
+
+    /// The use case counted as `ubunye metrics` counts one on disk
+    /// ([`Census`]), labelled `label`, reading only what changed; doctor's
+    /// findings with it. A store that does not answer is a census with its
+    /// error.
+    pub fn census(
+        &mut self,
+        objects: &dyn Objects,
+        uc: &StoreUrl,
+        timing: &Timing,
+        label: &str,
+        per_batch: bool,
+    ) -> Census {
+        let started = Instant::now();
+        let counted = self.poll(objects, uc, timing).and_then(|(now, judged, _)| {
+            let mut c = Census { use_case: label.to_string(), ..Census::default() };
+            for j in &judged {
+                c.add(&j.batch, now, per_batch);
+            }
+            c.scan_errors = c.tasks.values().map(|t| t.states[State::Unreadable.rank()]).sum();
+            for f in findings(objects, &judged)? {
+                *c.findings.entry(f.kind).or_default() += 1;
+            }
+            Ok(c)
+        });
+        let mut c = counted.unwrap_or_else(|e| Census {
+            use_case: label.to_string(),
+            error: Some(e.to_string()),
+            scan_errors: 1,
+            ..Census::default()
+        });
+        c.duration = started.elapsed();
+        c
+    }
+
+    fn poll(
+        &mut self,
+        objects: &dyn Objects,
+        uc: &StoreUrl,
+        timing: &Timing,
+    ) -> Result<(SystemTime, Vec<Judged>, usize), StoreError> {
         let Listing { batches, records } = listing(objects, uc)?;
         let listed: HashMap<&str, &Listed> = batches
             .values()
@@ -121,8 +182,8 @@ impl Poller {
             self.seen.iter().map(|(k, (_, g))| (k.clone(), g.clone())).collect();
         read.extend(now_read);
         let now = objects.now()?;
-        let batches = judge_all(objects, uc, timing, batches, records, &mut read, now, &mut self.heads)?;
-        Ok(Polled { now, batches, read: read_now })
+        let judged = judge_all(objects, uc, timing, batches, records, &mut read, now, &mut self.heads)?;
+        Ok((now, judged, read_now))
     }
 }
 

@@ -401,6 +401,33 @@ fn repairs(st: &Store) {
     let o = st.ubunye().args(["doctor", "-d", &uc]).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "doctor finds the dead lease");
     assert!(String::from_utf8_lossy(&o.stdout).contains("dead-lease"));
+    // The metrics count a store's batches by the states a folder's have,
+    // alone or among other use cases (a folder that is not there is its
+    // own row, and the store is still counted).
+    for extra in [None, Some("/nonexistent-use-case")] {
+        let mut m = st.ubunye();
+        m.args(["metrics", "-d", &uc]);
+        if let Some(d) = extra {
+            m.args(["-d", d]);
+        }
+        let o = m.output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{text} {}", String::from_utf8_lossy(&o.stderr));
+        let series = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(name) && l.contains(&format!("use_case=\"{uc}\"")))
+                .and_then(|l| l.rsplit(' ').next())
+                .map(str::to_string)
+        };
+        let dead = text.lines().find(|l| {
+            l.starts_with("ubunye_batches{")
+                && l.contains(&format!("use_case=\"{uc}\""))
+                && l.contains("state=\"dead\"")
+        });
+        assert!(dead.is_some_and(|l| l.ends_with(" 1")), "{text}");
+        assert_eq!(series("ubunye_scan_errors").as_deref(), Some("0"), "{text}");
+        assert!(text.contains("kind=\"dead-lease\""), "{text}");
+    }
     let o = st.ubunye().args(["leases", "takeover", "-d", &uc, &key[..8], "--dry-run"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("--dry-run: nothing was changed"));
@@ -638,6 +665,24 @@ fn moto_top_in_a_terminal() {
     t.wait("top to exit", |p| p.contains("TOP-EXITED 0"));
     assert_eq!(std::fs::read_to_string(&before).unwrap(), std::fs::read_to_string(&after).unwrap());
     assert_eq!(t.run(&["display-message", "-p", "-t", "e2e", "#{alternate_on}"]).trim(), "0");
+
+    // The fleet view counts the store among other use cases, and Enter
+    // opens its dashboard; q there comes back.
+    let fleet_line = format!(
+        "env {env} {bin} top -d {uc} -d /nonexistent-use-case --interval 300ms; echo FLEET-EXITED $?",
+        env = env.join(" "),
+        bin = common::bin().display(),
+    );
+    t.keys(&[&fleet_line, "Enter"]);
+    let fleet =
+        t.wait("the store's row", |p| p.contains(&uc) && p.contains("2 use cases") && p.contains(" 1 interrupted"));
+    assert!(fleet.contains("1 cannot be read"), "{fleet}");
+    t.keys(&["g", "Enter"]);
+    t.wait("the store's dashboard", |p| p.contains(&format!("ubunye top  {uc}")) && p.contains("◐ interrupted"));
+    t.keys(&["q"]);
+    t.wait("back in the fleet view", |p| p.contains("2 use cases"));
+    t.keys(&["q"]);
+    t.wait("the fleet view to exit", |p| p.contains("FLEET-EXITED 0"));
 
     // Ctrl-C while a takeover runs (its settle is the default 3 s here):
     // the dashboard ends at once, the takeover, a process of its own,

@@ -124,9 +124,16 @@ impl UseCasesArg {
         }
     }
 
-    /// Every use case named, each with what stops it being read.
+    /// Every use case named, each with what stops it being read (a store
+    /// among many: it is read alone).
     pub fn resolve(&self) -> Vec<crate::console::fleet::UseCase> {
-        crate::console::fleet::resolve(&self.dirs, &self.find, self.depth)
+        crate::console::fleet::resolve(&self.dirs, &self.find, self.depth, false)
+    }
+
+    /// Every use case named, stores among them, each with what stops it
+    /// being counted: what the metrics and the fleet view count.
+    pub fn resolve_counted(&self) -> Vec<crate::console::fleet::UseCase> {
+        crate::console::fleet::resolve(&self.dirs, &self.find, self.depth, true)
     }
 
     /// As a [`DirArg`], for the code that reads one use case.

@@ -368,7 +368,7 @@ fn dispatch(cli: &Cli) -> i32 {
                 read_only: a.read_only,
             }),
             None => crate::top::fleet::run(&crate::top::fleet::Options {
-                ucs: a.ucs.resolve(),
+                ucs: a.ucs.resolve_counted(),
                 watch: a.watch.clone(),
                 interval: a.interval,
                 colour,

@@ -6,6 +6,9 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use std::sync::Arc;
+
+use ubunye::bucket::{Objects, Poller, S3, StoreUrl};
 use ubunye::census::{self, Census};
 use ubunye::state::ScanOptions;
 use ubunye::sys::Sys;
@@ -23,6 +26,21 @@ pub struct UseCase {
 }
 
 impl UseCase {
+    /// The use case's place in an object store, when it names one
+    /// (`s3://bucket/prefix`).
+    pub fn store(&self) -> Option<&str> {
+        self.shown.to_str().filter(|s| ubunye::bucket::is_store_url(s))
+    }
+
+    /// The label the metrics give it: a store's URL as given; a folder's
+    /// path, [`UseCase::path`], as [`census::label`] spells it.
+    pub fn label(&self) -> String {
+        match self.store() {
+            Some(url) => url.to_string(),
+            None => census::label(&self.path()),
+        }
+    }
+
     /// The name tables print: the path as given, lossily.
     pub fn name(&self) -> String {
         self.shown.display().to_string()
@@ -51,8 +69,10 @@ impl UseCase {
 
 /// The use cases named, in the order given (each `-d`, then each root's, in
 /// path order), the same folder once; with the folders `--find` could not
-/// list as use cases with an error.
-pub fn resolve(dirs: &[PathBuf], find: &[PathBuf], depth: usize) -> Vec<UseCase> {
+/// list as use cases with an error. A use case in an object store is one of
+/// many when `stores` (what counts use cases: the metrics and the fleet
+/// view), else a use case with an error that says to read it alone.
+pub fn resolve(dirs: &[PathBuf], find: &[PathBuf], depth: usize, stores: bool) -> Vec<UseCase> {
     let mut out = Vec::new();
     let (mut seen, mut inodes): (BTreeSet<PathBuf>, BTreeSet<(u64, u64)>) = Default::default();
     let mut add = |shown: PathBuf, error: Option<String>, out: &mut Vec<UseCase>| {
@@ -67,8 +87,12 @@ pub fn resolve(dirs: &[PathBuf], find: &[PathBuf], depth: usize) -> Vec<UseCase>
     };
     let dirs: Vec<PathBuf> = if dirs.is_empty() && find.is_empty() { vec![PathBuf::from(".")] } else { dirs.to_vec() };
     for d in dirs {
-        let error = if d.to_str().is_some_and(ubunye::bucket::is_store_url) {
-            Some("a use case in an object store is read alone: give it as the only -d".to_string())
+        let error = if let Some(url) = d.to_str().filter(|s| ubunye::bucket::is_store_url(s)) {
+            match ubunye::bucket::StoreUrl::parse(url) {
+                Err(e) => Some(e.to_string()),
+                Ok(_) if stores => None,
+                Ok(_) => Some("a use case in an object store is read alone: give it as the only -d".to_string()),
+            }
         } else {
             crate::console::usecase::check(&d).err()
         };
@@ -99,35 +123,79 @@ pub fn resolve(dirs: &[PathBuf], find: &[PathBuf], depth: usize) -> Vec<UseCase>
     out
 }
 
-/// The census of one use case of many ([`census::count`]); one that cannot
-/// be read (or is in an object store, which is not counted) is a census
-/// with its error, never a failure.
+/// The census of one use case of many ([`census::count`], or a store's,
+/// [`ubunye::bucket::census`]); one that cannot be read is a census with
+/// its error, never a failure.
 pub fn count(uc: &UseCase, opts: &ScanOptions, sys: &Sys, per_batch: bool) -> Census {
     // The label is the folder as named, made absolute: the same series
     // whether it can be read or not, so an alert sees it go to 0.
-    let label = census::label(&uc.path());
+    let label = uc.label();
     let failed =
         |error: String| Census { use_case: label.clone(), error: Some(error), scan_errors: 1, ..Census::default() };
-    if uc.shown.to_str().is_some_and(ubunye::bucket::is_store_url) {
-        return failed("a use case in an object store is not counted among many (yet): read it alone".into());
-    }
-    match &uc.error {
-        Some(e) => failed(e.clone()),
-        None => census::count(&uc.shown, &label, opts, sys, per_batch),
+    match (&uc.error, uc.store()) {
+        (Some(e), _) => failed(e.clone()),
+        (None, Some(url)) => match open_store(url) {
+            Ok((url, objects)) => ubunye::bucket::census(&*objects, &url, &sys.timing, &label, per_batch),
+            Err(e) => failed(e),
+        },
+        (None, None) => census::count(&uc.shown, &label, opts, sys, per_batch),
     }
 }
 
-/// A census of one use case of many kept up to date ([`Tally`]), read whole
-/// again every `full_every`; one that cannot be read at all (or is in an
-/// object store) is its census with the error, never a failure.
-pub fn tally(
-    uc: &UseCase,
-    opts: &ScanOptions,
-    sys: &Sys,
-    full_every: std::time::Duration,
-) -> Result<Tally, Box<Census>> {
-    match (&uc.error, uc.shown.to_str().is_some_and(ubunye::bucket::is_store_url)) {
-        (None, false) => Ok(Tally::new(&uc.shown, &census::label(&uc.path()), opts.clone(), false, full_every)),
-        _ => Err(Box::new(count(uc, opts, sys, false))),
+/// A store's place and its client, from the environment (as `-d s3://...`
+/// alone opens it).
+fn open_store(url: &str) -> Result<(StoreUrl, Arc<dyn Objects>), String> {
+    let url = StoreUrl::parse(url).map_err(|e| e.to_string())?;
+    let objects = S3::from_env(&url.bucket).map_err(|e| e.to_string())?;
+    Ok((url, Arc::new(objects)))
+}
+
+/// One use case of many, counted again and again: a folder by its [`Tally`]
+/// (read whole again every `full_every`), a store by its [`Poller`] (only
+/// what changed is read), one that cannot be read by its census with the
+/// error, said once.
+pub enum Counter {
+    Folder(Box<Tally>),
+    Store { url: StoreUrl, objects: Arc<dyn Objects>, poller: Poller, label: String },
+    Failed(Option<Box<Census>>),
+}
+
+impl Counter {
+    pub fn new(uc: &UseCase, opts: &ScanOptions, sys: &Sys, full_every: std::time::Duration) -> Counter {
+        match (&uc.error, uc.store()) {
+            (None, None) => {
+                Counter::Folder(Box::new(Tally::new(&uc.shown, &uc.label(), opts.clone(), false, full_every)))
+            }
+            (None, Some(url)) => match open_store(url) {
+                Ok((url, objects)) => Counter::Store { url, objects, poller: Poller::new(), label: uc.label() },
+                Err(e) => Counter::Failed(Some(Box::new(Census {
+                    use_case: uc.label(),
+                    error: Some(e),
+                    scan_errors: 1,
+                    ..Census::default()
+                }))),
+            },
+            _ => Counter::Failed(Some(Box::new(count(uc, opts, sys, false)))),
+        }
+    }
+
+    /// Count again: the census when it may have changed (a store's always:
+    /// its leases age as its clock runs), None when nothing did.
+    pub fn refresh(&mut self, sys: &Sys) -> Option<Box<Census>> {
+        match self {
+            Counter::Folder(t) => t.refresh(sys).then(|| Box::new(t.census.clone())),
+            Counter::Store { url, objects, poller, label } => {
+                Some(Box::new(poller.census(&**objects, url, &sys.timing, label, false)))
+            }
+            Counter::Failed(c) => c.take(),
+        }
+    }
+
+    /// Read the use case whole at the next refresh (a store is read so at
+    /// every one).
+    pub fn read_whole_next(&mut self) {
+        if let Counter::Folder(t) = self {
+            t.read_whole_next();
+        }
     }
 }

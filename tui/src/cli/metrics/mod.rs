@@ -78,7 +78,7 @@ pub(crate) fn gather(a: &MetricsArgs) -> String {
     let sys = crate::console::machine::sys();
     let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), ..ScanOptions::default() };
     let censuses: Vec<census::Census> =
-        a.ucs.resolve().iter().map(|uc| crate::console::fleet::count(uc, &opts, &sys, a.per_batch)).collect();
+        a.ucs.resolve_counted().iter().map(|uc| crate::console::fleet::count(uc, &opts, &sys, a.per_batch)).collect();
     exposition::render(&censuses, a.format(), a.per_batch)
 }
 

@@ -28,7 +28,7 @@ use ubunye::state::ScanOptions;
 use ubunye::sys::Sys;
 
 use crate::console::exit;
-use crate::console::fleet::UseCase;
+use crate::console::fleet::{Counter, UseCase};
 use crate::console::print::say_err;
 use crate::top::event::Event;
 use app::{Effect, FleetApp};
@@ -110,9 +110,13 @@ fn views(terminal: &mut ratatui::DefaultTerminal, opts: &Options, sys: &Sys) -> 
             read_only: opts.read_only,
         };
         flags.paused.store(true, Ordering::Relaxed);
-        let ended = match crate::console::usecase::check(&uc.shown) {
-            Err(why) => Err(format!("cannot open {}: {why}", uc.name())),
-            Ok(root) => crate::top::dashboard(terminal, &one, &root).map_err(|e| format!("{}: {e}", uc.name())),
+        let ended = match uc.store() {
+            Some(url) => crate::top::store::dashboard(terminal, url, opts.interval, opts.colour, opts.read_only)
+                .map_err(|e| format!("{}: {e}", uc.name())),
+            None => match crate::console::usecase::check(&uc.shown) {
+                Err(why) => Err(format!("cannot open {}: {why}", uc.name())),
+                Ok(root) => crate::top::dashboard(terminal, &one, &root).map_err(|e| format!("{}: {e}", uc.name())),
+            },
         };
         flags.paused.store(false, Ordering::Relaxed);
         match ended {
@@ -155,27 +159,21 @@ fn count(ucs: &[UseCase], every: Duration, sys: &Sys, tx: Sender<Event>, flags: 
     let (ucs, sys) = (ucs.to_vec(), sys.clone());
     std::thread::Builder::new().name("top-fleet-count".into()).spawn(move || {
         let opts = ScanOptions::default();
-        let mut tallies: Vec<Result<ubunye::tally::Tally, Option<Box<ubunye::census::Census>>>> =
-            ucs.iter().map(|uc| crate::console::fleet::tally(uc, &opts, &sys, FULL_EVERY).map_err(Some)).collect();
+        let mut counters: Vec<Counter> = ucs.iter().map(|uc| Counter::new(uc, &opts, &sys, FULL_EVERY)).collect();
         let idle = |flags: &Flags| flags.paused.load(Ordering::Relaxed) || flags.stop.load(Ordering::Relaxed);
         let mut whole = false;
         while !flags.stop.load(Ordering::Relaxed) {
             let started = Instant::now();
             // `r`: every use case read whole, doctor's findings with it.
             if std::mem::take(&mut whole) {
-                tallies.iter_mut().flatten().for_each(ubunye::tally::Tally::read_whole_next);
+                counters.iter_mut().for_each(Counter::read_whole_next);
             }
-            for (i, t) in tallies.iter_mut().enumerate() {
+            for (i, c) in counters.iter_mut().enumerate() {
                 // Paused or stopped: the rest waits for the next round.
                 if idle(&flags) {
                     break;
                 }
-                let counted = match t {
-                    Ok(t) => t.refresh(&sys).then(|| Box::new(t.census.clone())),
-                    // What cannot be read is said once.
-                    Err(c) => c.take(),
-                };
-                if let Some(c) = counted
+                if let Some(c) = c.refresh(&sys)
                     && tx.send(Event::FleetCounted(i, c)).is_err()
                 {
                     return;

@@ -39,49 +39,36 @@ pub struct Source {
     pub sys: Sys,
 }
 
+/// The store at `dir` opened and asked its time (the bucket is there and the
+/// credentials are taken), or the exit code and the line that says why not.
+fn open(dir: &str, interval: Duration) -> Result<(StoreUrl, Arc<dyn Objects>), (i32, String)> {
+    let uc = StoreUrl::parse(dir).map_err(|e| (exit::USAGE, format!("-d {dir}: {e}")))?;
+    if interval < Duration::from_millis(100) {
+        return Err((
+            exit::USAGE,
+            format!(
+                "--interval {} would read the store without pause: give at least 100ms",
+                humantime::format_duration(interval)
+            ),
+        ));
+    }
+    let objects: Arc<dyn Objects> = Arc::new(S3::from_env(&uc.bucket).map_err(|e| (exit::REFUSED, e.to_string()))?);
+    objects.now().map_err(|e| (exit::REFUSED, e.to_string()))?;
+    Ok((uc, objects))
+}
+
 /// Run the dashboard over the store at `dir`; the exit code. Bad input and
 /// an unreachable store are told in one line before the terminal is touched.
 pub fn run(dir: &str, interval: Duration, colour: bool, read_only: bool) -> i32 {
-    let uc = match StoreUrl::parse(dir) {
-        Ok(u) => u,
-        Err(e) => {
-            say_err(&format!("-d {dir}: {e}"));
-            return exit::USAGE;
-        }
-    };
-    if interval < Duration::from_millis(100) {
-        say_err(&format!(
-            "--interval {} would read the store without pause: give at least 100ms",
-            humantime::format_duration(interval)
-        ));
-        return exit::USAGE;
-    }
-    let objects: Arc<dyn Objects> = match S3::from_env(&uc.bucket) {
-        Ok(s) => Arc::new(s),
-        Err(e) => {
-            say_err(&e.to_string());
-            return exit::REFUSED;
-        }
-    };
-    // The bucket is there and the credentials are taken: or nothing opens.
-    if let Err(e) = objects.now() {
-        say_err(&e.to_string());
-        return exit::REFUSED;
+    if let Err((code, why)) = open(dir, interval) {
+        say_err(&why);
+        return code;
     }
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         say_err(&format!("top needs a terminal; `ubunye leases list -d {dir} --all` prints the same table once"));
         return exit::USAGE;
     }
-    let src = Source { uc, objects, sys: crate::console::machine::sys() };
-    let (tx, rx) = mpsc::channel();
-    let stop = Arc::new(AtomicBool::new(false));
-    if let Err(e) = poll(&src, interval, tx.clone(), stop.clone()) {
-        say_err(&format!("cannot start reading the store: {e}"));
-        return exit::REFUSED;
-    }
     crossterm::style::force_color_output(colour);
-    let mut app = StoreApp::new(dir, interval);
-    app.read_only = read_only;
     let (mut terminal, guard) = match crate::top::term::enter() {
         Ok(t) => t,
         Err(e) => {
@@ -89,25 +76,46 @@ pub fn run(dir: &str, interval: Duration, colour: bool, read_only: bool) -> i32 
             return exit::REFUSED;
         }
     };
-    let feed = match crate::top::term::feed(&tx) {
-        Ok(f) => f,
-        Err(e) => {
-            drop(guard);
-            say_err(&format!("cannot start: {e}"));
-            return exit::REFUSED;
-        }
-    };
-    let ended = run_loop(&mut terminal, &mut app, &src, rx, &tx, colour, Some(Box::new(std::io::stdout())));
-    stop.store(true, Ordering::Relaxed);
-    drop(feed);
+    let ended = dashboard(&mut terminal, dir, interval, colour, read_only);
     drop(guard);
     match ended {
-        Ok(code) => code,
+        Ok(e) => e.code,
         Err(e) => {
-            say_err(&format!("the terminal failed: {e}"));
+            say_err(&e);
             exit::REFUSED
         }
     }
+}
+
+/// The dashboard over the store at `dir`, in a terminal already entered,
+/// until it is quit: its exit code, or the line that says why it could not
+/// go on. The fleet view runs it for a store chosen, as it runs a folder's.
+pub fn dashboard(
+    terminal: &mut ratatui::DefaultTerminal,
+    dir: &str,
+    interval: Duration,
+    colour: bool,
+    read_only: bool,
+) -> Result<crate::top::Ended, String> {
+    let (uc, objects) = open(dir, interval).map_err(|(_, why)| why)?;
+    let src = Source { uc, objects, sys: crate::console::machine::sys() };
+    let (tx, rx) = mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    poll(&src, interval, tx.clone(), stop.clone()).map_err(|e| format!("cannot start reading the store: {e}"))?;
+    let mut app = StoreApp::new(dir, interval);
+    app.read_only = read_only;
+    let feed = match crate::top::term::feed(&tx) {
+        Ok(f) => f,
+        Err(e) => {
+            stop.store(true, Ordering::Relaxed);
+            return Err(format!("cannot start: {e}"));
+        }
+    };
+    let ended = run_loop(terminal, &mut app, &src, rx, &tx, colour, Some(Box::new(std::io::stdout())));
+    stop.store(true, Ordering::Relaxed);
+    drop(feed);
+    let code = ended.map_err(|e| format!("the terminal failed: {e}"))?;
+    Ok(crate::top::Ended { code, interrupted: code != 0 })
 }
 
 /// Look at the store now and then every `every`, until `stop` or the loop
