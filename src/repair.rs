@@ -204,6 +204,49 @@ pub fn user_name() -> String {
         .unwrap_or_else(|| format!("uid {uid}"))
 }
 
+/// What one repair did, as its audit entry says: who, which batch, what was
+/// taken over, removed and marked, and how it ended. The same entry on disk
+/// (a line of `.ubunye/repairs.jsonl`) and in a store (an object under
+/// `.ubunye/repairs/`).
+pub struct AuditEntry<'a> {
+    /// `takeover` or `finish`.
+    pub command: &'static str,
+    /// The batch's task.
+    pub task: &'a str,
+    /// The batch's key.
+    pub key: &'a str,
+    /// Its state when the plan was made.
+    pub state: State,
+    /// The runs taken over.
+    pub taken_over: Vec<String>,
+    /// The files (or objects' URLs) removed.
+    pub files_removed: Vec<String>,
+    /// The runs whose record was marked interrupted.
+    pub records_marked: Vec<String>,
+    /// `done`, or `refused: <why>`.
+    pub outcome: String,
+}
+
+impl AuditEntry<'_> {
+    /// The entry as its JSON object, stamped with who and when.
+    pub fn json(&self, sys: &Sys) -> serde_json::Value {
+        serde_json::json!({
+            "time": crate::timefmt::utc_z(sys.clock.now()),
+            "user": user_name(),
+            "host": sys.host,
+            "pid": sys.pid,
+            "command": self.command,
+            "task": self.task,
+            "key": self.key,
+            "state": self.state,
+            "taken_over": self.taken_over,
+            "files_removed": self.files_removed,
+            "records_marked": self.records_marked,
+            "outcome": self.outcome,
+        })
+    }
+}
+
 /// Append one line to `<uc>/.ubunye/repairs.jsonl`, in one `O_APPEND` write.
 pub fn audit(
     root: &Path,
@@ -211,31 +254,27 @@ pub fn audit(
     outcome: &std::result::Result<RepairOutcome, String>,
     sys: &Sys,
 ) -> std::io::Result<()> {
-    let user = user_name();
-    let (removed, marked, taken, result): (Vec<String>, Vec<String>, Vec<String>, String) = match outcome {
-        Ok(o) => (
-            o.recovered.iter().flat_map(|r| r.removed.iter().map(|p| p.display().to_string())).collect(),
-            o.recovered.iter().filter(|r| r.record_marked).map(|r| r.run_id.clone()).collect(),
-            o.recovered.iter().map(|r| r.run_id.clone()).collect(),
-            "done".into(),
-        ),
-        Err(e) => (Vec::new(), Vec::new(), Vec::new(), format!("refused: {e}")),
+    let (files_removed, records_marked, taken_over, outcome): (Vec<String>, Vec<String>, Vec<String>, String) =
+        match outcome {
+            Ok(o) => (
+                o.recovered.iter().flat_map(|r| r.removed.iter().map(|p| p.display().to_string())).collect(),
+                o.recovered.iter().filter(|r| r.record_marked).map(|r| r.run_id.clone()).collect(),
+                o.recovered.iter().map(|r| r.run_id.clone()).collect(),
+                "done".into(),
+            ),
+            Err(e) => (Vec::new(), Vec::new(), Vec::new(), format!("refused: {e}")),
+        };
+    let entry = AuditEntry {
+        command: plan.kind.command(),
+        task: &plan.task,
+        key: &plan.key,
+        state: plan.state,
+        taken_over,
+        files_removed,
+        records_marked,
+        outcome,
     };
-    let line = serde_json::json!({
-        "time": crate::timefmt::utc_z(sys.clock.now()),
-        "user": user,
-        "host": sys.host,
-        "pid": sys.pid,
-        "command": plan.kind.command(),
-        "task": plan.task,
-        "key": plan.key,
-        "state": plan.state,
-        "taken_over": taken,
-        "files_removed": removed,
-        "records_marked": marked,
-        "outcome": result,
-    });
-    let mut text = serde_json::to_string(&line)?;
+    let mut text = serde_json::to_string(&entry.json(sys))?;
     text.push('\n');
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(root.join(".ubunye/repairs.jsonl"))?;
     f.write_all(text.as_bytes())

@@ -92,6 +92,8 @@ pub struct Explained {
     pub record_status: Option<String>,
     /// What happens next, in words.
     pub next: Vec<String>,
+    /// Past repairs of the batch (`.ubunye/repairs/`), oldest first.
+    pub repairs: Vec<Value>,
 }
 
 /// Look closely at `batch` (found by [`find`] at `now`).
@@ -116,6 +118,7 @@ pub fn explain(
         claims: Vec::new(),
         record_status: None,
         next: Vec::new(),
+        repairs: super::audit::repairs_of(objects, uc, &batch.task, &batch.key)?,
     };
     let lease = match &task {
         Some(t) if batch.has_lease() => {

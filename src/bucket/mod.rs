@@ -22,12 +22,14 @@
 //!   a commit (`LandError`), and a landing whose request failed (the lease
 //!   read again, what was made visible taken back);
 //!   `probe.rs`: the check at a run's start.
-//! - `run.rs`: `ubunye exec` against a store; `repair.rs`: `leases takeover`.
+//! - `run.rs`: `ubunye exec` against a store; `repair.rs`: `leases takeover`;
+//!   `audit.rs`: an object per repair under `.ubunye/repairs/`.
 //! - `look.rs` (`leases list`, `top`), `inspect.rs` (`explain`, `doctor`),
 //!   `records.rs` (`runs`): they only read; `judge.rs` puts what they read
 //!   into the disk's state model, so a store's batch has the same states.
 
 mod append;
+mod audit;
 mod claims;
 mod inspect;
 mod judge;
@@ -47,6 +49,7 @@ mod unwind;
 mod url;
 
 pub use append::{Landed, Planned, land, landed_name, plan};
+pub use audit::{audit, repairs_of};
 pub use claims::claim_key;
 pub use claims::{OutputClaims, Replacing, is_landed_by, is_run_uuid, replacing_of, store_claims, store_replaces};
 pub use inspect::{ClaimView, Explained, Found, StoreFinding, doctor, explain, find};

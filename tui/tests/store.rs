@@ -438,6 +438,18 @@ fn repairs(st: &Store) {
     assert!(out.contains("3 upload(s) aborted"), "{out}");
     assert!(st.s3.open_uploads("").unwrap().is_empty());
     assert!(st.keys("lake/r1/").is_empty());
+    // Audited, as on disk: one entry, which explain shows.
+    assert_eq!(st.keys("uc/.ubunye/repairs/").len(), 1, "{:?}", st.keys("uc/.ubunye/"));
+    let o = st.ubunye().args(["leases", "explain", "-d", &uc, &key[..8], "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v["repairs"][0];
+    assert_eq!(
+        (r["command"].as_str(), r["outcome"].as_str(), r["state"].as_str()),
+        (Some("ubunye leases takeover"), Some("done"), Some("dead")),
+        "{v}"
+    );
+    assert_eq!(r["taken_over"][0], v["batch"]["run_id"], "{v}");
+    assert_eq!(v["batch"]["state"], "interrupted", "{v}");
     let o = st.ubunye().args(["doctor", "-d", &uc]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
     // A stray upload no lease names (a run killed before it saved its keys,

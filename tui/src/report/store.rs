@@ -60,6 +60,16 @@ pub fn explained(e: &Explained) -> String {
             o.push_str(&format!("    {} {}  {state}\n", c.output, c.url));
         }
     }
+    for r in &e.repairs {
+        o.push_str(&format!(
+            "  repair  {} {} by {}@{}: {}\n",
+            r["time"].as_str().unwrap_or("?"),
+            r["command"].as_str().unwrap_or(""),
+            r["user"].as_str().unwrap_or("?"),
+            r["host"].as_str().unwrap_or("?"),
+            r["outcome"].as_str().unwrap_or("")
+        ));
+    }
     o.push_str("Next:\n");
     for n in &e.next {
         o.push_str(&format!("  {n}\n"));

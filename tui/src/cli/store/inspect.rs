@@ -121,7 +121,34 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
         Holder { run_id: uuid::Uuid::new_v4().to_string(), host: sys.host.clone(), pid: sys.pid, rerun: false };
     // The engine re-checks everything as it acts: a lease that came alive
     // since the plan is refused.
-    let ended = bucket::takeover(objects, &place, &holder, sys.clock.clone(), &sys.timing);
+    let ended = bucket::takeover(objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing);
+    // Every repair the engine acted on is audited, as on disk; an audit
+    // that cannot be written is said, and is not the repair's failure.
+    let (taken_over, files_removed, records_marked, outcome) = match &ended {
+        Ok(TakeoverEnd::TookOver(r) | TakeoverEnd::Completed(r, _)) => (
+            vec![r.run_id.clone()],
+            r.removed.clone(),
+            if r.record_marked { vec![r.run_id.clone()] } else { Vec::new() },
+            "done".to_string(),
+        ),
+        Ok(TakeoverEnd::Free) => (Vec::new(), Vec::new(), Vec::new(), "done: no lease held it".to_string()),
+        Ok(TakeoverEnd::Refused(r)) => (Vec::new(), Vec::new(), Vec::new(), crate::report::store::refusal(&head, r)),
+        Err(e) => (Vec::new(), Vec::new(), Vec::new(), format!("refused: {e}")),
+    };
+    let entry = ubunye::repair::AuditEntry {
+        command: kind.command(),
+        task: &b.task,
+        key: &b.key,
+        state: b.state,
+        taken_over,
+        files_removed,
+        records_marked,
+        outcome,
+    };
+    if let Err(e) = bucket::audit(&*objects, &place.uc, &entry.json(&sys)) {
+        let under = objects.url(&place.uc.key(".ubunye/repairs/"));
+        say_err(&format!("could not write the audit entry under {under}: {e}"));
+    }
     if a.json
         && let Ok(TakeoverEnd::TookOver(r) | TakeoverEnd::Completed(r, _)) = &ended
     {
