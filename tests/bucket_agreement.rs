@@ -164,9 +164,9 @@ fn list_poll_explain_and_repair_check_agree_and_takeover_does_what_the_check_sai
         for row in &rows {
             seen.insert(row.state);
             let (_, found) = find(&*w.mem, &uc, &row.key, Some(&row.task), &w.timing).unwrap();
-            let Found::One(b) = found else { panic!("seed {seed}: explain does not find {row:?}") };
+            let Found::One(b, read) = found else { panic!("seed {seed}: explain does not find {row:?}") };
             assert_eq!(&b, row, "seed {seed}: explain's row is not the list's");
-            let e = explain(&*w.mem, &uc, &b, now, &w.timing).unwrap();
+            let e = explain(&*w.mem, &uc, &b, &read, now, &w.timing).unwrap();
             assert_eq!(&e.batch, row);
             let take = applies(&e, Kind::Takeover).is_ok();
             let finish = applies(&e, Kind::Finish).is_ok();

@@ -8,21 +8,22 @@ use serde_json::Value;
 
 use super::judge::Judged;
 use super::judge::StoreBatch;
-use super::look::{look_where, read_all};
+use super::look::read_all;
 use super::objects::{Objects, StoreError};
 use super::place::Place;
 use super::recover::{claim_key, uploads_of};
 use super::url::StoreUrl;
 use crate::documents::{self, LeaseDoc, Parsed};
 use crate::layout::TaskPath;
-use crate::state::State;
+use crate::state::{Batch, HistoryEntry, State};
 use crate::sys::Timing;
 
 /// What a key prefix names in a store.
 #[derive(Debug)]
 pub enum Found {
-    /// One batch.
-    One(StoreBatch),
+    /// One batch: its row, and the batch as the state model read it (what
+    /// [`explain`] tells its history from).
+    One(StoreBatch, Box<Batch>),
     /// Several: the query needs more digits, or `--task`.
     Several(Vec<StoreBatch>),
     /// None; how many batches there are.
@@ -30,6 +31,10 @@ pub enum Found {
 }
 
 /// The batch whose key starts with `query` (of task `task`, when given).
+/// Every lease, note and record is read, as for the whole list: a run
+/// record is filed to its batch by the lease or note that names its run,
+/// else by its variables, so one batch is judged as the whole list judges
+/// it only when every document is there to file by.
 pub fn find(
     objects: &dyn Objects,
     uc: &StoreUrl,
@@ -37,14 +42,19 @@ pub fn find(
     task: Option<&str>,
     timing: &Timing,
 ) -> Result<(SystemTime, Found), StoreError> {
-    let (now, mut hits, all) =
-        look_where(objects, uc, timing, &|t, k| k.starts_with(query) && task.is_none_or(|want| t == want))?;
+    let (now, all) = read_all(objects, uc, timing)?;
+    let count = all.len();
+    let mut hits: Vec<Judged> =
+        all.into_iter().filter(|j| j.batch.key.starts_with(query) && task.is_none_or(|t| j.batch.task == t)).collect();
     Ok((
         now,
         match hits.len() {
-            0 => Found::None(all),
-            1 => Found::One(hits.remove(0)),
-            _ => Found::Several(hits),
+            0 => Found::None(count),
+            1 => {
+                let j = hits.remove(0);
+                Found::One(j.row(), Box::new(j.batch))
+            }
+            _ => Found::Several(hits.iter().map(Judged::row).collect()),
         },
     ))
 }
@@ -94,13 +104,20 @@ pub struct Explained {
     pub next: Vec<String>,
     /// Past repairs of the batch (`.ubunye/repairs/`), oldest first.
     pub repairs: Vec<Value>,
+    /// What its documents say happened, newest first, as on disk
+    /// (`Batch::history`): its note and run records.
+    pub history: Vec<HistoryEntry>,
+    /// How many files its finished note claims; None without a note.
+    pub note_files: Option<usize>,
 }
 
-/// Look closely at `batch` (found by [`find`] at `now`).
+/// Look closely at `batch` (found by [`find`] at `now`, with `read`, the
+/// batch as the state model read it).
 pub fn explain(
     objects: &dyn Objects,
     uc: &StoreUrl,
     batch: &StoreBatch,
+    read: &Batch,
     now: SystemTime,
     timing: &Timing,
 ) -> Result<Explained, StoreError> {
@@ -119,6 +136,8 @@ pub fn explain(
         record_status: None,
         next: Vec::new(),
         repairs: super::audit::repairs_of(objects, uc, &batch.task, &batch.key)?,
+        history: read.history(),
+        note_files: read.finished.as_ref().map(|f| f.outputs.iter().map(|o| o.1.len()).sum()),
     };
     let lease = match &task {
         Some(t) if batch.has_lease() => {

@@ -22,23 +22,8 @@ pub fn look(
     uc: &StoreUrl,
     timing: &Timing,
 ) -> Result<(SystemTime, Vec<StoreBatch>), StoreError> {
-    look_where(objects, uc, timing, &|_, _| true).map(|(now, batches, _)| (now, batches))
-}
-
-/// [`look`] at the batches `wanted(task, key)` picks, and how many batches
-/// the use case holds. Every lease, note and record is read, as for the
-/// whole list: a run record is filed to its batch by the lease or note that
-/// names its run, else by its variables, so one batch is judged as the
-/// whole list judges it only when every document is there to file by.
-pub fn look_where(
-    objects: &dyn Objects,
-    uc: &StoreUrl,
-    timing: &Timing,
-    wanted: &dyn Fn(&str, &str) -> bool,
-) -> Result<(SystemTime, Vec<StoreBatch>, usize), StoreError> {
     let (now, all) = read_all(objects, uc, timing)?;
-    let picked = all.iter().filter(|j| wanted(&j.batch.task, &j.batch.key)).map(Judged::row).collect();
-    Ok((now, picked, all.len()))
+    Ok((now, all.iter().map(Judged::row).collect()))
 }
 
 /// Every batch under `uc` judged, and the store's time it was judged at.

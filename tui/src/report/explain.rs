@@ -178,20 +178,48 @@ fn wrote(o: &mut String, b: &Batch, e: &Explanation) {
     }
 }
 
+/// What a batch's history table is made of, on disk or in a store.
+pub struct HistoryOf<'a> {
+    /// How many files its finished note claims; None without a note.
+    pub note_files: Option<usize>,
+    /// A lease holds the batch.
+    pub has_lease: bool,
+    /// Newest first.
+    pub history: &'a [HistoryEntry],
+    /// Past repairs, oldest first (audit entries).
+    pub repairs: &'a [serde_json::Value],
+}
+
+fn history(b: &Batch, e: &Explanation, width: Option<usize>) -> String {
+    let of = HistoryOf {
+        note_files: b.finished.as_ref().map(|f| f.outputs.iter().map(|x| x.1.len()).sum()),
+        has_lease: b.lease.is_some(),
+        history: &e.history,
+        repairs: &e.repairs,
+    };
+    let mut o = history_table(&of, width);
+    // A file that cannot be read, after the table: its path is pasted, so
+    // it is never broken inside a column.
+    for u in &b.unreadable {
+        let _ = writeln!(o, "  unreadable {} {}: {}", u.kind.word(), u.path.display(), u.why);
+    }
+    o
+}
+
 /// The history as a table: what, which run, when (UTC, to the second;
 /// `--json` has the stored times), and the rest, which wraps inside its
 /// column (an error is read whole).
-fn history(b: &Batch, e: &Explanation, width: Option<usize>) -> String {
+pub fn history_table(h: &HistoryOf, width: Option<usize>) -> String {
     let mut rows: Vec<[String; 4]> = Vec::new();
-    if b.finished.is_none() {
+    if h.note_files.is_none() {
         rows.push(["finished".into(), String::new(), String::new(), "no note".into()]);
     }
-    rows.extend(e.history.iter().take(HISTORY_SHOWN).map(|h| history_row(b, h)));
-    if e.history.len() > HISTORY_SHOWN {
-        let more = format!("{} more (--json lists them all)", e.history.len() - HISTORY_SHOWN);
+    rows.extend(h.history.iter().take(HISTORY_SHOWN).map(|e| history_row(h, e)));
+    if h.history.len() > HISTORY_SHOWN {
+        let more = format!("{} more (--json lists them all)", h.history.len() - HISTORY_SHOWN);
         rows.push(["…".into(), String::new(), String::new(), more]);
     }
-    for r in &e.repairs {
+    for r in h.repairs {
         let what = format!(
             "{} by {}@{}: {}",
             r["command"].as_str().unwrap_or(""),
@@ -203,20 +231,14 @@ fn history(b: &Batch, e: &Explanation, width: Option<usize>) -> String {
     }
     let lines: Vec<crate::console::table::Line> =
         rows.into_iter().map(|r| crate::console::table::Line { cells: r.into(), colour: None }).collect();
-    let mut o = crate::console::grid::render(
+    crate::console::grid::render(
         &["WHAT", "RUN", "WHEN", "DETAIL"],
         &lines,
         width,
         &HISTORY_FIT,
         crate::console::grid::Last::Wrap,
         2,
-    );
-    // A file that cannot be read, after the table: its path is pasted, so
-    // it is never broken inside a column.
-    for u in &b.unreadable {
-        let _ = writeln!(o, "  unreadable {} {}: {}", u.kind.word(), u.path.display(), u.why);
-    }
-    o
+    )
 }
 
 /// A stored time as `2026-12-05T05:39:34Z`; as written when it is not a time.
@@ -226,20 +248,17 @@ fn when(t: Option<&str>) -> String {
 }
 
 /// One history row: what, run, when, the rest.
-fn history_row(b: &Batch, h: &HistoryEntry) -> [String; 4] {
+fn history_row(of: &HistoryOf, h: &HistoryEntry) -> [String; 4] {
     let run = h.run_id.as_deref().map(run_text).unwrap_or_default();
     let time = when(h.time.as_deref());
     let (what, rest) = match h.what {
-        Happened::Finished => {
-            let n: usize = b.finished.as_ref().map(|f| f.outputs.iter().map(|x| x.1.len()).sum()).unwrap_or(0);
-            ("finished", format!("{n} claimed file(s)"))
-        }
+        Happened::Finished => ("finished", format!("{} claimed file(s)", of.note_files.unwrap_or(0))),
         Happened::TakenOver => match &h.run_id {
             Some(_) => ("takeover", "taken over".into()),
             None => ("takeover", format!("an empty lease (it named no run) was taken over ({})", h.file)),
         },
         Happened::DoneMark => {
-            ("done mark", if b.lease.is_some() { "with its lease" } else { "left without a lease" }.into())
+            ("done mark", if of.has_lease { "with its lease" } else { "left without a lease" }.into())
         }
         Happened::Record => match &h.damaged {
             Some(why) => ("record", format!("UNREADABLE: {} cannot be parsed: {why}", h.file)),

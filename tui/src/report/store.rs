@@ -60,20 +60,19 @@ pub fn explained(e: &Explained) -> String {
             o.push_str(&format!("    {} {}  {state}\n", c.output, c.url));
         }
     }
-    for r in &e.repairs {
-        o.push_str(&format!(
-            "  repair  {} {} by {}@{}: {}\n",
-            r["time"].as_str().unwrap_or("?"),
-            r["command"].as_str().unwrap_or(""),
-            r["user"].as_str().unwrap_or("?"),
-            r["host"].as_str().unwrap_or("?"),
-            r["outcome"].as_str().unwrap_or("")
-        ));
-    }
     o.push_str("Next:\n");
     for n in &e.next {
         o.push_str(&format!("  {n}\n"));
     }
+    // What its note, records and repairs say happened, as on disk.
+    let of = crate::report::explain::HistoryOf {
+        note_files: e.note_files,
+        has_lease: b.has_lease(),
+        history: &e.history,
+        repairs: &e.repairs,
+    };
+    o.push_str("History:\n");
+    o.push_str(&crate::report::explain::history_table(&of, None));
     o
 }
 

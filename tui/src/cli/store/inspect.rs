@@ -39,8 +39,8 @@ fn one(
         exit::REFUSED
     };
     let (now, found) = bucket::find(&*objects, &uc, q, which.task.as_deref(), &sys.timing).map_err(store_err)?;
-    let batch = match found {
-        Found::One(b) => b,
+    let (batch, read) = match found {
+        Found::One(b, read) => (b, read),
         Found::None(n) => {
             return Err(usage(format!(
                 "no batch's key starts with '{q}' in {uc} ({n} batch(es); `ubunye leases list -d {dir} --all` shows them)"
@@ -56,7 +56,7 @@ fn one(
             )));
         }
     };
-    let e = bucket::explain(&*objects, &uc, &batch, now, &sys.timing).map_err(store_err)?;
+    let e = bucket::explain(&*objects, &uc, &batch, &read, now, &sys.timing).map_err(store_err)?;
     Ok((uc, objects, e))
 }
 

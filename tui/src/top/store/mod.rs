@@ -223,10 +223,10 @@ fn spawn(tx: &Sender<Event>, name: &str, work: impl FnOnce() -> Event + Send + '
 pub fn report(src: &Source, task: &str, key: &str) -> crate::top::event::StoreReport {
     let t = &src.sys.timing;
     let (now, found) = bucket::find(&*src.objects, &src.uc, key, Some(task), t).map_err(|e| e.to_string())?;
-    let Found::One(b) = found else {
+    let Found::One(b, read) = found else {
         return Err(format!("{task} {key} is no longer in the store"));
     };
-    let e = bucket::explain(&*src.objects, &src.uc, &b, now, t).map_err(|e| e.to_string())?;
+    let e = bucket::explain(&*src.objects, &src.uc, &b, &read, now, t).map_err(|e| e.to_string())?;
     Ok((explained(&e), bucket::applies(&e, Kind::Takeover)))
 }
 
