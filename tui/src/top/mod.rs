@@ -23,6 +23,7 @@ pub mod listing;
 pub mod model;
 pub mod popup;
 pub mod runtime;
+pub mod shell;
 pub mod store;
 pub mod term;
 pub mod ui;

@@ -9,6 +9,7 @@ use ubunye::census::Census;
 use ubunye::state::{Flag, State};
 
 use crate::top::event::Event;
+use crate::top::shell::{Move, moved};
 
 /// Where a key is pressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -254,13 +255,14 @@ impl FleetApp {
             self.selected = 0;
             return Vec::new();
         }
-        let last = self.rows().len().saturating_sub(1);
+        let n = self.rows().len();
+        let step = |m: Move| moved(self.selected, m, n, 1);
         match lookup(ctx, key) {
             Some(Act::Close) => self.help = false,
-            Some(Act::Up) => self.selected = self.selected.saturating_sub(1),
-            Some(Act::Down) => self.selected = (self.selected + 1).min(last),
-            Some(Act::First) => self.selected = 0,
-            Some(Act::Last) => self.selected = last,
+            Some(Act::Up) => self.selected = step(Move::Up),
+            Some(Act::Down) => self.selected = step(Move::Down),
+            Some(Act::First) => self.selected = step(Move::First),
+            Some(Act::Last) => self.selected = step(Move::Last),
             Some(Act::Filter) => self.typing = true,
             Some(Act::Help) => self.help = true,
             Some(Act::Read) => return vec![Effect::ReadNow],

@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 use ubunye::census::Census;
 use ubunye::state::State;
 use ubunye::timefmt::age;
@@ -159,22 +159,13 @@ fn details(c: Option<&Census>, w: usize) -> Vec<String> {
 }
 
 fn draw_help(f: &mut Frame) {
-    let mut lines = Vec::new();
-    for ctx in Ctx::ALL {
-        lines.push(Line::from(Span::styled(ctx.title(), Style::default().add_modifier(Modifier::BOLD))));
-        for b in KEYS.iter().filter(|b| b.ctx == ctx) {
-            lines.push(Line::from(format!("  {:<8} {}", b.shown, b.what)));
-        }
-    }
-    lines.push(Line::from(""));
-    lines.push(Line::from("Each use case is counted as `ubunye metrics` counts it, then kept up to date:"));
-    lines.push(Line::from("a task whose folder changed is read again, held leases judged again."));
-    lines.push(Line::from("DOCTOR is as of the last whole read (every 10 minutes, or r)."));
-    lines.push(Line::from("Enter opens one's dashboard, as `ubunye top -d` opens it. Looking changes"));
-    lines.push(Line::from("nothing."));
-    let area = f.area();
-    let (w, h) = (76.min(area.width), (lines.len() as u16 + 2).min(area.height));
-    let area = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };
-    f.render_widget(Clear, area);
-    f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" keys ")), area);
+    let sections: Vec<(Ctx, &str)> = Ctx::ALL.iter().map(|c| (*c, c.title())).collect();
+    let about = [
+        "Each use case is counted as `ubunye metrics` counts it, then kept up to date:",
+        "a task whose folder changed is read again, held leases judged again.",
+        "DOCTOR is as of the last whole read (every 10 minutes, or r).",
+        "Enter opens one's dashboard, as `ubunye top -d` opens it. Looking changes",
+        "nothing.",
+    ];
+    crate::top::shell::draw_help(f, KEYS, &sections, |_| true, &about);
 }

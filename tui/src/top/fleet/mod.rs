@@ -215,20 +215,34 @@ pub fn overview<B: Backend>(
     now: &AtomicBool,
     colour: bool,
 ) -> std::io::Result<Effect> {
-    let frame = |term: &mut Terminal<B>, app: &FleetApp| {
-        term.draw(|f| draw::draw(f, app, colour)).map(|_| ()).map_err(|e| std::io::Error::other(e.to_string()))
-    };
-    frame(term, app)?;
-    loop {
-        let Some(events) = crate::top::runtime::drain(rx, 1000) else { return Ok(Effect::Quit(0)) };
-        for ev in events {
-            for effect in app.handle(ev) {
-                match effect {
-                    Effect::ReadNow => now.store(true, Ordering::Relaxed),
-                    asked => return Ok(asked),
-                }
+    crate::top::shell::run(term, rx, &mut Screen { app, now, colour })
+}
+
+/// The fleet view as the shell runs it.
+struct Screen<'a> {
+    app: &'a mut FleetApp,
+    now: &'a AtomicBool,
+    colour: bool,
+}
+
+impl crate::top::shell::Screen for Screen<'_> {
+    type Out = Effect;
+
+    fn draw(&mut self, f: &mut ratatui::Frame) {
+        draw::draw(f, self.app, self.colour);
+    }
+
+    fn turn(&mut self, ev: Event) -> Option<Effect> {
+        for effect in self.app.handle(ev) {
+            match effect {
+                Effect::ReadNow => self.now.store(true, Ordering::Relaxed),
+                asked => return Some(asked),
             }
         }
-        frame(term, app)?;
+        None
+    }
+
+    fn closed(&mut self) -> Effect {
+        Effect::Quit(0)
     }
 }

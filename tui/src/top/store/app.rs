@@ -9,6 +9,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ubunye::bucket::{Polled, StoreBatch};
 use ubunye::state::State;
 
+use crate::top::shell::{Move, moved};
+
 /// Where a key is pressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ctx {
@@ -324,14 +326,14 @@ impl StoreApp {
 
     fn main_key(&mut self, act: Act) -> Vec<Effect> {
         let n = self.rows().len();
-        let last = n.saturating_sub(1);
+        let step = |m: Move| moved(self.selected, m, n, self.page);
         match act {
-            Act::Up => self.selected = self.selected.saturating_sub(1),
-            Act::Down => self.selected = (self.selected + 1).min(last),
-            Act::First => self.selected = 0,
-            Act::Last => self.selected = last,
-            Act::PageUp => self.selected = self.selected.saturating_sub(self.page.max(1)),
-            Act::PageDown => self.selected = (self.selected + self.page.max(1)).min(last),
+            Act::Up => self.selected = step(Move::Up),
+            Act::Down => self.selected = step(Move::Down),
+            Act::First => self.selected = step(Move::First),
+            Act::Last => self.selected = step(Move::Last),
+            Act::PageUp => self.selected = step(Move::PageUp),
+            Act::PageDown => self.selected = step(Move::PageDown),
             Act::Filter => self.typing = true,
             Act::All => {
                 let chosen = self.chosen();

@@ -131,14 +131,12 @@ pub fn claims(b: &ubunye::bucket::StoreBatch) -> String {
     if b.has_lease() && b.state != State::Unreadable { b.claims.to_string() } else { String::new() }
 }
 
-fn centred(area: Rect, w: u16, h: u16) -> Rect {
-    let w = w.min(area.width);
-    let h = h.min(area.height);
-    Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h }
-}
-
 fn draw_popup(f: &mut Frame, p: &Popup) {
-    let area = centred(f.area(), f.area().width.saturating_sub(8).max(40), f.area().height.saturating_sub(4).max(8));
+    let area = crate::top::shell::centred(
+        f.area(),
+        f.area().width.saturating_sub(8).max(40),
+        f.area().height.saturating_sub(4).max(8),
+    );
     let inner = area.width.saturating_sub(2) as usize;
     let (title, mut lines, question): (&str, Vec<String>, Option<bool>) = match p {
         Popup::Planning { title } => (title, vec!["reading the batch from the store…".into()], None),
@@ -195,28 +193,15 @@ fn draw_popup(f: &mut Frame, p: &Popup) {
 }
 
 fn draw_help(f: &mut Frame, read_only: bool) {
-    let mut lines = Vec::new();
-    for (ctx, name) in [
-        (Ctx::Main, "Table"),
-        (Ctx::Filter, "Filter (after /)"),
-        (Ctx::Popup, "Takeover popup"),
-        (Ctx::Notice, "A refusal or an outcome"),
-        (Ctx::Help, "This help"),
-    ] {
-        // Read-only, there is no takeover and so no popup.
-        if read_only && ctx == Ctx::Popup {
-            continue;
-        }
-        lines.push(Line::from(Span::styled(name, Style::default().add_modifier(Modifier::BOLD))));
-        for b in KEYS.iter().filter(|b| b.ctx == ctx && super::app::shown(b.act, read_only)) {
-            lines.push(Line::from(format!("  {:<8} {}", b.shown, b.what)));
-        }
+    let mut sections = vec![(Ctx::Main, "Table"), (Ctx::Filter, "Filter (after /)")];
+    // Read-only, there is no takeover and so no popup.
+    if !read_only {
+        sections.push((Ctx::Popup, "Takeover popup"));
     }
-    lines.push(Line::from(""));
-    lines.push(Line::from("A store sends no events: the leases are listed every interval, and only"));
-    lines.push(Line::from("what changed (ETag or time) is read again. Looking changes nothing."));
-    let h = (lines.len() as u16 + 2).min(f.area().height);
-    let area = centred(f.area(), 76, h);
-    f.render_widget(Clear, area);
-    f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" keys ")), area);
+    sections.extend([(Ctx::Notice, "A refusal or an outcome"), (Ctx::Help, "This help")]);
+    let about = [
+        "A store sends no events: the leases are listed every interval, and only",
+        "what changed (ETag or time) is read again. Looking changes nothing.",
+    ];
+    crate::top::shell::draw_help(f, KEYS, &sections, |a| super::app::shown(*a, read_only), &about);
 }

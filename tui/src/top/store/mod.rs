@@ -149,42 +149,58 @@ pub fn run_loop<B: Backend>(
     rx: Receiver<Event>,
     tx: &Sender<Event>,
     colour: bool,
-    mut clipboard: Option<Box<dyn Write>>,
+    clipboard: Option<Box<dyn Write>>,
 ) -> std::io::Result<i32> {
-    let frame = |term: &mut Terminal<B>, app: &mut StoreApp| {
-        term.draw(|f| draw::draw(f, app, colour)).map(|_| ()).map_err(|e| std::io::Error::other(e.to_string()))
-    };
-    frame(term, app)?;
-    loop {
-        let Some(events) = crate::top::runtime::drain(&rx, 1000) else { return Ok(0) };
-        for ev in events {
-            for effect in handle(app, ev) {
-                match effect {
-                    Effect::Quit(code) => return Ok(code),
-                    Effect::Explain { task, key, plan } => spawn(tx, "top-store-explain", {
-                        let src = src.clone();
-                        move || {
-                            let report = Box::new(report(&src, &task, &key));
-                            Event::StoreExplained { task, key, plan, report }
-                        }
-                    }),
-                    Effect::Takeover { task, key } => spawn(tx, "top-store-takeover", {
-                        let dir = app.uc.clone();
-                        move || {
-                            let (ok, text) = take_over_apart(&dir, &task, &key);
-                            Event::StoreRepaired { ok, text }
-                        }
-                    }),
-                    Effect::Copy(text) => {
-                        if let Some(out) = clipboard.as_mut() {
-                            let _ = out.write_all(crate::top::term::osc52(&text).as_bytes());
-                            let _ = out.flush();
-                        }
+    crate::top::shell::run(term, &rx, &mut Screen { app, src, tx, colour, clipboard })
+}
+
+/// The dashboard over a store as the shell runs it.
+struct Screen<'a> {
+    app: &'a mut StoreApp,
+    src: &'a Source,
+    tx: &'a Sender<Event>,
+    colour: bool,
+    clipboard: Option<Box<dyn Write>>,
+}
+
+impl crate::top::shell::Screen for Screen<'_> {
+    type Out = i32;
+
+    fn draw(&mut self, f: &mut ratatui::Frame) {
+        draw::draw(f, self.app, self.colour);
+    }
+
+    fn turn(&mut self, ev: Event) -> Option<i32> {
+        for effect in handle(self.app, ev) {
+            match effect {
+                Effect::Quit(code) => return Some(code),
+                Effect::Explain { task, key, plan } => spawn(self.tx, "top-store-explain", {
+                    let src = self.src.clone();
+                    move || {
+                        let report = Box::new(report(&src, &task, &key));
+                        Event::StoreExplained { task, key, plan, report }
+                    }
+                }),
+                Effect::Takeover { task, key } => spawn(self.tx, "top-store-takeover", {
+                    let dir = self.app.uc.clone();
+                    move || {
+                        let (ok, text) = take_over_apart(&dir, &task, &key);
+                        Event::StoreRepaired { ok, text }
+                    }
+                }),
+                Effect::Copy(text) => {
+                    if let Some(out) = self.clipboard.as_mut() {
+                        let _ = out.write_all(crate::top::term::osc52(&text).as_bytes());
+                        let _ = out.flush();
                     }
                 }
             }
         }
-        frame(term, app)?;
+        None
+    }
+
+    fn closed(&mut self) -> i32 {
+        0
     }
 }
 
