@@ -51,6 +51,8 @@ enum Made {
     Failed,
     /// Its lease is not a lease.
     Junk,
+    /// Its lease is an empty JSON object: it names no run.
+    Empty,
 }
 
 /// The batch of `task` whose variables are `dt=<day>`, at its place.
@@ -87,7 +89,7 @@ fn make(w: &World, n: u64, rng: &mut Rng) -> Made {
     let (place, vars) = place_of(task, n);
     let b = World { clock: w.clock.clone(), mem: w.mem.clone(), place, timing: w.timing };
     let run = run_of(n + 1);
-    let made = match rng.below(9) {
+    let made = match rng.below(10) {
         0 | 1 => Made::Holding,
         2 => Made::Killed(Step::KeysClaimed),
         3 => Made::Killed(Step::UploadsClaimed),
@@ -95,12 +97,14 @@ fn make(w: &World, n: u64, rng: &mut Rng) -> Made {
         5 => Made::Committed,
         6 => Made::Finished,
         7 => Made::Failed,
+        8 => Made::Empty,
         _ => Made::Junk,
     };
     let dir = tempfile::tempdir().unwrap();
     let status = match made {
-        Made::Junk => {
-            b.mem.put(&b.place.lease_key(), b"{not json".to_vec()).unwrap();
+        Made::Junk | Made::Empty => {
+            let body = if matches!(made, Made::Junk) { &b"{not json"[..] } else { &b"{}"[..] };
+            b.mem.put(&b.place.lease_key(), body.to_vec()).unwrap();
             "running"
         }
         _ => {
@@ -145,7 +149,7 @@ fn make(w: &World, n: u64, rng: &mut Rng) -> Made {
 #[test]
 fn list_poll_explain_and_repair_check_agree_and_takeover_does_what_the_check_said() {
     let mut seen = std::collections::BTreeSet::new();
-    for seed in 1..=12u64 {
+    for seed in 1..=16u64 {
         let w = world();
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let mut made = Vec::new();
@@ -170,7 +174,9 @@ fn list_poll_explain_and_repair_check_agree_and_takeover_does_what_the_check_sai
             assert_eq!(&e.batch, row);
             let take = applies(&e, Kind::Takeover).is_ok();
             let finish = applies(&e, Kind::Finish).is_ok();
-            assert_eq!(take, matches!(row.state, State::Dead | State::Pending), "seed {seed}: {row:?}");
+            let dead = matches!(row.state, State::Dead | State::Pending)
+                || (row.state == State::Damaged && row.lease_dead == Some(true));
+            assert_eq!(take, dead, "seed {seed}: {row:?}");
             assert!(!finish || (take && e.committed), "seed {seed}: finish allowed where takeover is not: {row:?}");
             allowed.push((row.clone(), take, finish));
         }
@@ -186,12 +192,16 @@ fn list_poll_explain_and_repair_check_agree_and_takeover_does_what_the_check_sai
             }
         }
         let (_, after) = look(&*w.mem, &uc, &w.timing).unwrap();
-        let left: Vec<_> = after.iter().filter(|b| matches!(b.state, State::Dead | State::Pending)).collect();
+        let left: Vec<_> = after
+            .iter()
+            .filter(|b| matches!(b.state, State::Dead | State::Pending) || b.lease_dead == Some(true))
+            .collect();
         assert!(left.is_empty(), "seed {seed}: dead after every takeover: {left:?}");
         seen.extend(after.iter().map(|b| b.state));
     }
     // The random use cases reach every state a store gives.
     for s in [
+        State::Damaged,
         State::Live,
         State::Dead,
         State::Pending,

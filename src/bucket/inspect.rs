@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::judge::Judged;
 use super::judge::StoreBatch;
-use super::look::read_all;
+use super::look::{read_all, read_task};
 use super::objects::{Objects, StoreError};
 use super::place::Place;
 use super::recover::{claim_key, uploads_of};
@@ -31,10 +31,12 @@ pub enum Found {
 }
 
 /// The batch whose key starts with `query` (of task `task`, when given).
-/// Every lease, note and record is read, as for the whole list: a run
-/// record is filed to its batch by the lease or note that names its run,
-/// else by its variables, so one batch is judged as the whole list judges
-/// it only when every document is there to file by.
+/// Every lease, note and record of the task (of every task, without one)
+/// is read, as for the whole list: a run record is filed to its batch by
+/// the lease or note that names its run, else by its variables, so one
+/// batch is judged as the whole list judges it only when every document of
+/// its task is there to file by. The count in [`Found::None`] is of the
+/// batches read.
 pub fn find(
     objects: &dyn Objects,
     uc: &StoreUrl,
@@ -42,7 +44,7 @@ pub fn find(
     task: Option<&str>,
     timing: &Timing,
 ) -> Result<(SystemTime, Found), StoreError> {
-    let (now, all) = read_all(objects, uc, timing)?;
+    let (now, all) = read_task(objects, uc, timing, task)?;
     let count = all.len();
     let mut hits: Vec<Judged> =
         all.into_iter().filter(|j| j.batch.key.starts_with(query) && task.is_none_or(|t| j.batch.task == t)).collect();
@@ -154,15 +156,17 @@ pub fn explain(
         e.pid = d.pid().ok();
         e.started_at = d.started_at().map(str::to_string);
         e.saves = d.0.get("saves").and_then(Value::as_u64);
-        e.committed = d.committed();
         e.taking_over = match d.0.get("taking_over") {
             Some(Value::Object(m)) => Some(LeaseDoc(m.clone()).run_id()),
             _ => None,
         };
+        // What the next run recovers: the run a dead taker was taking over,
+        // else the lease's own.
         let recover = match d.0.get("taking_over") {
             Some(Value::Object(m)) => LeaseDoc(m.clone()),
             _ => d.clone(),
         };
+        e.committed = recover.committed();
         e.claims = claims(objects, &recover)?;
     }
     if let (Some(t), Some(run)) = (&task, &batch.run_id) {
@@ -223,10 +227,17 @@ fn next(e: &Explained, timing: &Timing) -> Vec<String> {
             ),
         ],
         State::Pending | State::Dead if e.committed => vec![
-            format!("run {run} is dead, and had marked its lease done: its uploads are the batch"),
+            match e.taking_over.as_deref() {
+                Some(t) => format!(
+                    "run {run} died while it took over run {}, which had marked its lease done: its uploads are the batch",
+                    documents::short(t)
+                ),
+                None => format!("run {run} is dead, and had marked its lease done: its uploads are the batch"),
+            },
             "the next run (or `ubunye leases takeover`) writes its finished note and hands the lease back".into(),
         ],
-        State::Pending | State::Dead | State::Damaged | State::Orphan => vec![
+        State::Damaged => vec![e.batch.note.clone()],
+        State::Pending | State::Dead | State::Orphan => vec![
             format!(
                 "run {run} is dead: its lease was last written {} ago, past the {} its lease lives",
                 crate::timefmt::age(age),
@@ -236,6 +247,10 @@ fn next(e: &Explained, timing: &Timing) -> Vec<String> {
                 "the next run (or `ubunye leases takeover`) aborts its {} claimed upload(s) ({open} still open), then deletes the {visible} claimed object(s) it had completed, and marks its record interrupted",
                 e.claims.len()
             ),
+        ],
+        State::Finished if e.note_files.is_none() => vec![
+            format!("run {run}'s record says success, but no finished note is there"),
+            "only a note makes a run of the batch refused: the next run of it goes ahead".into(),
         ],
         State::Finished => {
             vec![format!("run {run} finished the batch: a run of it is refused, and `--resume` skips it")]
@@ -309,12 +324,23 @@ pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<S
                 url: b.url.clone(),
                 what: format!("{}; never judged free or dead: look at it", b.note),
             }),
+            State::Damaged if b.lease_dead == Some(true) => out.push(StoreFinding {
+                kind: "dead-lease",
+                url: b.url.clone(),
+                what: format!(
+                    "{}, or `ubunye leases takeover --task {} {}`",
+                    b.note,
+                    b.task,
+                    &b.key[..8.min(b.key.len())]
+                ),
+            }),
             State::Dead | State::Pending => out.push(StoreFinding {
                 kind: "dead-lease",
                 url: b.url.clone(),
                 what: format!(
-                    "run {run} is dead with {} claim(s): the next run of the batch takes it over, or `ubunye leases takeover {}`",
+                    "run {run} is dead with {} claim(s): the next run of the batch takes it over, or `ubunye leases takeover --task {} {}`",
                     b.claims,
+                    b.task,
                     &b.key[..8.min(b.key.len())]
                 ),
             }),

@@ -46,6 +46,10 @@ pub struct StoreBatch {
     pub note: String,
     /// The `status` of its newest run record that can be read.
     pub record_status: Option<String>,
+    /// Whether its lease is older than its lifetime; None without a
+    /// readable lease.
+    #[serde(skip)]
+    pub lease_dead: Option<bool>,
 }
 
 impl StoreBatch {
@@ -63,12 +67,22 @@ pub(super) struct Found {
 }
 
 /// What a HEAD of each claimed object of a dead lease found: (URL, size
-/// when there). A dead lease is read again only when its ETag changes, so a
-/// poller keeps what it found by the lease's key and ETag.
+/// when there). A poller keeps what it found by the lease's key and ETag,
+/// and looks again once the lease changes or [`HEADS_LAST`] has passed by
+/// the store's clock (a zombie's upload completed, or an object deleted by
+/// hand, change no lease).
 #[derive(Debug, Default)]
 pub(super) struct Heads {
-    seen: HashMap<String, (String, HashMap<String, Option<u64>>)>,
+    /// By lease key: its ETag and the store's time when its claims were
+    /// looked at, and what was found.
+    seen: HashMap<String, (String, SystemTime, Sizes)>,
 }
+
+/// Each claim's URL, and its object's size when it is there.
+type Sizes = HashMap<String, Option<u64>>;
+
+/// How long a poller trusts what a HEAD of a dead lease's claims found.
+pub const HEADS_LAST: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Heads {
     fn of(
@@ -77,8 +91,11 @@ impl Heads {
         lease: &str,
         etag: &str,
         urls: &[&str],
-    ) -> Result<&HashMap<String, Option<u64>>, StoreError> {
-        if self.seen.get(lease).is_none_or(|(e, _)| e != etag) {
+        now: SystemTime,
+    ) -> Result<&Sizes, StoreError> {
+        let fresh =
+            |(e, at, _): &(String, SystemTime, _)| e == etag && now.duration_since(*at).is_ok_and(|d| d < HEADS_LAST);
+        if !self.seen.get(lease).is_some_and(fresh) {
             let mut found = HashMap::new();
             for url in urls {
                 let size = match claim_key(objects.bucket(), url) {
@@ -87,9 +104,9 @@ impl Heads {
                 };
                 found.insert(url.to_string(), size);
             }
-            self.seen.insert(lease.to_string(), (etag.to_string(), found));
+            self.seen.insert(lease.to_string(), (etag.to_string(), now, found));
         }
-        Ok(&self.seen[lease].1)
+        Ok(&self.seen[lease].2)
     }
 
     /// Forget the leases no longer listed.
@@ -123,8 +140,9 @@ impl Judged {
             ttl_secs: side.ttl_secs,
             claims: side.claims,
             url,
-            note: b.note.clone(),
+            note: if b.state == State::Damaged { empty_lease_note(side) } else { b.note.clone() },
             record_status: b.records.iter().find(|r| r.damaged.is_none()).and_then(|r| r.status.clone()),
+            lease_dead: side.dead,
         }
     }
 
@@ -134,9 +152,25 @@ impl Judged {
     }
 }
 
+/// A lease that is an empty JSON object, as a store's engine judges it: a
+/// lease that names no run, alive until it is older than its lifetime.
+fn empty_lease_note(side: &Side) -> String {
+    let age = crate::timefmt::age(std::time::Duration::from_secs(side.age_secs.unwrap_or(0)));
+    let life = crate::timefmt::age(std::time::Duration::from_secs_f64(side.ttl_secs.unwrap_or(0.0)));
+    match side.dead {
+        Some(true) => format!(
+            "its lease is an empty JSON object (it names no run), written {age} ago, past the {life} it lives: the next run (or a takeover) takes it over"
+        ),
+        _ => format!(
+            "its lease is an empty JSON object (it names no run), written {age} ago: taken over once it is older than the {life} it lives"
+        ),
+    }
+}
+
 /// What the state model does not keep of a store's lease.
 #[derive(Clone, Default)]
 struct Side {
+    dead: Option<bool>,
     age_secs: Option<u64>,
     ttl_secs: Option<f64>,
     claims: usize,
@@ -163,6 +197,18 @@ pub(super) fn judge_all(
     for ((task, key), found) in batches {
         let mut b = Batch::new(&task, &key);
         let mut side = Side::default();
+        // A lease or note under a folder that is not a task: no engine reads
+        // it, and no repair can name it. Said, never judged free or dead.
+        if let Err(why) = crate::layout::TaskPath::parse(&task) {
+            let l = found.lease.as_ref().or(found.note.as_ref()).expect("a listed batch has a lease or a note");
+            side.url = objects.url(&l.key);
+            let why =
+                format!("it is under '{task}', which is not <usecase>/<package>/<task> ({why}): no engine reads it");
+            b.unreadable.push(UnreadableFile::misplaced(Path::new(&side.url), why));
+            tasks.entry(task.clone()).or_default().0.push(b);
+            sides.insert((task, key), side);
+            continue;
+        }
         if let Some(l) = &found.lease
             && let Some(got) = read.remove(&l.key).flatten()
         {
@@ -191,11 +237,13 @@ pub(super) fn judge_all(
     for (task, l) in records {
         let Some(got) = read.remove(&l.key).flatten() else { continue };
         let url = objects.url(&l.key);
-        let r = record_of(&got.body, Path::new(&url)).map(|r| {
-            let hashed = r.variables.as_ref().and_then(|v| record_key(&task, v));
-            (r, hashed)
-        });
-        tasks.entry(task).or_default().1.push(r);
+        // A record that cannot be read is a damaged one here: a store's
+        // recovery never reads a dead run's record to decide what to take
+        // back (it marks the record only if it can parse it), so such a
+        // record decides nothing and is said beside the state.
+        let r = record_of(&got.body, Path::new(&url)).unwrap_or_else(|u| damaged_record(&u));
+        let hashed = r.variables.as_ref().and_then(|v| record_key(&task, v));
+        tasks.entry(task).or_default().1.push(Ok((r, hashed)));
     }
     let now = Now { time: now, source: ClockSource::Store };
     let mut out = Vec::new();
@@ -207,6 +255,22 @@ pub(super) fn judge_all(
     }
     out.sort_by(|a, b| (&a.batch.task, &a.batch.key).cmp(&(&b.batch.task, &b.batch.key)));
     Ok(out)
+}
+
+/// A run record that cannot be read, as a record whose status is not known.
+fn damaged_record(u: &UnreadableFile) -> RecordInfo {
+    RecordInfo {
+        run_id: u.path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+        path: u.path.clone(),
+        status: None,
+        started_at: None,
+        ended_at: None,
+        error: None,
+        backend: None,
+        damaged: Some(u.why.clone()),
+        variables: None,
+        locations: Vec::new(),
+    }
 }
 
 /// Read a lease object into `b` as the state model reads a lease file: its
@@ -232,7 +296,6 @@ fn lease_into(
             return Ok(());
         }
     };
-    side.claims = doc.claim_count();
     let lifetime = lifetime_of(&doc, timing);
     side.ttl_secs = Some(lifetime.as_secs_f64());
     let Some(age) = age_of(got.modified, now, timing) else {
@@ -242,8 +305,17 @@ fn lease_into(
     };
     side.age_secs = Some(age.as_secs());
     let dead = age > lifetime;
-    let notes = doc.notes().unwrap_or_default();
-    let replaces = doc.replaces().unwrap_or_default();
+    side.dead = Some(dead);
+    // A taker that died while it recovered a dead run: its lease wraps
+    // that run's, which is what the next run recovers (its claims, its
+    // commit); the taker is the holder shown.
+    let target = match doc.0.get("taking_over") {
+        Some(serde_json::Value::Object(m)) => crate::documents::LeaseDoc(m.clone()),
+        _ => doc.clone(),
+    };
+    side.claims = target.claim_count();
+    let notes = target.notes().unwrap_or_default();
+    let replaces = target.replaces().unwrap_or_default();
     // Whether a claimed object is there matters once its run is gone (what
     // the next run takes back); a live run's are not looked at.
     let urls: Vec<&str> = notes
@@ -253,7 +325,7 @@ fn lease_into(
         .map(String::as_str)
         .collect();
     let none = HashMap::new();
-    let there = if dead || doc.kept() { heads.of(objects, key, &got.etag, &urls)? } else { &none };
+    let there = if dead { heads.of(objects, key, &got.etag, &urls, now)? } else { &none };
     let claim = |c: &String| {
         let size = there.get(c.as_str()).copied().flatten();
         ClaimInfo { claim: c.clone(), present: size.is_some(), size }
@@ -289,8 +361,11 @@ fn lease_into(
     b.lease = Some(Box::new(LeaseInfo {
         path,
         holder,
-        committed: doc.committed(),
-        kept: doc.kept(),
+        committed: target.committed(),
+        // A store's runs never keep a lease, and its engine takes a dead
+        // one over whatever `kept` says (a disk's field, in a lease copied
+        // into a bucket).
+        kept: false,
         outputs,
         replaces,
         tombstoned: false,

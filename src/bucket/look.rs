@@ -32,7 +32,27 @@ pub(super) fn read_all(
     uc: &StoreUrl,
     timing: &Timing,
 ) -> Result<(SystemTime, Vec<Judged>), StoreError> {
-    let Listing { batches, records } = listing(objects, uc)?;
+    read_task(objects, uc, timing, None)
+}
+
+/// [`read_all`] of one task's batches only, when `task` is given: a run
+/// record is filed among its own task's batches, so they are judged as
+/// the whole use case's reading judges them.
+pub(super) fn read_task(
+    objects: &dyn Objects,
+    uc: &StoreUrl,
+    timing: &Timing,
+    task: Option<&str>,
+) -> Result<(SystemTime, Vec<Judged>), StoreError> {
+    let Listing { batches, records } = listing(objects, uc, task)?;
+    let (batches, records) = match task {
+        // Deeper folders share the prefix; they are other tasks.
+        Some(t) => (
+            batches.into_iter().filter(|((bt, _), _)| bt == t).collect(),
+            records.into_iter().filter(|(rt, _)| rt == t).collect(),
+        ),
+        None => (batches, records),
+    };
     // Every object read, many in flight.
     let keys: Vec<String> = batches
         .values()
@@ -56,8 +76,10 @@ pub fn census(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing, label: &str
 /// stores send no events), reading only the leases, notes and records whose
 /// ETag or modification time in the listing changed since the last look. A
 /// look costs the listings, one HEAD of the bucket, a GET per changed object
-/// and a HEAD per claim of a lease that died or changed since; its verdicts
-/// are those [`look`] gives on the same objects.
+/// and a HEAD per claim of a lease that died or changed since (or was last
+/// looked at 30 s ago by the store's clock); its states are those [`look`] gives on
+/// the same objects, and so are its notes but for a claim whose object
+/// came or went within that time.
 #[derive(Debug, Default)]
 pub struct Poller {
     seen: HashMap<String, (Listed, Option<Got>)>,
@@ -127,7 +149,7 @@ impl Poller {
         uc: &StoreUrl,
         timing: &Timing,
     ) -> Result<(SystemTime, Vec<Judged>, usize), StoreError> {
-        let Listing { batches, records } = listing(objects, uc)?;
+        let Listing { batches, records } = listing(objects, uc, None)?;
         let listed: HashMap<&str, &Listed> = batches
             .values()
             .flat_map(|f| f.lease.iter().chain(&f.note))
@@ -180,10 +202,24 @@ struct Listing {
     records: Vec<(String, Listed)>,
 }
 
-fn listing(objects: &dyn Objects, uc: &StoreUrl) -> Result<Listing, StoreError> {
+fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<Listing, StoreError> {
+    let under = task.map(|t| format!("{t}/")).unwrap_or_default();
+    // The records first: a run writes its record only once it holds its
+    // lease, so a record listed has its lease (or, later, its note or
+    // nothing but its end) listed after it. Leases first, a run that
+    // started between the two listings would be a record with no lease.
+    let root = uc.key(".ubunye/lineage/");
+    let mut records = Vec::new();
+    for l in objects.list(&format!("{root}{under}"))? {
+        let Some(rest) = l.key.strip_prefix(&root) else { continue };
+        let Some((task, name)) = rest.rsplit_once('/') else { continue };
+        if name.ends_with(".json") && task.split('/').count() == 3 {
+            records.push((task.to_string(), l));
+        }
+    }
     let root = uc.key(".ubunye/leases/");
     let mut batches: BTreeMap<(String, String), Found> = BTreeMap::new();
-    for l in objects.list(&root)? {
+    for l in objects.list(&format!("{root}{under}"))? {
         let Some(rest) = l.key.strip_prefix(&root) else { continue };
         let Some((task, name)) = rest.rsplit_once('/') else { continue };
         if let Some(key) = name.strip_suffix(".finished.json") {
@@ -196,15 +232,6 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl) -> Result<Listing, StoreError> 
         {
             let id = (task.to_string(), key.to_string());
             batches.entry(id).or_default().lease = Some(l);
-        }
-    }
-    let root = uc.key(".ubunye/lineage/");
-    let mut records = Vec::new();
-    for l in objects.list(&root)? {
-        let Some(rest) = l.key.strip_prefix(&root) else { continue };
-        let Some((task, name)) = rest.rsplit_once('/') else { continue };
-        if name.ends_with(".json") && task.split('/').count() == 3 {
-            records.push((task.to_string(), l));
         }
     }
     Ok(Listing { batches, records })

@@ -59,6 +59,15 @@ pub fn applies(e: &Explained, kind: Kind) -> Result<(), String> {
             Err("its run had not marked its lease done: nothing to finish; `ubunye leases takeover` takes it back"
                 .into())
         }
+        // A lease that names no run: the engine takes it over by its age alone.
+        (State::Damaged, Kind::Finish) => Err(
+            "its lease names no run and was never marked done: nothing to finish; `ubunye leases takeover` takes it over once it is dead"
+                .into(),
+        ),
+        (State::Damaged, _) if b.lease_dead != Some(true) => Err(format!(
+            "its lease names no run and is not yet older than its lifetime: it is never taken over before ({})",
+            b.note
+        )),
         (State::Dead | State::Pending | State::Damaged | State::Orphan, _) => Ok(()),
         (State::Live | State::HandedBack | State::Kept, _) => Err(format!(
             "run {} holds it (live): a live lease is never taken over",

@@ -20,6 +20,7 @@ fn batch(task: &str, k: &str, state: State) -> StoreBatch {
         url: format!("s3://b/uc/.ubunye/leases/{task}/{k}.json"),
         note: String::new(),
         record_status: None,
+        lease_dead: None,
     }
 }
 
