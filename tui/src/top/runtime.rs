@@ -1,6 +1,7 @@
-//! The dashboard's loop: each turn drains the channel of [`Event`]s, hands
-//! them to the [`App`] (pure: it returns effects), carries the effects out
-//! (reads and repairs off the UI thread, the clipboard, the watcher) and
+//! The dashboard of a use case on the shell ([`super::shell`]): each turn
+//! the shell drains the channel of [`Event`]s and hands them here, to the
+//! [`App`] (pure: it returns effects); the effects are carried out (reads
+//! and repairs off the UI thread, the clipboard, the watcher) and the shell
 //! draws once.
 
 use std::io::Write;
@@ -48,47 +49,73 @@ pub struct Loop<'a, B: Backend> {
 
 impl<B: Backend> Loop<'_, B> {
     /// Run until quit; returns the exit code.
-    pub fn run(mut self) -> std::io::Result<i32> {
-        if let Some(w) = &self.watch {
-            self.app.set_watch(&w.mode);
-            self.app.status.hint = w.hint.clone();
+    pub fn run(self) -> std::io::Result<i32> {
+        let Loop { term, app, rx, tx, watch, clipboard, on_frame } = self;
+        if let Some(w) = &watch {
+            app.set_watch(&w.mode);
+            app.status.hint = w.hint.clone();
         }
-        self.draw()?;
-        loop {
-            let Some(events) = drain(&self.rx, DRAIN) else { return Ok(0) };
-            // A folder made below the watched ones is watched before the
-            // app reads it (the watcher's business: the app stays pure).
-            if let Some(w) = self.watch.as_mut() {
-                for e in &events {
-                    if let Event::FsChange(paths) = e
-                        && let Err(e) = w.noticed(paths)
-                    {
-                        let limit = crate::top::watch::is_limit(&e);
-                        w.failed(if limit { "watch limit" } else { "notify failed" });
-                        self.app.set_watch(&w.mode);
-                        self.app.status.hint = w.hint.clone();
-                    }
-                }
-            }
-            let effects = self.app.handle_all(events);
-            for effect in effects {
-                if let Some(code) = self.carry_out(effect) {
-                    return Ok(code);
-                }
-            }
-            self.draw()?;
-        }
+        let mut screen = Dashboard { app, tx, watch, clipboard, on_frame };
+        super::shell::run(term, &rx, &mut screen)
     }
+}
 
-    fn draw(&mut self) -> std::io::Result<()> {
-        let app = &mut *self.app;
-        self.term.draw(|f| crate::top::ui::draw(f, app)).map_err(|e| std::io::Error::other(e.to_string()))?;
-        if let Some(cb) = self.on_frame.as_mut() {
-            cb(self.app);
-        }
+/// The dashboard of a use case as the shell runs it: a turn's events go to
+/// the app at once ([`App::handle_all`]), and the watcher hears first of the
+/// folders made.
+struct Dashboard<'a> {
+    app: &'a mut App,
+    tx: Sender<Event>,
+    watch: Option<Watch>,
+    clipboard: Option<Box<dyn Write + 'a>>,
+    on_frame: Option<FrameHook<'a>>,
+}
+
+impl super::shell::Screen for Dashboard<'_> {
+    type Out = i32;
+    const DRAIN: usize = DRAIN;
+
+    fn draw(&mut self, f: &mut ratatui::Frame) -> std::io::Result<()> {
+        crate::top::ui::draw(f, self.app);
         Ok(())
     }
 
+    fn drawn(&mut self) {
+        if let Some(cb) = self.on_frame.as_mut() {
+            cb(self.app);
+        }
+    }
+
+    fn closed(&mut self) -> i32 {
+        0
+    }
+
+    fn turn(&mut self, events: Vec<Event>) -> std::io::Result<Option<i32>> {
+        // A folder made below the watched ones is watched before the
+        // app reads it (the watcher's business: the app stays pure).
+        if let Some(w) = self.watch.as_mut() {
+            for e in &events {
+                if let Event::FsChange(paths) = e
+                    && let Err(e) = w.noticed(paths)
+                {
+                    let limit = crate::top::watch::is_limit(&e);
+                    w.failed(if limit { "watch limit" } else { "notify failed" });
+                    self.app.set_watch(&w.mode);
+                    self.app.status.hint = w.hint.clone();
+                }
+            }
+        }
+        let effects = self.app.handle_all(events);
+        for effect in effects {
+            if let Some(code) = self.carry_out(effect) {
+                return Ok(Some(code));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl Dashboard<'_> {
     /// Do what the app asked; Some(code) to quit.
     fn carry_out(&mut self, effect: Effect) -> Option<i32> {
         match effect {

@@ -14,20 +14,21 @@ use ratatui::{Frame, Terminal, backend::Backend};
 use super::event::Event;
 use super::keytable::Binding;
 
-/// A screen the shell runs: it draws itself, and takes each event in,
+/// A screen the shell runs: it draws itself, and takes a turn's events in,
 /// saying when it is done and with what.
 pub trait Screen {
     /// What the screen ends with.
     type Out;
-    fn draw(&mut self, f: &mut Frame);
-    /// One event in; Some when the screen is done.
-    fn turn(&mut self, ev: Event) -> Option<Self::Out>;
+    /// Most events taken in one turn; the rest wait for the next.
+    const DRAIN: usize = 1000;
+    fn draw(&mut self, f: &mut Frame) -> std::io::Result<()>;
+    /// One turn's events in; Some when the screen is done.
+    fn turn(&mut self, events: Vec<Event>) -> std::io::Result<Option<Self::Out>>;
     /// What it ends with when every sender of events is gone.
     fn closed(&mut self) -> Self::Out;
+    /// Called after each frame is drawn.
+    fn drawn(&mut self) {}
 }
-
-/// Most events handled in one turn; the rest wait for the next.
-const DRAIN: usize = 1000;
 
 /// Draw, then take events a turn at a time, drawing after each, until the
 /// screen is done.
@@ -36,16 +37,18 @@ pub fn run<B: Backend, S: Screen>(
     rx: &Receiver<Event>,
     screen: &mut S,
 ) -> std::io::Result<S::Out> {
-    let frame = |term: &mut Terminal<B>, screen: &mut S| {
-        term.draw(|f| screen.draw(f)).map(|_| ()).map_err(|e| std::io::Error::other(e.to_string()))
+    let frame = |term: &mut Terminal<B>, screen: &mut S| -> std::io::Result<()> {
+        let mut drew = Ok(());
+        term.draw(|f| drew = screen.draw(f)).map_err(|e| std::io::Error::other(e.to_string()))?;
+        drew?;
+        screen.drawn();
+        Ok(())
     };
     frame(term, screen)?;
     loop {
-        let Some(events) = super::runtime::drain(rx, DRAIN) else { return Ok(screen.closed()) };
-        for ev in events {
-            if let Some(out) = screen.turn(ev) {
-                return Ok(out);
-            }
+        let Some(events) = super::runtime::drain(rx, S::DRAIN) else { return Ok(screen.closed()) };
+        if let Some(out) = screen.turn(events)? {
+            return Ok(out);
         }
         frame(term, screen)?;
     }

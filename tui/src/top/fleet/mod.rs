@@ -228,18 +228,21 @@ struct Screen<'a> {
 impl crate::top::shell::Screen for Screen<'_> {
     type Out = Effect;
 
-    fn draw(&mut self, f: &mut ratatui::Frame) {
+    fn draw(&mut self, f: &mut ratatui::Frame) -> std::io::Result<()> {
         draw::draw(f, self.app, self.colour);
+        Ok(())
     }
 
-    fn turn(&mut self, ev: Event) -> Option<Effect> {
-        for effect in self.app.handle(ev) {
-            match effect {
-                Effect::ReadNow => self.now.store(true, Ordering::Relaxed),
-                asked => return Some(asked),
+    fn turn(&mut self, events: Vec<Event>) -> std::io::Result<Option<Effect>> {
+        for ev in events {
+            for effect in self.app.handle(ev) {
+                match effect {
+                    Effect::ReadNow => self.now.store(true, Ordering::Relaxed),
+                    asked => return Ok(Some(asked)),
+                }
             }
         }
-        None
+        Ok(None)
     }
 
     fn closed(&mut self) -> Effect {

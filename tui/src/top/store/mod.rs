@@ -166,11 +166,23 @@ struct Screen<'a> {
 impl crate::top::shell::Screen for Screen<'_> {
     type Out = i32;
 
-    fn draw(&mut self, f: &mut ratatui::Frame) {
+    fn draw(&mut self, f: &mut ratatui::Frame) -> std::io::Result<()> {
         draw::draw(f, self.app, self.colour);
+        Ok(())
     }
 
-    fn turn(&mut self, ev: Event) -> Option<i32> {
+    fn turn(&mut self, events: Vec<Event>) -> std::io::Result<Option<i32>> {
+        Ok(events.into_iter().find_map(|ev| self.one(ev)))
+    }
+
+    fn closed(&mut self) -> i32 {
+        0
+    }
+}
+
+impl Screen<'_> {
+    /// One event in: the effects it asks for carried out; Some to quit.
+    fn one(&mut self, ev: Event) -> Option<i32> {
         for effect in handle(self.app, ev) {
             match effect {
                 Effect::Quit(code) => return Some(code),
@@ -197,10 +209,6 @@ impl crate::top::shell::Screen for Screen<'_> {
             }
         }
         None
-    }
-
-    fn closed(&mut self) -> i32 {
-        0
     }
 }
 
