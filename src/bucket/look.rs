@@ -5,14 +5,11 @@
 //! looking never writes.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 
-use super::inspect::findings;
 use super::judge::{Found, Heads, Judged, StoreBatch, judge_all};
 use super::objects::{Got, Listed, Objects, StoreError};
 use super::url::StoreUrl;
-use crate::census::Census;
-use crate::state::State;
 use crate::sys::Timing;
 
 /// Every batch under `uc`, in task and key order, and the store's time they
@@ -67,11 +64,6 @@ pub(super) fn read_task(
     Ok((now, judge_all(objects, uc, timing, batches, records, &mut read, now, &mut Heads::default())?))
 }
 
-/// The use case under `uc` counted once, as [`Poller::census`] counts it.
-pub fn census(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing, label: &str, per_batch: bool) -> Census {
-    Poller::new().census(objects, uc, timing, label, per_batch)
-}
-
 /// `look` again and again (the dashboard over a store, which polls: object
 /// stores send no events), reading only the leases, notes and records whose
 /// ETag or modification time in the listing changed since the last look. A
@@ -109,41 +101,7 @@ impl Poller {
         Ok(Polled { now, batches: judged.iter().map(Judged::row).collect(), read })
     }
 
-    /// The use case counted as `ubunye metrics` counts one on disk
-    /// ([`Census`]), labelled `label`, reading only what changed; doctor's
-    /// findings with it. A store that does not answer is a census with its
-    /// error.
-    pub fn census(
-        &mut self,
-        objects: &dyn Objects,
-        uc: &StoreUrl,
-        timing: &Timing,
-        label: &str,
-        per_batch: bool,
-    ) -> Census {
-        let started = Instant::now();
-        let counted = self.poll(objects, uc, timing).and_then(|(now, judged, _)| {
-            let mut c = Census { use_case: label.to_string(), ..Census::default() };
-            for j in &judged {
-                c.add(&j.batch, now, per_batch);
-            }
-            c.scan_errors = c.tasks.values().map(|t| t.states[State::Unreadable.rank()]).sum();
-            for f in findings(objects, &judged)? {
-                *c.findings.entry(f.kind).or_default() += 1;
-            }
-            Ok(c)
-        });
-        let mut c = counted.unwrap_or_else(|e| Census {
-            use_case: label.to_string(),
-            error: Some(e.to_string()),
-            scan_errors: 1,
-            ..Census::default()
-        });
-        c.duration = started.elapsed();
-        c
-    }
-
-    fn poll(
+    pub(super) fn poll(
         &mut self,
         objects: &dyn Objects,
         uc: &StoreUrl,

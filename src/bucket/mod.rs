@@ -24,13 +24,16 @@
 //!   `probe.rs`: the check at a run's start.
 //! - `run.rs`: `ubunye exec` against a store; `repair.rs`: `leases takeover`;
 //!   `audit.rs`: an object per repair under `.ubunye/repairs/`.
-//! - `look.rs` (`leases list`, `top`), `inspect.rs` (`explain`, `doctor`),
+//! - `look.rs` (`leases list`, `top`), `inspect.rs` (`explain`), `doctor.rs`,
+//!   `census.rs` (`metrics`, the fleet view),
 //!   `records.rs` (`runs`): they only read; `judge.rs` puts what they read
 //!   into the disk's state model, so a store's batch has the same states.
 
 mod append;
 mod audit;
+mod census;
 mod claims;
+mod doctor;
 mod inspect;
 mod judge;
 mod lease;
@@ -50,12 +53,14 @@ mod url;
 
 pub use append::{Landed, Planned, land, landed_name, plan};
 pub use audit::{audit, repairs_of};
+pub use census::census;
 pub use claims::claim_key;
 pub use claims::{OutputClaims, Replacing, is_landed_by, is_run_uuid, replacing_of, store_claims, store_replaces};
-pub use inspect::{ClaimView, Explained, Found, StoreFinding, doctor, explain, find};
+pub use doctor::{StoreFinding, doctor};
+pub use inspect::{ClaimView, Explained, Found, explain, find};
 pub use judge::StoreBatch;
 pub use lease::{Acquire, BucketError, Holder, Lease, Refused, acquire, age_of, lifetime_of};
-pub use look::{Polled, Poller, census, look};
+pub use look::{Polled, Poller, look};
 pub use memory::Memory;
 pub use objects::{ErrorKind, Got, Listed, Objects, StoreError, Upload, Written};
 pub use place::Place;

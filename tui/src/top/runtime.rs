@@ -21,19 +21,6 @@ pub type FrameHook<'a> = Box<dyn FnMut(&App) + 'a>;
 /// Most events handled in one turn; the rest wait for the next.
 const DRAIN: usize = 10_000;
 
-/// Wait for an event, then take what else is there, up to `most`: one
-/// turn's events. None when every sender is gone.
-pub fn drain(rx: &Receiver<Event>, most: usize) -> Option<Vec<Event>> {
-    let mut events = vec![rx.recv().ok()?];
-    while events.len() < most {
-        match rx.try_recv() {
-            Ok(e) => events.push(e),
-            Err(_) => break,
-        }
-    }
-    Some(events)
-}
-
 /// The loop and what it needs.
 pub struct Loop<'a, B: Backend> {
     pub term: &'a mut Terminal<B>,

@@ -46,12 +46,25 @@ pub fn run<B: Backend, S: Screen>(
     };
     frame(term, screen)?;
     loop {
-        let Some(events) = super::runtime::drain(rx, S::DRAIN) else { return Ok(screen.closed()) };
+        let Some(events) = drain(rx, S::DRAIN) else { return Ok(screen.closed()) };
         if let Some(out) = screen.turn(events)? {
             return Ok(out);
         }
         frame(term, screen)?;
     }
+}
+
+/// Wait for an event, then take what else is there, up to `most`: one
+/// turn's events. None when every sender is gone.
+pub fn drain(rx: &Receiver<Event>, most: usize) -> Option<Vec<Event>> {
+    let mut events = vec![rx.recv().ok()?];
+    while events.len() < most {
+        match rx.try_recv() {
+            Ok(e) => events.push(e),
+            Err(_) => break,
+        }
+    }
+    Some(events)
 }
 
 /// A move through a list of rows.

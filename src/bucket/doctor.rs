@@ -1,0 +1,135 @@
+//! What `doctor` finds in a use case in a store: unreadable and dead
+//! leases, records that say running with no lease, and open uploads no
+//! lease names. It only reads.
+
+use serde_json::Value;
+
+use super::judge::Judged;
+use super::look::read_all;
+use super::objects::{Objects, StoreError};
+use super::recover::claim_key;
+use super::url::StoreUrl;
+use crate::documents::{self, LeaseDoc, Parsed};
+use crate::state::State;
+use crate::sys::Timing;
+
+/// What doctor finds in a store.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct StoreFinding {
+    /// `stray-upload`, `unreadable`, `dead-lease`, `running-record`.
+    pub kind: &'static str,
+    /// The object (or upload) it is about.
+    pub url: String,
+    /// What it is, and what to do.
+    pub what: String,
+}
+
+/// The outputs the use case's run records name (their `location`), in this
+/// bucket: where its runs upload.
+fn recorded_outputs(objects: &dyn Objects, judged: &[Judged]) -> Vec<StoreUrl> {
+    let mut out: Vec<StoreUrl> = Vec::new();
+    let records = judged.iter().flat_map(|j| &j.batch.records);
+    for (_, location) in records.flat_map(|r| &r.locations) {
+        if let Ok(u) = StoreUrl::parse(location)
+            && u.bucket == objects.bucket()
+            && !out.contains(&u)
+        {
+            out.push(u);
+        }
+    }
+    out.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+    out
+}
+
+/// The keys a lease claims, its own and those of the run it was taking over.
+fn claimed_keys(objects: &dyn Objects, d: &LeaseDoc) -> Vec<String> {
+    let taking_over = d.0.get("taking_over").and_then(Value::as_object).map(|m| LeaseDoc(m.clone()));
+    let docs = [Some(d.clone()), taking_over];
+    let notes = docs.into_iter().flatten().flat_map(|doc| doc.notes().unwrap_or_default());
+    notes.flat_map(|n| n.claimed).filter_map(|c| claim_key(objects.bucket(), &c).map(str::to_string)).collect()
+}
+
+/// Findings in a use case in a store: unreadable and dead leases, and open
+/// uploads that no lease names under the outputs its run records name.
+pub fn doctor(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Vec<StoreFinding>, StoreError> {
+    let (_, judged) = read_all(objects, uc, timing)?;
+    findings(objects, &judged)
+}
+
+/// What doctor finds among batches judged.
+pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<StoreFinding>, StoreError> {
+    let outputs = recorded_outputs(objects, judged);
+    let mut named: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    for j in judged {
+        let b = j.row();
+        let run = b.run_id.as_deref().map(documents::short).unwrap_or_else(|| "?".into());
+        match b.state {
+            State::Unreadable => out.push(StoreFinding {
+                kind: "unreadable",
+                url: b.url.clone(),
+                what: format!("{}; never judged free or dead: look at it", b.note),
+            }),
+            State::Damaged if b.lease_dead == Some(true) => out.push(StoreFinding {
+                kind: "dead-lease",
+                url: b.url.clone(),
+                what: format!(
+                    "{}, or `ubunye leases takeover --task {} {}`",
+                    b.note,
+                    b.task,
+                    &b.key[..8.min(b.key.len())]
+                ),
+            }),
+            State::Dead | State::Pending => out.push(StoreFinding {
+                kind: "dead-lease",
+                url: b.url.clone(),
+                what: format!(
+                    "run {run} is dead with {} claim(s): the next run of the batch takes it over, or `ubunye leases takeover --task {} {}`",
+                    b.claims,
+                    b.task,
+                    &b.key[..8.min(b.key.len())]
+                ),
+            }),
+            State::Interrupted if b.record_status.as_deref() == Some("running") => out.push(StoreFinding {
+                kind: "running-record",
+                url: b.url.clone(),
+                what: format!(
+                    "run {run}'s record says running, but no lease holds the batch: its run ended without writing its end (the store did not answer as it wrote it). The next run of the batch goes ahead; the record stays as it is"
+                ),
+            }),
+            _ => {}
+        }
+        if let Some(d) = j.lease_doc() {
+            named.extend(claimed_keys(objects, d));
+        }
+    }
+    for o in outputs.iter().filter(|o| o.bucket == objects.bucket()) {
+        let prefix = if o.prefix.is_empty() { String::new() } else { format!("{}/", o.prefix) };
+        let open = objects.open_uploads(&prefix)?;
+        // A live run may have claimed a key since its lease was read (it
+        // saves the key before it starts the upload): the leases are read
+        // again before an upload is called stray.
+        if open.iter().any(|(key, _)| !named.contains(key)) {
+            for j in judged.iter().filter(|j| j.lease_doc().is_some()) {
+                let Some(lease_key) = claim_key(objects.bucket(), &j.row().url).map(str::to_string) else { continue };
+                if let Some(got) = objects.get(&lease_key)?
+                    && let Ok(Parsed::Doc(m)) = documents::parse_doc(&got.body)
+                {
+                    named.extend(claimed_keys(objects, &LeaseDoc(m)));
+                }
+            }
+        }
+        for (key, id) in open {
+            if !named.contains(&key) {
+                out.push(StoreFinding {
+                    kind: "stray-upload",
+                    url: objects.url(&key),
+                    what: format!(
+                        "an open upload (id {id}) that no lease names: a run killed before it saved its keys, or not one of ours. It is invisible to readers; a lifecycle rule (AbortIncompleteMultipartUpload) removes it"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
