@@ -58,7 +58,7 @@ const NOT_SECRET_LAST: &[&str] = &[
 /// import re; [i for i in range(0x110000) if re.fullmatch(r"\d", chr(i))]
 /// ```
 ///
-/// (collapsed into ranges); `tui/tests/secrets_peer.rs` holds them to the
+/// (collapsed into ranges); `tui/tests/all/secrets_peer.rs` holds them to the
 /// installed peer.
 const PYTHON_DIGITS: [(u32, u32); 62] = [
     (0x30, 0x39),

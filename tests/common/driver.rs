@@ -53,7 +53,8 @@ pub fn run_if_asked() {
     run(args)
 }
 
-/// Start the current test binary as a driver with these arguments.
+/// Start the current test binary as a driver with these arguments; `test_name`
+/// is the driver's test as the harness names it ([`super::test_name`]).
 pub fn command(test_name: &str, args: &[String]) -> std::process::Command {
     let mut c = std::process::Command::new(std::env::current_exe().unwrap());
     c.args([test_name, "--exact", "--nocapture", "--test-threads=1", "-q"]);

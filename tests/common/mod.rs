@@ -87,3 +87,13 @@ fn run_with(
 
 pub mod bucket;
 pub mod driver;
+
+/// A test's name as the harness knows it, for a test binary that re-executes
+/// itself to run one test (`--exact`): `module_path!()` less the crate's name,
+/// then the function (`kill::driver_entry` in tests/slow).
+pub fn test_name(module_path: &str, function: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_, module)) => format!("{module}::{function}"),
+        None => function.to_string(),
+    }
+}

@@ -23,7 +23,7 @@ pub fn short_tempdir() -> tempfile::TempDir {
 }
 
 /// A fixture copied to /tmp/ubtXXXXXX/uc, mtimes restored to the whole
-/// second; its capture time. The screens in tests/snapshots were recorded
+/// second; its capture time. The screens in tui/tests/all/snapshots were recorded
 /// with whole seconds: `live`, 5 s after its capture, shows its lease written
 /// 15s ago (14.9 s to the nanosecond).
 pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf, SystemTime) {

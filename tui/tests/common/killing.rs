@@ -1,5 +1,5 @@
-//! What the kill tests share (tui/tests/killtest.rs, and the power-cut test,
-//! tui/tests/powercut.rs): the job, the commands, and the verifier that
+//! What the kill tests share (tui/tests/slow/killtest.rs, and the power-cut test,
+//! tui/tests/slow/powercut.rs): the job, the commands, and the verifier that
 //! recomputes what every output must hold.
 
 use std::fs;

@@ -115,7 +115,9 @@ pub fn plan(e: &ExecArgs, batches: &[String], copies: &[PathBuf]) -> Result<Plan
     }
     let dir = &e.dir.dir;
     if dir.to_str().is_some_and(ubunye::bucket::is_store_url) {
-        return usage("killtest runs on a local use case; a use case in a store is tested by tests/store_killtest.rs");
+        return usage(
+            "killtest runs on a local use case; a use case in a store is tested by tui/tests/slow/store_killtest.rs",
+        );
     }
     if e.appends.is_empty() && e.overwrites.is_empty() {
         return usage(

@@ -1,0 +1,256 @@
+//! A store's odd batches, each judged as its engine acts on it: the list's
+//! state, explain's words and the repair check (`applies`) against what
+//! `acquire`/`takeover` do. Each case is one a store can come to: a dead
+//! run's record that cannot be read, a lease that is an empty object, a
+//! disk's `kept` lease copied into a bucket, a taker that died while it
+//! recovered a committed run, a success record without its note, a run
+//! that starts while the use case is listed, leases under folders that are
+//! not tasks; and what explain and doctor cost in reads.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use ubunye::bucket::{
+    Acquire, Explained, Found, Objects, Place, Poller, StoreBatch, TakeoverEnd, applies, doctor, explain, find, look,
+    takeover,
+};
+use ubunye::layout::TaskPath;
+use ubunye::repair::Kind;
+use ubunye::state::State;
+use ubunye::sys::Step;
+
+use crate::common;
+use common::bucket::*;
+
+fn one(w: &World) -> StoreBatch {
+    let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    rows.into_iter().find(|b| b.key == w.place.key).expect("the batch is listed")
+}
+
+fn explained(w: &World, b: &StoreBatch) -> Explained {
+    let (now, found) = find(&*w.mem, &w.place.uc, &b.key, Some(&b.task), &w.timing).unwrap();
+    let Found::One(row, read) = found else { panic!("{} is not found", b.key) };
+    assert_eq!(&row, b, "explain's row is the list's");
+    explain(&*w.mem, &w.place.uc, &row, &read, now, &w.timing).unwrap()
+}
+
+fn record(run: &str, status: &str) -> Vec<u8> {
+    let mut vars = serde_json::Map::new();
+    vars.insert("dt".into(), "2026-01-01".into());
+    serde_json::json!({
+        "run_id": run, "task": "demo/sales/ingest", "status": status, "backend": "exec",
+        "started_at": "2026-01-01T00:00:00.000000+00:00",
+        "ended_at": if status == "running" { Value::Null } else { "2026-01-01T00:01:00.000000+00:00".into() },
+        "error": Value::Null, "variables": vars, "outputs": []
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn take_over(w: &World) -> TakeoverEnd {
+    takeover(w.objects(), &w.place, &holder(C), w.clock.clone(), &w.timing).unwrap()
+}
+
+fn took(t: &TakeoverEnd) -> bool {
+    matches!(t, TakeoverEnd::TookOver(_) | TakeoverEnd::Completed(..))
+}
+
+#[test]
+fn a_dead_runs_record_that_cannot_be_read_decides_nothing() {
+    let w = world();
+    let (lease, _d, files) = w.landing(1);
+    w.killed_at(&lease, &files, Step::Completed);
+    w.mem.put(&w.place.record_key(A), vec![0xff, 0xfe]).unwrap();
+    w.past_timeout();
+    let b = one(&w);
+    assert_eq!(b.state, State::Dead, "{b:?}");
+    let e = explained(&w, &b);
+    assert!(applies(&e, Kind::Takeover).is_ok());
+    assert!(took(&take_over(&w)));
+    assert!(w.visible().is_empty(), "{:?}", w.visible());
+}
+
+#[test]
+fn an_empty_lease_is_judged_by_its_age_as_the_engine_judges_it() {
+    let w = world();
+    w.mem.put(&w.place.lease_key(), b"{}".to_vec()).unwrap();
+    w.clock.advance(Duration::from_secs(5));
+    let b = one(&w);
+    assert_eq!(b.state, State::Damaged, "{b:?}");
+    assert!(b.note.contains("names no run") && b.note.contains("taken over once"), "{}", b.note);
+    let e = explained(&w, &b);
+    assert!(applies(&e, Kind::Takeover).is_err(), "a fresh empty lease is taken over by no engine");
+    assert!(applies(&e, Kind::Finish).is_err());
+    assert!(matches!(take_over(&w), TakeoverEnd::Refused(_)));
+    w.past_timeout();
+    let b = one(&w);
+    assert!(b.note.contains("past the"), "{}", b.note);
+    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert!(d.iter().any(|f| f.kind == "dead-lease"), "{d:?}");
+    let e = explained(&w, &b);
+    assert!(applies(&e, Kind::Takeover).is_ok());
+    assert!(applies(&e, Kind::Finish).is_err());
+    assert!(took(&take_over(&w)));
+}
+
+#[test]
+fn a_kept_lease_copied_from_a_disk_is_taken_over_once_dead() {
+    let w = world();
+    let _a = w.held(A);
+    let mut doc: serde_json::Map<String, Value> = serde_json::from_str(&w.lease_body().unwrap()).unwrap();
+    doc.insert("kept".into(), true.into());
+    w.mem.put(&w.place.lease_key(), Value::Object(doc).to_string().into_bytes()).unwrap();
+    w.past_timeout();
+    let b = one(&w);
+    assert_eq!(b.state, State::Dead, "{b:?}");
+    assert!(applies(&explained(&w, &b), Kind::Takeover).is_ok());
+    assert!(took(&take_over(&w)));
+}
+
+#[test]
+fn a_dead_taker_of_a_committed_run_is_pending_and_finish_keeps_its_files() {
+    let w = world();
+    let (lease, _d, files) = w.landing(2);
+    w.land(&lease, &files).unwrap();
+    w.mem.delete(&w.place.note_key()).unwrap();
+    w.mem.put(&w.place.record_key(A), record(A, "success")).unwrap();
+    w.past_timeout();
+    // B dies just after its lease wraps A's (`taking_over`).
+    let mem = w.mem.clone();
+    w.mem.before("update", move || mem.before("get", || panic!("B killed after taking_over")));
+    assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.take(B))).is_err());
+    w.past_timeout();
+    let b = one(&w);
+    assert_eq!((b.state, b.claims), (State::Pending, 2), "{b:?}");
+    let e = explained(&w, &b);
+    assert!(e.committed, "{e:?}");
+    assert!(e.next[0].contains("which had marked its lease done"), "{:?}", e.next);
+    assert!(applies(&e, Kind::Finish).is_ok());
+    let before = w.visible();
+    assert!(matches!(take_over(&w), TakeoverEnd::Completed(..)));
+    assert_eq!(w.visible(), before, "a committed run's files are the batch");
+}
+
+#[test]
+fn a_success_record_without_its_note_does_not_say_a_run_is_refused() {
+    let w = world();
+    w.mem.put(&w.place.record_key(A), record(A, "success")).unwrap();
+    let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    let b = rows[0].clone();
+    assert_eq!(b.state, State::Finished);
+    let e = explained(&w, &b);
+    assert!(e.next.iter().any(|n| n.contains("goes ahead")), "{:?}", e.next);
+    assert!(!e.next.iter().any(|n| n.contains("is refused")), "{:?}", e.next);
+    assert!(matches!(w.take(B), Acquire::Held(..)));
+}
+
+/// A run acquires its lease and writes its "running" record before the
+/// listing of `list` calls number `at` (counted from 1).
+fn run_starts_before_list(w: &World, at: usize, run: &'static str) {
+    let (mem, place, clock, timing) = (w.mem.clone(), w.place.clone(), w.clock.clone(), w.timing);
+    let start: Box<dyn FnOnce() + Send> = Box::new(move || {
+        let objs: Arc<dyn Objects> = mem.clone();
+        let Acquire::Held(l, _) = ubunye::bucket::acquire(objs, &place, &holder(run), clock, &timing).unwrap() else {
+            panic!("{run} did not start")
+        };
+        std::mem::forget(l);
+        mem.put(&place.record_key(run), record(run, "running")).unwrap();
+    });
+    fn chain(mem: Arc<ubunye::bucket::Memory>, n: usize, f: Box<dyn FnOnce() + Send>) {
+        if n == 1 {
+            mem.before("list", f);
+        } else {
+            let m = mem.clone();
+            mem.before("list", move || chain(m, n - 1, f));
+        }
+    }
+    chain(w.mem.clone(), at, start);
+}
+
+#[test]
+fn a_run_that_starts_while_the_use_case_is_listed_is_never_a_record_without_a_lease() {
+    let w = world();
+    run_starts_before_list(&w, 2, A);
+    let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert!(rows.iter().all(|r| r.state == State::Live), "{rows:?}");
+    w.mem.delete(&w.place.lease_key()).unwrap();
+    w.mem.delete(&w.place.record_key(A)).unwrap();
+    run_starts_before_list(&w, 2, B);
+    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert!(d.iter().all(|f| f.kind != "running-record"), "{d:?}");
+}
+
+#[test]
+fn a_lease_under_a_folder_that_is_not_a_task_is_unreadable_never_dead() {
+    let w = world();
+    let _a = w.held(A);
+    let good = w.lease_body().unwrap().into_bytes();
+    w.mem.delete(&w.place.lease_key()).unwrap();
+    for task in ["a", "a/b/c/d", "../../x"] {
+        w.mem.put(&format!("uc/.ubunye/leases/{task}/0123456789abcdef.json"), good.clone()).unwrap();
+    }
+    w.past_timeout();
+    let (now, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert_eq!(rows.len(), 3);
+    for r in &rows {
+        assert_eq!(r.state, State::Unreadable, "{r:?}");
+        assert!(TaskPath::parse(&r.task).is_err());
+        let (_, found) = find(&*w.mem, &w.place.uc, &r.key, Some(&r.task), &w.timing).unwrap();
+        let Found::One(row, read) = found else { panic!("{r:?} is not found") };
+        assert!(applies(&explain(&*w.mem, &w.place.uc, &row, &read, now, &w.timing).unwrap(), Kind::Takeover).is_err());
+    }
+    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert!(d.iter().all(|f| f.kind == "unreadable"), "{d:?}");
+}
+
+#[test]
+fn the_poller_looks_at_a_dead_leases_claims_again_within_half_a_minute() {
+    let w = world();
+    let (lease, _d, files) = w.landing(1);
+    w.killed_at(&lease, &files, Step::Completed);
+    w.past_timeout();
+    let mut p = Poller::new();
+    let first = p.look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert!(first.batches[0].note.contains("1 of 1 claimed file(s) present"), "{:?}", first.batches);
+    for k in w.visible() {
+        w.mem.delete(&k).unwrap();
+    }
+    w.clock.advance(Duration::from_secs(31));
+    let polled = p.look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert_eq!(polled.batches, rows);
+    assert!(rows[0].note.contains("0 of 1 claimed file(s) present"), "{rows:?}");
+}
+
+#[test]
+fn explain_reads_its_task_only_and_doctor_reads_each_object_once() {
+    let w = world();
+    let tasks = ["demo/sales/ingest", "demo/sales/report"];
+    let mut first = None;
+    for n in 0..40u64 {
+        let task = tasks[(n % 2) as usize];
+        let mut vars = serde_json::Map::new();
+        vars.insert("dt".into(), format!("d{n}").into());
+        let key = ubunye::state::record_key(task, &vars).unwrap();
+        let place = Place { uc: w.place.uc.clone(), task: TaskPath::parse(task).unwrap(), key: key.clone() };
+        let note = format!("{{\"run_id\":\"r{n}-4\",\"finished_at\":\"2026-01-01T00:05:00Z\"}}");
+        w.mem.put(&place.note_key(), note.into_bytes()).unwrap();
+        for r in 0..5 {
+            let run = format!("r{n}-{r}");
+            let body = serde_json::json!({"run_id": run, "task": task, "status": "success",
+                "started_at": format!("2026-01-01T00:0{r}:00+00:00"), "variables": vars});
+            w.mem.put(&place.record_key(&run), body.to_string().into_bytes()).unwrap();
+        }
+        first.get_or_insert((task, key));
+    }
+    let (task, key) = first.unwrap();
+    let gets = || w.mem.calls("get");
+    let g0 = gets();
+    let (_, found) = find(&*w.mem, &w.place.uc, &key, Some(task), &w.timing).unwrap();
+    assert!(matches!(found, Found::One(..)));
+    assert_eq!(gets() - g0, 20 * 6, "explain reads its task's objects, once each");
+    let g1 = gets();
+    doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert_eq!(gets() - g1, 40 * 6, "doctor reads each object once");
+}
