@@ -29,7 +29,8 @@ pub enum Found {
     None(usize),
 }
 
-/// The batch whose key starts with `query` (of task `task`, when given).
+/// The batch whose key starts with `query` (of task `task`, when given),
+/// else the one whose run's id does.
 /// Every lease, note and record of the task (of every task, without one)
 /// is read, as for the whole list: a run record is filed to its batch by
 /// the lease or note that names its run, else by its variables, so one
@@ -45,8 +46,23 @@ pub fn find(
 ) -> Result<(SystemTime, Found), StoreError> {
     let (now, all) = read_task(objects, uc, timing, task)?;
     let count = all.len();
-    let mut hits: Vec<Judged> =
-        all.into_iter().filter(|j| j.batch.key.starts_with(query) && task.is_none_or(|t| j.batch.task == t)).collect();
+    let in_task = |j: &Judged| task.is_none_or(|t| j.batch.task == t);
+    let by_key = |j: &Judged| j.batch.key.starts_with(query);
+    // Else by a run's id (or its start), as on disk: the run of its lease,
+    // its note, or any of its records (a batch known only by its records,
+    // its key not told by them, is named so).
+    let q = query.to_ascii_lowercase();
+    let by_run = |j: &Judged| {
+        let runs = j.batch.named_runs().chain(j.batch.records.iter().map(|r| r.run_id.as_str()));
+        runs.into_iter().any(|r| r.to_ascii_lowercase().starts_with(&q))
+    };
+    let mut hits: Vec<Judged> = if all.iter().any(|j| in_task(j) && by_key(j)) {
+        all.into_iter().filter(|j| in_task(j) && by_key(j)).collect()
+    } else if crate::state::may_be_run_id(query) {
+        all.into_iter().filter(|j| in_task(j) && by_run(j)).collect()
+    } else {
+        Vec::new()
+    };
     Ok((
         now,
         match hits.len() {

@@ -254,3 +254,29 @@ fn explain_reads_its_task_only_and_doctor_reads_each_object_once() {
     doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
     assert_eq!(gets() - g1, 40 * 6, "doctor reads each object once");
 }
+
+#[test]
+fn a_batch_known_by_its_records_alone_is_found_by_its_runs_id() {
+    let w = world();
+    // A failed run's record (its lease handed back), and a record whose
+    // variables are masked: its batch's key cannot be told.
+    w.mem.put(&w.place.record_key(A), record(A, "error")).unwrap();
+    let masked = String::from_utf8(record(B, "interrupted")).unwrap().replace("2026-01-01", "***");
+    w.mem.put(&w.place.record_key(B), masked.into_bytes()).unwrap();
+    let mut vars = serde_json::Map::new();
+    vars.insert("dt".into(), "2026-01-01".into());
+    let key = ubunye::state::record_key("demo/sales/ingest", &vars).unwrap();
+    let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    let states: Vec<(&str, State)> = rows.iter().map(|r| (r.key.as_str(), r.state)).collect();
+    assert_eq!(states, [(key.as_str(), State::Failed), ("????????????????", State::Interrupted)]);
+    for (run, key) in [(&A[..8], key.as_str()), (B, "????????????????")] {
+        let (_, found) = find(&*w.mem, &w.place.uc, run, None, &w.timing).unwrap();
+        let Found::One(row, _) = found else { panic!("run {run} names no one batch: {found:?}") };
+        assert_eq!(row.key, key);
+    }
+    // A key prefix comes first; a query that is neither names nothing.
+    let (_, found) = find(&*w.mem, &w.place.uc, &key[..6], None, &w.timing).unwrap();
+    assert!(matches!(found, Found::One(ref row, _) if row.key == key));
+    let (_, found) = find(&*w.mem, &w.place.uc, "ffff", None, &w.timing).unwrap();
+    assert!(matches!(found, Found::None(2)), "{found:?}");
+}

@@ -285,7 +285,7 @@ fn bad_input(st: &Store, kind: Kind) {
         (vec!["top", "--watch", "notify", "-d", &uc], 2, "a store sends no events"),
         (vec!["top", "--interval", "0s", "-d", &uc], 2, "--interval 0"),
         (vec!["top", "--interval", "1ms", "-d", &uc], 2, "at least 100ms"),
-        (vec!["leases", "explain", "-d", &uc, "0123"], 2, "no batch's key starts with '0123'"),
+        (vec!["leases", "explain", "-d", &uc, "0123"], 2, "no batch's key or run starts with '0123'"),
         (vec!["leases", "takeover", "-d", &uc, "01", "--yes"], 2, "4 hex digits"),
     ] {
         let (c, err) = output(st.ubunye().args(&args));

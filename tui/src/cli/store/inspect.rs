@@ -24,9 +24,10 @@ fn one(
         exit::USAGE
     };
     let q = which.batch.as_str();
-    if q.is_empty() || !q.chars().all(|c| c.is_ascii_hexdigit()) || q.len() > 16 {
+    let key_like = !q.is_empty() && q.chars().all(|c| c.is_ascii_hexdigit()) && q.len() <= 16;
+    if !key_like && !ubunye::state::may_be_run_id(q) {
         return Err(usage(format!(
-            "'{q}' is not a batch key or a prefix of one (hex digits): `ubunye leases list -d {dir} --all` shows the keys"
+            "'{q}' is neither a batch key nor a run id, nor the start of one (hex digits): `ubunye leases list -d {dir} --all` shows the keys and runs"
         )));
     }
     if repair && q.len() < crate::cli::leases::REPAIR_PREFIX {
@@ -43,7 +44,7 @@ fn one(
         Found::One(b, read) => (b, read),
         Found::None(n) => {
             return Err(usage(format!(
-                "no batch's key starts with '{q}' in {uc} ({n} batch(es); `ubunye leases list -d {dir} --all` shows them)"
+                "no batch's key or run starts with '{q}' in {uc} ({n} batch(es); `ubunye leases list -d {dir} --all` shows them)"
             )));
         }
         Found::Several(bs) => {
