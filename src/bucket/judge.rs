@@ -146,6 +146,16 @@ impl Judged {
         }
     }
 
+    /// The batch as the state model holds it, its note as [`Judged::row`]
+    /// words it: what the disk's listing renders.
+    pub fn into_batch(self) -> Batch {
+        let mut b = self.batch;
+        if b.state == State::Damaged {
+            b.note = empty_lease_note(&self.side);
+        }
+        b
+    }
+
     /// Its lease as read, when it could be.
     pub fn lease_doc(&self) -> Option<&crate::documents::LeaseDoc> {
         self.batch.lease.as_ref().map(|l| &l.doc)

@@ -23,6 +23,19 @@ pub fn look(
     Ok((now, all.iter().map(Judged::row).collect()))
 }
 
+/// Every batch under `uc` as the state model holds a folder's (its lease's
+/// path is the object's URL), in task and key order, and the store's time
+/// they were judged at: for the listings that show folders and stores side
+/// by side.
+pub fn batches(
+    objects: &dyn Objects,
+    uc: &StoreUrl,
+    timing: &Timing,
+) -> Result<(SystemTime, Vec<crate::state::Batch>), StoreError> {
+    let (now, all) = read_all(objects, uc, timing)?;
+    Ok((now, all.into_iter().map(Judged::into_batch).collect()))
+}
+
 /// Every batch under `uc` judged, and the store's time it was judged at.
 pub(super) fn read_all(
     objects: &dyn Objects,

@@ -60,7 +60,7 @@ pub use doctor::{StoreFinding, doctor};
 pub use inspect::{ClaimView, Explained, Found, explain, find};
 pub use judge::StoreBatch;
 pub use lease::{Acquire, BucketError, Holder, Lease, Refused, acquire, age_of, lifetime_of};
-pub use look::{Polled, Poller, look};
+pub use look::{Polled, Poller, batches, look};
 pub use memory::Memory;
 pub use objects::{ErrorKind, Got, Listed, Objects, StoreError, Upload, Written};
 pub use place::Place;

@@ -428,6 +428,21 @@ fn repairs(st: &Store) {
         assert_eq!(series("ubunye_scan_errors").as_deref(), Some("0"), "{text}");
         assert!(text.contains("kind=\"dead-lease\""), "{text}");
     }
+    // `leases list` over many use cases lists the store's batches beside a
+    // folder's row, by the same states; its `<usecase>:<key>` is explained
+    // as printed.
+    let o = st.ubunye().args(["leases", "list", "-d", &uc, "-d", "/nonexistent-use-case", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["batches"].as_array().cloned().unwrap_or_default();
+    let dead = rows.iter().find(|r| r["key"] == key.as_str()).cloned().unwrap_or_default();
+    assert_eq!((dead["state"].as_str(), dead["use_case"].as_str()), (Some("dead"), Some(uc.as_str())), "{v}");
+    let o = st.ubunye().args(["leases", "list", "-d", &uc, "-d", "/nonexistent-use-case"]).output().unwrap();
+    let table = String::from_utf8_lossy(&o.stdout).into_owned();
+    let named = format!("{uc}:{}", &key[..8]);
+    assert!(table.contains(&named), "{table}");
+    let o = st.ubunye().args(["leases", "explain", &named]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(": dead"));
     let o = st.ubunye().args(["leases", "takeover", "-d", &uc, &key[..8], "--dry-run"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("--dry-run: nothing was changed"));

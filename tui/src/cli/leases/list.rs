@@ -266,8 +266,27 @@ fn short_host(h: &str) -> &str {
 fn use_cases(a: &UseCasesArg) -> (Vec<UseCase>, bool) {
     match a.single() {
         Some(d) => (vec![UseCase { shown: d.to_path_buf(), error: None }], false),
-        None => (a.resolve(), true),
+        None => (a.resolve_counted(), true),
     }
+}
+
+/// A store's batches among many use cases' (`-d s3://...` with others), as
+/// a folder's scan gives them, `--task` applied; its head (the URL as the
+/// root) for the listing's summary.
+fn store_batches(url: &str, opts: &ScanOptions, sys: &Sys) -> Result<(state::ScanHead, Vec<Batch>), String> {
+    let uc = ubunye::bucket::StoreUrl::parse(url).map_err(|e| e.to_string())?;
+    let objects = ubunye::bucket::S3::from_env(&uc.bucket).map_err(|e| e.to_string())?;
+    let (now, mut batches) = ubunye::bucket::batches(&objects, &uc, &sys.timing).map_err(|e| e.to_string())?;
+    if let Some(glob) = &opts.task_glob {
+        batches.retain(|b| state::task_matches(glob, &b.task));
+    }
+    let head = state::ScanHead {
+        root: std::path::PathBuf::from(url),
+        lineage_dir: std::path::PathBuf::from(format!("{url}/.ubunye/lineage")),
+        now: ubunye::sys::Now { time: now, source: ubunye::sys::ClockSource::Store },
+        problems: Vec::new(),
+    };
+    Ok((head, batches))
 }
 
 impl Origin {
@@ -275,9 +294,10 @@ impl Origin {
     /// among many, as named made absolute, the same whether it can be read
     /// or not (as `runs`, `doctor` and the metrics name it).
     fn of(uc: &UseCase, many: bool) -> Origin {
-        let root = match many {
-            true => uc.path(),
-            false => std::fs::canonicalize(&uc.shown).unwrap_or_else(|_| uc.shown.clone()),
+        let root = match (many, uc.store()) {
+            (_, Some(url)) => std::path::PathBuf::from(url),
+            (true, None) => uc.path(),
+            (false, None) => std::fs::canonicalize(&uc.shown).unwrap_or_else(|_| uc.shown.clone()),
         };
         Origin { root: root.to_string_lossy().into_owned(), shown: many.then(|| uc.name()) }
     }
@@ -313,15 +333,21 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
     let mut parts = Vec::new();
     for uc in ucs {
         let origin = Origin::of(&uc, many);
-        let head = match &uc.error {
-            Some(e) => Err(e.clone()),
-            None => state::scan_tasks(&uc.shown, &opts, &sys, |_, batches| {
-                count.add(&batches);
-                for b in batches.into_iter().filter(|b| shown(b, &states, a.all)) {
-                    by_state[b.state.rank()].push(Row::from_batch(b, false, &origin).line(colour));
-                }
-            })
-            .map_err(|e| e.to_string()),
+        let mut add = |batches: Vec<Batch>| {
+            count.add(&batches);
+            for b in batches.into_iter().filter(|b| shown(b, &states, a.all)) {
+                by_state[b.state.rank()].push(Row::from_batch(b, false, &origin).line(colour));
+            }
+        };
+        let head = match (&uc.error, uc.store()) {
+            (Some(e), _) => Err(e.clone()),
+            (None, Some(url)) => store_batches(url, &opts, &sys).map(|(head, batches)| {
+                add(batches);
+                head
+            }),
+            (None, None) => {
+                state::scan_tasks(&uc.shown, &opts, &sys, |_, batches| add(batches)).map_err(|e| e.to_string())
+            }
         };
         match &head {
             Err(e) if !many => {
@@ -386,9 +412,13 @@ fn run_json(a: &ListArgs, ucs: Vec<UseCase>, many: bool, opts: &ScanOptions, sta
     let mut parts = Vec::new();
     for uc in ucs {
         let origin = std::sync::Arc::new(Origin::of(&uc, many));
-        let head = match &uc.error {
-            Some(e) => Err(e.clone()),
-            None => state::scan_tasks(&uc.shown, opts, sys, |_, batches| {
+        let head = match (&uc.error, uc.store()) {
+            (Some(e), _) => Err(e.clone()),
+            (None, Some(url)) => store_batches(url, opts, sys).map(|(head, batches)| {
+                let _ = tx.send((origin.clone(), Ok(batches)));
+                head
+            }),
+            (None, None) => state::scan_tasks(&uc.shown, opts, sys, |_, batches| {
                 let _ = tx.send((origin.clone(), Ok(batches)));
             })
             .map_err(|e| e.to_string()),
