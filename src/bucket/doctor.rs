@@ -2,6 +2,8 @@
 //! leases, records that say running with no lease, and open uploads no
 //! lease names. It only reads.
 
+use std::collections::{BTreeSet, HashSet};
+
 use serde_json::Value;
 
 use super::judge::Judged;
@@ -16,7 +18,7 @@ use crate::sys::Timing;
 /// What doctor finds in a store.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct StoreFinding {
-    /// `stray-upload`, `unreadable`, `dead-lease`, `running-record`.
+    /// `stray-upload`, `unreadable`, `dead-lease`, `not-json`, `running-record`.
     pub kind: &'static str,
     /// The object (or upload) it is about.
     pub url: String,
@@ -38,7 +40,16 @@ fn recorded_outputs(objects: &dyn Objects, judged: &[Judged]) -> Vec<StoreUrl> {
         }
     }
     out.sort_by(|a, b| a.prefix.cmp(&b.prefix));
-    out
+    // An output inside another's prefix is listed with it: listed again, its
+    // uploads would be found twice.
+    let mut outer: Vec<StoreUrl> = Vec::new();
+    for u in out {
+        let inside = outer.iter().any(|o| o.prefix.is_empty() || u.prefix.starts_with(&format!("{}/", o.prefix)));
+        if !inside {
+            outer.push(u);
+        }
+    }
+    outer
 }
 
 /// The keys a lease claims, its own and those of the run it was taking over.
@@ -59,7 +70,7 @@ pub fn doctor(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<V
 /// What doctor finds among batches judged.
 pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<StoreFinding>, StoreError> {
     let outputs = recorded_outputs(objects, judged);
-    let mut named: Vec<String> = Vec::new();
+    let mut named: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
     for j in judged {
         let b = j.row();
@@ -70,16 +81,26 @@ pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<S
                 url: b.url.clone(),
                 what: format!("{}; never judged free or dead: look at it", b.note),
             }),
-            State::Damaged if b.lease_dead == Some(true) => out.push(StoreFinding {
-                kind: "dead-lease",
-                url: b.url.clone(),
-                what: format!(
-                    "{}, or `ubunye leases takeover --task {} {}`",
-                    b.note,
-                    b.task,
-                    &b.key[..8.min(b.key.len())]
-                ),
-            }),
+            State::Damaged => {
+                // As on disk: an empty lease is named whatever its age.
+                out.push(StoreFinding {
+                    kind: "not-json",
+                    url: b.url.clone(),
+                    what: "the lease is an empty JSON object: it names no run and no claims".into(),
+                });
+                if b.lease_dead == Some(true) {
+                    out.push(StoreFinding {
+                        kind: "dead-lease",
+                        url: b.url.clone(),
+                        what: format!(
+                            "{}, or `ubunye leases takeover --task {} {}`",
+                            b.note,
+                            b.task,
+                            &b.key[..8.min(b.key.len())]
+                        ),
+                    });
+                }
+            }
             State::Dead | State::Pending => out.push(StoreFinding {
                 kind: "dead-lease",
                 url: b.url.clone(),
@@ -103,32 +124,34 @@ pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<S
             named.extend(claimed_keys(objects, d));
         }
     }
+    // Every open upload under the outputs, each once.
+    let mut open: BTreeSet<(String, String)> = BTreeSet::new();
     for o in outputs.iter().filter(|o| o.bucket == objects.bucket()) {
         let prefix = if o.prefix.is_empty() { String::new() } else { format!("{}/", o.prefix) };
-        let open = objects.open_uploads(&prefix)?;
-        // A live run may have claimed a key since its lease was read (it
-        // saves the key before it starts the upload): the leases are read
-        // again before an upload is called stray.
-        if open.iter().any(|(key, _)| !named.contains(key)) {
-            for j in judged.iter().filter(|j| j.lease_doc().is_some()) {
-                let Some(lease_key) = claim_key(objects.bucket(), &j.row().url).map(str::to_string) else { continue };
-                if let Some(got) = objects.get(&lease_key)?
-                    && let Ok(Parsed::Doc(m)) = documents::parse_doc(&got.body)
-                {
-                    named.extend(claimed_keys(objects, &LeaseDoc(m)));
-                }
+        open.extend(objects.open_uploads(&prefix)?);
+    }
+    // A live run may have claimed a key since its lease was read (it saves
+    // the key before it starts the upload): the leases are read again, once,
+    // before an upload is called stray.
+    if open.iter().any(|(key, _)| !named.contains(key)) {
+        for j in judged.iter().filter(|j| j.lease_doc().is_some()) {
+            let Some(lease_key) = claim_key(objects.bucket(), &j.row().url).map(str::to_string) else { continue };
+            if let Some(got) = objects.get(&lease_key)?
+                && let Ok(Parsed::Doc(m)) = documents::parse_doc(&got.body)
+            {
+                named.extend(claimed_keys(objects, &LeaseDoc(m)));
             }
         }
-        for (key, id) in open {
-            if !named.contains(&key) {
-                out.push(StoreFinding {
-                    kind: "stray-upload",
-                    url: objects.url(&key),
-                    what: format!(
-                        "an open upload (id {id}) that no lease names: a run killed before it saved its keys, or not one of ours. It is invisible to readers; a lifecycle rule (AbortIncompleteMultipartUpload) removes it"
-                    ),
-                });
-            }
+    }
+    for (key, id) in open {
+        if !named.contains(&key) {
+            out.push(StoreFinding {
+                kind: "stray-upload",
+                url: objects.url(&key),
+                what: format!(
+                    "an open upload (id {id}) that no lease names: a run killed before it saved its keys, or not one of ours. It is invisible to readers; a lifecycle rule (AbortIncompleteMultipartUpload) removes it"
+                ),
+            });
         }
     }
     Ok(out)

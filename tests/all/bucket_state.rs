@@ -83,6 +83,8 @@ fn an_empty_lease_is_judged_by_its_age_as_the_engine_judges_it() {
     assert!(applies(&e, Kind::Takeover).is_err(), "a fresh empty lease is taken over by no engine");
     assert!(applies(&e, Kind::Finish).is_err());
     assert!(matches!(take_over(&w), TakeoverEnd::Refused(_)));
+    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert_eq!(d.iter().map(|f| f.kind).collect::<Vec<_>>(), ["not-json"], "named whatever its age, as on disk");
     w.past_timeout();
     let b = one(&w);
     assert!(b.note.contains("past the"), "{}", b.note);
@@ -279,4 +281,59 @@ fn a_batch_known_by_its_records_alone_is_found_by_its_runs_id() {
     assert!(matches!(found, Found::One(ref row, _) if row.key == key));
     let (_, found) = find(&*w.mem, &w.place.uc, "ffff", None, &w.timing).unwrap();
     assert!(matches!(found, Found::None(2)), "{found:?}");
+}
+
+#[test]
+fn an_upload_under_nested_outputs_is_one_stray_and_the_leases_are_read_again_once() {
+    let w = world();
+    for (run, location) in [(A, "s3://bkt/lake"), (B, "s3://bkt/lake/r3")] {
+        let mut v: Value = serde_json::from_slice(&record(run, "success")).unwrap();
+        v["outputs"] = serde_json::json!([{ "name": "ev", "location": location }]);
+        w.mem.put(&w.place.record_key(run), v.to_string().into_bytes()).unwrap();
+    }
+    let _live = w.held(C);
+    w.mem.start_uploads(&["lake/r3/stray.bin".into()]).unwrap();
+    let gets = w.mem.calls("get");
+    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    let strays: Vec<_> = d.iter().filter(|f| f.kind == "stray-upload").collect();
+    assert_eq!(strays.len(), 1, "{d:?}");
+    // The lease, the two records, then the one lease read again.
+    assert_eq!(w.mem.calls("get") - gets, 4);
+}
+
+#[test]
+fn a_batchs_audit_entries_are_its_own_in_order_and_oversized_ones_are_passed_over() {
+    use ubunye::bucket::{audit, repairs_of};
+    let w = world();
+    let (uc, task, key) = (&w.place.uc, "demo/sales/ingest", w.place.key.as_str());
+    for n in 0..3 {
+        let entry = serde_json::json!({"task": task, "key": key, "n": n});
+        audit(&*w.mem, uc, task, key, &entry).unwrap();
+        w.clock.advance(Duration::from_millis(1));
+    }
+    // Another batch's entry, and an object no repair wrote.
+    audit(&*w.mem, uc, task, "ffffffffffffffff", &serde_json::json!({"task": task, "key": "ffffffffffffffff"}))
+        .unwrap();
+    let big = format!("{{\"task\": \"{task}\", \"key\": \"{key}\", \"pad\": \"{}\"}}", "x".repeat(70_000));
+    w.mem.put(&format!("uc/.ubunye/repairs/{task}/{key}/0-big.json"), big.into_bytes()).unwrap();
+    let gets = w.mem.calls("get");
+    let got = repairs_of(&*w.mem, uc, task, key).unwrap();
+    assert_eq!(got.iter().map(|v| v["n"].as_u64()).collect::<Vec<_>>(), [Some(0), Some(1), Some(2)]);
+    assert_eq!(w.mem.calls("get") - gets, 3, "only the batch's own entries are read");
+}
+
+#[test]
+fn a_census_again_reads_only_what_changed() {
+    let w = world();
+    let (lease, _d, files) = w.landing(1);
+    w.killed_at(&lease, &files, Step::Completed);
+    w.mem.put(&w.place.record_key(A), record(A, "running")).unwrap();
+    w.past_timeout();
+    let mut p = Poller::new();
+    let first = p.census(&*w.mem, &w.place.uc, &w.timing, "s3://bkt/uc", false);
+    assert_eq!(first.tasks["demo/sales/ingest"].states[State::Dead.rank()], 1, "{first:?}");
+    let gets = w.mem.calls("get");
+    let again = p.census(&*w.mem, &w.place.uc, &w.timing, "s3://bkt/uc", false);
+    assert_eq!(w.mem.calls("get") - gets, 0, "nothing changed, nothing read");
+    assert_eq!(again.tasks["demo/sales/ingest"].states, first.tasks["demo/sales/ingest"].states);
 }

@@ -150,13 +150,37 @@ fn open_store(url: &str) -> Result<(StoreUrl, Arc<dyn Objects>), String> {
     Ok((url, Arc::new(objects)))
 }
 
+/// A store among the use cases counted, and its poller: each census reads
+/// only what changed since the last.
+pub struct StorePoll {
+    url: StoreUrl,
+    objects: Arc<dyn Objects>,
+    poller: Poller,
+    label: String,
+}
+
+impl StorePoll {
+    /// The store `uc` names, opened; None for a folder, or a store that
+    /// cannot be opened (its census says why: [`count`]).
+    pub fn of(uc: &UseCase) -> Option<StorePoll> {
+        let url = uc.store().filter(|_| uc.error.is_none())?;
+        let (url, objects) = open_store(url).ok()?;
+        Some(StorePoll { url, objects, poller: Poller::new(), label: uc.label() })
+    }
+
+    /// Its census now.
+    pub fn census(&mut self, sys: &Sys, per_batch: bool) -> Census {
+        self.poller.census(&*self.objects, &self.url, &sys.timing, &self.label, per_batch)
+    }
+}
+
 /// One use case of many, counted again and again: a folder by its [`Tally`]
 /// (read whole again every `full_every`), a store by its [`Poller`] (only
 /// what changed is read), one that cannot be read by its census with the
 /// error, said once.
 pub enum Counter {
     Folder(Box<Tally>),
-    Store { url: StoreUrl, objects: Arc<dyn Objects>, poller: Poller, label: String },
+    Store(Box<StorePoll>),
     Failed(Option<Box<Census>>),
 }
 
@@ -167,7 +191,9 @@ impl Counter {
                 Counter::Folder(Box::new(Tally::new(&uc.shown, &uc.label(), opts.clone(), false, full_every)))
             }
             (None, Some(url)) => match open_store(url) {
-                Ok((url, objects)) => Counter::Store { url, objects, poller: Poller::new(), label: uc.label() },
+                Ok((url, objects)) => {
+                    Counter::Store(Box::new(StorePoll { url, objects, poller: Poller::new(), label: uc.label() }))
+                }
                 Err(e) => Counter::Failed(Some(Box::new(Census {
                     use_case: uc.label(),
                     error: Some(e),
@@ -184,9 +210,7 @@ impl Counter {
     pub fn refresh(&mut self, sys: &Sys) -> Option<Box<Census>> {
         match self {
             Counter::Folder(t) => t.refresh(sys).then(|| Box::new(t.census.clone())),
-            Counter::Store { url, objects, poller, label } => {
-                Some(Box::new(poller.census(&**objects, url, &sys.timing, label, false)))
-            }
+            Counter::Store(p) => Some(Box::new(p.census(sys, false))),
             Counter::Failed(c) => c.take(),
         }
     }

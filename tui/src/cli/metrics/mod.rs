@@ -75,11 +75,38 @@ impl MetricsArgs {
 
 /// Read every use case named and render them.
 pub(crate) fn gather(a: &MetricsArgs) -> String {
-    let sys = crate::console::machine::sys();
-    let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), ..ScanOptions::default() };
-    let censuses: Vec<census::Census> =
-        a.ucs.resolve_counted().iter().map(|uc| crate::console::fleet::count(uc, &opts, &sys, a.per_batch)).collect();
-    exposition::render(&censuses, a.format(), a.per_batch)
+    Gatherer::new(a).gather(a)
+}
+
+/// The use cases named, read again at each [`Gatherer::gather`]: a folder
+/// whole, a store by a poller of its own that reads only what changed since
+/// the last reading (`--listen` reads every `--interval`).
+pub(crate) struct Gatherer {
+    ucs: Vec<crate::console::fleet::UseCase>,
+    stores: Vec<Option<crate::console::fleet::StorePoll>>,
+}
+
+impl Gatherer {
+    pub(crate) fn new(a: &MetricsArgs) -> Gatherer {
+        let ucs = a.ucs.resolve_counted();
+        let stores = ucs.iter().map(crate::console::fleet::StorePoll::of).collect();
+        Gatherer { ucs, stores }
+    }
+
+    pub(crate) fn gather(&mut self, a: &MetricsArgs) -> String {
+        let sys = crate::console::machine::sys();
+        let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), ..ScanOptions::default() };
+        let censuses: Vec<census::Census> = self
+            .ucs
+            .iter()
+            .zip(&mut self.stores)
+            .map(|(uc, store)| match store {
+                Some(p) => p.census(&sys, a.per_batch),
+                None => crate::console::fleet::count(uc, &opts, &sys, a.per_batch),
+            })
+            .collect();
+        exposition::render(&censuses, a.format(), a.per_batch)
+    }
 }
 
 pub fn run(a: &MetricsArgs) -> i32 {

@@ -40,7 +40,8 @@ pub fn serve(a: &MetricsArgs, addr: SocketAddr) -> i32 {
         }
     };
     let bound = listener.local_addr().unwrap_or(addr);
-    let latest: Latest = Arc::new(Mutex::new(Arc::new(super::gather(a))));
+    let mut gatherer = super::Gatherer::new(a);
+    let latest: Latest = Arc::new(Mutex::new(Arc::new(gatherer.gather(a))));
     crate::console::print::errln(&format!(
         "ubunye metrics: serving http://{bound}/metrics, read again every {}",
         humantime::format_duration(a.interval)
@@ -55,7 +56,7 @@ pub fn serve(a: &MetricsArgs, addr: SocketAddr) -> i32 {
                 // the last one started (at once when it took longer).
                 std::thread::sleep(a.interval.saturating_sub(last.elapsed()));
                 last = Instant::now();
-                let text = Arc::new(super::gather(a));
+                let text = Arc::new(gatherer.gather(a));
                 *reader.lock().unwrap_or_else(|p| p.into_inner()) = text;
             }
         });

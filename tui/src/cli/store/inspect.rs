@@ -126,8 +126,9 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     // Every repair the engine acted on is audited, as on disk; an audit
     // that cannot be written is said, and is not the repair's failure.
     let (taken_over, files_removed, records_marked, outcome) = match &ended {
+        // A lease that named no run: no run id to say.
         Ok(TakeoverEnd::TookOver(r) | TakeoverEnd::Completed(r, _)) => (
-            vec![r.run_id.clone()],
+            [r.run_id.clone()].into_iter().filter(|r| !r.is_empty()).collect(),
             r.removed.clone(),
             if r.record_marked { vec![r.run_id.clone()] } else { Vec::new() },
             "done".to_string(),
@@ -146,7 +147,7 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
         records_marked,
         outcome,
     };
-    if let Err(e) = bucket::audit(&*objects, &place.uc, &entry.json(&sys)) {
+    if let Err(e) = bucket::audit(&*objects, &place.uc, &b.task, &b.key, &entry.json(&sys)) {
         let under = objects.url(&place.uc.key(".ubunye/repairs/"));
         say_err(&format!("could not write the audit entry under {under}: {e}"));
     }
