@@ -17,17 +17,7 @@ use ubunye::sys::Step;
 
 use crate::common;
 use common::bucket::*;
-
-/// A small generator, so that a failing seed can be run again.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
+use ubunye_testkit::Rng;
 
 const TASKS: [&str; 2] = ["demo/sales/ingest", "demo/sales/report"];
 

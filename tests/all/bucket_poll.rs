@@ -9,21 +9,11 @@ use ubunye::bucket::{Objects, Poller, look};
 
 use crate::common;
 use common::bucket::*;
+use ubunye_testkit::Rng;
 
 const KEYS: [&str; 5] =
     ["0000000000000001", "0000000000000002", "00000000000000a3", "1111111111111111", "ffffffffffffffff"];
 const TASKS: [&str; 2] = ["demo/sales/ingest", "demo/sales/report"];
-
-/// A small generator, so that a failing seed can be run again.
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 /// Real documents to copy around: a live lease, a lease with claims, a
 /// finished note; and bodies no engine writes.
