@@ -37,10 +37,8 @@ impl Ctx {
 /// What a key does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Act {
-    Up,
-    Down,
-    First,
-    Last,
+    /// A move through the rows (in a popup: its text).
+    Move(Move),
     Open,
     Filter,
     Read,
@@ -68,10 +66,10 @@ const fn hidden(ctx: Ctx, keys: &'static [KeyCode], shown: &'static str, what: &
 
 /// Every key of the fleet view.
 pub const KEYS: &[Binding] = &[
-    hidden(Ctx::Main, &[Up, C('k')], "↑/k", "previous use case", Act::Up),
-    b(Ctx::Main, &[Down, C('j')], "↓/j", "next use case", Act::Down),
-    hidden(Ctx::Main, &[Home, C('g')], "g", "first use case", Act::First),
-    hidden(Ctx::Main, &[End, C('G')], "G", "last use case", Act::Last),
+    hidden(Ctx::Main, &[Up, C('k')], "↑/k", "previous use case", Act::Move(Move::Up)),
+    b(Ctx::Main, &[Down, C('j')], "↓/j", "next use case", Act::Move(Move::Down)),
+    hidden(Ctx::Main, &[Home, C('g')], "g", "first use case", Act::Move(Move::First)),
+    hidden(Ctx::Main, &[End, C('G')], "G", "last use case", Act::Move(Move::Last)),
     b(Ctx::Main, &[Enter], "Enter", "open its dashboard (q there comes back here)", Act::Open),
     b(Ctx::Main, &[C('/')], "/", "filter (uc:TEXT, or TEXT: the use cases whose name holds it)", Act::Filter),
     b(Ctx::Main, &[C('r')], "r", "read all again now (whole, doctor too)", Act::Read),
@@ -256,13 +254,9 @@ impl FleetApp {
             return Vec::new();
         }
         let n = self.rows().len();
-        let step = |m: Move| moved(self.selected, m, n, 1);
         match lookup(ctx, key) {
             Some(Act::Close) => self.help = false,
-            Some(Act::Up) => self.selected = step(Move::Up),
-            Some(Act::Down) => self.selected = step(Move::Down),
-            Some(Act::First) => self.selected = step(Move::First),
-            Some(Act::Last) => self.selected = step(Move::Last),
+            Some(Act::Move(m)) => self.selected = moved(self.selected, m, n, 1),
             Some(Act::Filter) => self.typing = true,
             Some(Act::Help) => self.help = true,
             Some(Act::Read) => return vec![Effect::ReadNow],

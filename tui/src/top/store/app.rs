@@ -29,12 +29,8 @@ pub enum Ctx {
 /// What a key does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Act {
-    Up,
-    Down,
-    First,
-    Last,
-    PageUp,
-    PageDown,
+    /// A move through the rows (in a popup: its text).
+    Move(Move),
     Detail,
     Filter,
     All,
@@ -69,12 +65,12 @@ use KeyCode::{Char as C, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Ri
 
 /// Every key of the dashboard over a store.
 pub const KEYS: &[Binding] = &[
-    b(Ctx::Main, &[Up, C('k')], "↑/k", "previous batch", Act::Up, false),
-    b(Ctx::Main, &[Down, C('j')], "↓/j", "next batch", Act::Down, true),
-    b(Ctx::Main, &[Home, C('g')], "g", "first batch", Act::First, false),
-    b(Ctx::Main, &[End, C('G')], "G", "last batch", Act::Last, false),
-    b(Ctx::Main, &[PageUp], "PgUp", "a page up", Act::PageUp, false),
-    b(Ctx::Main, &[PageDown], "PgDn", "a page down", Act::PageDown, false),
+    b(Ctx::Main, &[Up, C('k')], "↑/k", "previous batch", Act::Move(Move::Up), false),
+    b(Ctx::Main, &[Down, C('j')], "↓/j", "next batch", Act::Move(Move::Down), true),
+    b(Ctx::Main, &[Home, C('g')], "g", "first batch", Act::Move(Move::First), false),
+    b(Ctx::Main, &[End, C('G')], "G", "last batch", Act::Move(Move::Last), false),
+    b(Ctx::Main, &[PageUp], "PgUp", "a page up", Act::Move(Move::PageUp), false),
+    b(Ctx::Main, &[PageDown], "PgDn", "a page down", Act::Move(Move::PageDown), false),
     b(Ctx::Main, &[Enter], "Enter", "explain the batch (read from the store)", Act::Detail, true),
     b(Ctx::Main, &[C('/')], "/", "filter by task, key, run or state", Act::Filter, true),
     b(Ctx::Main, &[C('a')], "a", "show or hide finished batches", Act::All, true),
@@ -88,8 +84,8 @@ pub const KEYS: &[Binding] = &[
     b(Ctx::Popup, &[C('y')], "y", "yes: take it over", Act::Yes, true),
     b(Ctx::Popup, &[C('n'), Esc, C('q')], "n/Esc", "no: close, nothing is done", Act::No, true),
     b(Ctx::Popup, &[Enter], "Enter", "the highlighted answer (No unless moved)", Act::Done, true),
-    b(Ctx::Popup, &[Up, C('k')], "↑/k", "scroll the plan", Act::Up, false),
-    b(Ctx::Popup, &[Down, C('j')], "↓/j", "scroll the plan", Act::Down, false),
+    b(Ctx::Popup, &[Up, C('k')], "↑/k", "scroll the plan", Act::Move(Move::Up), false),
+    b(Ctx::Popup, &[Down, C('j')], "↓/j", "scroll the plan", Act::Move(Move::Down), false),
     b(Ctx::Notice, &[Esc, Enter, C('q'), C('n')], "Esc", "close", Act::No, true),
     b(Ctx::Help, &[C('?'), Esc, C('q')], "?/Esc", "close the help", Act::No, true),
 ];
@@ -326,14 +322,8 @@ impl StoreApp {
 
     fn main_key(&mut self, act: Act) -> Vec<Effect> {
         let n = self.rows().len();
-        let step = |m: Move| moved(self.selected, m, n, self.page);
         match act {
-            Act::Up => self.selected = step(Move::Up),
-            Act::Down => self.selected = step(Move::Down),
-            Act::First => self.selected = step(Move::First),
-            Act::Last => self.selected = step(Move::Last),
-            Act::PageUp => self.selected = step(Move::PageUp),
-            Act::PageDown => self.selected = step(Move::PageDown),
+            Act::Move(m) => self.selected = moved(self.selected, m, n, self.page),
             Act::Filter => self.typing = true,
             Act::All => {
                 let chosen = self.chosen();
@@ -381,8 +371,8 @@ impl StoreApp {
         match popup {
             Popup::Confirm { title, task, key, yes, scroll, lines } => match act {
                 Act::Toggle => *yes = !*yes,
-                Act::Up => *scroll = scroll.saturating_sub(1),
-                Act::Down => *scroll = (*scroll + 1).min(lines.len().saturating_sub(1)),
+                Act::Move(Move::Up) => *scroll = scroll.saturating_sub(1),
+                Act::Move(Move::Down) => *scroll = (*scroll + 1).min(lines.len().saturating_sub(1)),
                 Act::Yes | Act::Done if act == Act::Yes || *yes => {
                     let effect = Effect::Takeover { task: task.clone(), key: key.clone() };
                     self.popup = Some(Popup::Running { title: title.clone() });
