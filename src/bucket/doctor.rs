@@ -72,8 +72,10 @@ pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<S
     let outputs = recorded_outputs(objects, judged);
     let mut named: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
+    let mut urls = Vec::with_capacity(judged.len());
     for j in judged {
         let b = j.row();
+        urls.push(b.url.clone());
         let run = b.run_id.as_deref().map(documents::short).unwrap_or_else(|| "?".into());
         match b.state {
             State::Unreadable => out.push(StoreFinding {
@@ -134,8 +136,8 @@ pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<S
     // the key before it starts the upload): the leases are read again, once,
     // before an upload is called stray.
     if open.iter().any(|(key, _)| !named.contains(key)) {
-        for j in judged.iter().filter(|j| j.lease_doc().is_some()) {
-            let Some(lease_key) = claim_key(objects.bucket(), &j.row().url).map(str::to_string) else { continue };
+        for (_, url) in judged.iter().zip(&urls).filter(|(j, _)| j.lease_doc().is_some()) {
+            let Some(lease_key) = claim_key(objects.bucket(), url).map(str::to_string) else { continue };
             if let Some(got) = objects.get(&lease_key)?
                 && let Ok(Parsed::Doc(m)) = documents::parse_doc(&got.body)
             {

@@ -156,8 +156,11 @@ pub fn explain(
         history: read.history(),
         note_files: read.finished.as_ref().map(|f| f.outputs.iter().map(|o| o.1.len()).sum()),
     };
-    let lease = match &task {
-        Some(t) if batch.has_lease() => {
+    // The lease as the look read it; read again only when the state model
+    // kept none of it (a lease dated after the store's now).
+    let lease = match (&read.lease, &task) {
+        (Some(l), _) => Some(l.doc.clone()),
+        (None, Some(t)) if batch.has_lease() => {
             let place = Place { uc: uc.clone(), task: t.clone(), key: batch.key.clone() };
             objects.get(&place.lease_key())?.and_then(|g| match documents::parse_doc(&g.body) {
                 Ok(Parsed::Doc(m)) => Some(LeaseDoc(m)),
@@ -184,14 +187,9 @@ pub fn explain(
         e.committed = recover.committed();
         e.claims = claims(objects, &recover)?;
     }
-    if let (Some(t), Some(run)) = (&task, &batch.run_id) {
-        let place = Place { uc: uc.clone(), task: t.clone(), key: batch.key.clone() };
-        if crate::layout::run_id_is_safe(run) && !run.is_empty() {
-            e.record_status = objects
-                .get(&place.record_key(run))?
-                .and_then(|g| serde_json::from_slice::<Value>(&g.body).ok())
-                .and_then(|v| v.get("status").and_then(Value::as_str).map(str::to_string));
-        }
+    // Its run's record, as the look filed it to the batch.
+    if let Some(run) = batch.run_id.as_deref().filter(|r| !r.is_empty()) {
+        e.record_status = read.records.iter().find(|r| r.run_id == run).and_then(|r| r.status.clone());
     }
     e.next = next(&e, timing);
     Ok(e)

@@ -169,7 +169,7 @@ impl Poller {
 struct Listing {
     /// Leases and notes under its lease folder, by task and key.
     batches: BTreeMap<(String, String), Found>,
-    /// Its run records (`.ubunye/lineage/<task>/<run>.json`), with their task.
+    /// Its run records (`.ubunye/lineage/<task>/<run>.json`, `records::listed`), with their task.
     records: Vec<(String, Listed)>,
 }
 
@@ -179,15 +179,7 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
     // lease, so a record listed has its lease (or, later, its note or
     // nothing but its end) listed after it. Leases first, a run that
     // started between the two listings would be a record with no lease.
-    let root = uc.key(".ubunye/lineage/");
-    let mut records = Vec::new();
-    for l in objects.list(&format!("{root}{under}"))? {
-        let Some(rest) = l.key.strip_prefix(&root) else { continue };
-        let Some((task, name)) = rest.rsplit_once('/') else { continue };
-        if name.ends_with(".json") && task.split('/').count() == 3 {
-            records.push((task.to_string(), l));
-        }
-    }
+    let records = super::records::listed(objects, uc, &under)?;
     let root = uc.key(".ubunye/leases/");
     let mut batches: BTreeMap<(String, String), Found> = BTreeMap::new();
     for l in objects.list(&format!("{root}{under}"))? {

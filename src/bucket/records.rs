@@ -3,25 +3,33 @@
 
 use std::path::Path;
 
-use super::objects::{Objects, StoreError};
+use super::objects::{Listed, Objects, StoreError};
 use super::url::StoreUrl;
 use crate::state::{RecordInfo, UnreadableFile, record_of};
 
 /// Records read: (task, record) each, and those that cannot be read.
 pub type Records = (Vec<(String, RecordInfo)>, Vec<UnreadableFile>);
 
-/// Every run record under `<uc>/.ubunye/lineage/`: (task, record), and the
-/// records that cannot be read (each named by its URL).
-pub fn records(objects: &dyn Objects, uc: &StoreUrl) -> Result<Records, StoreError> {
+/// The run records listed under `<uc>/.ubunye/lineage/` (under `<task>/`
+/// alone, when `under` names one), each with its task: a record lies at
+/// `<task>/<run>.json`, its task three folders deep.
+pub(super) fn listed(objects: &dyn Objects, uc: &StoreUrl, under: &str) -> Result<Vec<(String, Listed)>, StoreError> {
     let root = uc.key(".ubunye/lineage/");
-    let mut named = Vec::new();
-    for l in objects.list(&root)? {
+    let mut out = Vec::new();
+    for l in objects.list(&format!("{root}{under}"))? {
         let Some(rest) = l.key.strip_prefix(&root) else { continue };
         let Some((task, name)) = rest.rsplit_once('/') else { continue };
         if name.ends_with(".json") && task.split('/').count() == 3 {
-            named.push((task.to_string(), l.key));
+            out.push((task.to_string(), l));
         }
     }
+    Ok(out)
+}
+
+/// Every run record under `<uc>/.ubunye/lineage/`: (task, record), and the
+/// records that cannot be read (each named by its URL).
+pub fn records(objects: &dyn Objects, uc: &StoreUrl) -> Result<Records, StoreError> {
+    let named: Vec<(String, String)> = listed(objects, uc, "")?.into_iter().map(|(t, l)| (t, l.key)).collect();
     let keys: Vec<String> = named.iter().map(|(_, k)| k.clone()).collect();
     let (mut out, mut problems) = (Vec::new(), Vec::new());
     for ((task, key), got) in named.into_iter().zip(objects.get_many(&keys)?) {

@@ -249,9 +249,13 @@ fn explain_reads_its_task_only_and_doctor_reads_each_object_once() {
     let (task, key) = first.unwrap();
     let gets = || w.mem.calls("get");
     let g0 = gets();
-    let (_, found) = find(&*w.mem, &w.place.uc, &key, Some(task), &w.timing).unwrap();
-    assert!(matches!(found, Found::One(..)));
+    let (now, found) = find(&*w.mem, &w.place.uc, &key, Some(task), &w.timing).unwrap();
+    let Found::One(row, read) = found else { panic!("{key} is not found") };
     assert_eq!(gets() - g0, 20 * 6, "explain reads its task's objects, once each");
+    let g = gets();
+    let e = explain(&*w.mem, &w.place.uc, &row, &read, now, &w.timing).unwrap();
+    assert_eq!(gets() - g, 0, "what the look read is not read again");
+    assert_eq!(e.record_status.as_deref(), Some("success"));
     let g1 = gets();
     doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
     assert_eq!(gets() - g1, 40 * 6, "doctor reads each object once");

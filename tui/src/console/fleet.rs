@@ -164,8 +164,12 @@ impl StorePoll {
     /// cannot be opened (its census says why: [`count`]).
     pub fn of(uc: &UseCase) -> Option<StorePoll> {
         let url = uc.store().filter(|_| uc.error.is_none())?;
-        let (url, objects) = open_store(url).ok()?;
-        Some(StorePoll { url, objects, poller: Poller::new(), label: uc.label() })
+        StorePoll::open(url, uc.label()).ok()
+    }
+
+    fn open(url: &str, label: String) -> Result<StorePoll, String> {
+        let (url, objects) = open_store(url)?;
+        Ok(StorePoll { url, objects, poller: Poller::new(), label })
     }
 
     /// Its census now.
@@ -190,10 +194,8 @@ impl Counter {
             (None, None) => {
                 Counter::Folder(Box::new(Tally::new(&uc.shown, &uc.label(), opts.clone(), false, full_every)))
             }
-            (None, Some(url)) => match open_store(url) {
-                Ok((url, objects)) => {
-                    Counter::Store(Box::new(StorePoll { url, objects, poller: Poller::new(), label: uc.label() }))
-                }
+            (None, Some(url)) => match StorePoll::open(url, uc.label()) {
+                Ok(p) => Counter::Store(Box::new(p)),
                 Err(e) => Counter::Failed(Some(Box::new(Census {
                     use_case: uc.label(),
                     error: Some(e),
