@@ -176,6 +176,21 @@ pub fn execute(
     lease.release();
     let mut recovered: Vec<Recovery> = acquired.took_over.into_iter().collect();
     recovered.extend(acquired.adopted);
+    // Every plan takes a dead run (or an orphan) over. None taken: another
+    // repair or run took it over while this one waited for the lease, and
+    // found it free; this one did nothing, and says so.
+    if recovered.is_empty() {
+        return Err(Refusal::new(
+            RefusalKind::Contended,
+            format!(
+                "{} {} was taken over by another repair or run while this one waited: nothing was done by this one. Look again with `ubunye leases explain {}`.",
+                plan.task,
+                plan.key,
+                crate::suggest::batch(uc, &plan.key)
+            ),
+        )
+        .into());
+    }
     Ok(RepairOutcome {
         kind: plan.kind,
         task: plan.task.clone(),
