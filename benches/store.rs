@@ -116,7 +116,7 @@ fn place(batch: &str) -> Place {
 fn ours(objects: &Arc<S3>, dir: &std::path::Path, round: usize, timing: &Timing) -> Duration {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let run = uuid::Uuid::new_v4().to_string();
-    let holder = Holder { run_id: run.clone(), host: "bench".into(), pid: 1, rerun: false };
+    let holder = Holder { run_id: run.clone(), host: "bench".into(), pid: 1, rerun: false, actor: None };
     let out = StoreUrl::parse(&format!("s3://{BUCKET}/lake/{round}")).unwrap();
     let files = plan("ev", dir, &out, &run).unwrap();
     let t = Instant::now();
@@ -131,7 +131,8 @@ fn ours(objects: &Arc<S3>, dir: &std::path::Path, round: usize, timing: &Timing)
 
 fn lease_cycle(objects: &Arc<S3>, i: usize, timing: &Timing) -> Duration {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let holder = Holder { run_id: uuid::Uuid::new_v4().to_string(), host: "bench".into(), pid: 1, rerun: false };
+    let holder =
+        Holder { run_id: uuid::Uuid::new_v4().to_string(), host: "bench".into(), pid: 1, rerun: false, actor: None };
     let t = Instant::now();
     let Ok(Acquire::Held(lease, _)) = acquire(objects.clone(), &place(&format!("c{i:x}")), &holder, clock, timing)
     else {

@@ -29,6 +29,7 @@ pub mod layout;
 pub mod lease;
 pub mod lineage;
 pub mod liveness;
+pub mod protocol;
 pub mod pyjson;
 pub mod pyparse;
 pub mod reap;

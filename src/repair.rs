@@ -272,7 +272,7 @@ pub fn audit(
     let (files_removed, records_marked, taken_over, outcome): (Vec<String>, Vec<String>, Vec<String>, String) =
         match outcome {
             Ok(o) => (
-                o.recovered.iter().flat_map(|r| r.removed.iter().map(|p| p.display().to_string())).collect(),
+                o.recovered.iter().flat_map(|r| r.removed.iter().cloned()).collect(),
                 o.recovered.iter().filter(|r| r.record_marked).map(|r| r.run_id.clone()).collect(),
                 o.recovered.iter().map(|r| r.run_id.clone()).collect(),
                 "done".into(),

@@ -19,10 +19,11 @@ use serde_json::Value;
 
 use super::lease::{BucketError, Lease};
 use super::objects::{Objects, StoreError, Upload, Written};
-use super::recover::{Recovered, remove_replaced, take_back};
+use super::recover::{remove_replaced, take_back};
 use super::unwind::LandError;
 use super::url::StoreUrl;
 use crate::documents::{self, Map, writing_note};
+use crate::protocol::Recovery;
 use crate::sys::{Hook, Step};
 use crate::timefmt;
 
@@ -272,8 +273,8 @@ pub fn land(
 }
 
 /// This run's own rollback: its uploads aborted, what it completed deleted.
-fn own_take_back(objects: &dyn Objects, lease: &Lease) -> Recovered {
-    let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
+fn own_take_back(objects: &dyn Objects, lease: &Lease) -> Recovery {
+    let mut r = Recovery { run_id: lease.run_id().into(), ..Default::default() };
     let _ = take_back(objects, &lease.doc(), &lease.place().uc, std::time::Duration::ZERO, &mut r);
     r
 }

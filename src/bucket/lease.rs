@@ -16,8 +16,9 @@ use serde_json::Value;
 use super::claims::Replacing;
 use super::objects::{Objects, StoreError, Written};
 use super::place::Place;
-use super::recover::{Recovered, recover};
+use super::recover::recover;
 use super::url::StoreUrl;
+use crate::protocol::{Recovery, Taker};
 
 use crate::documents::{self, LeaseDoc, Parsed};
 use crate::layout::TaskPath;
@@ -37,6 +38,9 @@ pub struct Holder {
     /// It replaces a finished batch (`--rerun`): a finished note does not
     /// refuse it; its files are replaced once this run has committed.
     pub rerun: bool,
+    /// A repair's name (`ubunye leases takeover`), for the record of a run
+    /// it takes over; None for a run.
+    pub actor: Option<String>,
 }
 
 /// Why a run may not have the batch.
@@ -92,7 +96,7 @@ pub enum BucketError {
 pub enum Acquire {
     /// This run holds the lease; what it recovered of a dead run, if it took
     /// one over.
-    Held(Arc<Lease>, Option<Recovered>),
+    Held(Arc<Lease>, Option<Recovery>),
     /// It may not have the batch.
     Refused(Refused),
     /// It took over a dead run's lease and found the batch finished: the
@@ -101,7 +105,7 @@ pub enum Acquire {
     /// recovery did, and the run the note names.
     Completed {
         /// What was done for the dead run.
-        recovered: Recovered,
+        recovered: Recovery,
         /// The run the finished note names.
         finished_by: String,
     },
@@ -264,20 +268,18 @@ pub fn acquire(
             continue;
         };
         let lease = Lease::new(objects.clone(), place, holder, clock.clone(), mine, etag);
-        // A finished note that names the dead run: its claims are the batch
-        // (a lease of it left beside its note, or put back by a restore),
-        // never taken back.
+        // Finished: it had marked its lease done, or a finished note names it
+        // (a lease of it left beside its note, or put back by a restore): its
+        // claims are the batch, never taken back. Otherwise the dead run's
+        // next save is refused from here on; its uploads are aborted at once
+        // (the fence), then, after the settle, what it had completed is
+        // looked for and deleted.
         let noted = note_run(&*objects, place)?;
-        let recovered = if noted.as_deref() == Some(target.run_id().as_str()) && !target.run_id().is_empty() {
-            // Its commit is done; a --rerun's removals may not be.
-            let removed = super::recover::removed_all(&*objects, place, &target)?;
-            Recovered { run_id: target.run_id(), finished: true, removed, ..Default::default() }
-        } else {
-            // The dead run's next save is refused from here on. Its uploads
-            // are aborted at once (the fence), then, after the settle, what it
-            // had completed is looked for and deleted.
-            recover(&*objects, place, &target, &holder.run_id, &*clock, timing.settle)?
-        };
+        let finished =
+            target.committed() || (noted.as_deref() == Some(target.run_id().as_str()) && !target.run_id().is_empty());
+        let at = timefmt::utc_z(clock.now());
+        let taker = Taker { run_id: &holder.run_id, actor: holder.actor.as_deref(), at: &at };
+        let recovered = recover(&*objects, place, &target, finished, &taker, timing.settle)?;
         lease.save(|d| d.remove("taking_over"))?;
         return lease.check_finished(Some(recovered), holder.rerun);
     }
@@ -415,7 +417,7 @@ impl Lease {
 
     /// After the lease is held: a finished batch hands it back and is
     /// refused; with `rerun`, it is kept to be replaced.
-    fn check_finished(self: Arc<Self>, recovered: Option<Recovered>, rerun: bool) -> Result<Acquire, BucketError> {
+    fn check_finished(self: Arc<Self>, recovered: Option<Recovery>, rerun: bool) -> Result<Acquire, BucketError> {
         let key = self.place.note_key();
         let Some(got) = self.objects.get(&key)? else { return Ok(Acquire::Held(self, recovered)) };
         if rerun {

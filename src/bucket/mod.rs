@@ -66,7 +66,7 @@ pub use objects::{ErrorKind, Got, Listed, Objects, StoreError, Upload, Written};
 pub use place::Place;
 pub use probe::probe;
 pub use records::records;
-pub use recover::{Recovered, uploads_of};
+pub use recover::uploads_of;
 pub use repair::{TakeoverEnd, applies, takeover};
 pub use run::{BucketEnd, BucketRun, run};
 pub use s3::S3;

@@ -1,9 +1,11 @@
-//! Recovering a dead run's lease in a store: finish the commit of a run that
-//! had marked it done (write its finished note), or take back what it claimed:
-//! abort each claimed upload first (no completion can land after that), then
-//! HEAD each claimed key and delete what was completed. Only keys the lease
-//! claimed, and whose name carries the dead run's id, are ever deleted; no
-//! output is listed to decide what to delete.
+//! Recovering a dead run's lease in a store: the protocol's recovery
+//! (`crate::protocol::recover`: finish the commit of a run that had marked
+//! it done, or take back what it claimed and mark its record interrupted)
+//! over the batch's objects. What a store takes back: each claimed upload
+//! aborted first (no completion can land after that), then each claimed key
+//! HEADed and what was completed deleted. Only keys the lease claimed, and
+//! whose name carries the dead run's id, are ever deleted; no output is
+//! listed to decide what to delete.
 
 use serde_json::Value;
 
@@ -12,29 +14,9 @@ use super::claims::store_claims;
 use super::objects::{Objects, StoreError, Written};
 use super::place::Place;
 use super::url::StoreUrl;
-use crate::documents::{self, LeaseDoc};
-use crate::pyjson;
-use crate::sys::Clock;
-use crate::timefmt;
-
-/// What was done for a dead run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Recovered {
-    /// Its run id ("" for a lease that named none).
-    pub run_id: String,
-    /// It had marked its lease done: its uploads are the batch.
-    pub finished: bool,
-    /// Its finished note was written now.
-    pub note_written: bool,
-    /// Uploads aborted.
-    pub aborted: usize,
-    /// Claimed objects that had been completed and were deleted (URLs).
-    pub removed: Vec<String>,
-    /// Claims left alone, and why (not in this bucket, or not named for the run).
-    pub left: Vec<(String, String)>,
-    /// Its run record said running and now says interrupted.
-    pub record_marked: bool,
-}
+use crate::documents::LeaseDoc;
+use crate::layout::TaskPath;
+use crate::protocol::{LeaseStore, Recovery, Taker, Versioned};
 
 /// The upload ids a lease's output note saved: claim -> id.
 pub fn uploads_of(doc: &LeaseDoc, output: &str) -> Vec<(String, String)> {
@@ -43,34 +25,73 @@ pub fn uploads_of(doc: &LeaseDoc, output: &str) -> Vec<(String, String)> {
     ups.iter().filter_map(|(k, v)| v.as_str().map(|id| (k.clone(), id.to_string()))).collect()
 }
 
-/// Recover `dead` (its notes already read without damage), taken over by
-/// run `by_run`.
+/// Recover `dead` (its notes already read without damage; `finished`: it
+/// had marked its lease done, or its finished note names it), for `taker`:
+/// the protocol's recovery over the batch's objects.
 pub fn recover(
     objects: &dyn Objects,
     place: &Place,
     dead: &LeaseDoc,
-    by_run: &str,
-    clock: &dyn Clock,
+    finished: bool,
+    taker: &Taker<'_>,
     settle: std::time::Duration,
-) -> Result<Recovered, StoreError> {
-    let mut r = Recovered { run_id: dead.run_id(), ..Default::default() };
-    let now_z = timefmt::utc_z(clock.now());
-    if dead.committed() {
-        r.finished = true;
-        if let Ok(Some(text)) = documents::finished_note(dead, place.task.as_str(), &now_z) {
-            // A note there already is this run's own, written before it died,
-            // or, for a --rerun, the note of the run it replaces.
-            r.note_written = match objects.create(&place.note_key(), text.clone().into_bytes())? {
-                Written::Done(_) => true,
-                Written::Refused => replace_note(objects, place, dead, text)?,
-            };
-        }
-        r.removed = removed_all(objects, place, dead)?;
-        return Ok(r);
+) -> Result<Recovery, StoreError> {
+    crate::protocol::recover(&BucketBatch { objects, place, settle }, &mut dead.clone(), finished, taker)
+}
+
+/// A batch's objects, as the protocol's recovery sees them.
+struct BucketBatch<'a> {
+    objects: &'a dyn Objects,
+    place: &'a Place,
+    /// How long a completion the store accepted just before the fence takes
+    /// to show.
+    settle: std::time::Duration,
+}
+
+impl LeaseStore for BucketBatch<'_> {
+    type Error = StoreError;
+    /// The ETag.
+    type Version = String;
+
+    fn task(&self) -> &TaskPath {
+        &self.place.task
     }
-    take_back(objects, dead, &place.uc, settle, &mut r)?;
-    r.record_marked = mark_interrupted(objects, place, &r.run_id, by_run, &now_z)?;
-    Ok(r)
+
+    /// A store's batches are named by their key alone: each gets its note.
+    fn named(&self) -> bool {
+        true
+    }
+
+    /// A conditional create: a note there already is this run's own, written
+    /// before it died, or, for a --rerun, the note of the run it replaces.
+    fn write_note(&self, dead: &LeaseDoc, note: &str) -> Result<bool, StoreError> {
+        match self.objects.create(&self.place.note_key(), note.as_bytes().to_vec())? {
+            Written::Done(_) => Ok(true),
+            Written::Refused => replace_note(self.objects, self.place, dead, note.to_string()),
+        }
+    }
+
+    fn remove_replaced(&self, dead: &LeaseDoc, r: &mut Recovery) -> Result<(), StoreError> {
+        r.removed.extend(removed_all(self.objects, self.place, dead)?);
+        Ok(())
+    }
+
+    fn settle_finished(&self, _: &LeaseDoc, _: &mut Recovery) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn take_back(&self, dead: &mut LeaseDoc, r: &mut Recovery) -> Result<(), StoreError> {
+        take_back(self.objects, dead, &self.place.uc, self.settle, r)
+    }
+
+    fn record(&self, run_id: &str) -> Result<Option<Versioned<String>>, StoreError> {
+        Ok(self.objects.get(&self.place.record_key(run_id))?.map(|got| Versioned { body: got.body, version: got.etag }))
+    }
+
+    fn rewrite_record(&self, run_id: &str, text: &str, etag: &String) -> Result<bool, StoreError> {
+        let key = self.place.record_key(run_id);
+        Ok(matches!(self.objects.update(&key, text.as_bytes().to_vec(), etag)?, Written::Done(_)))
+    }
 }
 
 /// Remove what a committed --rerun lease replaces; an error (so that the
@@ -108,7 +129,7 @@ pub fn take_back(
     doc: &LeaseDoc,
     uc: &StoreUrl,
     settle: std::time::Duration,
-    r: &mut Recovered,
+    r: &mut Recovery,
 ) -> Result<(), StoreError> {
     let outputs = match store_claims(doc, uc) {
         Ok(o) => o,
@@ -178,32 +199,4 @@ pub(super) fn common_prefix(keys: &[&str]) -> String {
         n -= 1;
     }
     first[..n].to_string()
-}
-
-/// Rewrite a dead run's `running` record as `interrupted`. A record that
-/// cannot be read, or says anything else, is left alone.
-fn mark_interrupted(
-    objects: &dyn Objects,
-    place: &Place,
-    run_id: &str,
-    by_run: &str,
-    now_z: &str,
-) -> Result<bool, StoreError> {
-    if run_id.is_empty() || !crate::layout::run_id_is_safe(run_id) {
-        return Ok(false);
-    }
-    let key = place.record_key(run_id);
-    let Some(got) = objects.get(&key)? else { return Ok(false) };
-    let Ok(Value::Object(mut rec)) = serde_json::from_slice::<Value>(&got.body) else { return Ok(false) };
-    if rec.get("status").and_then(Value::as_str) != Some("running") {
-        return Ok(false);
-    }
-    let note = format!(
-        "The run did not finish; run {} took over its lease at {now_z} and removed the files it had appended.",
-        documents::short(by_run)
-    );
-    rec.insert("status".into(), Value::String("interrupted".into()));
-    rec.insert("error".into(), Value::String(note));
-    let text = pyjson::dumps(&Value::Object(rec), pyjson::Style::RECORD);
-    Ok(matches!(objects.update(&key, text.into_bytes(), &got.etag)?, Written::Done(_)))
 }

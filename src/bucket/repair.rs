@@ -8,8 +8,8 @@ use super::inspect::Explained;
 use super::lease::{Acquire, BucketError, Holder, Refused, acquire};
 use super::objects::Objects;
 use super::place::Place;
-use super::recover::Recovered;
 use crate::documents::short;
+use crate::protocol::Recovery;
 use crate::repair::Kind;
 use crate::state::State;
 use crate::sys::{Clock, Timing};
@@ -18,10 +18,10 @@ use crate::sys::{Clock, Timing};
 #[derive(Debug)]
 pub enum TakeoverEnd {
     /// A dead run's lease was taken over, recovered, and released.
-    TookOver(Recovered),
+    TookOver(Recovery),
     /// The batch was finished (a dead run had marked its lease done, or its
     /// note was there): what the recovery did, and the run the note names.
-    Completed(Recovered, String),
+    Completed(Recovery, String),
     /// There was no lease (a run released it meanwhile): nothing to do.
     Free,
     /// Refused: a live holder, a finished batch, an unreadable file.

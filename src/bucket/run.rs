@@ -15,7 +15,6 @@ use super::lease::{Acquire, BucketError, Holder, Lease, Refused, acquire};
 use super::objects::{ErrorKind, Objects, StoreError};
 use super::place::Place;
 use super::probe::probe;
-use super::recover::Recovered;
 use super::staging::{self, Staging};
 use super::unwind::LandError;
 use super::url::StoreUrl;
@@ -23,6 +22,7 @@ use crate::exec::child::{self, Ran};
 use crate::exec::env_name;
 use crate::layout::TaskPath;
 use crate::lineage::{RecordSpec, RunRecord};
+use crate::protocol::Recovery;
 use crate::sys::Sys;
 use crate::vars::Variables;
 
@@ -65,7 +65,7 @@ pub enum BucketEnd {
         /// Files landed per output.
         landed: Vec<(String, usize)>,
         /// A dead run taken over first.
-        recovered: Option<Recovered>,
+        recovered: Option<Recovery>,
         /// Why the lease could not be handed back after the commit (the
         /// batch is finished either way; the next run finds its note once
         /// the lease is dead).
@@ -85,7 +85,7 @@ pub enum BucketEnd {
     /// refusal without.
     Completed {
         /// What was done for it.
-        recovered: Recovered,
+        recovered: Recovery,
         /// The run the finished note names.
         finished_by: String,
         /// Whether the run was asked to skip a finished batch.
@@ -104,7 +104,7 @@ pub enum BucketEnd {
         /// Why, in one line.
         note: String,
         /// A dead run taken over first.
-        recovered: Option<Recovered>,
+        recovered: Option<Recovery>,
     },
     /// The command could not be started.
     NotStarted {
@@ -193,7 +193,8 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
     })?;
     probe(&*objects, &spec.uc, &spec.run_id, staged.root())?;
     let place = Place { uc: spec.uc.clone(), task: spec.task.clone(), key: spec.key.clone() };
-    let holder = Holder { run_id: spec.run_id.clone(), host: sys.host.clone(), pid: sys.pid, rerun: spec.rerun };
+    let holder =
+        Holder { run_id: spec.run_id.clone(), host: sys.host.clone(), pid: sys.pid, rerun: spec.rerun, actor: None };
     let (lease, recovered) = match acquire(objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing)? {
         Acquire::Held(l, r) => {
             // A --rerun replaces only files under this run's own outputs.

@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use super::lease::{BucketError, Lease};
 use super::objects::{Objects, StoreError};
-use super::recover::{Recovered, take_back};
+use super::recover::take_back;
+use crate::protocol::Recovery;
 use crate::sys::Timing;
 
 /// How landing ended short of a commit.
@@ -32,7 +33,7 @@ pub enum LandError {
     /// bound of [`super::unwind`]) and the lease was still this run's: what
     /// it had made visible was taken back (what was done).
     #[error("{0}")]
-    Failed(StoreError, Box<Recovered>),
+    Failed(StoreError, Box<Recovery>),
     /// A request failed after the lease was marked done: the run committed,
     /// its files are the batch, and its finished note is not written yet
     /// (the next run, or `leases takeover`, writes it).
@@ -51,7 +52,7 @@ pub enum LandError {
         /// The object.
         url: String,
         /// What was taken back.
-        rolled_back: Box<Recovered>,
+        rolled_back: Box<Recovery>,
     },
 }
 
@@ -133,14 +134,14 @@ pub(super) fn after_failure(
     // going away again is carried on by the next): the objects deleted by
     // any try, and the most uploads one try aborted (a try aborts them all
     // again; an abort of one aborted already is no error).
-    let mut done = Recovered { run_id: lease.run_id().into(), ..Default::default() };
+    let mut done = Recovery { run_id: lease.run_id().into(), ..Default::default() };
     loop {
         match lease.reread() {
             Ok(true) => return LandError::Committed(e),
             Ok(false) => {
                 answered_once = true;
                 let doc = lease.doc();
-                let mut r = Recovered { run_id: lease.run_id().into(), ..Default::default() };
+                let mut r = Recovery { run_id: lease.run_id().into(), ..Default::default() };
                 let took = take_back(objects, &doc, &lease.place().uc, timing.settle, &mut r);
                 done.aborted = done.aborted.max(r.aborted);
                 for url in r.removed {

@@ -1,53 +1,26 @@
-//! Recovering a dead run (FORMAT.md §7.1): finish the commit of a run that had
-//! finished, or take back what an unfinished run claimed and mark its record
-//! interrupted. Only claimed files, the staging folder the lease names and a
-//! replaced run's listed files are ever removed; no output folder is listed to
-//! decide what to delete.
+//! Recovering a dead run on a disk (FORMAT.md §7.1): the protocol's recovery
+//! (`crate::protocol::recover`: finish the commit of a run that had finished,
+//! or take back what an unfinished run claimed and mark its record
+//! interrupted) over the batch's files ([`DiskBatch`]). Only claimed files,
+//! the staging folder the lease names and a replaced run's listed files are
+//! ever removed; no output folder is listed to decide what to delete.
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use serde_json::Value;
 
 use crate::beneath::{PathRefusal, Removal};
-use crate::documents::{self, LeaseDoc, Map};
+use crate::documents::{LeaseDoc, Map};
 use crate::fsx;
-use crate::pyjson;
+use crate::layout::TaskPath;
+pub use crate::protocol::Recovery;
+use crate::protocol::{LeaseStore, Taker, Versioned};
 
 use super::RunLease;
 use super::claims::Own;
 use super::recovery_plan::{BatchFiles, plan_recovery};
-
-/// What was done for a dead run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Recovery {
-    /// Its run id ("" for a lease that named none).
-    pub run_id: String,
-    /// It had finished (committed, done mark, or a success record): its appends
-    /// are the batch; its note was written and replaced files removed for it.
-    pub finished: bool,
-    /// The finished note was written for it.
-    pub note_written: bool,
-    /// Files removed: its claims, or the files of the run it replaced.
-    pub removed: Vec<PathBuf>,
-    /// Staging folders removed.
-    pub staging_removed: Vec<String>,
-    /// Append outputs that may hold part or all of its batch and could not be
-    /// taken back.
-    pub unrepaired: Vec<String>,
-    /// Its record said running and now says interrupted.
-    pub record_marked: bool,
-    /// Its record exists but cannot be parsed (half-written): left as it is,
-    /// as the peer leaves it. Its path, and why.
-    pub record_left: Option<(PathBuf, String)>,
-    /// It was a dead lease left beside the lease (an orphan).
-    pub from_orphan: bool,
-    /// Processes of it still running on this host (a command's background
-    /// processes that outlived it), stopped before anything was taken back.
-    pub processes_stopped: usize,
-}
 
 /// Why a dead run could not be recovered (the takeover then hands the lease back
 /// or refuses).
@@ -237,7 +210,10 @@ impl RunLease {
         out
     }
 
-    /// Recover a dead run from its lease document (see the module docs).
+    /// Recover a dead run from its lease document (see the module docs): the
+    /// protocol's recovery ([`crate::protocol::recover`]) over this batch's
+    /// files, decided by the plan (`explain` and `--dry-run` show what this
+    /// does).
     pub(super) fn recover(&self, dead: &mut LeaseDoc, orphan: bool) -> Result<Recovery, RecoverError> {
         let s = &*self.s;
         let dead_id = dead.run_id();
@@ -248,103 +224,18 @@ impl RunLease {
         } else {
             0
         };
-        let done = (!dead_id.is_empty()).then(|| s.paths.done(&dead_id));
-        // The decision is the plan's: what `explain` and `--dry-run` show is what
-        // this does.
         let files = self.batch_files();
         let plan = plan_recovery(&files, dead, Some(s.named))
             .map_err(|u| RecoverError::Unreadable { path: u.path, why: u.why })?;
-        let finished = plan.finished.is_some();
-        let notes_present = dead.0.get("outputs").is_some_and(pyjson::truthy);
-        if finished {
-            // It finished: its appends are the batch. Write its note if it died
-            // before that, then remove the files of the run it replaced.
-            let replaced = dead.replaces().unwrap_or_default();
-            let mut note_written = false;
-            if notes_present {
-                if !self.note_finished(dead) {
-                    return Err(RecoverError::InUse {
-                        left: replaced,
-                        replaces: true,
-                        note: true,
-                        refused: Vec::new(),
-                        staging: Vec::new(),
-                        failures: Vec::new(),
-                    });
-                }
-                note_written = s.named;
-            }
-            let mut outputs = claims_map(&replaced);
-            let tb = self.take_back(&mut outputs, None);
-            if !tb.left.is_empty() {
-                let (left, refused, failures) = (tb.left, tb.refused, tb.failures);
-                return Err(RecoverError::InUse {
-                    left,
-                    replaces: true,
-                    note: false,
-                    refused,
-                    staging: Vec::new(),
-                    failures,
-                });
-            }
-            // Its staging folders go, its overwrites' old copies with them.
-            let dead_outputs = dead.0.get("outputs").and_then(Value::as_object).cloned().unwrap_or_default();
-            let (settled, staging) = self.settle_staging(&dead_outputs);
-            if !staging.is_empty() {
-                let refused = Vec::new();
-                return Err(RecoverError::InUse {
-                    left: Vec::new(),
-                    replaces: true,
-                    note: false,
-                    refused,
-                    staging,
-                    failures: Vec::new(),
-                });
-            }
-            if let Some(d) = done {
-                let _ = fsx::remove_if_present(&d);
-            }
-            return Ok(Recovery {
-                run_id: dead_id,
-                finished: true,
-                note_written,
-                removed: tb.removed,
-                staging_removed: settled,
-                from_orphan: orphan,
-                processes_stopped,
-                ..Recovery::default()
-            });
+        let now = s.now_z();
+        let taker = Taker { run_id: &s.run_id, actor: s.actor.as_deref(), at: &now };
+        let mut r = crate::protocol::recover(&DiskBatch(self), dead, plan.finished.is_some(), &taker)?;
+        if !r.finished {
+            r.record_left = plan.record_damaged.map(|why| (files.record_path(&dead_id), why));
         }
-        let mut outputs = match dead.0.get("outputs") {
-            Some(Value::Object(m)) => m.clone(),
-            _ => Map::new(),
-        };
-        let tb = self.take_back(&mut outputs, None);
-        if dead.0.get("outputs").is_some_and(Value::is_object) {
-            dead.set("outputs", Value::Object(outputs));
-        }
-        if !tb.left.is_empty() || !tb.refused.is_empty() {
-            let (left, refused, staging, failures) = (tb.left, tb.refused, tb.staging_left, tb.failures);
-            return Err(RecoverError::InUse { left, replaces: false, note: false, refused, staging, failures });
-        }
-        let unrepaired = documents::unrepaired(&dead.notes().unwrap_or_default());
-        let record_marked = self.mark_interrupted(&dead_id, &unrepaired);
-        if record_marked {
-            s.sys.hook.at(crate::sys::Step::RecordMarked);
-        }
-        let record_left = plan.record_damaged.map(|why| (files.record_path(&dead_id), why));
-        Ok(Recovery {
-            run_id: dead_id,
-            finished: false,
-            note_written: false,
-            removed: tb.removed,
-            staging_removed: tb.staging_removed,
-            unrepaired,
-            record_marked,
-            record_left,
-            from_orphan: orphan,
-            processes_stopped,
-        })
+        r.from_orphan = orphan;
+        r.processes_stopped = processes_stopped;
+        Ok(r)
     }
 
     /// A finished run's staging folders go: nothing in them is part of its batch
@@ -388,57 +279,111 @@ impl RunLease {
             busy: s.sys.timing.busy_for,
         }
     }
+}
 
-    /// Rewrite a dead run's `running` record as `interrupted`, with the peer's note.
-    /// A record that cannot be read, or that says anything else, is left alone.
-    fn mark_interrupted(&self, run_id: &str, unrepaired: &[String]) -> bool {
-        if run_id.is_empty() {
-            return false;
-        }
-        let s = &*self.s;
-        let path = self.record_path(run_id);
-        let Ok(text) = fs::read_to_string(&path) else {
-            return false;
-        };
-        let Ok(Value::Object(mut rec)) = serde_json::from_str::<Value>(&text) else {
-            return false;
-        };
-        if rec.get("status").and_then(Value::as_str) != Some("running") {
-            return false;
-        }
-        let who = match &s.actor {
-            Some(a) => format!("{a} (run {})", documents::short(&s.run_id)),
-            None => format!("run {}", documents::short(&s.run_id)),
-        };
-        let mut note = format!(
-            "The run did not finish; {who} took over its lease at {} and removed the files it had appended.",
-            s.now_z()
-        );
-        if !unrepaired.is_empty() {
-            note.push_str(&format!(
-                " Output(s) {} may hold part or all of its batch and were not taken back.",
-                unrepaired.join(", ")
-            ));
-        }
-        rec.insert("status".into(), Value::String("interrupted".into()));
-        rec.insert("error".into(), Value::String(note));
-        let out = pyjson::dumps(&Value::Object(rec), pyjson::Style::RECORD);
-        matches!(fsx::write_atomic(&path, out.as_bytes(), s.sys.timing.busy_for), Ok(true))
+/// A batch's files on a disk, as the protocol's recovery sees them: the
+/// peer's documents, each written whole by a rename (the peer's way; a disk
+/// has no compare-and-swap, so a version is not kept: the dead run's record
+/// and note are written only by the run that holds its lease).
+struct DiskBatch<'a>(&'a RunLease);
+
+/// Paths as the reports give them.
+fn shown(paths: Vec<PathBuf>) -> Vec<String> {
+    paths.into_iter().map(|p| p.to_string_lossy().into_owned()).collect()
+}
+
+impl LeaseStore for DiskBatch<'_> {
+    type Error = RecoverError;
+    type Version = ();
+
+    fn task(&self) -> &TaskPath {
+        &self.0.s.task
     }
 
-    /// Write the finished note for a run's lease document (this run's or a dead
-    /// run's): false when it could not be written.
-    fn note_finished(&self, d: &LeaseDoc) -> bool {
-        let s = &*self.s;
-        if !s.named {
-            return true;
+    fn named(&self) -> bool {
+        self.0.s.named
+    }
+
+    fn write_note(&self, dead: &LeaseDoc, note: &str) -> Result<bool, RecoverError> {
+        let s = &*self.0.s;
+        if let Ok(true) = fsx::write_atomic(&s.paths.finished(), note.as_bytes(), s.sys.timing.busy_for) {
+            return Ok(true);
         }
-        match documents::finished_note(d, s.task.as_str(), &s.now_z()) {
-            Ok(None) => true,
-            Ok(Some(text)) => {
-                matches!(fsx::write_atomic(&s.paths.finished(), text.as_bytes(), s.sys.timing.busy_for), Ok(true))
-            }
-            Err(_) => false,
+        Err(RecoverError::InUse {
+            left: dead.replaces().unwrap_or_default(),
+            replaces: true,
+            note: true,
+            refused: Vec::new(),
+            staging: Vec::new(),
+            failures: Vec::new(),
+        })
+    }
+
+    fn remove_replaced(&self, dead: &LeaseDoc, r: &mut Recovery) -> Result<(), RecoverError> {
+        let mut outputs = claims_map(&dead.replaces().unwrap_or_default());
+        let tb = self.0.take_back(&mut outputs, None);
+        if !tb.left.is_empty() {
+            let (left, refused, failures) = (tb.left, tb.refused, tb.failures);
+            return Err(RecoverError::InUse {
+                left,
+                replaces: true,
+                note: false,
+                refused,
+                staging: Vec::new(),
+                failures,
+            });
         }
+        r.removed.extend(shown(tb.removed));
+        Ok(())
+    }
+
+    fn settle_finished(&self, dead: &LeaseDoc, r: &mut Recovery) -> Result<(), RecoverError> {
+        // Its staging folders go, its overwrites' old copies with them; then
+        // its done mark.
+        let outputs = dead.0.get("outputs").and_then(Value::as_object).cloned().unwrap_or_default();
+        let (settled, staging) = self.0.settle_staging(&outputs);
+        if !staging.is_empty() {
+            let (left, refused, failures) = (Vec::new(), Vec::new(), Vec::new());
+            return Err(RecoverError::InUse { left, replaces: true, note: false, refused, staging, failures });
+        }
+        r.staging_removed = settled;
+        if !r.run_id.is_empty() {
+            let _ = fsx::remove_if_present(&self.0.s.paths.done(&r.run_id));
+        }
+        Ok(())
+    }
+
+    fn take_back(&self, dead: &mut LeaseDoc, r: &mut Recovery) -> Result<(), RecoverError> {
+        let mut outputs = match dead.0.get("outputs") {
+            Some(Value::Object(m)) => m.clone(),
+            _ => Map::new(),
+        };
+        let tb = self.0.take_back(&mut outputs, None);
+        // What was not seen is noted in the lease (`unseen`): its outputs are
+        // then unrepaired.
+        if dead.0.get("outputs").is_some_and(Value::is_object) {
+            dead.set("outputs", Value::Object(outputs));
+        }
+        if !tb.left.is_empty() || !tb.refused.is_empty() {
+            let (left, refused, staging, failures) = (tb.left, tb.refused, tb.staging_left, tb.failures);
+            return Err(RecoverError::InUse { left, replaces: false, note: false, refused, staging, failures });
+        }
+        r.removed = shown(tb.removed);
+        r.staging_removed = tb.staging_removed;
+        Ok(())
+    }
+
+    fn record(&self, run_id: &str) -> Result<Option<Versioned<()>>, RecoverError> {
+        Ok(fs::read(self.0.record_path(run_id)).ok().map(|body| Versioned { body, version: () }))
+    }
+
+    fn rewrite_record(&self, run_id: &str, text: &str, _: &()) -> Result<bool, RecoverError> {
+        let s = &*self.0.s;
+        let marked =
+            matches!(fsx::write_atomic(&self.0.record_path(run_id), text.as_bytes(), s.sys.timing.busy_for), Ok(true));
+        if marked {
+            s.sys.hook.at(crate::sys::Step::RecordMarked);
+        }
+        Ok(marked)
     }
 }

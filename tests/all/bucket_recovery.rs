@@ -246,3 +246,31 @@ fn a_release_without_an_answer_is_tried_again() {
     assert!(a.release().unwrap());
     assert!(w.mem.get(&w.place.lease_key()).unwrap().is_none());
 }
+
+/// A dead run's `running` record is rewritten by the protocol's one rule
+/// (`protocol::record::interrupted`), the disk's words: a run names itself,
+/// a repair names its command and run.
+#[test]
+fn a_dead_runs_record_names_its_taker_in_the_disks_words() {
+    for actor in [None, Some("ubunye leases takeover")] {
+        let w = world();
+        let (a, _d, files) = w.landing(1);
+        let running = br#"{"run_id": "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", "status": "running"}"#.to_vec();
+        w.mem.put(&w.place.record_key(A), running.clone()).unwrap();
+        w.killed_at(&a, &files, ubunye::sys::Step::UploadsClaimed);
+        w.past_timeout();
+        let at = ubunye::timefmt::utc_z(ubunye::sys::Clock::now(&*w.clock));
+        let holder = ubunye::bucket::Holder { actor: actor.map(str::to_string), ..holder(B) };
+        let got = ubunye::bucket::acquire(w.objects(), &w.place, &holder, w.clock.clone(), &w.timing).unwrap();
+        let Acquire::Held(_, Some(r)) = got else { panic!("no takeover") };
+        assert!(r.record_marked && !r.finished, "{r:?}");
+        let who = match actor {
+            Some(a) => format!("{a} (run bbbbbbbb)"),
+            None => "run bbbbbbbb".to_string(),
+        };
+        let want = ubunye::protocol::record::interrupted(&running, &who, &at, &[]).unwrap();
+        let body = w.mem.get(&w.place.record_key(A)).unwrap().unwrap().body;
+        assert_eq!(String::from_utf8(body).unwrap(), want);
+        assert!(want.contains(&format!("The run did not finish; {who} took over its lease at {at}")), "{want}");
+    }
+}

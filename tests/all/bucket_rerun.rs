@@ -14,7 +14,7 @@ use common::bucket::*;
 
 impl World {
     fn rerun(&self, run: &str) -> Arc<Lease> {
-        let h = Holder { run_id: run.into(), host: "h".into(), pid: 1, rerun: true };
+        let h = Holder { run_id: run.into(), host: "h".into(), pid: 1, rerun: true, actor: None };
         match acquire(self.objects(), &self.place, &h, self.clock.clone(), &self.timing).unwrap() {
             Acquire::Held(l, _) => l,
             _ => panic!("a --rerun was not let in"),

@@ -45,7 +45,7 @@ pub fn out() -> StoreUrl {
 }
 
 pub fn holder(run: &str) -> Holder {
-    Holder { run_id: run.into(), host: "h".into(), pid: 1, rerun: false }
+    Holder { run_id: run.into(), host: "h".into(), pid: 1, rerun: false, actor: None }
 }
 
 impl World {
@@ -125,7 +125,7 @@ impl World {
     }
     /// The timeout passes, and run B takes the lease over: its lease and
     /// what it recovered.
-    pub fn take_over(&self) -> (Arc<Lease>, ubunye::bucket::Recovered) {
+    pub fn take_over(&self) -> (Arc<Lease>, ubunye::protocol::Recovery) {
         self.past_timeout();
         match self.take(B) {
             Acquire::Held(b, Some(rec)) => (b, rec),

@@ -2,8 +2,9 @@
 //! explained batch, a takeover's outcome, a refusal; for the CLI
 //! (`cli/store/`) and the dashboard over a store (`top/store/`) alike.
 
-use ubunye::bucket::{BucketError, Explained, Recovered, Refused, TakeoverEnd};
+use ubunye::bucket::{BucketError, Explained, Refused, TakeoverEnd};
 use ubunye::documents::short;
+use ubunye::protocol::Recovery;
 
 /// `leases explain` of a batch in a store: the lines the CLI prints and
 /// the dashboard's detail pane and repair plan show.
@@ -77,7 +78,7 @@ pub fn explained(e: &Explained) -> String {
 }
 
 /// What a takeover (by a run or `leases takeover`) did to a dead run's lease.
-pub fn took_over(r: &Recovered) -> String {
+pub fn took_over(r: &Recovery) -> String {
     let replaced = match r.removed.len() {
         0 => String::new(),
         n => format!(", and the {n} file(s) its --rerun replaces removed"),

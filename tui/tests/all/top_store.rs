@@ -43,7 +43,7 @@ fn place(key: &str) -> Place {
 }
 
 fn hold(w: &World, key: &str, run: &str) -> Arc<Lease> {
-    let h = Holder { run_id: run.into(), host: "h".into(), pid: 7, rerun: false };
+    let h = Holder { run_id: run.into(), host: "h".into(), pid: 7, rerun: false, actor: None };
     match acquire(w.mem.clone(), &place(key), &h, w.clock.clone(), &w.src.sys.timing).unwrap() {
         Acquire::Held(l, _) => l,
         _ => panic!("{key}: not held"),

@@ -253,8 +253,13 @@ fn races(st: &Store, rounds: usize) {
                 .map(|r| {
                     let (place, clock, s3) = (place.clone(), clock.clone(), st.s3.clone());
                     s.spawn(move || {
-                        let holder =
-                            Holder { run_id: format!("racer-{round}-{r}"), host: "h".into(), pid: r, rerun: false };
+                        let holder = Holder {
+                            run_id: format!("racer-{round}-{r}"),
+                            host: "h".into(),
+                            pid: r,
+                            rerun: false,
+                            actor: None,
+                        };
                         match acquire(s3 as Arc<dyn Objects>, &place, &holder, clock, &timing) {
                             Ok(Acquire::Held(l, _)) => Some(l),
                             Ok(Acquire::Refused(Refused::Busy { .. })) => None,

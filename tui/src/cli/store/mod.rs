@@ -109,10 +109,10 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
         Ok(v) => v,
         Err(e) => return usage(&e.to_string()),
     };
-    if !a.overwrites.is_empty() {
-        return usage(&format!(
-            "-d {dir}: --overwrite to an object store is refused: a store has no atomic swap of a prefix, so readers could see a half-replaced output; use --append, or a table format (Delta Lake, Apache Iceberg) that replaces by a commit"
-        ));
+    if !a.overwrites.is_empty()
+        && let Err(why) = ubunye::protocol::Capabilities::STORE.overwrite(&format!("-d {dir}"))
+    {
+        return usage(&why);
     }
     if a.lineage_dir.is_some() {
         return usage(&format!(

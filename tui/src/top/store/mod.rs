@@ -289,8 +289,13 @@ pub fn take_over(src: &Source, task: &str, key: &str) -> (bool, String) {
         return (false, format!("{head}: the task is not <usecase>/<package>/<task>"));
     };
     let place = Place { uc: src.uc.clone(), task, key: key.into() };
-    let holder =
-        Holder { run_id: uuid::Uuid::new_v4().to_string(), host: src.sys.host.clone(), pid: src.sys.pid, rerun: false };
+    let holder = Holder {
+        run_id: uuid::Uuid::new_v4().to_string(),
+        host: src.sys.host.clone(),
+        pid: src.sys.pid,
+        rerun: false,
+        actor: Some(Kind::Takeover.command().to_string()),
+    };
     let ended = bucket::takeover(src.objects.clone(), &place, &holder, src.sys.clock.clone(), &src.sys.timing);
     takeover_outcome(&head, &ended)
 }
