@@ -1,6 +1,7 @@
 //! What `doctor` finds in a use case in a store: unreadable and dead
 //! leases, records that say running with no lease, and open uploads no
-//! lease names. It only reads.
+//! lease names, as the disk's [`Finding`]s (the same kinds where the same
+//! thing is found, the object's URL as the path). It only reads.
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -11,19 +12,19 @@ use super::look::read_all;
 use super::objects::{Objects, StoreError};
 use super::recover::claim_key;
 use super::url::StoreUrl;
+use crate::doctor::{Finding, Look};
 use crate::documents::{self, LeaseDoc, Parsed};
 use crate::state::State;
 use crate::sys::Timing;
 
-/// What doctor finds in a store.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct StoreFinding {
-    /// `stray-upload`, `unreadable`, `dead-lease`, `not-json`, `running-record`.
-    pub kind: &'static str,
-    /// The object (or upload) it is about.
-    pub url: String,
-    /// What it is, and what to do.
-    pub what: String,
+/// A finding about the batch `b`, in the disk's shape.
+fn about(kind: &'static str, b: &super::judge::StoreBatch, detail: String) -> Finding {
+    Finding { kind, path: b.url.clone().into(), detail, task: Some(b.task.clone()), key: Some(b.key.clone()) }
+}
+
+/// The first 8 digits of a key, as commands take it.
+fn short_key(key: &str) -> &str {
+    &key[..8.min(key.len())]
 }
 
 /// The outputs the use case's run records name (their `location`), in this
@@ -62,13 +63,13 @@ fn claimed_keys(objects: &dyn Objects, d: &LeaseDoc) -> Vec<String> {
 
 /// Findings in a use case in a store: unreadable and dead leases, and open
 /// uploads that no lease names under the outputs its run records name.
-pub fn doctor(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Vec<StoreFinding>, StoreError> {
+pub fn doctor(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Look, StoreError> {
     let (_, judged) = read_all(objects, uc, timing)?;
-    findings(objects, &judged)
+    Ok(Look { root: uc.to_string().into(), findings: findings(objects, &judged)?, looked_at: judged.len() })
 }
 
 /// What doctor finds among batches judged.
-pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<StoreFinding>, StoreError> {
+pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<Finding>, StoreError> {
     let outputs = recorded_outputs(objects, judged);
     let mut named: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
@@ -78,48 +79,38 @@ pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<S
         urls.push(b.url.clone());
         let run = b.run_id.as_deref().map(documents::short).unwrap_or_else(|| "?".into());
         match b.state {
-            State::Unreadable => out.push(StoreFinding {
-                kind: "unreadable",
-                url: b.url.clone(),
-                what: format!("{}; never judged free or dead: look at it", b.note),
-            }),
+            State::Unreadable => {
+                out.push(about("unreadable", &b, format!("{}; never judged free or dead: look at it", b.note)))
+            }
             State::Damaged => {
                 // As on disk: an empty lease is named whatever its age.
-                out.push(StoreFinding {
-                    kind: "not-json",
-                    url: b.url.clone(),
-                    what: "the lease is an empty JSON object: it names no run and no claims".into(),
-                });
+                out.push(about(
+                    "not-json",
+                    &b,
+                    "the lease is an empty JSON object: it names no run and no claims".into(),
+                ));
                 if b.lease_dead == Some(true) {
-                    out.push(StoreFinding {
-                        kind: "dead-lease",
-                        url: b.url.clone(),
-                        what: format!(
-                            "{}, or `ubunye leases takeover --task {} {}`",
-                            b.note,
-                            b.task,
-                            &b.key[..8.min(b.key.len())]
-                        ),
-                    });
+                    let how = format!("{}, or `ubunye leases takeover --task {} {}`", b.note, b.task, short_key(&b.key));
+                    out.push(about("needs-repair", &b, how));
                 }
             }
-            State::Dead | State::Pending => out.push(StoreFinding {
-                kind: "dead-lease",
-                url: b.url.clone(),
-                what: format!(
+            State::Dead | State::Pending => out.push(about(
+                "needs-repair",
+                &b,
+                format!(
                     "run {run} is dead with {} claim(s): the next run of the batch takes it over, or `ubunye leases takeover --task {} {}`",
                     b.claims,
                     b.task,
-                    &b.key[..8.min(b.key.len())]
+                    short_key(&b.key)
                 ),
-            }),
-            State::Interrupted if b.record_status.as_deref() == Some("running") => out.push(StoreFinding {
-                kind: "running-record",
-                url: b.url.clone(),
-                what: format!(
+            )),
+            State::Interrupted if b.record_status.as_deref() == Some("running") => out.push(about(
+                "running-record",
+                &b,
+                format!(
                     "run {run}'s record says running, but no lease holds the batch: its run ended without writing its end (the store did not answer as it wrote it). The next run of the batch goes ahead; the record stays as it is"
                 ),
-            }),
+            )),
             _ => {}
         }
         if let Some(d) = j.lease_doc() {
@@ -147,12 +138,14 @@ pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<S
     }
     for (key, id) in open {
         if !named.contains(&key) {
-            out.push(StoreFinding {
+            out.push(Finding {
                 kind: "stray-upload",
-                url: objects.url(&key),
-                what: format!(
+                path: objects.url(&key).into(),
+                detail: format!(
                     "an open upload (id {id}) that no lease names: a run killed before it saved its keys, or not one of ours. It is invisible to readers; a lifecycle rule (AbortIncompleteMultipartUpload) removes it"
                 ),
+                task: None,
+                key: None,
             });
         }
     }

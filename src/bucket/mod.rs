@@ -56,7 +56,7 @@ pub use audit::{audit, repairs_of};
 pub use census::census;
 pub use claims::claim_key;
 pub use claims::{OutputClaims, Replacing, is_landed_by, is_run_uuid, replacing_of, store_claims, store_replaces};
-pub use doctor::{StoreFinding, doctor};
+pub use doctor::doctor;
 pub use inspect::{ClaimView, Explained, Found, explain, find};
 pub use judge::StoreBatch;
 pub use lease::{Acquire, BucketError, Holder, Lease, Refused, acquire, age_of, lifetime_of};

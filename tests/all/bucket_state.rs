@@ -83,13 +83,13 @@ fn an_empty_lease_is_judged_by_its_age_as_the_engine_judges_it() {
     assert!(applies(&e, Kind::Takeover).is_err(), "a fresh empty lease is taken over by no engine");
     assert!(applies(&e, Kind::Finish).is_err());
     assert!(matches!(take_over(&w), TakeoverEnd::Refused(_)));
-    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert_eq!(d.iter().map(|f| f.kind).collect::<Vec<_>>(), ["not-json"], "named whatever its age, as on disk");
     w.past_timeout();
     let b = one(&w);
     assert!(b.note.contains("past the"), "{}", b.note);
-    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
-    assert!(d.iter().any(|f| f.kind == "dead-lease"), "{d:?}");
+    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
+    assert!(d.iter().any(|f| f.kind == "needs-repair"), "{d:?}");
     let e = explained(&w, &b);
     assert!(applies(&e, Kind::Takeover).is_ok());
     assert!(applies(&e, Kind::Finish).is_err());
@@ -179,7 +179,7 @@ fn a_run_that_starts_while_the_use_case_is_listed_is_never_a_record_without_a_le
     w.mem.delete(&w.place.lease_key()).unwrap();
     w.mem.delete(&w.place.record_key(A)).unwrap();
     run_starts_before_list(&w, 2, B);
-    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert!(d.iter().all(|f| f.kind != "running-record"), "{d:?}");
 }
 
@@ -202,7 +202,7 @@ fn a_lease_under_a_folder_that_is_not_a_task_is_unreadable_never_dead() {
         let Found::One(row, read) = found else { panic!("{r:?} is not found") };
         assert!(applies(&explain(&*w.mem, &w.place.uc, &row, &read, now, &w.timing).unwrap(), Kind::Takeover).is_err());
     }
-    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert!(d.iter().all(|f| f.kind == "unreadable"), "{d:?}");
 }
 
@@ -298,7 +298,7 @@ fn an_upload_under_nested_outputs_is_one_stray_and_the_leases_are_read_again_onc
     let _live = w.held(C);
     w.mem.start_uploads(&["lake/r3/stray.bin".into()]).unwrap();
     let gets = w.mem.calls("get");
-    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     let strays: Vec<_> = d.iter().filter(|f| f.kind == "stray-upload").collect();
     assert_eq!(strays.len(), 1, "{d:?}");
     // The lease, the two records, then the one lease read again.

@@ -1,6 +1,8 @@
 //! `ubunye doctor`: findings the engine leaves for people. Exit 1 when there
 //! are any, 0 when clean. Nothing is changed.
 
+use std::path::Path;
+
 use clap::Args;
 
 use super::LineageArg;
@@ -15,7 +17,7 @@ use ubunye::state::ScanOptions;
 /// to do about it.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Exit codes: 0 nothing found, 1 findings, 2 a -d that is not a use case.\nNothing is ever changed.\n\nWith several use cases (-d repeated, or --find ROOT) each finding names its use case, and one that cannot be read is a finding of its own (kind unreadable), not the end of the look."
+    after_help = "Exit codes: 0 nothing found, 1 findings, 2 a -d that is not a use case.\nNothing is ever changed.\n\nA use case may be in an object store (-d s3://bucket/prefix): its findings are the same kinds, each naming the object's URL.\n\nWith several use cases (-d repeated, stores among them, or --find ROOT) each finding names its use case, and one that cannot be read is a finding of its own (kind unreadable), not the end of the look."
 )]
 pub struct DoctorArgs {
     #[command(flatten)]
@@ -39,11 +41,11 @@ pub fn run(a: &DoctorArgs) -> i32 {
     let sys = crate::console::machine::sys();
     let opts = ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None, ..ScanOptions::default() };
     let Some(dir) = a.ucs.single() else { return many(a, &opts, &sys) };
-    let look = match ubunye::doctor::look(dir, &opts, &sys) {
+    let look = match look(dir, &opts, &sys) {
         Ok(l) => l,
-        Err(e) => {
-            say_err(&e.to_string());
-            return exit::USAGE;
+        Err((code, why)) => {
+            say_err(&why);
+            return code;
         }
     };
     let (root, findings, looked_at) = (look.root, look.findings, look.looked_at);
@@ -59,6 +61,21 @@ pub fn run(a: &DoctorArgs) -> i32 {
         super::outln(&format!("{} finding(s).", findings.len()));
     }
     if findings.is_empty() { exit::OK } else { exit::REFUSED }
+}
+
+/// Doctor's look at one use case, in a folder or a store; the exit code and
+/// the line that says why not.
+fn look(dir: &Path, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> Result<ubunye::doctor::Look, (i32, String)> {
+    let Some(url) = dir.to_str().filter(|d| ubunye::bucket::is_store_url(d)) else {
+        return ubunye::doctor::look(dir, opts, sys).map_err(|e| (exit::USAGE, e.to_string()));
+    };
+    if opts.lineage_dir.is_some() {
+        let why =
+            format!("-d {url}: --lineage-dir names a folder; a store's run records are under {url}/.ubunye/lineage");
+        return Err((exit::USAGE, why));
+    }
+    let (uc, objects) = super::store::open_quiet(url)?;
+    ubunye::bucket::doctor(&*objects, &uc, &sys.timing).map_err(|e| (exit::REFUSED, e.to_string()))
 }
 
 fn print_findings(findings: &[ubunye::doctor::Finding]) {
@@ -133,10 +150,10 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 fn many(a: &DoctorArgs, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> i32 {
     // (as shown, as JSON gives it, findings, files looked at)
     let mut all: Vec<(String, String, Vec<ubunye::doctor::Finding>, Option<usize>)> = Vec::new();
-    for uc in a.ucs.resolve() {
+    for uc in a.ucs.resolve_counted() {
         let look = match &uc.error {
             Some(e) => Err(e.clone()),
-            None => ubunye::doctor::look(&uc.shown, opts, sys).map_err(|e| e.to_string()),
+            None => look(&uc.shown, opts, sys).map_err(|(_, why)| why),
         };
         let (findings, looked) = match look {
             Ok(l) => (l.findings, Some(l.looked_at)),

@@ -344,14 +344,8 @@ fn dispatch(cli: &Cli) -> i32 {
                 },
             }
         }
-        Command::Runs(a) => match a.ucs.single().and_then(store::store_path) {
-            Some(dir) => store::runs(a, dir, colour),
-            None => runs::run(a, colour),
-        },
-        Command::Doctor(a) => match a.ucs.single().and_then(store::store_path) {
-            Some(dir) => store::doctor(a, dir),
-            None => doctor::run(a),
-        },
+        Command::Runs(a) => runs::run(a, colour),
+        Command::Doctor(a) => doctor::run(a),
         Command::Top(a) => match a.ucs.single() {
             Some(d) if d.to_str().is_some_and(ubunye::bucket::is_store_url) => {
                 if a.watch == "notify" {

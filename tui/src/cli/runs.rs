@@ -10,7 +10,7 @@ use ubunye::state::{self, RecordInfo, UnreadableFile};
 /// The run records (lineage) of a use case, newest first.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  ubunye runs -d uc --status interrupted --since 1d\n  ubunye runs show 9ecd09db -d uc    # one run whole, the end of its log\n  ubunye runs -d uc --dt 2025-01-01..2025-01-07 --status failed\n  ubunye runs -d uc --task 'demo/sales/*' --limit 5 --json\n  ubunye runs --find /data --status error --since 1h    # all below a folder\n\nWith several use cases (-d repeated, or --find) the newest records of all of them come first, each naming its use case; one that cannot be read is a problem (on stderr; in --json's problems) and the others are still listed."
+    after_help = "Examples:\n  ubunye runs -d uc --status interrupted --since 1d\n  ubunye runs show 9ecd09db -d uc    # one run whole, the end of its log\n  ubunye runs -d uc --dt 2025-01-01..2025-01-07 --status failed\n  ubunye runs -d uc --task 'demo/sales/*' --limit 5 --json\n  ubunye runs --find /data --status error --since 1h    # all below a folder\n\nWith several use cases (-d repeated, stores among them, or --find) the newest records of all of them come first, each naming its use case; one that cannot be read is a problem (on stderr; in --json's problems) and the others are still listed."
 )]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct RunsArgs {
@@ -122,7 +122,7 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
     }
     let (ucs, many) = match a.ucs.single() {
         Some(d) => (vec![crate::console::fleet::UseCase { shown: d.to_path_buf(), error: None }], false),
-        None => (a.ucs.resolve(), true),
+        None => (a.ucs.resolve_counted(), true),
     };
     let mut problems: Vec<UnreadableFile> = Vec::new();
     let mut records: Records = Vec::new();
@@ -130,35 +130,79 @@ pub fn run(a: &RunsArgs, colour: bool) -> i32 {
     let mut all = 0usize;
     let mut place = String::new();
     for uc in &ucs {
-        let root = match uc.error.clone().map_or_else(|| super::usecase::check(&uc.shown), Err) {
-            Ok(r) => r,
-            Err(why) if !many => {
+        let read = match (&uc.error, uc.store()) {
+            (Some(e), _) => Err((exit::USAGE, e.clone())),
+            (None, Some(url)) => read_store(a, url, many, &uc.name(), &mut records, &mut problems),
+            (None, None) => read_folder(a, uc, many, &mut records, &mut problems),
+        };
+        match read {
+            Ok((lineage, n)) => {
+                place = lineage;
+                all += n;
+            }
+            Err((code, why)) if !many => {
                 say_err(&why);
-                return exit::USAGE;
+                return code;
             }
             // One that cannot be read is a problem of the listing (in its
             // JSON too), and the others are still listed.
-            Err(why) => {
-                problems.push(UnreadableFile::new(&uc.shown, format!("the use case cannot be read: {why}")));
-                continue;
+            Err((_, why)) => {
+                problems.push(UnreadableFile::new(&uc.shown, format!("the use case cannot be read: {why}")))
             }
-        };
-        let lineage = match &a.lineage.lineage_dir {
-            Some(d) if d.is_absolute() => d.clone(),
-            Some(d) => uc.shown.join(d),
-            None => ubunye::layout::lineage_root(&root),
-        };
-        let name = match many {
-            true => std::sync::Arc::new(Named { shown: uc.name(), json: uc.path().to_string_lossy().into_owned() }),
-            false => Named::one(&root.to_string_lossy()),
-        };
-        place = lineage.display().to_string();
-        all += read_lineage(&lineage, &name, a.task.as_deref(), &mut records, &mut problems);
+        }
     }
     if many {
         place = format!("{} use case(s)", ucs.len());
     }
     show(a, &place, records, &problems, all, colour, many)
+}
+
+/// The records of the use-case folder `uc`: where they were read from, and
+/// how many record files there are; else the exit code and why not.
+fn read_folder(
+    a: &RunsArgs,
+    uc: &crate::console::fleet::UseCase,
+    many: bool,
+    records: &mut Records,
+    problems: &mut Vec<UnreadableFile>,
+) -> Result<(String, usize), (i32, String)> {
+    let root = super::usecase::check(&uc.shown).map_err(|why| (exit::USAGE, why))?;
+    let lineage = match &a.lineage.lineage_dir {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => uc.shown.join(d),
+        None => ubunye::layout::lineage_root(&root),
+    };
+    let name = match many {
+        true => std::sync::Arc::new(Named { shown: uc.name(), json: uc.path().to_string_lossy().into_owned() }),
+        false => Named::one(&root.to_string_lossy()),
+    };
+    let n = read_lineage(&lineage, &name, a.task.as_deref(), records, problems);
+    Ok((lineage.display().to_string(), n))
+}
+
+/// The records of the use case in a store at `url`, as [`read_folder`]
+/// gives a folder's.
+fn read_store(
+    a: &RunsArgs,
+    url: &str,
+    many: bool,
+    shown: &str,
+    records: &mut Records,
+    problems: &mut Vec<UnreadableFile>,
+) -> Result<(String, usize), (i32, String)> {
+    if a.lineage.lineage_dir.is_some() {
+        let why =
+            format!("-d {url}: --lineage-dir names a folder; a store's run records are under {url}/.ubunye/lineage");
+        return Err((exit::USAGE, why));
+    }
+    let (uc, objects) = super::store::open_quiet(url)?;
+    let (read, unread) = ubunye::bucket::records(&*objects, &uc).map_err(|e| (exit::REFUSED, e.to_string()))?;
+    let n = read.len() + unread.len();
+    let name =
+        if many { std::sync::Arc::new(Named { shown: shown.into(), json: url.into() }) } else { Named::one(url) };
+    records.extend(read.into_iter().map(|(t, r)| (name.clone(), t, r)));
+    problems.extend(unread);
+    Ok((format!("s3://{}/{}", uc.bucket, uc.key(".ubunye/lineage")), n))
 }
 
 /// Read every record of `lineage` whose task passes `task` into `records`

@@ -50,8 +50,11 @@ impl UseCase {
     /// absolute (symlinks not resolved), the same whether it can be read or
     /// not.
     /// Spelled one way however it was typed: no `.`, no `..` (taken back
-    /// by name), no trailing `/`.
+    /// by name), no trailing `/`. A store's URL is its name as given.
     pub fn path(&self) -> PathBuf {
+        if self.store().is_some() {
+            return self.shown.clone();
+        }
         let abs = std::path::absolute(&self.shown).unwrap_or_else(|_| self.shown.clone());
         let mut out = PathBuf::new();
         for c in abs.components() {

@@ -405,7 +405,31 @@ fn repairs(st: &Store) {
     assert!(text.contains(": dead") && text.contains("3 upload(s) open"), "{text}");
     let o = st.ubunye().args(["doctor", "-d", &uc]).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "doctor finds the dead lease");
-    assert!(String::from_utf8_lossy(&o.stdout).contains("dead-lease"));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("needs-repair") && text.contains(row["url"].as_str().unwrap()), "{text}");
+    // Among other use cases, by the same finding, naming its use case; a
+    // folder that is not there is its own finding, and the store is still
+    // looked at.
+    let o = st.ubunye().args(["doctor", "-d", &uc, "-d", "/nonexistent-use-case", "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mine = |f: &&serde_json::Value| f["use_case"] == uc.as_str();
+    let found: Vec<_> = v["findings"].as_array().unwrap().iter().filter(mine).collect();
+    assert_eq!(found.len(), 1, "{v}");
+    assert_eq!(
+        (found[0]["kind"].as_str(), found[0]["key"].as_str()),
+        (Some("needs-repair"), Some(key.as_str())),
+        "{v}"
+    );
+    assert!(v["findings"].as_array().unwrap().iter().any(|f| f["kind"] == "unreadable" && !mine(&f)), "{v}");
+    // `runs` among other use cases lists the store's records by the same
+    // rows, each naming its use case.
+    let o = st.ubunye().args(["runs", "-d", &uc, "-d", "/nonexistent-use-case", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = v["records"].as_array().unwrap();
+    assert!(!runs.is_empty() && runs.iter().all(|r| r["use_case"] == uc.as_str()), "{v}");
+    assert!(runs.iter().any(|r| r["status"] == "running"), "the killed run's record: {v}");
+    assert_eq!(v["problems"].as_array().map(Vec::len), Some(1), "the missing folder: {v}");
     // The metrics count a store's batches by the states a folder's have,
     // alone or among other use cases (a folder that is not there is its
     // own row, and the store is still counted).
@@ -431,7 +455,7 @@ fn repairs(st: &Store) {
         });
         assert!(dead.is_some_and(|l| l.ends_with(" 1")), "{text}");
         assert_eq!(series("ubunye_scan_errors").as_deref(), Some("0"), "{text}");
-        assert!(text.contains("kind=\"dead-lease\""), "{text}");
+        assert!(text.contains("kind=\"needs-repair\""), "{text}");
     }
     // `leases list` over many use cases lists the store's batches beside a
     // folder's row, by the same states; its `<usecase>:<key>` is explained

@@ -1,4 +1,4 @@
-//! `ubunye leases explain|takeover|finish` and `ubunye doctor` with
+//! `ubunye leases explain|takeover|finish` with
 //! `-d s3://bucket/prefix`.
 
 use std::io::IsTerminal;
@@ -7,7 +7,6 @@ use ubunye::bucket::{self, Explained, Found, Holder, Place, TakeoverEnd};
 use ubunye::layout::TaskPath;
 
 use super::open;
-use crate::cli::doctor::DoctorArgs;
 use crate::cli::leases::explain::ExplainArgs;
 use crate::cli::leases::repair::{Kind, RepairArgs, ask};
 use crate::cli::{BatchArg, exit, out, outln, print_json, say_err};
@@ -169,58 +168,5 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     } else {
         say_err(&text);
         exit::REFUSED
-    }
-}
-
-/// `ubunye doctor -d s3://...`.
-pub fn doctor(a: &DoctorArgs, dir: &str) -> i32 {
-    let (uc, objects) = match open(dir) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    let sys = crate::console::machine::sys();
-    let findings = match bucket::doctor(&*objects, &uc, &sys.timing) {
-        Ok(f) => f,
-        Err(e) => {
-            say_err(&e.to_string());
-            return exit::REFUSED;
-        }
-    };
-    if a.json {
-        print_json(&serde_json::json!({"use_case": uc.to_string(), "findings": findings}));
-    } else if findings.is_empty() {
-        outln(&format!("no findings in {uc}"));
-    } else {
-        for f in &findings {
-            outln(&format!("{}  {}  {}", f.kind, f.url, f.what));
-        }
-    }
-    if findings.is_empty() { exit::OK } else { exit::REFUSED }
-}
-
-/// `ubunye runs -d s3://...`.
-pub fn runs(a: &crate::cli::runs::RunsArgs, dir: &str, colour: bool) -> i32 {
-    if a.lineage.lineage_dir.is_some() {
-        say_err(&format!(
-            "-d {dir}: --lineage-dir names a folder; a store's run records are under {dir}/.ubunye/lineage"
-        ));
-        return exit::USAGE;
-    }
-    let (uc, objects) = match open(dir) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    match bucket::records(&*objects, &uc) {
-        Ok((records, problems)) => {
-            let all = records.len() + problems.len();
-            let place = format!("s3://{}/{}", uc.bucket, uc.key(".ubunye/lineage"));
-            let name = crate::cli::runs::Named::one(dir);
-            let records = records.into_iter().map(|(t, r)| (name.clone(), t, r)).collect();
-            crate::cli::runs::show(a, &place, records, &problems, all, colour, false)
-        }
-        Err(e) => {
-            say_err(&e.to_string());
-            exit::REFUSED
-        }
     }
 }

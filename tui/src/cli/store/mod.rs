@@ -19,19 +19,21 @@ use crate::console::print::outln;
 
 mod inspect;
 
-pub use inspect::{doctor, explain, repair, runs};
+pub use inspect::{explain, repair};
 
 /// The store for a use case URL: one line and exit 2 for a URL that does not
 /// parse, exit 1 for a store that cannot be reached as configured.
 pub(crate) fn open(dir: &str) -> Result<(StoreUrl, Arc<dyn Objects>), i32> {
-    let uc = StoreUrl::parse(dir).map_err(|e| {
-        say_err(&format!("-d {dir}: {e}"));
-        exit::USAGE
-    })?;
-    let s3 = S3::from_env(&uc.bucket).map_err(|e| {
-        say_err(&e.to_string());
-        exit::REFUSED
-    })?;
+    open_quiet(dir).map_err(|(code, why)| {
+        say_err(&why);
+        code
+    })
+}
+
+/// [`open`], its refusal returned: the exit code and the line that says why.
+pub(crate) fn open_quiet(dir: &str) -> Result<(StoreUrl, Arc<dyn Objects>), (i32, String)> {
+    let uc = StoreUrl::parse(dir).map_err(|e| (exit::USAGE, format!("-d {dir}: {e}")))?;
+    let s3 = S3::from_env(&uc.bucket).map_err(|e| (exit::REFUSED, e.to_string()))?;
     Ok((uc, Arc::new(s3)))
 }
 
