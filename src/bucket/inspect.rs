@@ -126,6 +126,8 @@ pub struct Explained {
     pub history: Vec<HistoryEntry>,
     /// How many files its finished note claims; None without a note.
     pub note_files: Option<usize>,
+    /// How many outputs its finished note lists; None without a note.
+    pub note_outputs: Option<usize>,
 }
 
 /// Look closely at `batch` (found by [`find`] at `now`, with `read`, the
@@ -155,6 +157,7 @@ pub fn explain(
         repairs: super::audit::repairs_of(objects, uc, &batch.task, &batch.key)?,
         history: read.history(),
         note_files: read.finished.as_ref().map(|f| f.outputs.iter().map(|o| o.1.len()).sum()),
+        note_outputs: read.finished.as_ref().map(|f| f.outputs.len()),
     };
     // The lease as the look read it; read again only when the state model
     // kept none of it (a lease dated after the store's now).
@@ -261,6 +264,9 @@ fn next(e: &Explained, timing: &Timing) -> Vec<String> {
                 e.claims.len()
             ),
         ],
+        State::Finished if e.note_outputs == Some(0) => {
+            vec![format!("run {run} finished the batch; its note lists no output, so a new run of it goes ahead")]
+        }
         State::Finished if e.note_files.is_none() => vec![
             format!("run {run}'s record says success, but no finished note is there"),
             "only a note makes a run of the batch refused: the next run of it goes ahead".into(),

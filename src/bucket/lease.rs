@@ -18,6 +18,7 @@ use super::objects::{Objects, StoreError, Written};
 use super::place::Place;
 use super::recover::recover;
 use super::url::StoreUrl;
+use crate::protocol::finished;
 use crate::protocol::{Recovery, Taker};
 
 use crate::documents::{self, LeaseDoc, Parsed};
@@ -268,18 +269,16 @@ pub fn acquire(
             continue;
         };
         let lease = Lease::new(objects.clone(), place, holder, clock.clone(), mine, etag);
-        // Finished: it had marked its lease done, or a finished note names it
-        // (a lease of it left beside its note, or put back by a restore): its
-        // claims are the batch, never taken back. Otherwise the dead run's
-        // next save is refused from here on; its uploads are aborted at once
-        // (the fence), then, after the settle, what it had completed is
-        // looked for and deleted.
+        // Finished: it had marked its lease done, or its own finished note is
+        // there (`noted`): its claims are the batch, never taken back.
+        // Otherwise the dead run's next save is refused from here on; its
+        // uploads are aborted at once (the fence), then, after the settle,
+        // what it had completed is looked for and deleted.
         let noted = note_run(&*objects, place)?;
-        let finished =
-            target.committed() || (noted.as_deref() == Some(target.run_id().as_str()) && !target.run_id().is_empty());
+        let noted = noted.as_deref() == Some(target.run_id().as_str()) && !target.run_id().is_empty();
         let at = timefmt::utc_z(clock.now());
         let taker = Taker { run_id: &holder.run_id, actor: holder.actor.as_deref(), at: &at };
-        let recovered = recover(&*objects, place, &target, finished, &taker, timing.settle)?;
+        let recovered = recover(&*objects, place, &target, noted, &taker, timing.settle)?;
         lease.save(|d| d.remove("taking_over"))?;
         return lease.check_finished(Some(recovered), holder.rerun);
     }
@@ -420,6 +419,16 @@ impl Lease {
     fn check_finished(self: Arc<Self>, recovered: Option<Recovery>, rerun: bool) -> Result<Acquire, BucketError> {
         let key = self.place.note_key();
         let Some(got) = self.objects.get(&key)? else { return Ok(Acquire::Held(self, recovered)) };
+        let note = finished::parse(&got.body);
+        if let Ok(n) = &note
+            && !finished::refuses(n)
+        {
+            // A note that lists no outputs refuses no run (the peer's rule):
+            // this run's note replaces exactly it.
+            let run_id = n.run_id().unwrap_or_default().to_string();
+            self.lock().replacing = Some(Replacing { etag: got.etag, run_id, claimed: Vec::new() });
+            return Ok(Acquire::Held(self, recovered));
+        }
         if rerun {
             match super::claims::replacing_of(&got.body, &got.etag, &self.place.uc) {
                 Some(Ok(rep)) => {
@@ -434,22 +443,19 @@ impl Lease {
                 None => {}
             }
         }
+        let run_of = |n: &documents::Finished| n.run_id().unwrap_or_default().to_string();
         if let Some(r) = recovered {
             // Whatever the recovery did is told, with the refusal or the skip.
-            let finished_by = match documents::parse_doc(&got.body) {
-                Ok(Parsed::Doc(m)) => LeaseDoc(m).run_id(),
-                _ => r.run_id.clone(),
-            };
+            let finished_by = note.as_ref().map(run_of).unwrap_or_else(|_| r.run_id.clone());
             self.release()?;
             return Ok(Acquire::Completed { recovered: r, finished_by });
         }
-        let refusal = match documents::parse_doc(&got.body) {
-            Ok(Parsed::Doc(m)) => Refused::Finished { run_id: LeaseDoc(m).run_id() },
-            Ok(Parsed::NotADoc) => Refused::Unreadable {
+        let refusal = match note {
+            Ok(n) => Refused::Finished { run_id: run_of(&n) },
+            Err(why) => Refused::Unreadable {
                 url: self.objects.url(&key),
-                why: "the finished note is not a JSON object".into(),
+                why: format!("the finished note cannot be read ({why})"),
             },
-            Err(e) => Refused::Unreadable { url: self.objects.url(&key), why: e.to_string() },
         };
         self.release()?;
         Ok(Acquire::Refused(refusal))

@@ -25,18 +25,21 @@ pub fn uploads_of(doc: &LeaseDoc, output: &str) -> Vec<(String, String)> {
     ups.iter().filter_map(|(k, v)| v.as_str().map(|id| (k.clone(), id.to_string()))).collect()
 }
 
-/// Recover `dead` (its notes already read without damage; `finished`: it
-/// had marked its lease done, or its finished note names it), for `taker`:
-/// the protocol's recovery over the batch's objects.
+/// Recover `dead` (its notes already read without damage) for `taker`: the
+/// protocol's recovery over the batch's objects. It had finished if it
+/// marked its lease done, or if its own finished note is there (`noted`: a
+/// lease of it left beside its note, or put back by a restore), whose
+/// commit is then not completed again.
 pub fn recover(
     objects: &dyn Objects,
     place: &Place,
     dead: &LeaseDoc,
-    finished: bool,
+    noted: bool,
     taker: &Taker<'_>,
     settle: std::time::Duration,
 ) -> Result<Recovery, StoreError> {
-    crate::protocol::recover(&BucketBatch { objects, place, settle }, &mut dead.clone(), finished, taker)
+    let finished = noted || dead.committed();
+    crate::protocol::recover(&BucketBatch { objects, place, settle, noted }, &mut dead.clone(), finished, taker)
 }
 
 /// A batch's objects, as the protocol's recovery sees them.
@@ -46,6 +49,8 @@ struct BucketBatch<'a> {
     /// How long a completion the store accepted just before the fence takes
     /// to show.
     settle: std::time::Duration,
+    /// The dead run's own finished note is there.
+    noted: bool,
 }
 
 impl LeaseStore for BucketBatch<'_> {
@@ -65,6 +70,10 @@ impl LeaseStore for BucketBatch<'_> {
     /// A conditional create: a note there already is this run's own, written
     /// before it died, or, for a --rerun, the note of the run it replaces.
     fn write_note(&self, dead: &LeaseDoc, note: &str) -> Result<bool, StoreError> {
+        if self.noted {
+            // Its own note is there: a create could only be refused.
+            return Ok(false);
+        }
         match self.objects.create(&self.place.note_key(), note.as_bytes().to_vec())? {
             Written::Done(_) => Ok(true),
             Written::Refused => replace_note(self.objects, self.place, dead, note.to_string()),
@@ -80,6 +89,8 @@ impl LeaseStore for BucketBatch<'_> {
         Ok(())
     }
 
+    /// Every claim in a store is exact (its keys are saved before any upload
+    /// starts): an output with no claim got no file, and none is unrepaired.
     fn take_back(&self, dead: &mut LeaseDoc, r: &mut Recovery) -> Result<(), StoreError> {
         take_back(self.objects, dead, &self.place.uc, self.settle, r)
     }

@@ -5,9 +5,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::documents::{self, Finished, Map, Parsed};
+use crate::documents::{self, Map};
 use crate::error::{Refusal, RefusalKind, Result};
 use crate::fsx;
+use crate::protocol::finished;
 use crate::sys::Step;
 
 use super::claims::Rollback;
@@ -83,15 +84,11 @@ impl RunLease {
             Ok(None) => return Ok(FinishedCheck::default()),
             Ok(Some(b)) => b,
         };
-        let last = match documents::parse_doc(&bytes) {
-            Ok(Parsed::Doc(m)) if !m.is_empty() => Finished { doc: m },
-            Ok(_) => return Err(unreadable(&s.task, &path, "not valid JSON")),
-            Err(d) => return Err(unreadable(&s.task, &path, d)),
-        };
-        if !last.has_outputs() {
+        let last = finished::parse(&bytes).map_err(|why| unreadable(&s.task, &path, why))?;
+        if !finished::refuses(&last) {
             return Ok(FinishedCheck::default());
         }
-        let outputs = last.outputs().map_err(|d| unreadable(&s.task, &path, d))?;
+        let outputs = last.outputs().unwrap_or_default();
         let who = format!("run {} (finished {})", last.run_short(), last.finished_at());
         let replaces: Vec<(String, Vec<String>)> =
             outputs.iter().filter(|o| !o.claimed.is_empty()).map(|o| (o.name.clone(), o.claimed.clone())).collect();

@@ -370,6 +370,7 @@ impl LeaseStore for DiskBatch<'_> {
         }
         r.removed = shown(tb.removed);
         r.staging_removed = tb.staging_removed;
+        r.unrepaired = crate::documents::unrepaired(&dead.notes().unwrap_or_default());
         Ok(())
     }
 

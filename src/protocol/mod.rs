@@ -12,12 +12,14 @@
 //! | step | written here | each store's part |
 //! |---|---|---|
 //! | recovery of a dead run | [`recover`]: a finished run's commit completed (note, replaced files), else its claims taken back and its record marked interrupted | [`LeaseStore::take_back`], [`LeaseStore::write_note`], [`LeaseStore::remove_replaced`], [`LeaseStore::settle_finished`] |
+//! | the finished check | [`finished`]: what a note says a run may do, read the same by a run, the state model and explain | reading the note |
 //! | a run record marked interrupted | [`record::interrupted`]: the peer's note, who took over | [`LeaseStore::record`], [`LeaseStore::rewrite_record`] |
 //! | what a store cannot do | [`Capabilities`], refused in one line | — |
 //!
 //! The outcome of a recovery is one type, [`Recovery`], for both stores: the
 //! reports, `--json` and the audit read one shape.
 
+pub mod finished;
 pub mod record;
 mod recovery;
 
@@ -95,7 +97,9 @@ pub trait LeaseStore {
     fn settle_finished(&self, dead: &LeaseDoc, r: &mut Recovery) -> Result<(), Self::Error>;
 
     /// Take back what an unfinished run `dead` claimed; what cannot be taken
-    /// back stays listed in `dead` (never forgotten) and is an error.
+    /// back stays listed in `dead` (never forgotten) and is an error. Outputs
+    /// that may hold part of its batch and cannot be taken back go in
+    /// `r.unrepaired` (the record's note names them).
     fn take_back(&self, dead: &mut LeaseDoc, r: &mut Recovery) -> Result<(), Self::Error>;
 
     /// A run's record as it is now, and its version; None when there is none

@@ -90,7 +90,6 @@ pub fn recover<S: LeaseStore>(
         return Ok(r);
     }
     store.take_back(dead, &mut r)?;
-    r.unrepaired = documents::unrepaired(&dead.notes().unwrap_or_default());
     r.record_marked = mark_interrupted(store, &r.run_id, taker, &r.unrepaired)?;
     Ok(r)
 }

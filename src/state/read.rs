@@ -10,7 +10,7 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use super::*;
-use crate::documents::{self, LeaseDoc, Parsed};
+use crate::documents::{self, LeaseDoc};
 use crate::layout::{self, Entry};
 use crate::liveness;
 use crate::sys::{Now, Sys};
@@ -330,17 +330,8 @@ fn read_note(reader: &mut Reader, path: &Path) -> Result<FinishedInfo, Unreadabl
 
 /// A finished note's bytes, read from `path` (a file, or an object's URL).
 pub fn note_of(bytes: &[u8], path: &Path) -> Result<FinishedInfo, UnreadableFile> {
-    let unreadable = |why: String| UnreadableFile::new(path, why);
-    let m = match documents::parse_doc(bytes).map_err(|d| unreadable(d.to_string()))? {
-        Parsed::Doc(m) if !m.is_empty() => m,
-        _ => {
-            return Err(unreadable(
-                "not valid JSON (a note is written in one replace, so something else changed it)".into(),
-            ));
-        }
-    };
-    let f = documents::Finished { doc: m };
-    let outputs = f.outputs().map_err(|d| unreadable(d.to_string()))?;
+    let f = crate::protocol::finished::parse(bytes).map_err(|why| UnreadableFile::new(path, why))?;
+    let outputs = f.outputs().unwrap_or_default();
     Ok(FinishedInfo {
         path: path.to_path_buf(),
         run_id: f.run_id().map(str::to_string),

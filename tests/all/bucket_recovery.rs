@@ -7,7 +7,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use ubunye::bucket::{Acquire, LandError, Memory, Objects, Refused, plan, probe};
+use ubunye::bucket::{Acquire, LandError, Memory, Objects, Refused, StoreUrl, plan, probe};
+use ubunye::sys::{Hook, Step};
 
 use crate::common;
 use common::bucket::*;
@@ -273,4 +274,105 @@ fn a_dead_runs_record_names_its_taker_in_the_disks_words() {
         assert_eq!(String::from_utf8(body).unwrap(), want);
         assert!(want.contains(&format!("The run did not finish; {who} took over its lease at {at}")), "{want}");
     }
+}
+
+/// A store run with two outputs, one of which got no file (Spark writes only
+/// `_SUCCESS` for an empty frame): its lease notes that output with
+/// `claimed: []`, which in a store means nothing was uploaded there (keys are
+/// claimed before any upload starts). Killed after its uploads were claimed,
+/// the takeover has nothing to take back in it. The disk's rule for
+/// `unrepaired` (exact, yet no claim and no staging: "may hold part of its
+/// batch") is not a store's: neither the record nor the outcome may send a
+/// user to check an output nothing was written to.
+#[test]
+fn a_store_output_that_got_no_file_is_not_called_unrepaired() {
+    let w = world();
+    let a = w.held(A);
+    let running = br#"{"run_id": "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", "status": "running"}"#.to_vec();
+    w.mem.put(&w.place.record_key(A), running).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let full = d.path().join("ev");
+    let empty = d.path().join("empty");
+    let files = w.files(&full, A, 2);
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("_SUCCESS"), b"").unwrap();
+    let empty_url = StoreUrl::parse("s3://bkt/lake/empty").unwrap();
+    assert!(plan("empty", &empty, &empty_url, A).unwrap().is_empty());
+    let outputs = [("ev".to_string(), out()), ("empty".to_string(), empty_url)];
+    let hook = Hook(Some(Arc::new(|s| {
+        if s == Step::UploadsClaimed {
+            panic!("killed at {s:?}");
+        }
+    })));
+    let run = std::panic::AssertUnwindSafe(|| {
+        let _ = ubunye::bucket::land(&*w.mem, &a, &outputs, &files, &hook, &w.landing_timing());
+    });
+    assert!(std::panic::catch_unwind(run).is_err(), "not killed");
+    w.past_timeout();
+    let Acquire::Held(_b, Some(r)) = w.take(B) else { panic!("no takeover") };
+    assert!(!r.finished && r.record_marked, "{r:?}");
+    assert!(w.mem.list("lake/empty").unwrap().is_empty(), "nothing was ever written under lake/empty");
+    let record = String::from_utf8(w.mem.get(&w.place.record_key(A)).unwrap().unwrap().body).unwrap();
+    assert!(!record.contains("may hold part"), "{record}");
+    assert!(r.unrepaired.is_empty(), "said unrepaired in a store: {:?}", r.unrepaired);
+}
+
+/// Run A committed and wrote its note, then died before it released; its
+/// lease is left as it was before its done mark (left beside its note, or
+/// put back by a restore), so the takeover knows it finished only by the
+/// note, which names it. Returns the note's bytes.
+fn noted_but_lease_not_done(w: &World) -> Vec<u8> {
+    let (a, _d, files) = w.landing(2);
+    let before_done = Arc::new(std::sync::Mutex::new(None));
+    let keep = before_done.clone();
+    let hook = Hook(Some(Arc::new({
+        let mem = w.mem.clone();
+        let key = w.place.lease_key();
+        move |s| {
+            if s == Step::Completed {
+                *keep.lock().unwrap() = mem.get(&key).unwrap().map(|g| g.body);
+            }
+        }
+    })));
+    ubunye::bucket::land(&*w.mem, &a, &[("ev".into(), out())], &files, &hook, &w.landing_timing()).unwrap();
+    let lease = before_done.lock().unwrap().take().expect("the lease before its done mark");
+    assert!(!String::from_utf8_lossy(&lease).contains("\"done\""), "not the lease before its done mark");
+    w.mem.put(&w.place.lease_key(), lease).unwrap();
+    w.mem.get(&w.place.note_key()).unwrap().expect("A's note").body
+}
+
+/// A dead run its own note names keeps that note as it is: its commit is
+/// not completed again.
+#[test]
+fn a_dead_run_its_own_note_names_keeps_its_note_byte_for_byte() {
+    let w = world();
+    let note = noted_but_lease_not_done(&w);
+    w.past_timeout();
+    let Acquire::Completed { recovered: r, finished_by } = w.take(B) else { panic!("not completed") };
+    assert!(r.finished && !r.note_written && finished_by == A, "{r:?}");
+    assert_eq!(w.mem.get(&w.place.note_key()).unwrap().unwrap().body, note);
+    assert_eq!(w.visible().len(), 2, "its files are the batch");
+}
+
+/// A dead run its own note names has nothing written for it (its note is
+/// there): no request is sent that could only be refused, so a store that
+/// fails a request then cannot fail the takeover and leave the taker's lease
+/// holding the batch (`taking_over`) for a lease lifetime.
+#[test]
+fn a_failed_request_that_could_do_nothing_does_not_fail_the_takeover_of_a_noted_run() {
+    let w = world();
+    let note = noted_but_lease_not_done(&w);
+    w.past_timeout();
+    let mem = w.mem.clone();
+    // The takeover's update of the lease comes first; the next create is the
+    // note's.
+    w.mem.before("update", move || mem.fail_next("create"));
+    let got = ubunye::bucket::acquire(w.objects(), &w.place, &holder(B), w.clock.clone(), &w.timing);
+    assert_eq!(w.mem.get(&w.place.note_key()).unwrap().unwrap().body, note);
+    let lease = w.lease_body().unwrap_or_default();
+    assert!(
+        matches!(got, Ok(Acquire::Completed { .. })),
+        "the takeover failed on the note's create: {:?}; the lease left: {lease}",
+        got.err()
+    );
 }

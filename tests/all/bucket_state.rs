@@ -341,3 +341,32 @@ fn a_census_again_reads_only_what_changed() {
     assert_eq!(w.mem.calls("get") - gets, 0, "nothing changed, nothing read");
     assert_eq!(again.tasks["demo/sales/ingest"].states, first.tasks["demo/sales/ingest"].states);
 }
+
+/// A finished note that lists no outputs makes no batch finished, on disk
+/// (the peer's rule) as in a store: the list, explain and a run agree.
+#[test]
+fn a_note_without_outputs_finishes_nothing_and_a_run_goes_ahead() {
+    for note in [
+        serde_json::json!({"run_id": A, "task": "demo/sales/ingest", "finished_at": "2026-01-01T00:01:00Z"}),
+        serde_json::json!({"run_id": A, "task": "demo/sales/ingest", "finished_at": "2026-01-01T00:01:00Z", "outputs": {}}),
+    ] {
+        let w = world();
+        w.mem.put(&w.place.note_key(), note.to_string().into_bytes()).unwrap();
+        let b = one(&w);
+        assert!(b.note.contains("a new run of it goes ahead"), "{note}: listed {b:?}");
+        let e = explained(&w, &b);
+        assert!(e.next.iter().any(|n| n.contains("a new run of it goes ahead")), "{:?}", e.next);
+        let Acquire::Held(lease, _) = w.take(B) else {
+            panic!("{note}: a run was refused by a note that finishes nothing")
+        };
+        // It lands, and its note replaces the one that was there.
+        let d = tempfile::tempdir().unwrap();
+        let files = w.files(d.path(), B, 1);
+        w.land(&lease, &files).unwrap();
+        assert!(lease.release().unwrap());
+        let after: Value = serde_json::from_slice(&w.mem.get(&w.place.note_key()).unwrap().unwrap().body).unwrap();
+        assert_eq!(after["run_id"], B, "{after}");
+        let b = one(&w);
+        assert_eq!((b.state, b.run_id.as_deref()), (State::Finished, Some(B)), "{b:?}");
+    }
+}
