@@ -9,7 +9,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ubunye::bucket::{Polled, StoreBatch};
 use ubunye::state::State;
 
-use crate::top::shell::{Move, moved};
+use crate::top::keytable::Move;
+use crate::top::shell::moved;
 
 /// Where a key is pressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
