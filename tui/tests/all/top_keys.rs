@@ -11,7 +11,7 @@ use ubunye::state::State;
 use ubunye_tui::top::app::{App, Effect, SortBy, View};
 use ubunye_tui::top::event::Event;
 use ubunye_tui::top::keys::{self, K};
-use ubunye_tui::top::popup::Popup;
+use ubunye_tui::top::popup::Phase;
 
 fn snap(name: &str, s: &str) {
     snap_settings().bind(|| insta::assert_snapshot!(name, s));
@@ -31,7 +31,7 @@ fn counter(screen: &str, title: &str) -> Option<(usize, usize, usize)> {
 fn a_plan_longer_than_its_popup_scrolls_under_a_counter_and_the_question_stays() {
     let (_d, _uc, mut a) = open("dead-spark-staged", LATER);
     press(&mut a, "t");
-    assert!(matches!(&a.popup, Some(Popup::Confirm { yes: false, .. })));
+    assert!(matches!(phase(&a), Some(Phase::Asking { yes: false, .. })));
     let title = "┌ Take over demo/sales/ingest 540a6418";
     let top = screen(&mut a, 80, 24);
     let Some((1, 18, len)) = counter(&top, title) else { panic!("no 1-18/N counter:\n{top}") };
