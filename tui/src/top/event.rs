@@ -9,7 +9,7 @@ use crossterm::event::KeyEvent;
 use ubunye::state::ScanHead;
 
 use crate::top::model::Kept;
-use crate::top::popup::RepairDone;
+use crate::top::repair::RepairDone;
 
 /// A batch's report read from a store: its text and whether a takeover
 /// applies (`Err`: why not); or why it could not be read.

@@ -5,6 +5,8 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
+use crate::top::keytable::Move;
+use crate::top::popup::Press;
 use crate::top::view::View;
 
 /// Where the key is pressed: each context has its own bindings.
@@ -76,13 +78,9 @@ pub enum Action {
     /// Close the topmost popup, overlay or pane (Esc).
     Close,
     Quit,
-    /// In a popup: answer yes (carry out the repair).
-    Yes,
-    /// In a popup: answer no.
-    No,
-    /// In a popup: move between No and Yes.
-    Toggle,
-    /// In a popup: carry out the highlighted answer; in the filter: apply it.
+    /// A key of the repair popup (the one popup's keys, [`Press`]).
+    Popup(Press),
+    /// In the filter: apply it.
     Confirm,
     /// In the filter: delete the last character.
     Backspace,
@@ -137,6 +135,7 @@ impl Binding {
 }
 
 use Action as A;
+use Action::Popup as P;
 use Ctx::{Detail, Filter, Help, Main, Popup};
 use KeyCode as C;
 
@@ -227,31 +226,31 @@ pub const BINDINGS: &[Binding] = &[
     b(Filter, &[K::Key(C::Esc)], "Esc", "drop the filter", Some("drop"), A::Clear),
     b(Filter, &[K::Key(C::Backspace)], "Backspace", "delete a character", None, A::Backspace),
     b(Filter, &[K::Ctrl('c')], "Ctrl-C", "quit", None, A::Quit),
-    b(Popup, &[K::Key(C::Char('y')), K::Key(C::Char('Y'))], "y", "yes: carry out the plan", Some("yes"), A::Yes),
-    b(Popup, &[K::Key(C::Char('n')), K::Key(C::Char('N'))], "n", "no: change nothing", Some("no"), A::No),
+    b(Popup, &[K::Key(C::Char('y')), K::Key(C::Char('Y'))], "y", "yes: carry out the plan", Some("yes"), P(Press::Yes)),
+    b(Popup, &[K::Key(C::Char('n')), K::Key(C::Char('N'))], "n", "no: change nothing", Some("no"), P(Press::No)),
     b(
         Popup,
         &[K::Key(C::Left), K::Key(C::Right), K::Key(C::Tab), K::Key(C::Char('h')), K::Key(C::Char('l'))],
         "←/→",
         "move between No and Yes",
         None,
-        A::Toggle,
+        P(Press::Toggle),
     ),
-    b(Popup, &[K::Key(C::Enter)], "Enter", "the highlighted answer (No unless moved)", Some("answer"), A::Confirm),
-    b(Popup, &[K::Key(C::Up), K::Key(C::Char('k'))], "↑/k", "scroll the plan", None, A::Up),
-    b(Popup, &[K::Key(C::Down), K::Key(C::Char('j'))], "↓/j", "scroll the plan", None, A::Down),
-    b(Popup, &[K::Key(C::PageUp), K::Ctrl('b')], "PgUp", "the plan a page up", None, A::PageUp),
+    b(Popup, &[K::Key(C::Enter)], "Enter", "the highlighted answer (No unless moved)", Some("answer"), P(Press::Enter)),
+    b(Popup, &[K::Key(C::Up), K::Key(C::Char('k'))], "↑/k", "scroll the plan", None, P(Press::Scroll(Move::Up))),
+    b(Popup, &[K::Key(C::Down), K::Key(C::Char('j'))], "↓/j", "scroll the plan", None, P(Press::Scroll(Move::Down))),
+    b(Popup, &[K::Key(C::PageUp), K::Ctrl('b')], "PgUp", "the plan a page up", None, P(Press::Scroll(Move::PageUp))),
     b(
         Popup,
         &[K::Key(C::PageDown), K::Ctrl('f'), K::Key(C::Char(' '))],
         "PgDn",
         "the plan a page down",
         None,
-        A::PageDown,
+        P(Press::Scroll(Move::PageDown)),
     ),
-    b(Popup, &[K::Key(C::Home), K::Key(C::Char('g'))], "Home/g", "the plan's top", None, A::First),
-    b(Popup, &[K::Key(C::End), K::Key(C::Char('G'))], "End/G", "the plan's end", None, A::Last),
-    b(Popup, &[K::Key(C::Esc)], "Esc", "cancel: change nothing", Some("cancel"), A::Close),
+    b(Popup, &[K::Key(C::Home), K::Key(C::Char('g'))], "Home/g", "the plan's top", None, P(Press::Scroll(Move::First))),
+    b(Popup, &[K::Key(C::End), K::Key(C::Char('G'))], "End/G", "the plan's end", None, P(Press::Scroll(Move::Last))),
+    b(Popup, &[K::Key(C::Esc), K::Key(C::Char('q'))], "Esc", "cancel: change nothing", Some("cancel"), P(Press::No)),
     b(Popup, &[K::Ctrl('c')], "Ctrl-C", "quit (a repair under way finishes first)", None, A::Quit),
     b(Help, &[K::Key(C::Up), K::Key(C::Char('k'))], "↑/k", "scroll up", None, A::Up),
     b(Help, &[K::Key(C::Down), K::Key(C::Char('j'))], "↓/j", "scroll down", Some("scroll"), A::Down),
@@ -365,7 +364,7 @@ mod tests {
         assert_eq!(lookup(Main, b, &key('f', KeyModifiers::NONE)), Some(Action::Finish));
         assert_eq!(lookup(Main, b, &key('f', KeyModifiers::CONTROL)), Some(Action::PageDown));
         assert_eq!(lookup(Main, b, &key('c', KeyModifiers::CONTROL)), Some(Action::Quit));
-        assert_eq!(lookup(Popup, b, &key('y', KeyModifiers::NONE)), Some(Action::Yes));
+        assert_eq!(lookup(Popup, b, &key('y', KeyModifiers::NONE)), Some(Action::Popup(Press::Yes)));
         assert_eq!(lookup(Main, b, &key('y', KeyModifiers::NONE)), Some(Action::Copy));
         assert_eq!(lookup(Main, b, &key('s', KeyModifiers::NONE)), Some(Action::Sort));
         assert_eq!(lookup(Main, b, &key('S', KeyModifiers::SHIFT)), Some(Action::Reverse));

@@ -5,6 +5,18 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 
+/// A move through a list of rows (or a popup's text): an action the key
+/// tables share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Move {
+    Up,
+    Down,
+    First,
+    Last,
+    PageUp,
+    PageDown,
+}
+
 /// One binding: the context, the keys, how they are shown, what they do.
 pub struct Binding<C: 'static, A: 'static> {
     pub ctx: C,

@@ -5,7 +5,8 @@
 //!   [`event`]: the one event enum (a leaf); [`runtime`]: the loop that feeds
 //!   events in, carries effects out and draws; [`workers`]: the reads and
 //!   repairs done off the UI thread; [`keys`]: the one table of keys;
-//!   [`ui`]: drawing; [`popup`]: the two-phase repair; [`model`]: the data,
+//!   [`ui`]: drawing; [`popup`]: the one popup of a plan and its question,
+//!   every dashboard's; [`repair`]: the two-phase repair; [`model`]: the data,
 //!   kept up to date from file events; [`watch`]: notify or poll; [`term`]:
 //!   the terminal, restored on every exit; [`filter`]: the `/` filter;
 //!   [`view`]: the three views; [`store`]: the dashboard over a use case in
@@ -22,6 +23,7 @@ pub mod keytable;
 pub mod listing;
 pub mod model;
 pub mod popup;
+pub mod repair;
 pub mod runtime;
 pub mod shell;
 pub mod store;

@@ -12,7 +12,7 @@ use ratatui::backend::Backend;
 
 use super::app::{App, Effect, Level};
 use super::event::Event;
-use super::popup;
+use super::repair;
 use super::watch::Watch;
 
 /// Called after each frame.
@@ -129,7 +129,7 @@ impl Dashboard<'_> {
             Effect::Repair(plan) => {
                 let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
                 let spawned = std::thread::Builder::new().name("top-repair".into()).spawn(move || {
-                    let _ = tx.send(Event::Repaired(Box::new(popup::carry_out(&src, *plan))));
+                    let _ = tx.send(Event::Repaired(Box::new(repair::carry_out(&src, *plan))));
                 });
                 if let Err(e) = spawned {
                     self.app.popup = None;
@@ -139,7 +139,7 @@ impl Dashboard<'_> {
             Effect::RepairMany(plans) => {
                 let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
                 let spawned = std::thread::Builder::new().name("top-repair".into()).spawn(move || {
-                    let done = plans.into_iter().map(|p| popup::carry_out(&src, p)).collect();
+                    let done = plans.into_iter().map(|p| repair::carry_out(&src, p)).collect();
                     let _ = tx.send(Event::RepairedMany(done));
                 });
                 if let Err(e) = spawned {

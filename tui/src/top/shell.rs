@@ -12,7 +12,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::{Frame, Terminal, backend::Backend};
 
 use super::event::Event;
-use super::keytable::Binding;
+use super::keytable::{Binding, Move};
 
 /// A screen the shell runs: it draws itself, and takes a turn's events in,
 /// saying when it is done and with what.
@@ -65,17 +65,6 @@ pub fn drain(rx: &Receiver<Event>, most: usize) -> Option<Vec<Event>> {
         }
     }
     Some(events)
-}
-
-/// A move through a list of rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Move {
-    Up,
-    Down,
-    First,
-    Last,
-    PageUp,
-    PageDown,
 }
 
 /// The row selected after `m` from `selected`, among `len` rows of which a

@@ -20,7 +20,8 @@ use ubunye::state::{ScanOptions, State};
 use ubunye_tui::top::app::{App, Effect, SortBy, View};
 use ubunye_tui::top::event::Event;
 use ubunye_tui::top::model::{Model, Source};
-use ubunye_tui::top::popup::{self, Popup};
+use ubunye_tui::top::popup::Phase;
+use ubunye_tui::top::repair;
 
 fn snap(name: &str, s: &str) {
     snap_settings().bind(|| insta::assert_snapshot!(name, s));
@@ -102,7 +103,7 @@ fn no_colour_at_all_when_asked() {
 fn the_takeover_popup_lists_the_plan_and_defaults_to_no() {
     let (_d, _uc, mut a) = open("dead-killed", LATER);
     press(&mut a, "t");
-    assert!(matches!(&a.popup, Some(Popup::Confirm { yes: false, .. })));
+    assert!(matches!(phase(&a), Some(Phase::Asking { yes: false, .. })));
     snap("popup-takeover", &screen(&mut a, 80, 24));
     press(&mut a, "Right");
     snap("popup-takeover-yes-highlighted", &screen(&mut a, 80, 24));
@@ -216,7 +217,7 @@ fn h_shows_the_tasks_days_and_enter_goes_to_one() {
 fn the_finish_popup_of_a_pending_batch() {
     let (_d, _uc, mut a) = open("rerun-pending", LATER);
     press(&mut a, "f");
-    assert!(matches!(&a.popup, Some(Popup::Confirm { plan, .. }) if plan.kind == Kind::Finish));
+    assert!(matches!(phase(&a), Some(Phase::Asking { what, .. }) if what.plan.kind == Kind::Finish));
     snap("popup-finish", &screen(&mut a, 80, 24));
 }
 
@@ -224,7 +225,7 @@ fn the_finish_popup_of_a_pending_batch() {
 fn a_live_batch_is_refused_in_one_line() {
     let (_d, _uc, mut a) = open("live", Duration::from_secs(5));
     press(&mut a, "t");
-    assert!(matches!(&a.popup, Some(Popup::Refused { .. })));
+    assert!(matches!(phase(&a), Some(Phase::Refused)));
     snap("popup-refused-live", &screen(&mut a, 80, 24));
     press(&mut a, "Esc");
     assert!(a.popup.is_none());
@@ -235,13 +236,13 @@ fn a_takeover_carried_out_turns_dead_into_interrupted() {
     let (_d, uc, mut a) = open("dead-killed", LATER);
     let effects = press(&mut a, "t y");
     let Some(Effect::Repair(plan)) = effects.into_iter().next() else { panic!("no repair asked for") };
-    assert!(matches!(&a.popup, Some(Popup::Running { .. })));
+    assert!(matches!(phase(&a), Some(Phase::Running)));
     snap("popup-running", &screen(&mut a, 80, 24));
     // What the event loop does off the UI thread.
-    let done = popup::carry_out(&a.model.src, *plan);
+    let done = repair::carry_out(&a.model.src, *plan);
     assert!(done.outcome.is_ok(), "{:?}", done.outcome);
     a.handle(Event::Repaired(Box::new(done)));
-    assert!(matches!(&a.popup, Some(Popup::Done { ok: true, .. })));
+    assert!(matches!(phase(&a), Some(Phase::Done { ok: true })));
     // 80x20: the audit line (naming the user who ran the test) stays below.
     snap("popup-result", &screen(&mut a, 80, 20));
     press(&mut a, "Esc");
@@ -272,17 +273,17 @@ fn tagged_batches_are_repaired_together() {
     assert_eq!(a.tagged.len(), 3);
     assert!(screen(&mut a, 100, 30).contains("+✖ dead"), "tagged rows are marked");
     press(&mut a, "t");
-    let Some(Popup::Confirm { more, skipped, yes: false, .. }) = &a.popup else { panic!("{:?}", a.popup) };
-    assert_eq!((more.len(), skipped.len()), (1, 1), "two plans, the finished batch skipped");
+    let Some(Phase::Asking { what, yes: false }) = phase(&a) else { panic!("{:?}", a.popup) };
+    assert_eq!((what.more.len(), what.skipped.len()), (1, 1), "two plans, the finished batch skipped");
     let shown = screen(&mut a, 100, 40);
     assert!(shown.contains("Take over 2 tagged batches") && shown.contains("skip: "), "{shown}");
     let effects = press(&mut a, "y");
     let Some(Effect::RepairMany(plans)) = effects.into_iter().next() else { panic!("no repairs asked for") };
     assert_eq!(plans.len(), 2);
-    let done: Vec<_> = plans.into_iter().map(|p| popup::carry_out(&a.model.src, p)).collect();
+    let done: Vec<_> = plans.into_iter().map(|p| repair::carry_out(&a.model.src, p)).collect();
     assert!(done.iter().all(|d| d.outcome.is_ok()), "{:?}", done.iter().map(|d| &d.outcome).collect::<Vec<_>>());
     a.handle(Event::RepairedMany(done));
-    assert!(matches!(&a.popup, Some(Popup::Done { ok: true, .. })));
+    assert!(matches!(phase(&a), Some(Phase::Done { ok: true })));
     assert!(a.tagged.is_empty());
     press(&mut a, "Esc");
     assert!(!states(&a).contains(&State::Dead), "{:?}", states(&a));
@@ -298,9 +299,9 @@ fn a_repair_refused_by_the_engine_is_shown() {
     // The batch changes hands after the plan was shown: the engine refuses.
     let key = &plan.key;
     fs::remove_file(uc.join(format!(".ubunye/leases/demo/sales/ingest/{key}.json"))).unwrap();
-    let done = popup::carry_out(&a.model.src, *plan);
+    let done = repair::carry_out(&a.model.src, *plan);
     a.handle(Event::Repaired(Box::new(done)));
-    assert!(matches!(&a.popup, Some(Popup::Done { ok: false, .. })));
+    assert!(matches!(phase(&a), Some(Phase::Done { ok: false })));
     snap("popup-result-refused", &screen(&mut a, 80, 24));
 }
 
@@ -396,7 +397,7 @@ fn keys_change_the_state_as_the_table_says() {
         }),
         ("t opens the plan, No highlighted", "dead-killed", "t", |a, e| {
             assert!(e.is_empty());
-            assert!(matches!(&a.popup, Some(Popup::Confirm { yes: false, .. })));
+            assert!(matches!(phase(a), Some(Phase::Asking { yes: false, .. })));
         }),
         ("enter answers No by default", "dead-killed", "t Enter", |a, e| {
             assert!(e.is_empty() && a.popup.is_none());
@@ -405,24 +406,24 @@ fn keys_change_the_state_as_the_table_says() {
         ("esc cancels the plan", "dead-killed", "t Esc", |a, e| assert!(e.is_empty() && a.popup.is_none())),
         ("n cancels the plan", "dead-killed", "t n", |a, e| assert!(e.is_empty() && a.popup.is_none())),
         ("scrolling the plan does not answer", "dead-killed", "t j", |a, e| {
-            assert!(e.is_empty() && matches!(&a.popup, Some(Popup::Confirm { yes: false, .. })))
+            assert!(e.is_empty() && matches!(phase(a), Some(Phase::Asking { yes: false, .. })))
         }),
         ("right then enter says yes", "dead-killed", "t Right Enter", |a, e| {
             assert!(matches!(e, [Effect::Repair(_)]));
-            assert!(matches!(&a.popup, Some(Popup::Running { .. })));
+            assert!(matches!(phase(a), Some(Phase::Running)));
         }),
         ("right left enter is no again", "dead-killed", "t Right Left Enter", |a, e| {
             assert!(e.is_empty() && a.popup.is_none())
         }),
         ("y says yes", "dead-killed", "t y", |_, e| assert!(matches!(e, [Effect::Repair(_)]))),
         ("finish of a dead batch is refused", "dead-killed", "f", |a, _| {
-            assert!(matches!(&a.popup, Some(Popup::Refused { kind: Kind::Finish, .. })))
+            assert!(matches!(phase(a), Some(Phase::Refused)) && a.popup.as_ref().unwrap().title.starts_with("Finish "))
         }),
         ("takeover of a finished batch is refused", "dead-killed", "j t", |a, _| {
-            assert!(matches!(&a.popup, Some(Popup::Refused { .. })))
+            assert!(matches!(phase(a), Some(Phase::Refused)))
         }),
         ("y in a refusal does nothing", "dead-killed", "j t y", |a, e| {
-            assert!(e.is_empty() && matches!(&a.popup, Some(Popup::Refused { .. })))
+            assert!(e.is_empty() && matches!(phase(a), Some(Phase::Refused)))
         }),
         ("repairs only from the batch view", "dead-killed", "2 t", |a, _| assert!(a.popup.is_none())),
     ];

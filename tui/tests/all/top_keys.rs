@@ -11,7 +11,7 @@ use ubunye::state::State;
 use ubunye_tui::top::app::{App, Effect, SortBy, View};
 use ubunye_tui::top::event::Event;
 use ubunye_tui::top::keys::{self, K};
-use ubunye_tui::top::popup::Popup;
+use ubunye_tui::top::popup::Phase;
 
 fn snap(name: &str, s: &str) {
     snap_settings().bind(|| insta::assert_snapshot!(name, s));
@@ -31,7 +31,7 @@ fn counter(screen: &str, title: &str) -> Option<(usize, usize, usize)> {
 fn a_plan_longer_than_its_popup_scrolls_under_a_counter_and_the_question_stays() {
     let (_d, _uc, mut a) = open("dead-spark-staged", LATER);
     press(&mut a, "t");
-    assert!(matches!(&a.popup, Some(Popup::Confirm { yes: false, .. })));
+    assert!(matches!(phase(&a), Some(Phase::Asking { yes: false, .. })));
     let title = "┌ Take over demo/sales/ingest 540a6418";
     let top = screen(&mut a, 80, 24);
     let Some((1, 18, len)) = counter(&top, title) else { panic!("no 1-18/N counter:\n{top}") };
@@ -75,6 +75,34 @@ fn the_finish_popup_scrolls_too() {
     // A plan that fits has no counter.
     let s = screen(&mut a, 80, 40);
     assert_eq!(counter(&s, title), None, "{s}");
+}
+
+/// The store's popup is the same component: every key either dashboard's
+/// table binds in its popup does the same there as in the other (the disk's
+/// also pages with Ctrl-b and Ctrl-f, as its lists do; the store's table
+/// names no Ctrl key).
+#[test]
+fn the_store_and_the_use_case_popups_take_the_same_keys_to_the_same_press() {
+    use ubunye_tui::top::store::app as store;
+    let disk_press = |code| match keys::lookup(keys::Ctx::Popup, View::Batches, &KeyEvent::from(code)) {
+        Some(keys::Action::Popup(p)) => Some(p),
+        _ => None,
+    };
+    let store_press = |code| match store::lookup(store::Ctx::Popup, &KeyEvent::from(code)) {
+        Some(store::Act::Popup(p)) => Some(p),
+        _ => None,
+    };
+    let disk = keys::of(keys::Ctx::Popup, View::Batches).flat_map(|b| b.keys).filter_map(|k| match k {
+        K::Key(code) => Some(*code),
+        K::Ctrl(_) => None,
+    });
+    let store = store::KEYS.iter().filter(|b| b.ctx == store::Ctx::Popup).flat_map(|b| b.keys.iter().copied());
+    let all: Vec<KeyCode> = disk.chain(store).collect();
+    assert!(all.len() > 20, "{all:?}");
+    for code in all {
+        assert!(disk_press(code).is_some(), "{code:?}: no popup key of the disk's");
+        assert_eq!(disk_press(code), store_press(code), "{code:?}");
+    }
 }
 
 // ---------------------------------------------------------------- the footer, per view

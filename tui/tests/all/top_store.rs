@@ -16,7 +16,8 @@ use ubunye::layout::TaskPath;
 use ubunye::sys::Sys;
 use ubunye_testkit::{ELSEWHERE, FakeClock, fake_sys};
 use ubunye_tui::top::event::Event;
-use ubunye_tui::top::store::app::{Effect, Popup, StoreApp};
+use ubunye_tui::top::popup::Phase;
+use ubunye_tui::top::store::app::{Effect, StoreApp};
 use ubunye_tui::top::store::{Source, draw, handle, report, take_over};
 
 use crate::common;
@@ -110,7 +111,7 @@ fn the_table_shows_the_librarys_verdicts_and_looking_writes_nothing() {
     w.press(KeyCode::Enter);
     snap("store-detail", &w.screen(100, 30));
     w.press(KeyCode::Char('?'));
-    snap("store-help", &w.screen(100, 34));
+    snap("store-help", &w.screen(100, 36));
     w.press(KeyCode::Esc);
     w.look();
     assert_eq!(w.mem.snapshot(), before, "the dashboard wrote to the store");
@@ -123,7 +124,7 @@ fn a_dead_batch_is_taken_over_after_its_plan_and_leaves_the_table() {
     w.look();
     // The rows: unreadable, dead, live. The unreadable one is refused.
     w.press(KeyCode::Char('t'));
-    assert!(matches!(&w.app.popup, Some(Popup::Refused { reason, .. }) if reason.contains("cannot be read")));
+    assert!(matches!(&w.app.popup, Some(p) if p.phase == Phase::Refused && p.lines[0].contains("cannot be read")));
     w.press(KeyCode::Esc);
     w.press(KeyCode::Char('j'));
     assert_eq!(w.app.chosen().unwrap().1, DEAD);
@@ -137,7 +138,8 @@ fn a_dead_batch_is_taken_over_after_its_plan_and_leaves_the_table() {
     w.press(KeyCode::Char('t'));
     w.press(KeyCode::Char('y'));
     match &w.app.popup {
-        Some(Popup::Done { ok: true, text, .. }) => {
+        Some(p) if p.phase == (Phase::Done { ok: true }) => {
+            let text = p.lines.join("\n");
             assert!(text.contains("took over the lease of dead run dddddddd"), "{text}")
         }
         other => panic!("{other:?}"),
@@ -156,13 +158,40 @@ fn a_lease_that_comes_alive_after_the_plan_is_not_taken_over() {
     w.look();
     w.press(KeyCode::Char('j'));
     w.press(KeyCode::Char('t'));
-    assert!(matches!(w.app.popup, Some(Popup::Confirm { .. })));
+    assert!(matches!(&w.app.popup, Some(p) if matches!(p.phase, Phase::Asking { .. })));
     // Its run was only paused: it saves its lease again.
     dead.save(|_| ()).unwrap();
     w.press(KeyCode::Char('y'));
     match &w.app.popup {
-        Some(Popup::Done { ok: false, text, .. }) => assert!(text.contains("holds it"), "{text}"),
+        Some(p) if p.phase == (Phase::Done { ok: false }) => {
+            assert!(p.lines.iter().any(|l| l.contains("holds it")), "{:?}", p.lines)
+        }
         other => panic!("{other:?}"),
     }
     assert!(w.mem.get(&place(DEAD).lease_key()).unwrap().is_some(), "the live lease is kept");
+}
+
+/// The store's plan scrolls in the one popup as the use case's does: under
+/// a counter, the question always in view, and scrolling answers nothing.
+#[test]
+fn a_plan_longer_than_the_store_popup_scrolls_as_the_use_cases_does() {
+    let (mut w, _dead) = world();
+    w.look();
+    w.press(KeyCode::Char('j'));
+    w.press(KeyCode::Char('t'));
+    let counter = regex::Regex::new(r"take over demo/sales/ingest \S+ ─+ (\d+)-(\d+)/(\d+) ").unwrap();
+    let at = |s: &str| counter.captures(s).map(|c| [1, 2, 3].map(|i| c[i].parse::<usize>().unwrap()));
+    let top = w.screen(100, 16);
+    let Some([1, last, len]) = at(&top) else { panic!("no counter:\n{top}") };
+    assert!(last < len && top.contains("Go ahead?  [ No ]  [ Yes ]"), "{top}");
+    w.press(KeyCode::End);
+    let end = w.screen(100, 16);
+    assert_eq!(at(&end), Some([len - last + 1, len, len]), "{end}");
+    assert!(end.contains("History:") && end.contains("Go ahead?"), "{end}");
+    w.press(KeyCode::Home);
+    w.press(KeyCode::Char('j'));
+    assert_eq!(at(&w.screen(100, 16)).map(|c| c[0]), Some(2));
+    let before = w.mem.snapshot();
+    assert!(w.press(KeyCode::Enter).is_empty() && w.app.popup.is_none(), "Enter is still No");
+    assert_eq!(w.mem.snapshot(), before);
 }

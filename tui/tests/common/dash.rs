@@ -15,6 +15,8 @@ use ubunye_testkit::{ELSEWHERE, FIXTURE_HOST, fake_sys, fixture_in, set_mtime, t
 use ubunye_tui::top::app::{App, Effect};
 use ubunye_tui::top::event::Event;
 use ubunye_tui::top::model::{Model, Source};
+use ubunye_tui::top::popup::Phase;
+use ubunye_tui::top::repair::Repair;
 
 /// A temp folder `/tmp/ubtXXXXXX`: its path has the same length on every
 /// machine, so that screens wrap the same way (see [`snap_settings`]).
@@ -155,6 +157,11 @@ pub fn press(app: &mut App, keys: &str) -> Vec<Effect> {
         effects.extend(app.handle(key(code)));
     }
     effects
+}
+
+/// The repair popup's phase, when one is open.
+pub fn phase(app: &App) -> Option<&Phase<Repair>> {
+    app.popup.as_ref().map(|p| &p.phase)
 }
 
 pub fn states(app: &App) -> Vec<State> {

@@ -702,7 +702,7 @@ fn moto_top_in_a_terminal() {
     run.wait().unwrap();
     t.wait("the dead row, by the store's clock", |p| p.contains("✖ dead") && !p.contains("● live"));
     t.keys(&["t"]);
-    let plan = t.wait("the plan", |p| p.contains("Take it over?"));
+    let plan = t.wait("the plan", |p| p.contains("Go ahead?"));
     assert!(plan.contains("[ No ]") && plan.contains("marks its record interrupted"), "{plan}");
     t.keys(&["y"]);
     let done = t.wait("the outcome", |p| p.contains("released."));
@@ -750,7 +750,7 @@ fn moto_top_in_a_terminal() {
     t.keys(&[&line.replace("TOP-EXITED", "TOP-AGAIN"), "Enter"]);
     t.wait("the dead row", |p| p.contains("✖ dead"));
     t.keys(&["t"]);
-    t.wait("the plan", |p| p.contains("Take it over?"));
+    t.wait("the plan", |p| p.contains("Go ahead?"));
     t.keys(&["y"]);
     t.wait("the takeover under way", |p| p.contains("taking it over"));
     t.keys(&["C-c"]);

@@ -75,55 +75,32 @@ impl App {
 
     fn popup_key(&mut self, a: Action) -> Vec<Effect> {
         let Some(p) = self.popup.as_mut() else { return Vec::new() };
-        match p {
-            Popup::Confirm { plan, yes, scroll, more, .. } => match a {
-                Action::Yes => {
-                    let (plan, more) = (plan.clone(), more.clone());
-                    return self.start_repair(plan, more);
+        match a {
+            Action::Popup(press) => match p.press(press) {
+                Answer::Yes(r) => {
+                    self.popup = Some(repair::running(&r));
+                    if r.more.is_empty() {
+                        return vec![Effect::Repair(r.plan)];
+                    }
+                    return vec![Effect::RepairMany(std::iter::once(*r.plan).chain(r.more).collect())];
                 }
-                Action::Confirm if *yes => {
-                    let (plan, more) = (plan.clone(), more.clone());
-                    return self.start_repair(plan, more);
-                }
-                Action::No | Action::Close | Action::Confirm => {
+                Answer::No => {
                     self.popup = None;
                     self.say(Level::Info, "Nothing was done.");
                 }
-                Action::Toggle => *yes = !*yes,
-                Action::Quit => {
-                    self.popup = None;
-                    return vec![Effect::Quit(0)];
-                }
-                other => scroll_by(scroll, other),
+                Answer::Close => self.popup = None,
+                Answer::Open => {}
             },
-            Popup::Running { .. } => {
-                if a == Action::Quit {
-                    self.say(Level::Warn, "a repair is under way: it ends in a moment");
-                }
+            Action::Quit if matches!(p.phase, Phase::Running) => {
+                self.say(Level::Warn, "a repair is under way: it ends in a moment");
             }
-            Popup::Refused { .. } => match a {
-                Action::Close | Action::Confirm | Action::No => self.popup = None,
-                Action::Quit => return vec![Effect::Quit(0)],
-                _ => {}
-            },
-            Popup::Done { scroll, .. } => match a {
-                Action::Close | Action::Confirm | Action::No => self.popup = None,
-                Action::Quit => return vec![Effect::Quit(0)],
-                other => scroll_by(scroll, other),
-            },
+            Action::Quit => {
+                self.popup = None;
+                return vec![Effect::Quit(0)];
+            }
+            _ => {}
         }
         Vec::new()
-    }
-
-    fn start_repair(&mut self, plan: Box<RepairPlan>, more: Vec<RepairPlan>) -> Vec<Effect> {
-        if more.is_empty() {
-            let title = popup::title(plan.kind, &plan.task, &plan.key);
-            self.popup = Some(Popup::Running { kind: plan.kind, title });
-            return vec![Effect::Repair(plan)];
-        }
-        let title = format!("Repairing {} tagged batches", more.len() + 1);
-        self.popup = Some(Popup::Running { kind: plan.kind, title });
-        vec![Effect::RepairMany(std::iter::once(*plan).chain(more).collect())]
     }
 
     fn detail_key(&mut self, a: Action) -> Vec<Effect> {
@@ -331,7 +308,7 @@ impl App {
     fn open_repair(&mut self, kind: Kind) {
         if !self.tagged.is_empty() {
             let ids: Vec<_> = self.tagged.iter().cloned().collect();
-            self.popup = Some(popup::plan_many(&mut self.model, kind, &ids));
+            self.popup = Some(repair::plan_many(&mut self.model, kind, &ids));
             return;
         }
         let Some(b) = self.selected_batch() else {
@@ -342,7 +319,7 @@ impl App {
         // The selection stays on this batch whatever it becomes.
         self.moved = true;
         self.selected_id = Some((task.clone(), key.clone()));
-        self.popup = Some(popup::plan(&mut self.model, kind, &task, &key));
+        self.popup = Some(repair::plan(&mut self.model, kind, &task, &key));
     }
 
     fn move_by(&mut self, delta: isize) {
@@ -364,18 +341,5 @@ impl App {
             self.selected_id = self.selected_batch().map(|b| b.id());
             self.refresh_detail(false);
         }
-    }
-}
-
-/// A popup's text scrolled by a key (other keys do nothing).
-fn scroll_by(s: &mut popup::Scroll, a: Action) {
-    match a {
-        Action::Up => s.by(-1),
-        Action::Down => s.by(1),
-        Action::PageUp => s.by_pages(-1),
-        Action::PageDown => s.by_pages(1),
-        Action::First => s.to_top(),
-        Action::Last => s.to_end(),
-        _ => {}
     }
 }

@@ -20,7 +20,8 @@ use crate::top::event::Event;
 use crate::top::filter::Filter;
 use crate::top::keys::{self, Action, Ctx};
 use crate::top::model::{BatchRef, Id, Model};
-use crate::top::popup::{self, Popup, RepairDone, Scroll};
+use crate::top::popup::{Answer, Phase};
+use crate::top::repair::{self, RepairDone, RepairPopup};
 pub use crate::top::view::View;
 
 /// The batch table's order.
@@ -164,7 +165,7 @@ pub struct App {
     pub help: bool,
     /// The first line of the help shown.
     pub help_scroll: usize,
-    pub popup: Option<Popup>,
+    pub popup: Option<RepairPopup>,
     pub frozen: bool,
     /// `--read-only`: the repair keys are not offered and do nothing.
     pub read_only: bool,
@@ -474,7 +475,7 @@ impl App {
         let mut all_ok = true;
         let mut text = String::new();
         for d in &done {
-            let (ok, t) = popup::outcome_text(d);
+            let (ok, t) = repair::outcome_text(d);
             all_ok &= ok;
             let key = &d.plan.key[..8.min(d.plan.key.len())];
             text.push_str(&format!("{} {key}: {}\n", d.plan.task, if ok { "done" } else { "refused" }));
@@ -483,7 +484,7 @@ impl App {
         }
         let verb = if kind == Kind::Takeover { "Took over" } else { "Finished" };
         let title = format!("{verb} {} tagged batch(es)", done.len());
-        self.popup = Some(Popup::Done { kind, title, ok: all_ok, text, scroll: Scroll::default() });
+        self.popup = Some(repair::done(title, all_ok, &text));
         self.tagged.clear();
         let now = self.model.now();
         for d in &done {
@@ -500,11 +501,10 @@ impl App {
     }
 
     fn on_repaired(&mut self, done: RepairDone) -> Vec<Effect> {
-        let (ok, text) = popup::outcome_text(&done);
-        let kind = done.plan.kind;
-        let t = popup::title(kind, &done.plan.task, &done.plan.key);
+        let (ok, text) = repair::outcome_text(&done);
+        let t = repair::title(done.plan.kind, &done.plan.task, &done.plan.key);
         let id = (done.plan.task.clone(), done.plan.key.clone());
-        self.popup = Some(Popup::Done { kind, title: t, ok, text, scroll: Scroll::default() });
+        self.popup = Some(repair::done(t, ok, &text));
         let now = self.model.now();
         match self.model.reread(&id, now) {
             Ok(()) => {

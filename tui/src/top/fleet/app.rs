@@ -9,7 +9,8 @@ use ubunye::census::Census;
 use ubunye::state::{Flag, State};
 
 use crate::top::event::Event;
-use crate::top::shell::{Move, moved};
+use crate::top::keytable::Move;
+use crate::top::shell::moved;
 
 /// Where a key is pressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ubunye::bucket::{Polled, StoreBatch};
 use ubunye::state::State;
 
-use crate::top::shell::{Move, moved};
+use crate::top::keytable::Move;
+use crate::top::popup::{Answer, Phase, Popup, Press};
+use crate::top::shell::moved;
 
 /// Where a key is pressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,10 +20,8 @@ pub enum Ctx {
     Main,
     /// Typing a filter after `/`.
     Filter,
-    /// The takeover popup, asking.
+    /// The takeover popup: its plan and question, a refusal, an outcome.
     Popup,
-    /// A popup that only tells (a refusal, an outcome, a read under way).
-    Notice,
     /// The `?` help.
     Help,
 }
@@ -29,7 +29,7 @@ pub enum Ctx {
 /// What a key does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Act {
-    /// A move through the rows (in a popup: its text).
+    /// A move through the rows.
     Move(Move),
     Detail,
     Filter,
@@ -38,13 +38,13 @@ pub enum Act {
     Copy,
     Help,
     Quit,
-    /// In the popup: the other answer; yes; no (close).
-    Toggle,
-    Yes,
-    No,
+    /// A key of the popup (the one popup's keys, [`Press`]).
+    Popup(Press),
     /// In the filter: done typing; clear it.
     Done,
     Clear,
+    /// Close the help.
+    Close,
 }
 
 /// One binding of [`KEYS`].
@@ -61,6 +61,7 @@ const fn b(
     Binding { ctx, keys, shown, what, act, footer }
 }
 
+use Act::Popup as P;
 use KeyCode::{Char as C, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up};
 
 /// Every key of the dashboard over a store.
@@ -80,14 +81,18 @@ pub const KEYS: &[Binding] = &[
     b(Ctx::Main, &[C('q'), Esc], "q", "quit (Esc: clear the filter first)", Act::Quit, true),
     b(Ctx::Filter, &[Enter], "Enter", "keep the filter", Act::Done, true),
     b(Ctx::Filter, &[Esc], "Esc", "clear the filter", Act::Clear, true),
-    b(Ctx::Popup, &[Left, Right, Tab], "←/→", "the other answer", Act::Toggle, true),
-    b(Ctx::Popup, &[C('y')], "y", "yes: take it over", Act::Yes, true),
-    b(Ctx::Popup, &[C('n'), Esc, C('q')], "n/Esc", "no: close, nothing is done", Act::No, true),
-    b(Ctx::Popup, &[Enter], "Enter", "the highlighted answer (No unless moved)", Act::Done, true),
-    b(Ctx::Popup, &[Up, C('k')], "↑/k", "scroll the plan", Act::Move(Move::Up), false),
-    b(Ctx::Popup, &[Down, C('j')], "↓/j", "scroll the plan", Act::Move(Move::Down), false),
-    b(Ctx::Notice, &[Esc, Enter, C('q'), C('n')], "Esc", "close", Act::No, true),
-    b(Ctx::Help, &[C('?'), Esc, C('q')], "?/Esc", "close the help", Act::No, true),
+    // The same keys as the use case dashboard's popup (`top::keys`).
+    b(Ctx::Popup, &[Left, Right, Tab, C('h'), C('l')], "←/→", "the other answer", P(Press::Toggle), true),
+    b(Ctx::Popup, &[C('y'), C('Y')], "y", "yes: take it over", P(Press::Yes), true),
+    b(Ctx::Popup, &[C('n'), C('N'), C('q'), Esc], "n/Esc", "no: close, nothing is done", P(Press::No), true),
+    b(Ctx::Popup, &[Enter], "Enter", "the highlighted answer (No unless moved)", P(Press::Enter), true),
+    b(Ctx::Popup, &[Up, C('k')], "↑/k", "scroll the plan", P(Press::Scroll(Move::Up)), false),
+    b(Ctx::Popup, &[Down, C('j')], "↓/j", "scroll the plan", P(Press::Scroll(Move::Down)), false),
+    b(Ctx::Popup, &[PageUp], "PgUp", "the plan a page up", P(Press::Scroll(Move::PageUp)), false),
+    b(Ctx::Popup, &[PageDown, C(' ')], "PgDn", "the plan a page down", P(Press::Scroll(Move::PageDown)), false),
+    b(Ctx::Popup, &[Home, C('g')], "g", "the plan's top", P(Press::Scroll(Move::First)), false),
+    b(Ctx::Popup, &[End, C('G')], "G", "the plan's end", P(Press::Scroll(Move::Last)), false),
+    b(Ctx::Help, &[C('?'), Esc, C('q')], "?/Esc", "close the help", Act::Close, true),
 ];
 
 /// The action of `key` in `ctx`, from [`KEYS`].
@@ -118,21 +123,6 @@ pub enum Effect {
     Copy(String),
     /// End, with this exit code.
     Quit(i32),
-}
-
-/// The takeover popup.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Popup {
-    /// The plan is being read.
-    Planning { title: String },
-    /// The plan, and the question; `yes` is the highlighted answer.
-    Confirm { title: String, task: String, key: String, lines: Vec<String>, yes: bool, scroll: usize },
-    /// No takeover applies: why.
-    Refused { title: String, reason: String },
-    /// The takeover is under way.
-    Running { title: String },
-    /// What it did, or why it was refused.
-    Done { title: String, ok: bool, text: String },
 }
 
 /// The detail pane.
@@ -167,7 +157,8 @@ pub struct StoreApp {
     /// Rows in a page (the last drawing's).
     pub page: usize,
     pub detail: Option<Detail>,
-    pub popup: Option<Popup>,
+    /// The takeover popup: what its yes asks for, the takeover.
+    pub popup: Option<Popup<Effect>>,
     pub help: bool,
     /// `--read-only`: no takeover key.
     pub read_only: bool,
@@ -200,10 +191,8 @@ impl StoreApp {
     pub fn ctx(&self) -> Ctx {
         if self.help {
             Ctx::Help
-        } else if matches!(self.popup, Some(Popup::Confirm { .. })) {
-            Ctx::Popup
         } else if self.popup.is_some() {
-            Ctx::Notice
+            Ctx::Popup
         } else if self.typing {
             Ctx::Filter
         } else {
@@ -265,19 +254,21 @@ impl StoreApp {
     pub fn explained(&mut self, task: &str, key: &str, plan: bool, report: crate::top::event::StoreReport) {
         let title = format!("take over {task} {key}");
         if plan {
-            if !matches!(&self.popup, Some(Popup::Planning { title: t }) if *t == title) {
+            if !self.popup.as_ref().is_some_and(|p| p.phase == Phase::Planning && p.title == title) {
                 return;
             }
             self.popup = Some(match report {
-                Ok((text, Ok(()))) => Popup::Confirm {
-                    title,
-                    task: task.into(),
-                    key: key.into(),
-                    lines: text.lines().map(str::to_string).collect(),
-                    yes: false,
-                    scroll: 0,
-                },
-                Ok((_, Err(reason))) | Err(reason) => Popup::Refused { title, reason },
+                Ok((text, Ok(()))) => {
+                    let mut lines = vec![
+                        "The takeover will do what the next run of the batch would do: take the dead lease over,".into(),
+                        "abort its claimed uploads, remove the claimed objects it made visible, and hand the lease back.".into(),
+                        String::new(),
+                    ];
+                    lines.extend(text.lines().map(str::to_string));
+                    let what = Effect::Takeover { task: task.into(), key: key.into() };
+                    Popup::new(title, lines, Phase::Asking { what, yes: false })
+                }
+                Ok((_, Err(reason))) | Err(reason) => refused(title, &reason),
             });
             return;
         }
@@ -292,8 +283,12 @@ impl StoreApp {
 
     /// A takeover ended.
     pub fn repaired(&mut self, ok: bool, text: String) {
-        if let Some(Popup::Running { title }) = &self.popup {
-            self.popup = Some(Popup::Done { title: title.clone(), ok, text });
+        if let Some(p) = &self.popup
+            && p.phase == Phase::Running
+        {
+            let lines = std::iter::once(if ok { "Done." } else { "Not done." }).chain(text.lines());
+            let lines = lines.map(str::to_string).collect();
+            self.popup = Some(Popup::new(p.title.clone(), lines, Phase::Done { ok }));
         }
     }
 
@@ -315,7 +310,7 @@ impl StoreApp {
                 self.help = false;
                 Vec::new()
             }
-            Ctx::Popup | Ctx::Notice => self.popup_key(act),
+            Ctx::Popup => self.popup_key(act),
             _ => self.main_key(act),
         }
     }
@@ -345,14 +340,14 @@ impl StoreApp {
                 }
             }
             Act::Takeover if self.read_only => {
-                self.popup = Some(Popup::Refused {
-                    title: "read-only".into(),
-                    reason: "this dashboard does not repair (started with --read-only)".into(),
-                });
+                self.popup =
+                    Some(refused("read-only".into(), "this dashboard does not repair (started with --read-only)"));
             }
             Act::Takeover => {
                 if let Some((task, key)) = self.chosen() {
-                    self.popup = Some(Popup::Planning { title: format!("take over {task} {key}") });
+                    let title = format!("take over {task} {key}");
+                    let lines = vec!["reading the batch from the store…".into()];
+                    self.popup = Some(Popup::new(title, lines, Phase::Planning));
                     return vec![Effect::Explain { task, key, plan: true }];
                 }
             }
@@ -367,27 +362,23 @@ impl StoreApp {
     }
 
     fn popup_key(&mut self, act: Act) -> Vec<Effect> {
-        let Some(popup) = &mut self.popup else { return Vec::new() };
-        match popup {
-            Popup::Confirm { title, task, key, yes, scroll, lines } => match act {
-                Act::Toggle => *yes = !*yes,
-                Act::Move(Move::Up) => *scroll = scroll.saturating_sub(1),
-                Act::Move(Move::Down) => *scroll = (*scroll + 1).min(lines.len().saturating_sub(1)),
-                Act::Yes | Act::Done if act == Act::Yes || *yes => {
-                    let effect = Effect::Takeover { task: task.clone(), key: key.clone() };
-                    self.popup = Some(Popup::Running { title: title.clone() });
-                    return vec![effect];
-                }
-                Act::No | Act::Done => self.popup = None,
-                _ => {}
-            },
-            // A takeover under way cannot be dismissed: its outcome comes.
-            Popup::Running { .. } => {}
-            _ if matches!(act, Act::No | Act::Done) => self.popup = None,
-            _ => {}
+        let (Some(p), Act::Popup(press)) = (&mut self.popup, act) else { return Vec::new() };
+        match p.press(press) {
+            Answer::Yes(takeover) => {
+                let lines = vec!["taking it over…".into()];
+                self.popup = Some(Popup::new(p.title.clone(), lines, Phase::Running));
+                return vec![takeover];
+            }
+            Answer::No | Answer::Close => self.popup = None,
+            Answer::Open => {}
         }
         Vec::new()
     }
+}
+
+/// The popup when no takeover applies: why.
+fn refused(title: String, reason: &str) -> Popup<Effect> {
+    Popup::new(title, vec![format!("No takeover applies: {reason}")], Phase::Refused)
 }
 
 #[cfg(test)]

@@ -7,12 +7,12 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, TableState};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 use ubunye::documents::short;
 use ubunye::state::State;
 
-use super::app::{Ctx, Detail, KEYS, Popup, StoreApp, footer};
-use crate::top::ui::{fit, state_style, wrap};
+use super::app::{Ctx, Detail, KEYS, StoreApp, footer};
+use crate::top::ui::{Paint, draw_popup, fit, state_style, wrap};
 
 /// Draw the whole screen.
 pub fn draw(f: &mut Frame, app: &mut StoreApp, colour: bool) {
@@ -115,10 +115,15 @@ pub fn draw(f: &mut Frame, app: &mut StoreApp, colour: bool) {
             detail,
         );
     }
-    let keys: Vec<String> = footer(app.ctx(), app.read_only).iter().map(|(k, w)| format!("{k} {w}")).collect();
+    let keys = match app.popup.as_ref().and_then(|p| p.notice_footer()) {
+        Some(keys) if app.ctx() == Ctx::Popup => keys.to_vec(),
+        _ => footer(app.ctx(), app.read_only),
+    };
+    let keys: Vec<String> = keys.iter().map(|(k, w)| format!("{k} {w}")).collect();
     f.render_widget(Paragraph::new(fit(&keys.join("  "), foot.width as usize)), foot);
-    if let Some(p) = &app.popup {
-        draw_popup(f, p);
+    let area = f.area();
+    if let Some(p) = &mut app.popup {
+        draw_popup(f, area, p, Paint { colour });
     }
     if app.help {
         draw_help(f, app.read_only);
@@ -131,74 +136,14 @@ pub fn claims(b: &ubunye::bucket::StoreBatch) -> String {
     if b.has_lease() && b.state != State::Unreadable { b.claims.to_string() } else { String::new() }
 }
 
-fn draw_popup(f: &mut Frame, p: &Popup) {
-    let area = crate::top::shell::centred(
-        f.area(),
-        f.area().width.saturating_sub(8).max(40),
-        f.area().height.saturating_sub(4).max(8),
-    );
-    let inner = area.width.saturating_sub(2) as usize;
-    let (title, mut lines, question): (&str, Vec<String>, Option<bool>) = match p {
-        Popup::Planning { title } => (title, vec!["reading the batch from the store…".into()], None),
-        Popup::Confirm { title, lines, yes, scroll, .. } => {
-            let mut l = lines[(*scroll).min(lines.len())..].to_vec();
-            l.insert(
-                0,
-                "The takeover will do what the next run of the batch would do: take the dead lease over,".into(),
-            );
-            l.insert(
-                1,
-                "abort its claimed uploads, remove the claimed objects it made visible, and hand the lease back."
-                    .into(),
-            );
-            l.insert(2, String::new());
-            (title, l, Some(*yes))
-        }
-        Popup::Refused { title, reason } => {
-            (title, vec![format!("No takeover applies: {reason}"), String::new(), "Esc closes.".into()], None)
-        }
-        Popup::Running { title } => (title, vec!["taking it over…".into()], None),
-        Popup::Done { title, ok, text } => {
-            let mut l: Vec<String> = text.lines().map(str::to_string).collect();
-            l.insert(0, if *ok { "Done.".into() } else { "Not done.".into() });
-            l.push(String::new());
-            l.push("Esc closes.".into());
-            (title, l, None)
-        }
-    };
-    lines = wrap(&lines, inner);
-    let room = area.height.saturating_sub(3) as usize;
-    if matches!(p, Popup::Done { .. }) && lines.len() > room {
-        // An outcome's last lines say how it ended: those are kept.
-        lines.drain(..lines.len() - room);
-    }
-    lines.truncate(room);
-    let mut text: Vec<Line> = lines.into_iter().map(Line::from).collect();
-    if let Some(yes) = question {
-        let pick = |on: bool, s: &'static str| {
-            if on { Span::styled(s, Style::default().add_modifier(Modifier::REVERSED)) } else { Span::raw(s) }
-        };
-        text.push(Line::from(vec![
-            Span::raw("Take it over?  "),
-            pick(!yes, "[ No ]"),
-            Span::raw("  "),
-            pick(yes, "[ Yes ]"),
-        ]));
-    }
-    f.render_widget(Clear, area);
-    f.render_widget(
-        Paragraph::new(text).block(Block::default().borders(Borders::ALL).title(format!(" {title} "))),
-        area,
-    );
-}
-
 fn draw_help(f: &mut Frame, read_only: bool) {
     let mut sections = vec![(Ctx::Main, "Table"), (Ctx::Filter, "Filter (after /)")];
-    // Read-only, there is no takeover and so no popup.
+    // Read-only, no takeover is planned: the one popup is a refusal, which
+    // says how it closes.
     if !read_only {
         sections.push((Ctx::Popup, "Takeover popup"));
     }
-    sections.extend([(Ctx::Notice, "A refusal or an outcome"), (Ctx::Help, "This help")]);
+    sections.push((Ctx::Help, "This help"));
     let about = [
         "A store sends no events: the leases are listed every interval, and only",
         "what changed (ETag or time) is read again. Looking changes nothing.",

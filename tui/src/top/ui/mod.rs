@@ -9,10 +9,10 @@ mod paint;
 mod table;
 mod views;
 
-use paint::Paint;
-pub use paint::{record_style, state_style};
+pub use paint::{Paint, record_style, state_style};
 
-use overlay::{draw_help, draw_popup};
+use overlay::draw_help;
+pub use overlay::draw_popup;
 use table::{draw_batches, window};
 use views::{draw_detail, draw_doctor, draw_runs};
 
@@ -27,7 +27,6 @@ use ubunye::timefmt;
 use crate::top::app::{App, Level, View};
 use crate::top::keys::{self, Ctx};
 use crate::top::model::BatchRef;
-use crate::top::popup::Popup;
 
 /// Cut `s` to `w` columns, with an ellipsis when cut.
 pub fn fit(s: &str, w: usize) -> String {
@@ -152,8 +151,8 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     }
     draw_status(f, app, status, p);
     draw_footer(f, app, footer, p);
-    if app.popup.is_some() {
-        draw_popup(f, app, area, p);
+    if let Some(popup) = &mut app.popup {
+        draw_popup(f, area, popup, p);
     }
     if app.help {
         draw_help(f, app, area, p);
@@ -279,9 +278,8 @@ fn draw_status(f: &mut Frame, app: &App, area: Rect, p: Paint) {
 fn draw_footer(f: &mut Frame, app: &App, area: Rect, p: Paint) {
     let w = area.width as usize;
     let ctx = app.ctx();
-    let keys: Vec<(String, &str)> = match &app.popup {
-        Some(Popup::Refused { .. } | Popup::Done { .. }) if ctx == Ctx::Popup => vec![("Enter/Esc".into(), "close")],
-        Some(Popup::Running { .. }) if ctx == Ctx::Popup => vec![],
+    let keys: Vec<(String, &str)> = match app.popup.as_ref().and_then(|p| p.notice_footer()) {
+        Some(keys) if ctx == Ctx::Popup => keys.iter().map(|(k, w)| (k.to_string(), *w)).collect(),
         _ => keys::footer(ctx, app.view, app.read_only),
     };
     // Help and quit always show: the rest as room allows, in table order.

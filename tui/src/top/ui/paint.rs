@@ -43,7 +43,7 @@ pub fn record_style(status: Option<&str>) -> Style {
 
 /// Styles, with no colour at all under NO_COLOR.
 #[derive(Clone, Copy)]
-pub(super) struct Paint {
+pub struct Paint {
     pub colour: bool,
 }
 
