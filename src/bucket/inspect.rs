@@ -2,6 +2,7 @@
 //! and the plan `leases takeover` shows). It only reads: lists, GETs, HEADs
 //! and the bucket's clock.
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
@@ -10,11 +11,13 @@ use super::judge::{Judged, StoreBatch};
 use super::look::read_task;
 use super::objects::{Objects, StoreError};
 use super::place::Place;
-use super::recover::{claim_key, uploads_of};
+use super::recover::claim_key;
 use super::url::StoreUrl;
 use crate::documents::{self, LeaseDoc, Parsed};
+use crate::explain::{Explanation, Next};
 use crate::layout::TaskPath;
-use crate::state::{Batch, HistoryEntry, State};
+use crate::lease::recovery_plan::{FinishedBy, PlannedFile, RecoveryPlan};
+use crate::state::{Batch, State};
 use crate::sys::Timing;
 
 /// What a key prefix names in a store.
@@ -76,132 +79,263 @@ pub fn find(
     ))
 }
 
-/// A claimed file, and where it is.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct ClaimView {
+/// A claimed object of a dead run, and where its upload is.
+struct ClaimView {
     /// The output it was claimed for.
-    pub output: String,
+    output: String,
     /// `s3://bucket/key`.
-    pub url: String,
-    /// Its upload id, if saved in the lease.
-    pub upload_id: Option<String>,
+    url: String,
     /// Its upload is still open (started, neither completed nor aborted).
-    pub upload_open: bool,
+    upload_open: bool,
     /// An object has the key: the upload was completed.
-    pub visible: bool,
+    visible: bool,
 }
 
-/// One batch in a store, closely.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Explained {
-    /// Its row, as `leases list` shows it.
-    pub batch: StoreBatch,
-    /// The store's time it was judged at (RFC 3339).
-    pub now: String,
-    /// The lifetime the lease's age is held to, in seconds (its `ttl_s`, or
-    /// the disk's timeout for a lease without one).
-    pub timeout_secs: u64,
-    /// The lease's fields, for people: who wrote it.
-    pub host: Option<String>,
-    /// Its pid (on its own host).
-    pub pid: Option<i64>,
-    /// When its run started (its own clock).
-    pub started_at: Option<String>,
-    /// Its save counter.
-    pub saves: Option<u64>,
-    /// It marked itself done (`committed`).
-    pub committed: bool,
-    /// A taker that died while recovering this run names it here.
-    pub taking_over: Option<String>,
-    /// Its claims.
-    pub claims: Vec<ClaimView>,
-    /// The status in the holder's (or finisher's) run record.
-    pub record_status: Option<String>,
-    /// What happens next, in words.
-    pub next: Vec<String>,
-    /// Past repairs of the batch (`.ubunye/repairs/`), oldest first.
-    pub repairs: Vec<Value>,
-    /// What its documents say happened, newest first, as on disk
-    /// (`Batch::history`): its note and run records.
-    pub history: Vec<HistoryEntry>,
-    /// How many files its finished note claims; None without a note.
-    pub note_files: Option<usize>,
-    /// How many outputs its finished note lists; None without a note.
-    pub note_outputs: Option<usize>,
-}
-
-/// Look closely at `batch` (found by [`find`] at `now`, with `read`, the
-/// batch as the state model read it).
+/// Look closely at `batch` (found by [`find`], with `read`, the batch as the
+/// state model read it): the report a batch on disk gets
+/// ([`Explanation`]: the same state, history, plan and next step, which
+/// `leases explain` prints and a repair is checked against), in the store's
+/// words where a store differs (its clock, its lease's lifetime, uploads).
 pub fn explain(
     objects: &dyn Objects,
     uc: &StoreUrl,
     batch: &StoreBatch,
     read: &Batch,
-    now: SystemTime,
     timing: &Timing,
-) -> Result<Explained, StoreError> {
+) -> Result<Explanation, StoreError> {
     let task = TaskPath::parse(&batch.task).ok();
-    let mut e = Explained {
-        batch: batch.clone(),
-        now: crate::timefmt::rfc3339(now),
-        timeout_secs: batch.ttl_secs.map_or(timing.heartbeat_timeout.as_secs(), |s| s.ceil() as u64),
-        host: None,
-        pid: None,
-        started_at: None,
-        saves: None,
-        committed: false,
-        taking_over: None,
-        claims: Vec::new(),
-        record_status: None,
-        next: Vec::new(),
-        repairs: super::audit::repairs_of(objects, uc, &batch.task, &batch.key)?,
-        history: read.history(),
-        note_files: read.finished.as_ref().map(|f| f.outputs.iter().map(|o| o.1.len()).sum()),
-        note_outputs: read.finished.as_ref().map(|f| f.outputs.len()),
-    };
+    let place = task.map(|t| Place { uc: uc.clone(), task: t, key: batch.key.clone() });
     // The lease as the look read it; read again only when the state model
     // kept none of it (a lease dated after the store's now).
-    let lease = match (&read.lease, &task) {
+    let lease = match (&read.lease, &place) {
         (Some(l), _) => Some(l.doc.clone()),
-        (None, Some(t)) if batch.has_lease() => {
-            let place = Place { uc: uc.clone(), task: t.clone(), key: batch.key.clone() };
-            objects.get(&place.lease_key())?.and_then(|g| match documents::parse_doc(&g.body) {
+        (None, Some(p)) if batch.has_lease() => {
+            objects.get(&p.lease_key())?.and_then(|g| match documents::parse_doc(&g.body) {
                 Ok(Parsed::Doc(m)) => Some(LeaseDoc(m)),
                 _ => None,
             })
         }
         _ => None,
     };
-    if let Some(d) = &lease {
-        e.host = d.host().map(str::to_string);
-        e.pid = d.pid().ok();
-        e.started_at = d.started_at().map(str::to_string);
-        e.saves = d.0.get("saves").and_then(Value::as_u64);
-        e.taking_over = match d.0.get("taking_over") {
-            Some(Value::Object(m)) => Some(LeaseDoc(m.clone()).run_id()),
-            _ => None,
-        };
-        // What the next run recovers: the run a dead taker was taking over,
-        // else the lease's own.
-        let recover = match d.0.get("taking_over") {
-            Some(Value::Object(m)) => LeaseDoc(m.clone()),
-            _ => d.clone(),
-        };
-        e.committed = recover.committed();
-        e.claims = claims(objects, &recover)?;
+    // What the next run recovers: the run a dead taker was taking over,
+    // else the lease's own.
+    let target = lease.as_ref().map(|d| match d.0.get("taking_over") {
+        Some(Value::Object(m)) => LeaseDoc(m.clone()),
+        _ => d.clone(),
+    });
+    let dead = matches!(batch.state, State::Dead | State::Pending | State::Orphan)
+        || (batch.state == State::Damaged && batch.lease_dead == Some(true));
+    let claims = match (&target, dead) {
+        (Some(d), true) => claims(objects, d)?,
+        _ => Vec::new(),
+    };
+    let taking_over = lease.as_ref().and_then(|d| match d.0.get("taking_over") {
+        Some(Value::Object(m)) => Some(LeaseDoc(m.clone()).run_id()),
+        _ => None,
+    });
+    let use_case = PathBuf::from(uc.to_string());
+    let of = Of { batch, read, timing, claims: &claims, taking_over: taking_over.as_deref(), use_case: &use_case };
+    let plans = match (&target, &place, dead) {
+        (Some(t), Some(p), true) => vec![plan(objects, p, t, read, &claims, target_record(read, t))],
+        _ => Vec::new(),
+    };
+    let verdict = batch.has_lease().then(|| of.verdict());
+    Ok(Explanation {
+        next: of.next(plans.first()),
+        use_case,
+        batch: read.clone(),
+        verdict,
+        plans,
+        repairs: super::audit::repairs_of(objects, uc, &batch.task, &batch.key)?,
+        history: read.history(),
+        staging: Vec::new(),
+    })
+}
+
+/// What the record of the run `target` names says (None: no record, or one
+/// that cannot be read).
+fn target_record(read: &Batch, target: &LeaseDoc) -> Option<String> {
+    let run = target.run_id();
+    read.records.iter().find(|r| r.run_id == run && r.damaged.is_none()).and_then(|r| r.status.clone())
+}
+
+/// What a takeover will do for `target`, the dead run the next run recovers:
+/// the steps [`crate::protocol::recover`] takes in a store.
+fn plan(
+    objects: &dyn Objects,
+    place: &Place,
+    target: &LeaseDoc,
+    read: &Batch,
+    claims: &[ClaimView],
+    record_status: Option<String>,
+) -> RecoveryPlan {
+    let finished = target.committed();
+    let file = |output: &str, url: &str, present: bool, size: Option<u64>| PlannedFile {
+        output: output.to_string(),
+        claim: url.to_string(),
+        path: Some(PathBuf::from(url)),
+        present,
+        size,
+        unseen: false,
+        folder: false,
+    };
+    let remove = if finished {
+        // Its commit is completed: what its --rerun replaces goes.
+        let replaces = read.lease.iter().flat_map(|l| &l.replaces);
+        replaces.flat_map(|(o, files)| files.iter().map(move |c| file(o, &c.claim, c.present, c.size))).collect()
+    } else {
+        claims.iter().map(|c| file(&c.output, &c.url, c.visible, None)).collect()
+    };
+    let noted = read.finished.as_ref().is_some_and(|f| f.run_id.as_deref() == Some(target.run_id().as_str()));
+    let running = record_status.as_deref() == Some("running");
+    RecoveryPlan {
+        run_id: target.run_id(),
+        finished: finished.then_some(FinishedBy::Committed),
+        write_note: (finished && !noted).then(|| PathBuf::from(objects.url(&place.note_key()))),
+        remove,
+        staging: Vec::new(),
+        restore: Vec::new(),
+        mark_record: (!finished && running).then(|| PathBuf::from(objects.url(&place.record_key(&target.run_id())))),
+        record_status,
+        record_damaged: None,
+        remove_done: None,
+        unrepaired: Vec::new(),
+        refused: Vec::new(),
     }
-    // Its run's record, as the look filed it to the batch.
-    if let Some(run) = batch.run_id.as_deref().filter(|r| !r.is_empty()) {
-        e.record_status = read.records.iter().find(|r| r.run_id == run).and_then(|r| r.status.clone());
+}
+
+/// What a batch's report is told from.
+struct Of<'a> {
+    batch: &'a StoreBatch,
+    read: &'a Batch,
+    timing: &'a Timing,
+    claims: &'a [ClaimView],
+    taking_over: Option<&'a str>,
+    use_case: &'a Path,
+}
+
+impl Of<'_> {
+    fn limit(&self) -> Duration {
+        self.batch.ttl_secs.map_or(self.timing.heartbeat_timeout, Duration::from_secs_f64)
     }
-    e.next = next(&e, timing);
-    Ok(e)
+
+    fn age(&self) -> Duration {
+        self.batch.age_secs.map(Duration::from_secs).unwrap_or_default()
+    }
+
+    fn run(&self) -> String {
+        self.batch.run_id.as_deref().map(documents::short).unwrap_or_else(|| "?".into())
+    }
+
+    fn command(&self, verb: &str) -> String {
+        format!("ubunye leases {verb} {}", crate::suggest::batch(self.use_case, &self.batch.key))
+    }
+
+    /// The verdict on the lease's holder, by the store's clock.
+    fn verdict(&self) -> String {
+        let (age, limit) = (crate::timefmt::age(self.age()), crate::timefmt::age(self.limit()));
+        let store = "it is in an object store, which runs share with nothing else, so no process can be checked:";
+        if self.batch.lease_dead == Some(true) {
+            format!(
+                "dead: {store} its lease was last written {age} ago by the store's clock, past the {limit} it lives"
+            )
+        } else {
+            format!("alive: {store} its lease was written {age} ago by the store's clock, within the {limit} it lives")
+        }
+    }
+
+    /// What happens next, and the command that does it.
+    fn next(&self, plan: Option<&RecoveryPlan>) -> Next {
+        let (run, age, limit) = (self.run(), crate::timefmt::age(self.age()), crate::timefmt::age(self.limit()));
+        let open = self.claims.iter().filter(|c| c.upload_open).count();
+        let visible = self.claims.iter().filter(|c| c.visible).count();
+        let next = |action, steps: Vec<String>, command: Option<String>| Next { action, steps, command };
+        match self.batch.state {
+            State::Live | State::HandedBack | State::Kept => next(
+                "wait",
+                vec![
+                    format!("run {run} holds the batch: its lease was written {age} ago by the store's clock, within the {limit} its lease lives"),
+                    format!("a run of the batch is refused while it lives; if it stops saving, its lease is dead {limit} after its last save"),
+                ],
+                None,
+            ),
+            State::Pending | State::Dead if plan.is_some_and(|p| p.finished.is_some()) => {
+                let mut steps = vec![match self.taking_over {
+                    Some(t) => format!(
+                        "run {run} died while it took over run {}, which had marked its lease done: its uploads are the batch",
+                        documents::short(t)
+                    ),
+                    None => format!("run {run} is dead, and had marked its lease done: its uploads are the batch"),
+                }];
+                steps.push(format!("`{}` (or the next run) writes its finished note and hands the lease back", self.command("finish")));
+                steps.extend(plan.into_iter().flat_map(|p| p.present()).map(|f| format!("  remove {} (its --rerun replaces it)", f.claim)));
+                next("finish", steps, Some(self.command("finish")))
+            }
+            State::Damaged if self.batch.lease_dead != Some(true) => next("wait", vec![self.batch.note.clone()], None),
+            State::Pending | State::Dead | State::Orphan | State::Damaged => {
+                let mut steps = vec![format!(
+                    "run {run} is dead: its lease was last written {age} ago, past the {limit} its lease lives"
+                )];
+                if self.batch.state == State::Damaged {
+                    steps = vec![self.batch.note.clone()];
+                }
+                steps.push(format!("The next run of this batch, or `{}`, will:", self.command("takeover")));
+                steps.push(format!(
+                    "  abort its {} claimed upload(s) ({open} still open), then delete the {visible} claimed object(s) it had completed:",
+                    self.claims.len()
+                ));
+                // Each claim, as the takeover will find it.
+                steps.extend(self.claims.iter().map(|c| match (c.visible, c.upload_open) {
+                    (true, _) => format!("    delete {} (its upload was completed)", c.url),
+                    (false, true) => format!("    abort the upload of {} (still open)", c.url),
+                    (false, false) => format!("    skip {}: not there (its upload never completed)", c.url),
+                }));
+                if let Some(p) = plan.filter(|p| p.mark_record.is_some()) {
+                    steps.push(format!("  mark its record {}.json interrupted", p.run_id));
+                }
+                next("takeover", steps, Some(self.command("takeover")))
+            }
+            State::Finished if self.read.finished.as_ref().is_some_and(|f| f.outputs.is_empty()) => next(
+                "nothing",
+                vec![format!("run {run} finished the batch; its note lists no output, so a new run of it goes ahead")],
+                None,
+            ),
+            State::Finished if self.read.finished.is_none() => next(
+                "nothing",
+                vec![
+                    format!("run {run}'s record says success, but no finished note is there"),
+                    "only a note makes a run of the batch refused: the next run of it goes ahead".into(),
+                ],
+                None,
+            ),
+            State::Finished => next(
+                "nothing",
+                vec![format!("run {run} finished the batch: a run of it is refused, and `--resume` skips it")],
+                None,
+            ),
+            State::Failed | State::Interrupted => next(
+                "run-again",
+                vec![
+                    format!("no lease holds the batch: {}", self.batch.note),
+                    "the batch is not finished: the next run of it goes ahead".into(),
+                ],
+                None,
+            ),
+            State::Unreadable => next(
+                "check-the-file",
+                vec![
+                    format!("{} cannot be read: it is never judged free or dead", self.batch.url),
+                    "look at it; remove it only if no run is writing (a run that lost its lease finds out at its next save)".into(),
+                ],
+                None,
+            ),
+        }
+    }
 }
 
 fn claims(objects: &dyn Objects, doc: &LeaseDoc) -> Result<Vec<ClaimView>, StoreError> {
     let mut out = Vec::new();
     for note in doc.notes().unwrap_or_default() {
-        let ids = uploads_of(doc, &note.name);
         let keys: Vec<&str> = note.claimed.iter().filter_map(|c| claim_key(objects.bucket(), c)).collect();
         let open: Vec<(String, String)> = match keys.is_empty() {
             false => objects.open_uploads(&super::recover::common_prefix(&keys))?,
@@ -212,7 +346,6 @@ fn claims(objects: &dyn Objects, doc: &LeaseDoc) -> Result<Vec<ClaimView>, Store
             out.push(ClaimView {
                 output: note.name.clone(),
                 url: claim.clone(),
-                upload_id: ids.iter().find(|(c, _)| c == claim).map(|(_, id)| id.clone()),
                 upload_open: key.is_some_and(|k| open.iter().any(|(ok, _)| ok == k)),
                 visible: match key {
                     Some(k) => objects.head(k)?.is_some(),
@@ -222,66 +355,4 @@ fn claims(objects: &dyn Objects, doc: &LeaseDoc) -> Result<Vec<ClaimView>, Store
         }
     }
     Ok(out)
-}
-
-fn next(e: &Explained, timing: &Timing) -> Vec<String> {
-    let limit = e.batch.ttl_secs.map_or(timing.heartbeat_timeout, Duration::from_secs_f64);
-    let run = e.batch.run_id.as_deref().map(documents::short).unwrap_or_else(|| "?".into());
-    let age = e.batch.age_secs.map(Duration::from_secs).unwrap_or_default();
-    let open = e.claims.iter().filter(|c| c.upload_open).count();
-    let visible = e.claims.iter().filter(|c| c.visible).count();
-    match e.batch.state {
-        State::Live | State::HandedBack | State::Kept => vec![
-            format!(
-                "run {run} holds the batch: its lease was written {} ago by the store's clock, within the {} its lease lives",
-                crate::timefmt::age(age),
-                crate::timefmt::age(limit)
-            ),
-            format!(
-                "a run of the batch is refused while it lives; if it stops saving, its lease is dead {} after its last save",
-                crate::timefmt::age(limit)
-            ),
-        ],
-        State::Pending | State::Dead if e.committed => vec![
-            match e.taking_over.as_deref() {
-                Some(t) => format!(
-                    "run {run} died while it took over run {}, which had marked its lease done: its uploads are the batch",
-                    documents::short(t)
-                ),
-                None => format!("run {run} is dead, and had marked its lease done: its uploads are the batch"),
-            },
-            "the next run (or `ubunye leases takeover`) writes its finished note and hands the lease back".into(),
-        ],
-        State::Damaged => vec![e.batch.note.clone()],
-        State::Pending | State::Dead | State::Orphan => vec![
-            format!(
-                "run {run} is dead: its lease was last written {} ago, past the {} its lease lives",
-                crate::timefmt::age(age),
-                crate::timefmt::age(limit)
-            ),
-            format!(
-                "the next run (or `ubunye leases takeover`) aborts its {} claimed upload(s) ({open} still open), then deletes the {visible} claimed object(s) it had completed, and marks its record interrupted",
-                e.claims.len()
-            ),
-        ],
-        State::Finished if e.note_outputs == Some(0) => {
-            vec![format!("run {run} finished the batch; its note lists no output, so a new run of it goes ahead")]
-        }
-        State::Finished if e.note_files.is_none() => vec![
-            format!("run {run}'s record says success, but no finished note is there"),
-            "only a note makes a run of the batch refused: the next run of it goes ahead".into(),
-        ],
-        State::Finished => {
-            vec![format!("run {run} finished the batch: a run of it is refused, and `--resume` skips it")]
-        }
-        State::Failed | State::Interrupted => vec![
-            format!("no lease holds the batch: {}", e.batch.note),
-            "the batch is not finished: the next run of it goes ahead".into(),
-        ],
-        State::Unreadable => vec![
-            format!("{} cannot be read: it is never judged free or dead", e.batch.url),
-            "look at it; remove it only if no run is writing (a run that lost its lease finds out at its next save)"
-                .into(),
-        ],
-    }
 }

@@ -9,9 +9,10 @@
 
 use std::sync::Arc;
 
-use ubunye::bucket::{Found, Objects, Place, Poller, TakeoverEnd, applies, explain, find, look, takeover};
+use ubunye::bucket::{Found, Objects, Place, Poller, TakeoverEnd, explain, find, look, takeover};
 use ubunye::layout::TaskPath;
 use ubunye::repair::Kind;
+use ubunye::repair::check;
 use ubunye::state::State;
 use ubunye::sys::Step;
 
@@ -151,7 +152,7 @@ fn list_poll_explain_and_repair_check_agree_and_takeover_does_what_the_check_sai
             }
         }
         let uc = w.place.uc.clone();
-        let (now, rows) = look(&*w.mem, &uc, &w.timing).unwrap();
+        let (_, rows) = look(&*w.mem, &uc, &w.timing).unwrap();
         let polled = Poller::new().look(&*w.mem, &uc, &w.timing).unwrap();
         assert_eq!(polled.batches, rows, "seed {seed}: the dashboard and the list differ ({made:?})");
         let mut allowed = Vec::new();
@@ -160,14 +161,15 @@ fn list_poll_explain_and_repair_check_agree_and_takeover_does_what_the_check_sai
             let (_, found) = find(&*w.mem, &uc, &row.key, Some(&row.task), &w.timing).unwrap();
             let Found::One(b, read) = found else { panic!("seed {seed}: explain does not find {row:?}") };
             assert_eq!(&b, row, "seed {seed}: explain's row is not the list's");
-            let e = explain(&*w.mem, &uc, &b, &read, now, &w.timing).unwrap();
-            assert_eq!(&e.batch, row);
-            let take = applies(&e, Kind::Takeover).is_ok();
-            let finish = applies(&e, Kind::Finish).is_ok();
+            let e = explain(&*w.mem, &uc, &b, &read, &w.timing).unwrap();
+            assert_eq!((e.batch.state, &e.batch.key, &e.batch.task), (row.state, &row.key, &row.task));
+            let take = check(Kind::Takeover, &e).is_ok();
+            let finish = check(Kind::Finish, &e).is_ok();
             let dead = matches!(row.state, State::Dead | State::Pending)
                 || (row.state == State::Damaged && row.lease_dead == Some(true));
             assert_eq!(take, dead, "seed {seed}: {row:?}");
-            assert!(!finish || (take && e.committed), "seed {seed}: finish allowed where takeover is not: {row:?}");
+            let committed = e.plans.first().is_some_and(|p| p.finished.is_some());
+            assert!(!finish || (take && committed), "seed {seed}: finish allowed where takeover is not: {row:?}");
             allowed.push((row.clone(), take, finish));
         }
         // The engine acts on every batch, as `leases takeover` would.

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 use ubunye::bucket::{
-    Acquire, Explained, Found, Objects, Place, Poller, StoreBatch, TakeoverEnd, applies, doctor, explain, find, look,
-    takeover,
+    Acquire, Found, Objects, Place, Poller, StoreBatch, TakeoverEnd, doctor, explain, find, look, takeover,
 };
+use ubunye::explain::Explanation;
 use ubunye::layout::TaskPath;
-use ubunye::repair::Kind;
+use ubunye::repair::{Kind, check};
 use ubunye::state::State;
 use ubunye::sys::Step;
 
@@ -28,11 +28,11 @@ fn one(w: &World) -> StoreBatch {
     rows.into_iter().find(|b| b.key == w.place.key).expect("the batch is listed")
 }
 
-fn explained(w: &World, b: &StoreBatch) -> Explained {
-    let (now, found) = find(&*w.mem, &w.place.uc, &b.key, Some(&b.task), &w.timing).unwrap();
+fn explained(w: &World, b: &StoreBatch) -> Explanation {
+    let (_, found) = find(&*w.mem, &w.place.uc, &b.key, Some(&b.task), &w.timing).unwrap();
     let Found::One(row, read) = found else { panic!("{} is not found", b.key) };
     assert_eq!(&row, b, "explain's row is the list's");
-    explain(&*w.mem, &w.place.uc, &row, &read, now, &w.timing).unwrap()
+    explain(&*w.mem, &w.place.uc, &row, &read, &w.timing).unwrap()
 }
 
 fn record(run: &str, status: &str) -> Vec<u8> {
@@ -66,7 +66,7 @@ fn a_dead_runs_record_that_cannot_be_read_decides_nothing() {
     let b = one(&w);
     assert_eq!(b.state, State::Dead, "{b:?}");
     let e = explained(&w, &b);
-    assert!(applies(&e, Kind::Takeover).is_ok());
+    assert!(check(Kind::Takeover, &e).is_ok());
     assert!(took(&take_over(&w)));
     assert!(w.visible().is_empty(), "{:?}", w.visible());
 }
@@ -80,8 +80,8 @@ fn an_empty_lease_is_judged_by_its_age_as_the_engine_judges_it() {
     assert_eq!(b.state, State::Damaged, "{b:?}");
     assert!(b.note.contains("names no run") && b.note.contains("taken over once"), "{}", b.note);
     let e = explained(&w, &b);
-    assert!(applies(&e, Kind::Takeover).is_err(), "a fresh empty lease is taken over by no engine");
-    assert!(applies(&e, Kind::Finish).is_err());
+    assert!(check(Kind::Takeover, &e).is_err(), "a fresh empty lease is taken over by no engine");
+    assert!(check(Kind::Finish, &e).is_err());
     assert!(matches!(take_over(&w), TakeoverEnd::Refused(_)));
     let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert_eq!(d.iter().map(|f| f.kind).collect::<Vec<_>>(), ["not-json"], "named whatever its age, as on disk");
@@ -91,8 +91,8 @@ fn an_empty_lease_is_judged_by_its_age_as_the_engine_judges_it() {
     let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert!(d.iter().any(|f| f.kind == "needs-repair"), "{d:?}");
     let e = explained(&w, &b);
-    assert!(applies(&e, Kind::Takeover).is_ok());
-    assert!(applies(&e, Kind::Finish).is_err());
+    assert!(check(Kind::Takeover, &e).is_ok());
+    assert!(check(Kind::Finish, &e).is_err());
     assert!(took(&take_over(&w)));
 }
 
@@ -106,7 +106,7 @@ fn a_kept_lease_copied_from_a_disk_is_taken_over_once_dead() {
     w.past_timeout();
     let b = one(&w);
     assert_eq!(b.state, State::Dead, "{b:?}");
-    assert!(applies(&explained(&w, &b), Kind::Takeover).is_ok());
+    assert!(check(Kind::Takeover, &explained(&w, &b)).is_ok());
     assert!(took(&take_over(&w)));
 }
 
@@ -126,9 +126,9 @@ fn a_dead_taker_of_a_committed_run_is_pending_and_finish_keeps_its_files() {
     let b = one(&w);
     assert_eq!((b.state, b.claims), (State::Pending, 2), "{b:?}");
     let e = explained(&w, &b);
-    assert!(e.committed, "{e:?}");
-    assert!(e.next[0].contains("which had marked its lease done"), "{:?}", e.next);
-    assert!(applies(&e, Kind::Finish).is_ok());
+    assert!(e.plans[0].finished.is_some(), "{e:?}");
+    assert!(e.next.steps[0].contains("which had marked its lease done"), "{:?}", e.next);
+    assert!(check(Kind::Finish, &e).is_ok());
     let before = w.visible();
     assert!(matches!(take_over(&w), TakeoverEnd::Completed(..)));
     assert_eq!(w.visible(), before, "a committed run's files are the batch");
@@ -142,8 +142,8 @@ fn a_success_record_without_its_note_does_not_say_a_run_is_refused() {
     let b = rows[0].clone();
     assert_eq!(b.state, State::Finished);
     let e = explained(&w, &b);
-    assert!(e.next.iter().any(|n| n.contains("goes ahead")), "{:?}", e.next);
-    assert!(!e.next.iter().any(|n| n.contains("is refused")), "{:?}", e.next);
+    assert!(e.next.steps.iter().any(|n| n.contains("goes ahead")), "{:?}", e.next);
+    assert!(!e.next.steps.iter().any(|n| n.contains("is refused")), "{:?}", e.next);
     assert!(matches!(w.take(B), Acquire::Held(..)));
 }
 
@@ -193,14 +193,14 @@ fn a_lease_under_a_folder_that_is_not_a_task_is_unreadable_never_dead() {
         w.mem.put(&format!("uc/.ubunye/leases/{task}/0123456789abcdef.json"), good.clone()).unwrap();
     }
     w.past_timeout();
-    let (now, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
     assert_eq!(rows.len(), 3);
     for r in &rows {
         assert_eq!(r.state, State::Unreadable, "{r:?}");
         assert!(TaskPath::parse(&r.task).is_err());
         let (_, found) = find(&*w.mem, &w.place.uc, &r.key, Some(&r.task), &w.timing).unwrap();
         let Found::One(row, read) = found else { panic!("{r:?} is not found") };
-        assert!(applies(&explain(&*w.mem, &w.place.uc, &row, &read, now, &w.timing).unwrap(), Kind::Takeover).is_err());
+        assert!(check(Kind::Takeover, &explain(&*w.mem, &w.place.uc, &row, &read, &w.timing).unwrap()).is_err());
     }
     let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert!(d.iter().all(|f| f.kind == "unreadable"), "{d:?}");
@@ -249,13 +249,13 @@ fn explain_reads_its_task_only_and_doctor_reads_each_object_once() {
     let (task, key) = first.unwrap();
     let gets = || w.mem.calls("get");
     let g0 = gets();
-    let (now, found) = find(&*w.mem, &w.place.uc, &key, Some(task), &w.timing).unwrap();
+    let (_, found) = find(&*w.mem, &w.place.uc, &key, Some(task), &w.timing).unwrap();
     let Found::One(row, read) = found else { panic!("{key} is not found") };
     assert_eq!(gets() - g0, 20 * 6, "explain reads its task's objects, once each");
     let g = gets();
-    let e = explain(&*w.mem, &w.place.uc, &row, &read, now, &w.timing).unwrap();
+    let e = explain(&*w.mem, &w.place.uc, &row, &read, &w.timing).unwrap();
     assert_eq!(gets() - g, 0, "what the look read is not read again");
-    assert_eq!(e.record_status.as_deref(), Some("success"));
+    assert_eq!(e.batch.records[0].status.as_deref(), Some("success"));
     let g1 = gets();
     doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
     assert_eq!(gets() - g1, 40 * 6, "doctor reads each object once");
@@ -355,7 +355,7 @@ fn a_note_without_outputs_finishes_nothing_and_a_run_goes_ahead() {
         let b = one(&w);
         assert!(b.note.contains("a new run of it goes ahead"), "{note}: listed {b:?}");
         let e = explained(&w, &b);
-        assert!(e.next.iter().any(|n| n.contains("a new run of it goes ahead")), "{:?}", e.next);
+        assert!(e.next.steps.iter().any(|n| n.contains("a new run of it goes ahead")), "{:?}", e.next);
         let Acquire::Held(lease, _) = w.take(B) else {
             panic!("{note}: a run was refused by a note that finishes nothing")
         };

@@ -150,32 +150,7 @@ fn describe(e: &Event, run_id: &str, root: &std::path::Path, timings: bool) -> O
         Event::TookOver { recovery: r } | Event::Adopted { recovery: r } => {
             let what =
                 if matches!(e, Event::Adopted { .. }) { "a dead lease left beside this one" } else { "its lease" };
-            if r.finished {
-                format!(
-                    "run {} had finished ({what} was left behind); its commit was completed: {} replaced file(s) removed.",
-                    ubunye::documents::short(&r.run_id),
-                    r.removed.len()
-                )
-            } else {
-                let mut s = format!(
-                    "run {} died before it finished; took over {what} and removed {} file(s) it had appended.",
-                    if r.run_id.is_empty() { "?".to_string() } else { ubunye::documents::short(&r.run_id) },
-                    r.removed.len()
-                );
-                if !r.unrepaired.is_empty() {
-                    s.push_str(&format!(
-                        " Output(s) {} may hold part or all of its batch and cannot be taken back here: check them.",
-                        r.unrepaired.join(", ")
-                    ));
-                }
-                if r.processes_stopped > 0 {
-                    s.push_str(&format!(" Stopped {} process(es) of it still running.", r.processes_stopped));
-                }
-                if let Some((path, why)) = &r.record_left {
-                    s.push_str(&format!(" Its run record {} was left as it is: {why}.", path.display()));
-                }
-                s
-            }
+            crate::report::took_over(r, what)
         }
         Event::Replacing { finished_by, files } => format!(
             "--rerun: replacing the batch written by {finished_by}; its {files} file(s) are removed once this run succeeds."

@@ -6,4 +6,4 @@ mod repair;
 pub mod store;
 
 pub use explain::render as explanation;
-pub use repair::outcome as repair_outcome;
+pub use repair::{outcome as repair_outcome, plan as repair_plan, took_over};

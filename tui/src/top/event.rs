@@ -11,9 +11,9 @@ use ubunye::state::ScanHead;
 use crate::top::model::Kept;
 use crate::top::repair::RepairDone;
 
-/// A batch's report read from a store: its text and whether a takeover
-/// applies (`Err`: why not); or why it could not be read.
-pub type StoreReport = Result<(String, Result<(), String>), String>;
+/// A batch's report read from a store: its text, and a takeover's plan in
+/// words (`Err`: why none applies); or why it could not be read.
+pub type StoreReport = Result<(String, Result<String, String>), String>;
 
 /// Everything that can happen.
 #[derive(Debug)]

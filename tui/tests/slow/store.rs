@@ -215,7 +215,7 @@ fn zombie(st: &Store, step: &str, dt: &str) {
     std::thread::sleep(Duration::from_millis(4500));
     let (code, err) = output(st.ubunye().args(exec_args(&uc, dt, WRITE)));
     assert_eq!(code, 0, "{step}: the taker: {err}");
-    assert!(err.contains("took over the lease of dead run"), "{step}: {err}");
+    assert!(err.contains("died before it finished; took over its lease"), "{step}: {err}");
     let (code, zerr) = continue_and_wait(&mut zombie, step);
     assert_eq!(code, 1, "{step}: the zombie: {zerr}");
     assert!(zerr.contains("lost its lease"), "{step}: {zerr}");
@@ -402,7 +402,7 @@ fn repairs(st: &Store) {
         (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
     };
     assert_eq!(c, Some(0), "{text}");
-    assert!(text.contains(": dead") && text.contains("3 upload(s) open"), "{text}");
+    assert!(text.contains("state DEAD") && text.contains("(3 still open)"), "{text}");
     let o = st.ubunye().args(["doctor", "-d", &uc]).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "doctor finds the dead lease");
     let text = String::from_utf8_lossy(&o.stdout);
@@ -471,7 +471,7 @@ fn repairs(st: &Store) {
     assert!(table.contains(&named), "{table}");
     let o = st.ubunye().args(["leases", "explain", &named]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(String::from_utf8_lossy(&o.stdout).contains(": dead"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("state DEAD"));
     let o = st.ubunye().args(["leases", "takeover", "-d", &uc, &key[..8], "--dry-run"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&o.stdout).contains("--dry-run: nothing was changed"));
@@ -628,7 +628,7 @@ fn seaweedfs_crashes_mid_run() {
     std::thread::sleep(Duration::from_millis(3500));
     let (code, err) = output(st.ubunye().args(exec_args(&uc, "c9", WRITE)));
     assert_eq!(code, 0, "the next run: {err}");
-    assert!(err.contains("took over the lease of dead run"), "{err}");
+    assert!(err.contains("died before it finished; took over its lease"), "{err}");
     let keys = st.keys("lake/c9/");
     assert_eq!(keys.len(), 3, "only the next run's files: {keys:?}");
     assert!(st.s3.open_uploads("lake/").unwrap().is_empty());
@@ -703,10 +703,10 @@ fn moto_top_in_a_terminal() {
     t.wait("the dead row, by the store's clock", |p| p.contains("✖ dead") && !p.contains("● live"));
     t.keys(&["t"]);
     let plan = t.wait("the plan", |p| p.contains("Go ahead?"));
-    assert!(plan.contains("[ No ]") && plan.contains("marks its record interrupted"), "{plan}");
+    assert!(plan.contains("[ No ]") && plan.contains("mark its record"), "{plan}");
     t.keys(&["y"]);
-    let done = t.wait("the outcome", |p| p.contains("released."));
-    assert!(done.contains("took over the lease of dead run"), "{done}");
+    let done = t.wait("the outcome", |p| p.contains("starts clean."));
+    assert!(done.contains("taken over") && done.contains("record marked interrupted"), "{done}");
     t.keys(&["Escape"]);
     // As on disk: no lease holds the batch now, and its run's record says
     // it was taken over.

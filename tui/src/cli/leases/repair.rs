@@ -7,8 +7,8 @@ use clap::Args;
 
 use super::{Purpose, locate};
 use crate::cli::{BatchArg, exit, say_err};
+use ubunye::repair;
 pub use ubunye::repair::Kind;
-use ubunye::repair::{self, RepairPlan};
 
 /// Repair one batch through the engine, or every batch a filter names.
 #[derive(Args, Debug)]
@@ -40,13 +40,7 @@ pub struct RepairArgs {
     pub json: bool,
 }
 
-pub(crate) fn render_plan(p: &RepairPlan) -> String {
-    let mut o = format!("{} {} ({}): {}\n", p.task, p.key, p.state.word(), p.kind.command());
-    for s in &p.steps {
-        o.push_str(&format!("  {s}\n"));
-    }
-    o
-}
+pub(crate) use crate::report::repair_plan as render_plan;
 
 pub(crate) fn ask(question: &str) -> bool {
     crate::cli::out(&format!("{question} [y/N] "));

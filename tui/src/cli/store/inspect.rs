@@ -3,21 +3,21 @@
 
 use std::io::IsTerminal;
 
-use ubunye::bucket::{self, Explained, Found, Holder, Place, TakeoverEnd};
+use ubunye::bucket::{self, Found, Holder, Place, TakeoverEnd};
+use ubunye::explain::Explanation;
 use ubunye::layout::TaskPath;
 
 use super::open;
 use crate::cli::leases::explain::ExplainArgs;
-use crate::cli::leases::repair::{Kind, RepairArgs, ask};
+use crate::cli::leases::repair::{Kind, RepairArgs, ask, render_plan};
 use crate::cli::{BatchArg, exit, out, outln, print_json, say_err};
-use crate::report::store::{explained as render, takeover_outcome};
 
 /// The one batch `which` names in the store at `dir`, explained; or the exit code.
 fn one(
     which: &BatchArg,
     dir: &str,
     repair: bool,
-) -> Result<(ubunye::bucket::StoreUrl, std::sync::Arc<dyn ubunye::bucket::Objects>, Explained), i32> {
+) -> Result<(ubunye::bucket::StoreUrl, std::sync::Arc<dyn ubunye::bucket::Objects>, Explanation), i32> {
     let usage = |m: String| {
         say_err(&m);
         exit::USAGE
@@ -38,7 +38,7 @@ fn one(
         say_err(&e.to_string());
         exit::REFUSED
     };
-    let (now, found) = bucket::find(&*objects, &uc, q, which.task.as_deref(), &sys.timing).map_err(store_err)?;
+    let (_, found) = bucket::find(&*objects, &uc, q, which.task.as_deref(), &sys.timing).map_err(store_err)?;
     let (batch, read) = match found {
         Found::One(b, read) => (b, read),
         Found::None(n) => {
@@ -56,7 +56,7 @@ fn one(
             )));
         }
     };
-    let e = bucket::explain(&*objects, &uc, &batch, &read, now, &sys.timing).map_err(store_err)?;
+    let e = bucket::explain(&*objects, &uc, &batch, &read, &sys.timing).map_err(store_err)?;
     Ok((uc, objects, e))
 }
 
@@ -67,7 +67,7 @@ pub fn explain(a: &ExplainArgs, dir: &str) -> i32 {
             if a.json {
                 print_json(&e);
             } else {
-                out(&render(&e));
+                out(&crate::report::explanation(&e, crate::console::table::terminal_width()));
             }
             exit::OK
         }
@@ -75,25 +75,25 @@ pub fn explain(a: &ExplainArgs, dir: &str) -> i32 {
     }
 }
 
-/// `ubunye leases takeover|finish -d s3://...`.
+/// `ubunye leases takeover|finish -d s3://...`: the disk's plan, question
+/// and outcome, the engine's takeover in the store.
 pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     let (uc, objects, e) = match one(&a.which, dir, !a.dry_run) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let b = &e.batch;
-    let head = format!("{} {}", b.task, b.key);
-    let why_not = bucket::applies(&e, kind).err();
-    if let Some(why) = why_not {
-        say_err(&format!("refused: {head}: {why}"));
-        return exit::REFUSED;
-    }
-    let plan = render(&e);
+    let plan = match ubunye::repair::check(kind, &e) {
+        Ok(p) => p,
+        Err(why) => {
+            say_err(&why);
+            return exit::REFUSED;
+        }
+    };
     if a.dry_run {
         if a.json {
-            print_json(&e);
+            print_json(&plan);
         } else {
-            out(&plan);
+            out(&render_plan(&plan));
             outln("(--dry-run: nothing was changed)");
         }
         return exit::OK;
@@ -103,20 +103,20 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
             say_err("not on a terminal, so nobody can confirm: add --yes to repair, or --dry-run to only see the plan");
             return exit::USAGE;
         }
-        out(&plan);
+        out(&render_plan(&plan));
         if !ask("Go ahead?") {
             outln("Nothing was done.");
             return exit::REFUSED;
         }
     } else if !a.json {
-        out(&plan);
+        out(&render_plan(&plan));
     }
     let sys = crate::console::machine::sys();
-    let Ok(task) = TaskPath::parse(&b.task) else {
-        say_err(&format!("{}: the task '{}' is not <usecase>/<package>/<task>", b.url, b.task));
+    let Ok(task) = TaskPath::parse(&plan.task) else {
+        say_err(&format!("{uc}: the task '{}' is not <usecase>/<package>/<task>", plan.task));
         return exit::REFUSED;
     };
-    let place = Place { uc, task, key: b.key.clone() };
+    let place = Place { uc, task, key: plan.key.clone() };
     let holder = Holder {
         run_id: uuid::Uuid::new_v4().to_string(),
         host: sys.host.clone(),
@@ -127,6 +127,7 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     // The engine re-checks everything as it acts: a lease that came alive
     // since the plan is refused.
     let ended = bucket::takeover(objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing);
+    let head = format!("{} {}", plan.task, plan.key);
     // Every repair the engine acted on is audited, as on disk; an audit
     // that cannot be written is said, and is not the repair's failure.
     let (taken_over, files_removed, records_marked, outcome) = match &ended {
@@ -143,30 +144,34 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     };
     let entry = ubunye::repair::AuditEntry {
         command: kind.command(),
-        task: &b.task,
-        key: &b.key,
-        state: b.state,
+        task: &plan.task,
+        key: &plan.key,
+        state: plan.state,
         taken_over,
         files_removed,
         records_marked,
         outcome,
     };
-    if let Err(e) = bucket::audit(&*objects, &place.uc, &b.task, &b.key, &entry.json(&sys)) {
+    if let Err(e) = bucket::audit(&*objects, &place.uc, &plan.task, &plan.key, &entry.json(&sys)) {
         let under = objects.url(&place.uc.key(".ubunye/repairs/"));
         say_err(&format!("could not write the audit entry under {under}: {e}"));
     }
-    if a.json
-        && let Ok(TakeoverEnd::TookOver(r) | TakeoverEnd::Completed(r, _)) = &ended
-    {
-        print_json(r);
-        return exit::OK;
-    }
-    let (ok, text) = takeover_outcome(&head, &ended);
-    if ok {
-        outln(&text);
-        exit::OK
-    } else {
-        say_err(&text);
-        exit::REFUSED
+    match crate::report::store::outcome(kind, &plan.task, &plan.key, ended) {
+        Ok(o) if a.json => {
+            print_json(&o);
+            exit::OK
+        }
+        Ok(o) => {
+            out(&crate::report::repair_outcome(&o));
+            exit::OK
+        }
+        Err((true, text)) => {
+            outln(&text);
+            exit::OK
+        }
+        Err((false, text)) => {
+            say_err(&text);
+            exit::REFUSED
+        }
     }
 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use ubunye::bucket::{self, BucketEnd, BucketRun, Objects, Refused, S3, StoreUrl};
 use ubunye::state::State;
 
-use crate::report::store::{refusal, took_over};
+use crate::report::store::refusal;
+use crate::report::took_over;
 use ubunye::documents::short;
 
 use super::exec::ExecArgs;
@@ -179,7 +180,7 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
         }
         Ok(BucketEnd::Done { landed, recovered, unreleased, unrecorded }) => {
             if let Some(r) = recovered.filter(|_| !a.quiet) {
-                say_err(&took_over(&r));
+                say_err(&took_over(&r, "its lease"));
             }
             if !a.quiet {
                 let files: Vec<String> = landed.iter().map(|(o, n)| format!("{o} +{n} file(s)")).collect();
@@ -205,7 +206,7 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
         }
         Ok(BucketEnd::Completed { recovered, finished_by, resume }) => {
             if !a.quiet || !resume {
-                say_err(&took_over(&recovered));
+                say_err(&took_over(&recovered, "its lease"));
             }
             if resume {
                 if !a.quiet {
@@ -228,7 +229,7 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
         }
         Ok(BucketEnd::Failed { code, note, recovered }) => {
             if let Some(r) = recovered.filter(|_| !a.quiet) {
-                say_err(&took_over(&r));
+                say_err(&took_over(&r, "its lease"));
             }
             say_err(&format!("{head}: {note}"));
             code

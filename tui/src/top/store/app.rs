@@ -258,13 +258,13 @@ impl StoreApp {
                 return;
             }
             self.popup = Some(match report {
-                Ok((text, Ok(()))) => {
+                Ok((_, Ok(plan))) => {
                     let mut lines = vec![
                         "The takeover will do what the next run of the batch would do: take the dead lease over,".into(),
                         "abort its claimed uploads, remove the claimed objects it made visible, and hand the lease back.".into(),
                         String::new(),
                     ];
-                    lines.extend(text.lines().map(str::to_string));
+                    lines.extend(plan.lines().map(str::to_string));
                     let what = Effect::Takeover { task: task.into(), key: key.into() };
                     Popup::new(title, lines, Phase::Asking { what, yes: false })
                 }

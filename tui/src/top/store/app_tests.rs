@@ -99,7 +99,7 @@ fn a_takeover_shows_its_plan_answers_no_by_default_and_yes_only_when_asked() {
     let (task, k) = a.chosen().unwrap();
     assert_eq!(a.key(&key(C('t'))), [Effect::Explain { task: task.clone(), key: k.clone(), plan: true }]);
     assert_eq!(phase(&a), Some(&Phase::Planning));
-    a.explained(&task, &k, true, Ok(("the plan\nline 2".into(), Ok(()))));
+    a.explained(&task, &k, true, Ok(("the report".into(), Ok("the plan\nline 2".into()))));
     let asking = Phase::Asking { what: Effect::Takeover { task: task.clone(), key: k.clone() }, yes: false };
     assert_eq!(phase(&a), Some(&asking));
     assert!(a.popup.as_ref().unwrap().lines.ends_with(&["the plan".into(), "line 2".into()]));
@@ -107,7 +107,7 @@ fn a_takeover_shows_its_plan_answers_no_by_default_and_yes_only_when_asked() {
     assert!(a.key(&key(Enter)).is_empty());
     assert!(a.popup.is_none());
     a.key(&key(C('t')));
-    a.explained(&task, &k, true, Ok(("plan".into(), Ok(()))));
+    a.explained(&task, &k, true, Ok(("report".into(), Ok("plan".into()))));
     a.key(&key(Right));
     assert_eq!(a.key(&key(Enter)), [Effect::Takeover { task: task.clone(), key: k.clone() }]);
     assert_eq!(phase(&a), Some(&Phase::Running));
@@ -120,7 +120,7 @@ fn a_takeover_shows_its_plan_answers_no_by_default_and_yes_only_when_asked() {
     assert!(a.popup.is_none());
     // y answers yes at once.
     a.key(&key(C('t')));
-    a.explained(&task, &k, true, Ok(("plan".into(), Ok(()))));
+    a.explained(&task, &k, true, Ok(("report".into(), Ok("plan".into()))));
     assert_eq!(a.key(&key(C('y'))), [Effect::Takeover { task, key: k }]);
 }
 

@@ -27,7 +27,7 @@ use ubunye::sys::Sys;
 
 use crate::console::exit;
 use crate::console::print::say_err;
-use crate::report::store::{explained, takeover_outcome};
+use crate::report::store::outcome_text;
 use crate::top::event::Event;
 use app::{Effect, StoreApp};
 
@@ -246,12 +246,13 @@ fn spawn(tx: &Sender<Event>, name: &str, work: impl FnOnce() -> Event + Send + '
 /// A batch's report read fresh from the store, and whether a takeover applies.
 pub fn report(src: &Source, task: &str, key: &str) -> crate::top::event::StoreReport {
     let t = &src.sys.timing;
-    let (now, found) = bucket::find(&*src.objects, &src.uc, key, Some(task), t).map_err(|e| e.to_string())?;
+    let (_, found) = bucket::find(&*src.objects, &src.uc, key, Some(task), t).map_err(|e| e.to_string())?;
     let Found::One(b, read) = found else {
         return Err(format!("{task} {key} is no longer in the store"));
     };
-    let e = bucket::explain(&*src.objects, &src.uc, &b, &read, now, t).map_err(|e| e.to_string())?;
-    Ok((explained(&e), bucket::applies(&e, Kind::Takeover)))
+    let e = bucket::explain(&*src.objects, &src.uc, &b, &read, t).map_err(|e| e.to_string())?;
+    let plan = ubunye::repair::check(Kind::Takeover, &e).map(|p| crate::report::repair_plan(&p));
+    Ok((crate::report::explanation(&e, None), plan))
 }
 
 /// `ubunye leases takeover --yes` of one batch, in a process of its own (its
@@ -297,5 +298,5 @@ pub fn take_over(src: &Source, task: &str, key: &str) -> (bool, String) {
         actor: Some(Kind::Takeover.command().to_string()),
     };
     let ended = bucket::takeover(src.objects.clone(), &place, &holder, src.sys.clock.clone(), &src.sys.timing);
-    takeover_outcome(&head, &ended)
+    outcome_text(Kind::Takeover, &place.task.to_string(), key, ended)
 }
