@@ -169,7 +169,10 @@ fn plan(
     claims: &[ClaimView],
     record_status: Option<String>,
 ) -> RecoveryPlan {
-    let finished = target.committed();
+    // Finished as the engine finds it: marked done, or its own note is
+    // there (its commit is then not completed again).
+    let noted = read.finished.as_ref().is_some_and(|f| f.run_id.as_deref() == Some(target.run_id().as_str()));
+    let finished = target.committed() || (noted && !target.run_id().is_empty());
     let file = |output: &str, url: &str, present: bool, size: Option<u64>| PlannedFile {
         output: output.to_string(),
         claim: url.to_string(),
@@ -186,7 +189,6 @@ fn plan(
     } else {
         claims.iter().map(|c| file(&c.output, &c.url, c.visible, None)).collect()
     };
-    let noted = read.finished.as_ref().is_some_and(|f| f.run_id.as_deref() == Some(target.run_id().as_str()));
     let running = record_status.as_deref() == Some("running");
     RecoveryPlan {
         run_id: target.run_id(),
@@ -265,11 +267,18 @@ impl Of<'_> {
                         "run {run} died while it took over run {}, which had marked its lease done: its uploads are the batch",
                         documents::short(t)
                     ),
-                    None => format!("run {run} is dead, and had marked its lease done: its uploads are the batch"),
+                    None if self.batch.state == State::Pending => {
+                        format!("run {run} is dead, and had marked its lease done: its uploads are the batch")
+                    }
+                    None => format!("run {run} is dead, and its finished note names it: its uploads are the batch"),
                 }];
-                steps.push(format!("`{}` (or the next run) writes its finished note and hands the lease back", self.command("finish")));
+                // A repair finishes a committed run; one its own note names
+                // and that did not commit is taken over, and found finished.
+                let (action, verb) = if self.batch.state == State::Pending { ("finish", "finish") } else { ("takeover", "takeover") };
+                let what = if plan.is_some_and(|p| p.write_note.is_some()) { "writes its finished note" } else { "keeps its files (its note is there)" };
+                steps.push(format!("`{}` (or the next run) {what} and hands the lease back", self.command(verb)));
                 steps.extend(plan.into_iter().flat_map(|p| p.present()).map(|f| format!("  remove {} (its --rerun replaces it)", f.claim)));
-                next("finish", steps, Some(self.command("finish")))
+                next(action, steps, Some(self.command(verb)))
             }
             State::Damaged if self.batch.lease_dead != Some(true) => next("wait", vec![self.batch.note.clone()], None),
             State::Pending | State::Dead | State::Orphan | State::Damaged => {

@@ -16,8 +16,8 @@ use super::objects::{Got, Listed, Objects, StoreError};
 use super::url::StoreUrl;
 use crate::liveness::{Age, AgeBecause, Judgement, TouchedBy, Why};
 use crate::state::{
-    self, Batch, ClaimInfo, Holder, LeaseInfo, OutputInfo, RecordInfo, State, UnreadableFile, note_of, record_key,
-    record_of,
+    self, Batch, ClaimInfo, Holder, LeaseInfo, Mark, OutputInfo, RecordInfo, State, UnreadableFile, note_of,
+    record_key, record_of,
 };
 use crate::sys::{ClockSource, Now, Timing};
 
@@ -324,6 +324,13 @@ fn lease_into(
         _ => doc.clone(),
     };
     side.claims = target.claim_count();
+    // The run it was taking over is named by the batch, as a disk's takeover
+    // mark names it: its records are the batch's (filed by run, not only by
+    // variables, which a record may mask).
+    if doc.0.contains_key("taking_over") && !target.run_id().is_empty() && target.run_id() != doc.run_id() {
+        let mark = Mark { run_id: target.run_id(), path: path.clone(), time: Some(got.modified) };
+        b.tombstones.push(mark);
+    }
     let notes = target.notes().unwrap_or_default();
     let replaces = target.replaces().unwrap_or_default();
     // Whether a claimed object is there matters once its run is gone (what

@@ -100,15 +100,16 @@ pub enum Acquire {
     Held(Arc<Lease>, Option<Recovery>),
     /// It may not have the batch.
     Refused(Refused),
-    /// It took over a dead run's lease and found the batch finished: the
-    /// dead run had marked its lease done (its commit was completed for it),
-    /// or a finished note was there. The lease was handed back; what the
-    /// recovery did, and the run the note names.
-    Completed {
+    /// It took over a dead run's lease, then may not have the batch: most
+    /// often it is finished (the dead run had marked its lease done and its
+    /// commit was completed for it, or a finished note was there); or its
+    /// note cannot be read. The lease was handed back; what the recovery
+    /// did, and why the batch is refused.
+    Recovered {
         /// What was done for the dead run.
         recovered: Recovery,
-        /// The run the finished note names.
-        finished_by: String,
+        /// Why the batch is refused.
+        refused: Refused,
     },
 }
 
@@ -436,29 +437,30 @@ impl Lease {
                     return Ok(Acquire::Held(self, recovered));
                 }
                 Some(Err(why)) => {
-                    self.release()?;
                     let why = format!("a --rerun cannot replace it: it {why}");
-                    return Ok(Acquire::Refused(Refused::Unreadable { url: self.objects.url(&key), why }));
+                    return self.refuse(Refused::Unreadable { url: self.objects.url(&key), why }, recovered);
                 }
                 None => {}
             }
         }
-        let run_of = |n: &documents::Finished| n.run_id().unwrap_or_default().to_string();
-        if let Some(r) = recovered {
-            // Whatever the recovery did is told, with the refusal or the skip.
-            let finished_by = note.as_ref().map(run_of).unwrap_or_else(|_| r.run_id.clone());
-            self.release()?;
-            return Ok(Acquire::Completed { recovered: r, finished_by });
-        }
         let refusal = match note {
-            Ok(n) => Refused::Finished { run_id: run_of(&n) },
+            Ok(n) => Refused::Finished { run_id: n.run_id().unwrap_or_default().to_string() },
             Err(why) => Refused::Unreadable {
                 url: self.objects.url(&key),
                 why: format!("the finished note cannot be read ({why})"),
             },
         };
+        self.refuse(refusal, recovered)
+    }
+
+    /// Hand the lease back and refuse the batch, telling whatever the
+    /// recovery before it did.
+    fn refuse(&self, refused: Refused, recovered: Option<Recovery>) -> Result<Acquire, BucketError> {
         self.release()?;
-        Ok(Acquire::Refused(refusal))
+        Ok(match recovered {
+            Some(recovered) => Acquire::Recovered { recovered, refused },
+            None => Acquire::Refused(refused),
+        })
     }
 
     /// Hand the lease back: delete it only if it is still this run's save.

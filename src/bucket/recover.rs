@@ -125,8 +125,13 @@ pub(super) fn removed_all(objects: &dyn Objects, place: &Place, doc: &LeaseDoc) 
 fn replace_note(objects: &dyn Objects, place: &Place, dead: &LeaseDoc, text: String) -> Result<bool, StoreError> {
     let Some(replaced) = dead.0.get("replaces_run").and_then(Value::as_str) else { return Ok(false) };
     let Some(got) = objects.get(&place.note_key())? else { return Ok(false) };
-    let names = serde_json::from_slice::<Value>(&got.body).ok().and_then(|v| v.get("run_id").cloned());
-    if names.as_ref().and_then(Value::as_str) != Some(replaced) {
+    // The run the note there names ("" for a note that names none, which a
+    // run replaces as it is: its `replaces_run` is "" then).
+    let names = serde_json::from_slice::<Value>(&got.body).ok().map(|v| match v.get("run_id") {
+        Some(Value::String(r)) => r.clone(),
+        _ => String::new(),
+    });
+    if names.as_deref() != Some(replaced) {
         return Ok(false);
     }
     Ok(matches!(objects.update(&place.note_key(), text.into_bytes(), &got.etag)?, Written::Done(_)))

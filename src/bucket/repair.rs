@@ -42,7 +42,11 @@ pub fn takeover(
                 None => TakeoverEnd::Free,
             }
         }
-        Acquire::Completed { recovered, finished_by } => TakeoverEnd::Completed(recovered, finished_by),
+        Acquire::Recovered { recovered, refused: Refused::Finished { run_id } } => {
+            TakeoverEnd::Completed(recovered, run_id)
+        }
+        // Taken over; the batch's note is another matter, which explain says.
+        Acquire::Recovered { recovered, .. } => TakeoverEnd::TookOver(recovered),
         Acquire::Refused(r) => TakeoverEnd::Refused(r),
     })
 }

@@ -80,14 +80,15 @@ pub enum BucketEnd {
     },
     /// The batch may not be run now.
     Refused(Refused),
-    /// A dead run had finished (marked its lease done): its commit was
-    /// completed, and the batch is finished by it. A skip with `resume`, a
-    /// refusal without.
-    Completed {
+    /// A dead run was taken over, then the batch was refused: most often it
+    /// had finished (its commit was completed, and the batch is finished by
+    /// it: a skip with `resume`, a refusal without); or its note cannot be
+    /// read.
+    Recovered {
         /// What was done for it.
         recovered: Recovery,
-        /// The run the finished note names.
-        finished_by: String,
+        /// Why the batch is refused.
+        refused: Refused,
         /// Whether the run was asked to skip a finished batch.
         resume: bool,
     },
@@ -210,8 +211,8 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         }
         Acquire::Refused(Refused::Finished { run_id }) if spec.resume => return Ok(BucketEnd::Skipped { run_id }),
         Acquire::Refused(r) => return Ok(BucketEnd::Refused(r)),
-        Acquire::Completed { recovered, finished_by } => {
-            return Ok(BucketEnd::Completed { recovered, finished_by, resume: spec.resume });
+        Acquire::Recovered { recovered, refused } => {
+            return Ok(BucketEnd::Recovered { recovered, refused, resume: spec.resume });
         }
     };
     let mut record = Record {

@@ -383,11 +383,19 @@ fn a_dead_uncommitted_run_beside_a_note_that_cannot_be_read_is_not_said_to_have_
         w.mem.put(&w.place.note_key(), b"{\"run_id\": \"".to_vec()).unwrap();
         w.past_timeout();
         match w.take(B) {
-            Acquire::Completed { recovered, finished_by } => panic!(
-                "killed at {step:?}: the batch is answered finished by run {finished_by}, whose files the takeover just took back ({recovered:?}); left: {:?}",
-                w.visible()
-            ),
-            Acquire::Refused(_) => {}
+            Acquire::Recovered { recovered, refused: ubunye::bucket::Refused::Finished { run_id: finished_by } } => {
+                panic!(
+                    "killed at {step:?}: the batch is answered finished by run {finished_by}, whose files the takeover just took back ({recovered:?}); left: {:?}",
+                    w.visible()
+                )
+            }
+            // Refused as unreadable; what the takeover did is told beside it.
+            Acquire::Recovered { recovered, refused: ubunye::bucket::Refused::Unreadable { .. } } => {
+                assert!(!recovered.finished, "killed at {step:?}: {recovered:?}");
+            }
+            Acquire::Recovered { refused, .. } | Acquire::Refused(refused) => {
+                panic!("killed at {step:?}: refused as {refused:?}, not as unreadable")
+            }
             Acquire::Held(..) => panic!("killed at {step:?}: a note that cannot be read let a run go ahead"),
         }
     }

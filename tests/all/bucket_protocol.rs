@@ -180,7 +180,7 @@ fn a_dead_run_that_had_marked_done_is_finished_for_it() {
     w.mem.before("create", move || {
         w2.past_timeout();
         match w2.take(B) {
-            Acquire::Completed { recovered: r, .. } => {
+            Acquire::Recovered { recovered: r, .. } => {
                 assert!(r.run_id == A && r.finished && r.note_written, "{r:?}")
             }
             _ => panic!("the done run's commit was not completed"),

@@ -212,7 +212,7 @@ fn a_lease_beside_its_own_finished_note_keeps_its_files() {
     w.mem.put(&w.place.lease_key(), doc.to_string().into_bytes()).unwrap();
     w.past_timeout();
     match w.take(B) {
-        Acquire::Completed { recovered, finished_by } => {
+        Acquire::Recovered { recovered, refused: Refused::Finished { run_id: finished_by } } => {
             assert_eq!(finished_by, A);
             assert!(recovered.finished && recovered.removed.is_empty(), "{recovered:?}");
         }
@@ -348,7 +348,9 @@ fn a_dead_run_its_own_note_names_keeps_its_note_byte_for_byte() {
     let w = world();
     let note = noted_but_lease_not_done(&w);
     w.past_timeout();
-    let Acquire::Completed { recovered: r, finished_by } = w.take(B) else { panic!("not completed") };
+    let Acquire::Recovered { recovered: r, refused: Refused::Finished { run_id: finished_by } } = w.take(B) else {
+        panic!("not completed")
+    };
     assert!(r.finished && !r.note_written && finished_by == A, "{r:?}");
     assert_eq!(w.mem.get(&w.place.note_key()).unwrap().unwrap().body, note);
     assert_eq!(w.visible().len(), 2, "its files are the batch");
@@ -371,7 +373,7 @@ fn a_failed_request_that_could_do_nothing_does_not_fail_the_takeover_of_a_noted_
     assert_eq!(w.mem.get(&w.place.note_key()).unwrap().unwrap().body, note);
     let lease = w.lease_body().unwrap_or_default();
     assert!(
-        matches!(got, Ok(Acquire::Completed { .. })),
+        matches!(got, Ok(Acquire::Recovered { .. })),
         "the takeover failed on the note's create: {:?}; the lease left: {lease}",
         got.err()
     );

@@ -82,7 +82,7 @@ fn a_rerun_killed_before_its_done_mark_leaves_the_old_batch() {
     assert_eq!(w.of(B), 3, "its completions landed before it died");
     w.past_timeout();
     match w.take(C) {
-        Acquire::Completed { recovered, finished_by } => {
+        Acquire::Recovered { recovered, refused: ubunye::bucket::Refused::Finished { run_id: finished_by } } => {
             assert_eq!(finished_by, A);
             assert_eq!(recovered.removed.len(), 3, "{recovered:?}");
         }
@@ -102,7 +102,7 @@ fn a_rerun_killed_after_its_done_mark_is_finished_by_the_next_run() {
     assert_eq!(w.note_run(), A);
     w.past_timeout();
     match w.take(C) {
-        Acquire::Completed { recovered, finished_by } => {
+        Acquire::Recovered { recovered, refused: ubunye::bucket::Refused::Finished { run_id: finished_by } } => {
             assert_eq!(finished_by, B);
             assert!(recovered.finished && recovered.note_written, "{recovered:?}");
             assert_eq!(recovered.removed.len(), 2, "{recovered:?}");
@@ -124,7 +124,7 @@ fn a_rerun_killed_after_its_note_has_its_removals_done_by_the_next_run() {
     assert_eq!(w.of(A), 2, "not removed yet");
     w.past_timeout();
     match w.take(C) {
-        Acquire::Completed { recovered, finished_by } => {
+        Acquire::Recovered { recovered, refused: ubunye::bucket::Refused::Finished { run_id: finished_by } } => {
             assert_eq!(finished_by, B);
             assert_eq!(recovered.removed.len(), 2, "{recovered:?}");
         }
@@ -179,7 +179,7 @@ fn an_old_file_that_cannot_be_removed_is_removed_by_the_next_run() {
     // run removes what was left.
     w.past_timeout();
     match w.take(C) {
-        Acquire::Completed { recovered, finished_by } => {
+        Acquire::Recovered { recovered, refused: ubunye::bucket::Refused::Finished { run_id: finished_by } } => {
             assert_eq!(finished_by, B);
             assert_eq!(recovered.removed.len(), 1, "{recovered:?}");
         }

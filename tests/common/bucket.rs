@@ -64,7 +64,7 @@ impl World {
         match self.take(run) {
             Acquire::Held(l, _) => l,
             Acquire::Refused(r) => panic!("{run} was refused: {r:?}"),
-            Acquire::Completed { recovered: r, .. } => panic!("{run} completed a dead run's commit: {r:?}"),
+            Acquire::Recovered { recovered: r, .. } => panic!("{run} completed a dead run's commit: {r:?}"),
         }
     }
     pub fn past_timeout(&self) {

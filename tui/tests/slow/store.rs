@@ -264,7 +264,7 @@ fn races(st: &Store, rounds: usize) {
                             Ok(Acquire::Held(l, _)) => Some(l),
                             Ok(Acquire::Refused(Refused::Busy { .. })) => None,
                             Ok(Acquire::Refused(r)) => panic!("round {round}: a racer was refused as {r:?}"),
-                            Ok(Acquire::Completed { recovered: r, .. }) => {
+                            Ok(Acquire::Recovered { recovered: r, .. }) => {
                                 panic!("round {round}: a racer completed {r:?}")
                             }
                             Err(e) => panic!("round {round}: a racer failed: {e}"),

@@ -112,6 +112,24 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
         out(&render_plan(&plan));
     }
     let sys = crate::console::machine::sys();
+    // The batch may have changed while the plan was shown: it is looked at
+    // again, and acted on only as planned (the engine re-checks as it acts).
+    let again = bucket::find(&*objects, &uc, &plan.key, Some(&plan.task), &sys.timing);
+    let now = match &again {
+        Ok((_, Found::One(_, read))) => Some((read.state, read.lease.as_ref().map(|l| l.holder.run_id.clone()))),
+        _ => None,
+    };
+    if now != Some((plan.state, plan.holder.clone())) {
+        let is = now.map(|(s, _)| s.word()).unwrap_or("not there");
+        say_err(&format!(
+            "{} {} changed since the plan was shown (it is {is} now): nothing was done. Look again with `ubunye leases explain -d {dir} --task {} {}`.",
+            plan.task,
+            plan.key,
+            plan.task,
+            &plan.key[..plan.key.len().min(8)]
+        ));
+        return exit::REFUSED;
+    }
     let Ok(task) = TaskPath::parse(&plan.task) else {
         say_err(&format!("{uc}: the task '{}' is not <usecase>/<package>/<task>", plan.task));
         return exit::REFUSED;

@@ -171,7 +171,7 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
     if let Some(ttl) = a.lease_ttl {
         sys.timing.store_ttl = ttl;
     }
-    let refused = a.refused_exit;
+    let refused_code = a.refused_exit;
     let head = format!("{} {}", spec.task, spec.key);
     match bucket::run(&spec, objects, &sys) {
         Err(e) => {
@@ -204,28 +204,28 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
             }
             exit::OK
         }
-        Ok(BucketEnd::Completed { recovered, finished_by, resume }) => {
+        Ok(BucketEnd::Recovered { recovered, refused, resume }) => {
             if !a.quiet || !resume {
                 say_err(&took_over(&recovered, "its lease"));
             }
-            if resume {
+            if let (Refused::Finished { run_id }, true) = (&refused, resume) {
                 if !a.quiet {
-                    say_err(&format!("[SKIP] {head}: run {} finished it (--resume)", short(&finished_by)));
+                    say_err(&format!("[SKIP] {head}: run {} finished it (--resume)", short(run_id)));
                 }
                 return exit::OK;
             }
-            say_err(&refusal(&head, &Refused::Finished { run_id: finished_by }));
-            refused
+            say_err(&refusal(&head, &refused));
+            refused_code
         }
         Ok(BucketEnd::Refused(r)) => {
             say_err(&refusal(&head, &r));
-            refused
+            refused_code
         }
         Ok(BucketEnd::Lost { why }) => {
             say_err(&format!(
                 "{head}: this run lost its lease ({why}); nothing more of it was made visible, and its taker takes back what it had"
             ));
-            refused
+            refused_code
         }
         Ok(BucketEnd::Failed { code, note, recovered }) => {
             if let Some(r) = recovered.filter(|_| !a.quiet) {
