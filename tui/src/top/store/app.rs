@@ -73,7 +73,7 @@ pub const KEYS: &[Binding] = &[
     b(Ctx::Main, &[PageUp], "PgUp", "a page up", Act::Move(Move::PageUp), false),
     b(Ctx::Main, &[PageDown], "PgDn", "a page down", Act::Move(Move::PageDown), false),
     b(Ctx::Main, &[Enter], "Enter", "explain the batch (read from the store)", Act::Detail, true),
-    b(Ctx::Main, &[C('/')], "/", "filter by task, key, run or state", Act::Filter, true),
+    b(Ctx::Main, &[C('/')], "/", "filter: text, state:dead, task:demo/*", Act::Filter, true),
     b(Ctx::Main, &[C('a')], "a", "show or hide finished batches", Act::All, true),
     b(Ctx::Main, &[C('t')], "t", "take a dead batch over (shows the plan first)", Act::Takeover, true),
     b(Ctx::Main, &[C('c')], "c", "copy the batch's key (OSC 52)", Act::Copy, false),
@@ -201,17 +201,15 @@ impl StoreApp {
     }
 
     /// The rows shown: most severe first, then task and key; finished ones
-    /// only with `a`; the filter's words all found in a row.
+    /// only with `a`; those the filter passes (the use case dashboard's
+    /// filter: `state:`, `task:`, `dt:`, `var:` and words).
     pub fn rows(&self) -> Vec<&StoreBatch> {
-        let words: Vec<String> = self.filter.split_whitespace().map(str::to_lowercase).collect();
+        let filter = crate::top::filter::Filter::parse(&self.filter);
         let mut rows: Vec<&StoreBatch> = self
             .batches
             .iter()
             .filter(|b| self.all || b.state != State::Finished)
-            .filter(|b| {
-                let hay = format!("{} {} {} {}", b.state.word(), b.task, b.key, b.run_id.as_deref().unwrap_or(""));
-                words.iter().all(|w| hay.to_lowercase().contains(w))
-            })
+            .filter(|b| filter.matches(*b))
             .collect();
         rows.sort_by(|a, b| (a.state, &a.task, &a.key).cmp(&(b.state, &b.task, &b.key)));
         rows

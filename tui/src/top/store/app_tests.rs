@@ -21,6 +21,7 @@ fn batch(task: &str, k: &str, state: State) -> StoreBatch {
         note: String::new(),
         record_status: None,
         lease_dead: None,
+        variables: Some(format!("dt={k}")),
     }
 }
 
@@ -148,5 +149,24 @@ fn every_key_of_the_table_is_in_the_help_and_the_footer_comes_from_it() {
         for c in b.keys {
             assert_eq!(lookup(b.ctx, &key(*c)), Some(b.act), "{:?} {c:?}", b.ctx);
         }
+    }
+}
+
+/// The store's `/` filter is the use case dashboard's: `state:`, `task:`,
+/// `dt:` and plain words.
+#[test]
+fn the_filter_reads_states_tasks_variables_and_words_as_the_use_cases_does() {
+    let mut a = app();
+    a.all = true;
+    let keys = |a: &StoreApp| a.rows().iter().map(|b| b.key.clone()).collect::<Vec<_>>();
+    for (filter, want) in [
+        ("state:dead,live", vec!["0000000000000003", "0000000000000002"]),
+        ("task:u/p/a", vec!["0000000000000002", "0000000000000001"]),
+        ("dt:0000000000000001", vec!["0000000000000001"]),
+        ("live", vec!["0000000000000002"]),
+        ("state:deda", vec![]),
+    ] {
+        a.filter = filter.into();
+        assert_eq!(keys(&a), want, "{filter}");
     }
 }
