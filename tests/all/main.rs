@@ -14,6 +14,7 @@ mod bucket_protocol;
 mod bucket_recovery;
 mod bucket_rerun;
 mod bucket_state;
+mod docs_name_tests;
 mod engine;
 mod fixture_conformance;
 mod fuzz;
