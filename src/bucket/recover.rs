@@ -18,13 +18,6 @@ use crate::documents::LeaseDoc;
 use crate::layout::TaskPath;
 use crate::protocol::{LeaseStore, Recovery, Taker, Versioned};
 
-/// The upload ids a lease's output note saved: claim -> id.
-pub fn uploads_of(doc: &LeaseDoc, output: &str) -> Vec<(String, String)> {
-    let Some(Value::Object(outputs)) = doc.0.get("outputs") else { return Vec::new() };
-    let Some(Value::Object(ups)) = outputs.get(output).and_then(|o| o.get("uploads")) else { return Vec::new() };
-    ups.iter().filter_map(|(k, v)| v.as_str().map(|id| (k.clone(), id.to_string()))).collect()
-}
-
 /// Recover `dead` (its notes already read without damage) for `taker`: the
 /// protocol's recovery over the batch's objects. It had finished if it
 /// marked its lease done, or if its own finished note is there (`noted`: a
