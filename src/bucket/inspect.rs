@@ -197,7 +197,8 @@ fn plan(
         remove,
         staging: Vec::new(),
         restore: Vec::new(),
-        mark_record: (!finished && running).then(|| PathBuf::from(objects.url(&place.record_key(&target.run_id())))),
+        // Interrupted, or, for a run that had committed, ended in success.
+        mark_record: running.then(|| PathBuf::from(objects.url(&place.record_key(&target.run_id())))),
         record_status,
         record_damaged: None,
         remove_done: None,
@@ -278,6 +279,9 @@ impl Of<'_> {
                 let what = if plan.is_some_and(|p| p.write_note.is_some()) { "writes its finished note" } else { "keeps its files (its note is there)" };
                 steps.push(format!("`{}` (or the next run) {what} and hands the lease back", self.command(verb)));
                 steps.extend(plan.into_iter().flat_map(|p| p.present()).map(|f| format!("  remove {} (its --rerun replaces it)", f.claim)));
+                if let Some(p) = plan.filter(|p| p.mark_record.is_some()) {
+                    steps.push(format!("  mark its record {}.json as ended in success (it died before it wrote its end)", p.run_id));
+                }
                 next(action, steps, Some(self.command(verb)))
             }
             State::Damaged if self.batch.lease_dead != Some(true) => next("wait", vec![self.batch.note.clone()], None),

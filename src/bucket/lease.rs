@@ -277,9 +277,10 @@ pub fn acquire(
         // what it had completed is looked for and deleted.
         let noted = note_run(&*objects, place)?;
         let noted = noted.as_deref() == Some(target.run_id().as_str()) && !target.run_id().is_empty();
-        let at = timefmt::utc_z(clock.now());
+        let now = clock.now();
+        let at = timefmt::utc_z(now);
         let taker = Taker { run_id: &holder.run_id, actor: holder.actor.as_deref(), at: &at };
-        let recovered = recover(&*objects, place, &target, noted, &taker, timing.settle)?;
+        let recovered = recover(&*objects, place, &target, noted, &taker, (now, timing.settle))?;
         lease.save(|d| d.remove("taking_over"))?;
         return lease.check_finished(Some(recovered), holder.rerun);
     }

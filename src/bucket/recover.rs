@@ -29,10 +29,11 @@ pub fn recover(
     dead: &LeaseDoc,
     noted: bool,
     taker: &Taker<'_>,
-    settle: std::time::Duration,
+    (now, settle): (std::time::SystemTime, std::time::Duration),
 ) -> Result<Recovery, StoreError> {
     let finished = noted || dead.committed();
-    crate::protocol::recover(&BucketBatch { objects, place, settle, noted }, &mut dead.clone(), finished, taker)
+    let batch = BucketBatch { objects, place, settle, noted, now };
+    crate::protocol::recover(&batch, &mut dead.clone(), finished, taker)
 }
 
 /// A batch's objects, as the protocol's recovery sees them.
@@ -44,6 +45,8 @@ struct BucketBatch<'a> {
     settle: std::time::Duration,
     /// The dead run's own finished note is there.
     noted: bool,
+    /// Now, by the taker's clock (a record's times are its runs' clocks').
+    now: std::time::SystemTime,
 }
 
 impl LeaseStore for BucketBatch<'_> {
@@ -78,7 +81,18 @@ impl LeaseStore for BucketBatch<'_> {
         Ok(())
     }
 
-    fn settle_finished(&self, _: &LeaseDoc, _: &mut Recovery) -> Result<(), StoreError> {
+    /// A run that committed and died before it wrote its record's end (a
+    /// store's run writes it after its commit) has it written: it ended in
+    /// success, its finished note names it.
+    fn settle_finished(&self, dead: &LeaseDoc, r: &mut Recovery) -> Result<(), StoreError> {
+        let run = dead.run_id();
+        if run.is_empty() || !crate::layout::run_id_is_safe(&run) {
+            return Ok(());
+        }
+        let Some(rec) = self.record(&run)? else { return Ok(()) };
+        if let Some(text) = crate::protocol::record::completed(&rec.body, self.now) {
+            r.record_marked = self.rewrite_record(&run, &text, &rec.version)?;
+        }
         Ok(())
     }
 

@@ -87,7 +87,8 @@ pub struct RecoveryPlan {
     /// Overwrite outputs `ubunye exec` published by a swap, put back as they
     /// were before the run (it did not finish).
     pub restore: Vec<String>,
-    /// Its record, which says running, marked interrupted.
+    /// Its record, which says running, marked as ended: interrupted (in a
+    /// store, success for a run that had committed).
     pub mark_record: Option<PathBuf>,
     /// What its record says (None: no record, or one half-written).
     pub record_status: Option<String>,

@@ -28,6 +28,24 @@ pub fn interrupted(body: &[u8], who: &str, at: &str, unrepaired: &[String]) -> O
     Some(pyjson::dumps(&Value::Object(rec), pyjson::Style::RECORD))
 }
 
+/// The record `body` of a run that committed and died before it wrote its
+/// end, rewritten as ended in success at `now` (its files are the batch,
+/// and its finished note names it); None when it is not a JSON object that
+/// says `running`.
+pub fn completed(body: &[u8], now: std::time::SystemTime) -> Option<String> {
+    let Ok(Value::Object(mut rec)) = serde_json::from_slice::<Value>(body) else { return None };
+    if rec.get("status").and_then(Value::as_str) != Some("running") {
+        return None;
+    }
+    let started = rec.get("started_at").and_then(Value::as_str).and_then(crate::timefmt::parse);
+    let secs = started.and_then(|s| now.duration_since(s).ok()).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    rec.insert("ended_at".into(), Value::String(crate::timefmt::iso_micros(now)));
+    rec.insert("duration_sec".into(), pyjson::float_value((secs * 1000.0).round() / 1000.0));
+    rec.insert("status".into(), Value::String("success".into()));
+    rec.insert("error".into(), Value::Null);
+    Some(pyjson::dumps(&Value::Object(rec), pyjson::Style::RECORD))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -48,5 +66,18 @@ mod tests {
         assert_eq!(interrupted(br#"{"status": "success"}"#, "w", "t", &[]), None);
         assert_eq!(interrupted(b"{\"status\": \"runn", "w", "t", &[]), None, "half-written");
         assert_eq!(interrupted(b"[1]", "w", "t", &[]), None);
+    }
+
+    #[test]
+    fn a_committed_runs_running_record_ends_in_success_and_no_other_is_touched() {
+        let t0 = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_780_000_000);
+        let started = crate::timefmt::iso_micros(t0);
+        let running = format!(r#"{{"run_id": "r", "status": "running", "started_at": "{started}", "ended_at": null}}"#);
+        let out = completed(running.as_bytes(), t0 + std::time::Duration::from_secs(90)).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!((v["status"].as_str(), v["duration_sec"].as_f64()), (Some("success"), Some(90.0)), "{out}");
+        assert_eq!(v["error"], Value::Null);
+        assert_eq!(completed(br#"{"status": "error"}"#, t0), None);
+        assert_eq!(completed(b"{\"status\": \"runn", t0), None);
     }
 }

@@ -35,7 +35,9 @@ pub struct Recovery {
     /// Append outputs that may hold part or all of its batch and could not be
     /// taken back.
     pub unrepaired: Vec<String>,
-    /// Its record said running and now says interrupted.
+    /// Its record said running and now says how it ended: interrupted, or,
+    /// in a store, success for a run that had committed (a store's run
+    /// writes its record's end after its commit).
     pub record_marked: bool,
     /// Its record exists but cannot be parsed (half-written): left as it is,
     /// as the peer leaves it. Its path, and why.

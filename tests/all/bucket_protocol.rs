@@ -175,13 +175,17 @@ fn a_holder_taken_over_after_completing_loses_what_it_completed() {
 fn a_dead_run_that_had_marked_done_is_finished_for_it() {
     let w = Arc::new(world());
     let (a, _d, files) = w.landing(2);
+    // Its record says running: a store's run writes its end after its commit.
+    let started = ubunye::timefmt::iso_micros(ubunye::sys::Clock::now(&*w.clock));
+    let running = format!(r#"{{"run_id": "{A}", "status": "running", "started_at": "{started}", "ended_at": null}}"#);
+    w.mem.put(&w.place.record_key(A), running.into_bytes()).unwrap();
     let w2 = w.clone();
     // The note's create is the first create after the done mark: run A dies there.
     w.mem.before("create", move || {
         w2.past_timeout();
         match w2.take(B) {
             Acquire::Recovered { recovered: r, .. } => {
-                assert!(r.run_id == A && r.finished && r.note_written, "{r:?}")
+                assert!(r.run_id == A && r.finished && r.note_written && r.record_marked, "{r:?}")
             }
             _ => panic!("the done run's commit was not completed"),
         }
@@ -189,6 +193,11 @@ fn a_dead_run_that_had_marked_done_is_finished_for_it() {
     // run A resumes: its note is there already (its own), so it commits.
     w.land(&a, &files).unwrap();
     assert_eq!(w.visible().len(), 2);
+    // Its record says it ended in success: the batch is its.
+    let rec: serde_json::Value =
+        serde_json::from_slice(&w.mem.get(&w.place.record_key(A)).unwrap().unwrap().body).unwrap();
+    assert_eq!(rec["status"], "success", "{rec}");
+    assert!(rec["duration_sec"].as_f64().is_some_and(|d| d > 0.0), "{rec}");
 }
 
 /// A taker that died while recovering (its lease still names the dead run

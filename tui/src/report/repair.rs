@@ -26,9 +26,10 @@ pub fn outcome(o: &RepairOutcome) -> String {
         }
         if r.finished {
             out.push_str(&format!(
-                "run {run} had finished: {}removed {} replaced file(s)\n",
+                "run {run} had finished: {}removed {} replaced file(s){}\n",
                 if r.note_written { "wrote its finished note, " } else { "" },
-                r.removed.len()
+                r.removed.len(),
+                if r.record_marked { ", record marked success" } else { "" }
             ));
             continue;
         }
@@ -65,9 +66,10 @@ pub fn took_over(r: &Recovery, what: &str) -> String {
     let run = if r.run_id.is_empty() { "?".to_string() } else { ubunye::documents::short(&r.run_id) };
     if r.finished {
         return format!(
-            "run {run} had finished ({what} was left behind); its commit was completed{}: {} replaced file(s) removed.",
+            "run {run} had finished ({what} was left behind); its commit was completed{}: {} replaced file(s) removed{}.",
             if r.note_written { " (its finished note written)" } else { "" },
-            r.removed.len()
+            r.removed.len(),
+            if r.record_marked { ", its record marked success" } else { "" }
         );
     }
     let aborted = if r.aborted > 0 { format!(" and aborted {} upload(s)", r.aborted) } else { String::new() };
