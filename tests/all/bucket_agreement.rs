@@ -169,6 +169,11 @@ fn list_poll_explain_and_repair_check_agree_and_takeover_does_what_the_check_sai
                 || (row.state == State::Damaged && row.lease_dead == Some(true));
             assert_eq!(take, dead, "seed {seed}: {row:?}");
             let committed = e.plans.first().is_some_and(|p| p.finished.is_some());
+            // What explain says comes next is what the check allows.
+            let action = e.next.action;
+            assert_eq!(take, matches!(action, "takeover" | "finish"), "seed {seed}: next is {action}: {row:?}");
+            assert_eq!(finish, action == "finish", "seed {seed}: next is {action}: {row:?}");
+            assert_eq!(e.next.command.is_some(), take, "seed {seed}: {:?}: {row:?}", e.next);
             assert!(!finish || (take && committed), "seed {seed}: finish allowed where takeover is not: {row:?}");
             allowed.push((row.clone(), take, finish));
         }
