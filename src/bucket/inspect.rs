@@ -34,12 +34,13 @@ pub enum Found {
 
 /// The batch whose key starts with `query` (of task `task`, when given),
 /// else the one whose run's id does.
-/// Every lease, note and record of the task (of every task, without one)
-/// is read, as for the whole list: a run record is filed to its batch by
-/// the lease or note that names its run, else by its variables, so one
-/// batch is judged as the whole list judges it only when every document of
-/// its task is there to file by. The count in [`Found::None`] is of the
-/// batches read.
+/// Every lease, note and record of the task is read, as for the whole
+/// list: a run record is filed to its batch by the lease or note that names
+/// its run, else by its variables, so one batch is judged as the whole list
+/// judges it only when every document of its task is there to file by.
+/// Without `task`, the task is the one whose leases and notes alone have a
+/// key that starts with `query` (one listing tells), else every task is
+/// read. The count in [`Found::None`] is of the batches read.
 pub fn find(
     objects: &dyn Objects,
     uc: &StoreUrl,
@@ -47,7 +48,16 @@ pub fn find(
     task: Option<&str>,
     timing: &Timing,
 ) -> Result<(SystemTime, Found), StoreError> {
-    let (now, all) = read_task(objects, uc, timing, task)?;
+    // A key whose lease or note is in one task only: that task is read, as
+    // if it had been given (its records are filed among its own task's).
+    let only = match task {
+        None if !query.is_empty() && query.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            let mut tasks = super::look::tasks_of_key(objects, uc, &query.to_ascii_lowercase())?;
+            (tasks.len() == 1).then(|| tasks.remove(0))
+        }
+        _ => None,
+    };
+    let (now, all) = read_task(objects, uc, timing, task.or(only.as_deref()))?;
     let count = all.len();
     let in_task = |j: &Judged| task.is_none_or(|t| j.batch.task == t);
     let by_key = |j: &Judged| j.batch.key.starts_with(query);

@@ -199,3 +199,19 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
     }
     Ok(Listing { batches, records })
 }
+
+/// The tasks whose leases or notes have a key that starts with `prefix`, by
+/// one listing of `.ubunye/leases/` (no object read): where a batch named
+/// by its key alone is.
+pub(super) fn tasks_of_key(objects: &dyn Objects, uc: &StoreUrl, prefix: &str) -> Result<Vec<String>, StoreError> {
+    let root = uc.key(".ubunye/leases/");
+    let mut tasks: Vec<String> = Vec::new();
+    for l in objects.list(&root)? {
+        let Some((task, name)) = l.key.strip_prefix(&root).and_then(|rest| rest.rsplit_once('/')) else { continue };
+        let key = name.strip_suffix(".finished.json").or_else(|| name.strip_suffix(".json"));
+        if key.is_some_and(|k| crate::layout::is_key(k) && k.starts_with(prefix)) && !tasks.iter().any(|t| t == task) {
+            tasks.push(task.to_string());
+        }
+    }
+    Ok(tasks)
+}

@@ -252,6 +252,12 @@ fn explain_reads_its_task_only_and_doctor_reads_each_object_once() {
     let (_, found) = find(&*w.mem, &w.place.uc, &key, Some(task), &w.timing).unwrap();
     let Found::One(row, read) = found else { panic!("{key} is not found") };
     assert_eq!(gets() - g0, 20 * 6, "explain reads its task's objects, once each");
+    // Named by its key alone (as `<url>:<key>`), its task is told by one
+    // listing of the leases and notes: the same reads, the same batch.
+    let g0 = gets();
+    let (_, found) = find(&*w.mem, &w.place.uc, &key[..8], None, &w.timing).unwrap();
+    assert!(matches!(&found, Found::One(r, _) if *r == row), "{found:?}");
+    assert_eq!(gets() - g0, 20 * 6, "a key's task is read, not every task");
     let g = gets();
     let e = explain(&*w.mem, &w.place.uc, &row, &read, &w.timing).unwrap();
     assert_eq!(gets() - g, 0, "what the look read is not read again");
