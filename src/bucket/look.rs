@@ -114,6 +114,18 @@ impl Poller {
         Ok(Polled { now, batches: judged.iter().map(Judged::row).collect(), read })
     }
 
+    /// Every batch under `uc` as [`batches`] gives them, and the store's
+    /// time they were judged at: what the dashboard keeps, as a folder's.
+    pub fn batches(
+        &mut self,
+        objects: &dyn Objects,
+        uc: &StoreUrl,
+        timing: &Timing,
+    ) -> Result<(SystemTime, Vec<crate::state::Batch>), StoreError> {
+        let (now, judged, _) = self.poll(objects, uc, timing)?;
+        Ok((now, judged.into_iter().map(Judged::into_batch).collect()))
+    }
+
     pub(super) fn poll(
         &mut self,
         objects: &dyn Objects,

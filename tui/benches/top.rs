@@ -149,7 +149,7 @@ fn status_kib(field: &str) -> u64 {
 }
 
 fn source(uc: &Path) -> Source {
-    Source { uc: uc.to_path_buf(), opts: ScanOptions::default(), sys: Sys::from_env() }
+    Source::disk(uc.to_path_buf(), ScanOptions::default(), Sys::from_env())
 }
 
 /// `top`'s start, timed: the first frame (watching, the dashboard up, rows

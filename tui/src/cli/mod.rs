@@ -352,7 +352,13 @@ fn dispatch(cli: &Cli) -> i32 {
                     say_err("a store sends no events: `top -d s3://...` polls every --interval; drop --watch notify");
                     return exit::USAGE;
                 }
-                crate::top::store::run(d.to_str().unwrap_or_default(), a.interval, colour, a.read_only)
+                crate::top::run(&crate::top::Options {
+                    dir: d.to_path_buf(),
+                    watch: a.watch.clone(),
+                    interval: a.interval,
+                    colour,
+                    read_only: a.read_only,
+                })
             }
             Some(d) => crate::top::run(&crate::top::Options {
                 dir: d.to_path_buf(),

@@ -1,6 +1,6 @@
 //! The object-store engine's reports as text (`ubunye::bucket`): an
 //! explained batch, a takeover's outcome, a refusal; for the CLI
-//! (`cli/store/`) and the dashboard over a store (`top/store/`) alike.
+//! (`cli/store/`) and the dashboard over a store (`top/store.rs`) alike.
 
 use ubunye::bucket::{BucketError, Refused, TakeoverEnd};
 use ubunye::documents::short;

@@ -11,10 +11,6 @@ use ubunye::state::ScanHead;
 use crate::top::model::Kept;
 use crate::top::repair::RepairDone;
 
-/// A batch's report read from a store: its text, and a takeover's plan in
-/// words (`Err`: why none applies); or why it could not be read.
-pub type StoreReport = Result<(String, Result<String, String>), String>;
-
 /// Everything that can happen.
 #[derive(Debug)]
 pub enum Event {
@@ -44,21 +40,11 @@ pub enum Event {
     RepairedMany(Vec<RepairDone>),
     /// SIGTERM, SIGHUP or SIGINT arrived.
     Signal(i32),
-    /// The dashboard over a store ([`crate::top::store`]): a look at it.
-    StoreLooked(Box<Result<ubunye::bucket::Polled, String>>),
-    /// A batch's report read from the store: its text, and whether a
-    /// takeover applies (or why not); for the detail pane or, with `plan`,
-    /// the takeover popup.
-    StoreExplained {
-        task: String,
-        key: String,
-        plan: bool,
-        report: Box<StoreReport>,
-    },
-    /// A takeover over a store ended: whether done, and what it said.
-    StoreRepaired {
-        ok: bool,
-        text: String,
+    /// A store's batch read again and explained ([`crate::top::store`]):
+    /// its report's lines, for the detail pane.
+    Explained {
+        id: (String, String),
+        lines: Vec<String>,
     },
     /// The fleet view ([`crate::top::fleet`]): one use case counted (its
     /// place in the list).

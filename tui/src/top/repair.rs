@@ -1,4 +1,4 @@
-//! The disk dashboard's two-phase repair: a popup that lists exactly what
+//! The dashboard's two-phase repair (a folder's or a store's): a popup that lists exactly what
 //! the repair will do (the steps of the library's plan) or why none applies,
 //! answered No unless the user says yes; then the repair itself, through the
 //! library, and its outcome or refusal.
@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use ubunye::explain;
-use ubunye::repair::{self, Kind, RepairOutcome, RepairPlan};
+use ubunye::repair::{self, Kind, RepairPlan};
 use ubunye::state;
 
 use crate::top::model::{Model, Source};
@@ -39,10 +39,17 @@ pub fn title(kind: Kind, task: &str, key: &str) -> String {
 
 /// Read the batch again (as the model files it: the same batch a full scan
 /// and `leases explain` give), explain it, and ask the library whether the
-/// repair applies.
+/// repair applies. A store's is read and explained by the store's own
+/// reads, the one check deciding for both.
 fn check(model: &mut Model, kind: Kind, task: &str, key: &str) -> Result<RepairPlan, String> {
-    let batch = model.fresh(&(task.to_string(), key.to_string()))?;
-    repair::check(kind, &explain::explain(&model.scan, batch))
+    let e = match &model.src.store {
+        Some(store) => store.explain(task, key, &model.src.sys)?,
+        None => {
+            let batch = model.fresh(&(task.to_string(), key.to_string()))?;
+            explain::explain(&model.scan, batch)
+        }
+    };
+    repair::check(kind, &e)
 }
 
 /// Phase one: the plan of one batch, or why none applies.
@@ -122,7 +129,8 @@ pub fn done(title: String, ok: bool, text: &str) -> RepairPopup {
 #[derive(Debug)]
 pub struct RepairDone {
     pub plan: RepairPlan,
-    pub outcome: Result<RepairOutcome, String>,
+    /// What it did in words, or why it was refused.
+    pub outcome: Result<String, String>,
     /// The audit line could not be written.
     pub audit_error: Option<String>,
 }
@@ -131,6 +139,10 @@ pub struct RepairDone {
 /// act (its own acquire and release), and leave the audit line. Blocks for the
 /// takeover's settle wait: run it off the UI thread.
 pub fn carry_out(src: &Source, plan: RepairPlan) -> RepairDone {
+    if let Some(store) = &src.store {
+        let outcome = store.repair(&plan, &src.sys);
+        return RepairDone { plan, outcome, audit_error: None };
+    }
     // The batch as `leases takeover` reads it before acting: its task read,
     // the disk's clock read with a probe (a repair may write).
     let opts = state::ScanOptions { clock: state::ClockRead::Probe, ..src.opts.clone() };
@@ -145,22 +157,19 @@ pub fn carry_out(src: &Source, plan: RepairPlan) -> RepairDone {
     let audit_error = repair::audit(&root, &plan, &outcome, &src.sys)
         .err()
         .map(|e| format!("could not write the audit line to {}: {e}", root.join(".ubunye/repairs.jsonl").display()));
+    let outcome = outcome.map(|o| crate::report::repair_outcome(&o)).map_err(|e| format!("Refused: {e}"));
     RepairDone { plan, outcome, audit_error }
 }
 
 /// The outcome in words, as `ubunye leases takeover` prints it.
 pub fn outcome_text(done: &RepairDone) -> (bool, String) {
     let mut out = String::new();
-    let ok = match &done.outcome {
-        Ok(o) => {
-            out.push_str(&crate::report::repair_outcome(o));
-            true
-        }
-        Err(e) => {
-            out.push_str(&format!("Refused: {e}\n"));
-            false
-        }
-    };
+    let ok = done.outcome.is_ok();
+    let (Ok(text) | Err(text)) = &done.outcome;
+    out.push_str(text);
+    if !text.ends_with('\n') {
+        out.push('\n');
+    }
     if let Some(a) = &done.audit_error {
         out.push_str(&format!("{a}\n"));
     }

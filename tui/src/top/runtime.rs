@@ -126,6 +126,18 @@ impl Dashboard<'_> {
                     let _ = self.tx.send(Event::Examined(Box::new(Err(format!("cannot start: {e}")))));
                 }
             }
+            Effect::Explain(id) => {
+                let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
+                let spawned = std::thread::Builder::new().name("top-explain".into()).spawn({
+                    let id = id.clone();
+                    move || {
+                        let _ = tx.send(super::workers::explain(&src, id));
+                    }
+                });
+                if let Err(e) = spawned {
+                    let _ = self.tx.send(Event::Explained { id, lines: vec![format!("cannot start: {e}")] });
+                }
+            }
             Effect::Repair(plan) => {
                 let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
                 let spawned = std::thread::Builder::new().name("top-repair".into()).spawn(move || {

@@ -599,7 +599,7 @@ fn reading_the_use_case_is_not_a_change_and_a_lease_write_is() {
 fn the_first_read_streams_in_and_changes_seen_meanwhile_are_applied_after() {
     let (_d, uc, captured) = fixture("dead-killed");
     let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
-    let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys: sys.clone() };
+    let src = Source::disk(uc.clone(), ScanOptions::default(), sys.clone());
     let root = fs::canonicalize(&uc).unwrap();
     let lineage = ubunye::layout::lineage_root(&root);
     let mut a = App::new(Model::new(src.clone(), ubunye_tui::top::empty(&root, &lineage, &sys)), false, "notify");

@@ -77,34 +77,6 @@ fn the_finish_popup_scrolls_too() {
     assert_eq!(counter(&s, title), None, "{s}");
 }
 
-/// The store's popup is the same component: every key either dashboard's
-/// table binds in its popup does the same there as in the other (the disk's
-/// also pages with Ctrl-b and Ctrl-f, as its lists do; the store's table
-/// names no Ctrl key).
-#[test]
-fn the_store_and_the_use_case_popups_take_the_same_keys_to_the_same_press() {
-    use ubunye_tui::top::store::app as store;
-    let disk_press = |code| match keys::lookup(keys::Ctx::Popup, View::Batches, &KeyEvent::from(code)) {
-        Some(keys::Action::Popup(p)) => Some(p),
-        _ => None,
-    };
-    let store_press = |code| match store::lookup(store::Ctx::Popup, &KeyEvent::from(code)) {
-        Some(store::Act::Popup(p)) => Some(p),
-        _ => None,
-    };
-    let disk = keys::of(keys::Ctx::Popup, View::Batches).flat_map(|b| b.keys).filter_map(|k| match k {
-        K::Key(code) => Some(*code),
-        K::Ctrl(_) => None,
-    });
-    let store = store::KEYS.iter().filter(|b| b.ctx == store::Ctx::Popup).flat_map(|b| b.keys.iter().copied());
-    let all: Vec<KeyCode> = disk.chain(store).collect();
-    assert!(all.len() > 20, "{all:?}");
-    for code in all {
-        assert!(disk_press(code).is_some(), "{code:?}: no popup key of the disk's");
-        assert_eq!(disk_press(code), store_press(code), "{code:?}");
-    }
-}
-
 // ---------------------------------------------------------------- the footer, per view
 
 /// The dashboard on an unreadable lease beside a finished batch in a view

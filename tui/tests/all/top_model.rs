@@ -72,7 +72,7 @@ fn a_light_finished_batch_is_explained_as_a_whole_one() {
     for fx in ["dead-killed", "finished", "finished-rerun", "taken-over-done", "dead-spark-staged-taken-over"] {
         let (_d, uc, captured) = fixture(fx);
         let (sys, _, _) = fake_sys(ELSEWHERE, captured + LATER);
-        let src = Source { uc: uc.clone(), opts: ScanOptions::default(), sys };
+        let src = Source::disk(uc.clone(), ScanOptions::default(), sys);
         let scan = src.scan().unwrap();
         let mut m = Model::new(src, scan.clone());
         packed += m.packed().0;

@@ -38,7 +38,7 @@ pub fn fixture(name: &str) -> (tempfile::TempDir, PathBuf, SystemTime) {
 }
 
 pub fn app(uc: &Path, sys: Sys) -> App {
-    let src = Source { uc: uc.to_path_buf(), opts: ScanOptions::default(), sys };
+    let src = Source::disk(uc.to_path_buf(), ScanOptions::default(), sys);
     let scan = src.scan().unwrap();
     App::new(Model::new(src, scan), false, "notify")
 }

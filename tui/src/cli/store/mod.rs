@@ -303,7 +303,7 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
                 b.key.clone(),
                 b.run_id.as_deref().map(short).unwrap_or_default().to_string(),
                 b.age_secs.map(|s| ubunye::timefmt::age(std::time::Duration::from_secs(s))).unwrap_or_default(),
-                crate::top::store::draw::claims(b),
+                claims(b),
                 b.note.clone(),
             ],
             colour: code.filter(|_| colour).map(|c| (0, c)),
@@ -322,4 +322,10 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
     let _ = table::print(&mut out, &header, rows.len(), line, table::terminal_width(), &fit);
     let _ = out.flush();
     fail_if_any
+}
+
+/// A lease's claims; none shown for a batch no lease holds or a lease that
+/// cannot be read (not zero: unknown).
+fn claims(b: &ubunye::bucket::StoreBatch) -> String {
+    if b.has_lease() && b.state != ubunye::state::State::Unreadable { b.claims.to_string() } else { String::new() }
 }

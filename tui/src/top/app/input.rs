@@ -91,7 +91,9 @@ impl App {
                 Answer::Close => self.popup = None,
                 Answer::Open => {}
             },
-            Action::Quit if matches!(p.phase, Phase::Running) => {
+            // A store's repair runs in a process of its own, which finishes
+            // it whatever the dashboard does.
+            Action::Quit if matches!(p.phase, Phase::Running) && self.model.src.store.is_none() => {
                 self.say(Level::Warn, "a repair is under way: it ends in a moment");
             }
             Action::Quit => {

@@ -6,6 +6,7 @@
 mod input;
 mod order;
 mod reads;
+mod repaired;
 mod rows;
 
 use std::collections::BTreeSet;
@@ -79,6 +80,9 @@ pub enum Effect {
     /// Doctor's look at the use case ([`ubunye::doctor::look`]), off the UI
     /// thread: it reads every file again, a task at a time.
     Examine,
+    /// Read a store's batch again and explain it, off the UI thread (a
+    /// folder's is explained as it is drawn).
+    Explain(Id),
     /// Carry out a confirmed repair, off the UI thread.
     Repair(Box<RepairPlan>),
     /// Repair these batches one after the other, off the UI thread.
@@ -125,6 +129,10 @@ pub struct Detail {
     /// It shows the run's log (`l`), kept up to date, not its report.
     pub log: bool,
     generation: u64,
+    /// A store's batch to explain once the explain under way is back.
+    wanted: Option<Id>,
+    /// A store's explain is under way.
+    asked: bool,
 }
 
 /// Updates held back while frozen.
@@ -319,6 +327,12 @@ impl App {
     /// for when it is open and out of date.
     fn settle(&mut self, effects: &mut Vec<Effect>) {
         self.flush();
+        if !self.detail.asked
+            && let Some(id) = self.detail.wanted.take()
+        {
+            self.detail.asked = true;
+            effects.push(Effect::Explain(id));
+        }
         if self.view != View::Doctor || self.examining {
             return;
         }
@@ -397,9 +411,11 @@ impl App {
             Event::Repaired(done) => self.on_repaired(*done),
             Event::RepairedMany(done) => self.on_repaired_many(done),
             Event::Signal(sig) => vec![Effect::Quit(128 + sig)],
-            // The dashboard over a store and the fleet view have their own
-            // apps (`top::store`, `top::fleet`).
-            Event::StoreLooked(_) | Event::StoreExplained { .. } | Event::StoreRepaired { .. } => Vec::new(),
+            Event::Explained { id, lines } => {
+                self.explained(id, lines);
+                Vec::new()
+            }
+            // The fleet view has its own app (`top::fleet`).
             Event::FleetCounted(..) | Event::FleetRound(_) => Vec::new(),
         }
     }
@@ -447,7 +463,8 @@ impl App {
             if at_end {
                 self.detail.scroll = usize::MAX / 2;
             }
-        } else if self.selected_batch().is_some_and(|b| b.lease().is_some()) {
+        } else if self.model.src.store.is_none() && self.selected_batch().is_some_and(|b| b.lease().is_some()) {
+            // (A store's batch changes only at a look: explained again then.)
             self.refresh_detail(true);
         }
         let retry = std::mem::take(&mut self.retry);
@@ -467,54 +484,6 @@ impl App {
             return vec![Effect::PollInstead("watch limit".into())];
         }
         self.say(Level::Warn, format!("watching: {message}"));
-        Vec::new()
-    }
-
-    fn on_repaired_many(&mut self, done: Vec<RepairDone>) -> Vec<Effect> {
-        let kind = done.first().map(|d| d.plan.kind).unwrap_or(Kind::Takeover);
-        let mut all_ok = true;
-        let mut text = String::new();
-        for d in &done {
-            let (ok, t) = repair::outcome_text(d);
-            all_ok &= ok;
-            let key = &d.plan.key[..8.min(d.plan.key.len())];
-            text.push_str(&format!("{} {key}: {}\n", d.plan.task, if ok { "done" } else { "refused" }));
-            text.push_str(&t);
-            text.push('\n');
-        }
-        let verb = if kind == Kind::Takeover { "Took over" } else { "Finished" };
-        let title = format!("{verb} {} tagged batch(es)", done.len());
-        self.popup = Some(repair::done(title, all_ok, &text));
-        self.tagged.clear();
-        let now = self.model.now();
-        for d in &done {
-            let id = (d.plan.task.clone(), d.plan.key.clone());
-            if let Err(e) = self.model.reread(&id, now) {
-                self.say(Level::Error, format!("cannot read: {e}"));
-            }
-        }
-        self.model.last_change = Some(self.model.src.sys.clock.now());
-        self.model.generation += 1;
-        self.rebuild();
-        self.refresh_detail(true);
-        Vec::new()
-    }
-
-    fn on_repaired(&mut self, done: RepairDone) -> Vec<Effect> {
-        let (ok, text) = repair::outcome_text(&done);
-        let t = repair::title(done.plan.kind, &done.plan.task, &done.plan.key);
-        let id = (done.plan.task.clone(), done.plan.key.clone());
-        self.popup = Some(repair::done(t, ok, &text));
-        let now = self.model.now();
-        match self.model.reread(&id, now) {
-            Ok(()) => {
-                self.model.last_change = Some(self.model.src.sys.clock.now());
-                self.model.generation += 1;
-            }
-            Err(e) => self.say(Level::Error, format!("cannot read: {e}")),
-        }
-        self.rebuild();
-        self.refresh_detail(true);
         Vec::new()
     }
 }

@@ -117,6 +117,20 @@ impl App {
             self.detail.generation = self.model.generation;
             return;
         }
+        if self.model.src.store.is_some() {
+            // Read from the store off the UI thread ([`Effect::Explain`]);
+            // what was shown stays until it is back.
+            if !same {
+                self.detail.lines = vec![format!("reading {} {} from the store…", id.0, id.1)];
+                self.detail.scroll = 0;
+            }
+            if !same || force || self.detail.generation != self.model.generation {
+                self.detail.wanted = Some(id.clone());
+            }
+            self.detail.id = Some(id);
+            self.detail.generation = self.model.generation;
+            return;
+        }
         // A finished batch is kept light: read whole again to be explained.
         self.detail.lines = match self.model.whole(&id) {
             Ok(Some(b)) => {
@@ -134,11 +148,22 @@ impl App {
         self.detail.generation = self.model.generation;
     }
 
+    /// A store's batch explained: shown if it is still the one selected.
+    pub(super) fn explained(&mut self, id: Id, lines: Vec<String>) {
+        self.detail.asked = false;
+        if self.detail.id.as_ref() == Some(&id) && !self.detail.log {
+            self.detail.lines = lines;
+        }
+    }
+
     /// The log of the batch's run (its lease's, or its newest record's):
     /// the last 2,000 lines of `<lineage>/<task>/<run>.log`, or what to do
     /// when there is none.
     fn log_lines(&self, id: &Id) -> Vec<String> {
         let run = self.model.batch(id).and_then(|b| b.run_id.clone());
+        if self.model.src.store.is_some() {
+            return vec!["A run's log stays on the machine that ran it: a store keeps none.".into()];
+        }
         let Some(run) = run.filter(|r| ubunye::layout::run_id_is_safe(r)) else {
             return vec!["No run of this batch is known, so no log.".into()];
         };

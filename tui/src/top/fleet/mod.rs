@@ -111,7 +111,9 @@ fn views(terminal: &mut ratatui::DefaultTerminal, opts: &Options, sys: &Sys) -> 
         };
         flags.paused.store(true, Ordering::Relaxed);
         let ended = match uc.store() {
-            Some(url) => crate::top::store::dashboard(terminal, url, opts.interval, opts.colour, opts.read_only)
+            Some(url) => crate::top::store::open(url, opts.interval)
+                .map_err(|(_, why)| why)
+                .and_then(|s| crate::top::store_dashboard(terminal, &one, s))
                 .map_err(|e| format!("{}: {e}", uc.name())),
             None => match crate::console::usecase::check(&uc.shown) {
                 Err(why) => Err(format!("cannot open {}: {why}", uc.name())),

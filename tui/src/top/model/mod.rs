@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use ubunye::layout::{self, Entry};
-use ubunye::state::{self, Batch, Scan, ScanOptions, State};
-use ubunye::sys::{Now, Sys};
+use ubunye::state::{self, Batch, Scan, State};
+use ubunye::sys::Now;
 
 use crate::top::index::Index;
 
@@ -20,6 +20,7 @@ mod light;
 mod packed;
 mod records;
 mod row;
+mod source;
 mod tasks;
 mod text;
 use clock::Clocks;
@@ -27,22 +28,8 @@ pub use light::{Kept, keep, keep_all};
 use light::{Side, Slot, give_back_memory};
 use records::file_record;
 pub use row::{BatchRef, RecordRef};
+pub use source::Source;
 use tasks::Tasks;
-
-/// Where the data comes from, and the machine that judges it.
-#[derive(Clone, Debug)]
-pub struct Source {
-    /// The use-case folder as given (`-d`).
-    pub uc: PathBuf,
-    pub opts: ScanOptions,
-    pub sys: Sys,
-}
-
-impl Source {
-    pub fn scan(&self) -> Result<Scan, String> {
-        state::scan(&self.uc, &self.opts, &self.sys).map_err(|e| e.to_string())
-    }
-}
 
 /// A batch, by task and key.
 pub type Id = (String, String);
@@ -465,6 +452,9 @@ impl Model {
     /// The disk's "now" by the use case's lease folder (read without writing,
     /// at most every 15 s).
     pub fn now(&mut self) -> Now {
+        if self.src.store.is_some() {
+            return self.scan.now;
+        }
         let dir = if self.leases_root.is_dir() { self.leases_root.clone() } else { self.scan.root.clone() };
         self.clocks.now(&self.src.sys, &dir)
     }
@@ -615,6 +605,9 @@ impl Model {
     /// [`Model::read_again`], with the record at `add` filed under it (read
     /// now: a record, or an unreadable file), and the one at `drop` not.
     fn read_again_as(&self, id: &Id, now: Now, add: Option<&Path>, drop: Option<&Path>) -> Result<Batch, String> {
+        if let Some(store) = &self.src.store {
+            return store.fresh(&id.0, &id.1, &self.src.sys);
+        }
         let (_, mut fresh) =
             state::scan_batch(&self.src.uc, &id.0, &id.1, &self.src.opts, &self.src.sys).map_err(|e| e.to_string())?;
         // A full scan files an unreadable record under the batch that names
@@ -697,6 +690,11 @@ impl Model {
     /// A lease judged dead stays dead until its file changes (an event), so
     /// those are judged again every tenth tick only, for their ages.
     pub fn tick(&mut self) -> bool {
+        // A store's leases are judged by its clock at each look, not by this
+        // machine's between looks.
+        if self.src.store.is_some() {
+            return false;
+        }
         let slots = &self.slots;
         let has_lease = |s: &Slot| matches!(s, Slot::Whole(w) if w.batch.lease.is_some());
         let leased =
@@ -739,6 +737,8 @@ fn names<'a>(slots: &'a [Slot], side: &'a [Side], tasks: &'a Tasks, i: usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ubunye::state::ScanOptions;
+    use ubunye::sys::Sys;
 
     fn finished(task: &str, i: usize) -> Batch {
         let mut b = Batch::new(task, &format!("{i:016x}"));
@@ -764,7 +764,7 @@ mod tests {
         let dir = std::env::temp_dir();
         let mut scan = crate::top::empty(&dir, &dir, &sys);
         scan.batches = (0..1000).map(|i| finished("demo/t", i)).collect();
-        let src = Source { uc: dir.clone(), opts: ScanOptions::default(), sys };
+        let src = Source::disk(dir.clone(), ScanOptions::default(), sys);
         let mut m = Model::new(src, scan);
         let want = m.to_batches();
         let (n, one_chunk) = m.packed();
