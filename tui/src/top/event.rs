@@ -46,6 +46,13 @@ pub enum Event {
         id: (String, String),
         lines: Vec<String>,
     },
+    /// A store's repair planned off the UI thread: the batches it was asked
+    /// for, and the popup of its plan (or of why none applies).
+    Planned {
+        kind: ubunye::repair::Kind,
+        ids: Vec<(String, String)>,
+        popup: Box<crate::top::repair::RepairPopup>,
+    },
     /// The fleet view ([`crate::top::fleet`]): one use case counted (its
     /// place in the list).
     FleetCounted(usize, Box<ubunye::census::Census>),

@@ -39,43 +39,69 @@ pub fn title(kind: Kind, task: &str, key: &str) -> String {
 
 /// Read the batch again (as the model files it: the same batch a full scan
 /// and `leases explain` give), explain it, and ask the library whether the
-/// repair applies. A store's is read and explained by the store's own
-/// reads, the one check deciding for both.
+/// repair applies. A folder's only: a store's is planned off the screen's
+/// thread ([`plan_ids`] over [`crate::top::store::Store::explain`]).
 fn check(model: &mut Model, kind: Kind, task: &str, key: &str) -> Result<RepairPlan, String> {
-    let e = match &model.src.store {
-        Some(store) => store.explain(task, key, &model.src.sys)?,
-        None => {
-            let batch = model.fresh(&(task.to_string(), key.to_string()))?;
-            explain::explain(&model.scan, batch)
-        }
-    };
-    repair::check(kind, &e)
+    let batch = model.fresh(&(task.to_string(), key.to_string()))?;
+    repair::check(kind, &explain::explain(&model.scan, batch))
 }
 
 /// Phase one: the plan of one batch, or why none applies.
 pub fn plan(model: &mut Model, kind: Kind, task: &str, key: &str) -> RepairPopup {
-    match check(model, kind, task, key) {
-        Ok(plan) => asking(&model.scan.root, Repair { plan: Box::new(plan), more: Vec::new(), skipped: Vec::new() }),
-        Err(reason) => refused(title(kind, task, key), reason),
-    }
+    let ids = [(task.to_string(), key.to_string())];
+    let root = model.scan.root.clone();
+    plan_ids(kind, &ids, &root, |t, k| check(model, kind, t, k))
 }
 
 /// Phase one for tagged batches: each read again and checked, one popup
 /// for all (the first plan, the others, and those skipped with why).
 pub fn plan_many(model: &mut Model, kind: Kind, ids: &[(String, String)]) -> RepairPopup {
+    let root = model.scan.root.clone();
+    plan_ids(kind, ids, &root, |t, k| check(model, kind, t, k))
+}
+
+/// The popup of one batch's plan or several's, each batch checked by
+/// `check` (its repair's plan, or why none applies); `root` names the use
+/// case in the command it is the same as.
+pub fn plan_ids(
+    kind: Kind,
+    ids: &[(String, String)],
+    root: &Path,
+    mut check: impl FnMut(&str, &str) -> Result<RepairPlan, String>,
+) -> RepairPopup {
+    if let [(task, key)] = ids {
+        return match check(task, key) {
+            Ok(plan) => asking(root, Repair { plan: Box::new(plan), more: Vec::new(), skipped: Vec::new() }),
+            Err(reason) => refused(title(kind, task, key), reason),
+        };
+    }
     let (mut plans, mut skipped) = (Vec::new(), Vec::new());
     for (task, key) in ids {
-        match check(model, kind, task, key) {
+        match check(task, key) {
             Ok(plan) => plans.push(plan),
             Err(reason) => skipped.push(reason),
         }
     }
     if plans.is_empty() {
-        let title = format!("{} {} tagged batch(es)", verb(kind), ids.len());
-        return refused(title, format!("none of them needs it: {}", skipped.join("; ")));
+        return refused(many_title(kind, ids.len()), format!("none of them needs it: {}", skipped.join("; ")));
     }
     let plan = Box::new(plans.remove(0));
-    asking(&model.scan.root, Repair { plan, more: plans, skipped })
+    asking(root, Repair { plan, more: plans, skipped })
+}
+
+/// The title of a repair of `n` tagged batches.
+fn many_title(kind: Kind, n: usize) -> String {
+    format!("{} {n} tagged batch(es)", verb(kind))
+}
+
+/// The popup while the plan of `ids` is read (a store's, off the screen's
+/// thread): its title is the one the plan's popup will have.
+pub fn planning(kind: Kind, ids: &[(String, String)]) -> RepairPopup {
+    let title = match ids {
+        [(task, key)] => title(kind, task, key),
+        _ => many_title(kind, ids.len()),
+    };
+    Popup::new(title, vec!["Reading the batch again from the store…".into()], Phase::Planning)
 }
 
 fn refused(title: String, reason: String) -> RepairPopup {
@@ -97,13 +123,18 @@ fn asking(root: &Path, r: Repair) -> RepairPopup {
         lines.push(String::new());
     }
     let (kind, n) = (r.plan.kind, r.more.len() + 1);
+    // A store's repairs are audited an object each, under its batch.
+    let audit = match root.to_str().is_some_and(ubunye::bucket::is_store_url) {
+        true => "under .ubunye/repairs/ in the store",
+        false => "in .ubunye/repairs.jsonl",
+    };
     let title = if n == 1 {
         lines.push(format!("The same as `{} {}`.", kind.command(), ubunye::suggest::batch(root, &r.plan.key)));
-        lines.push("It is audited in .ubunye/repairs.jsonl.".into());
+        lines.push(format!("It is audited {audit}."));
         title(kind, &r.plan.task, &r.plan.key)
     } else {
         lines.push(format!(
-            "{n} batches, each read again and re-checked by the engine as its turn comes, each audited in .ubunye/repairs.jsonl."
+            "{n} batches, each read again and re-checked by the engine as its turn comes, each audited {audit}."
         ));
         format!("{} {n} tagged batches", verb(kind))
     };

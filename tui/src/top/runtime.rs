@@ -138,6 +138,17 @@ impl Dashboard<'_> {
                     let _ = self.tx.send(Event::Explained { id, lines: vec![format!("cannot start: {e}")] });
                 }
             }
+            Effect::Plan { kind, ids } => {
+                let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
+                let root = self.app.model.scan.root.clone();
+                let spawned = std::thread::Builder::new().name("top-plan".into()).spawn(move || {
+                    let _ = tx.send(super::workers::plan(&src, &root, kind, ids));
+                });
+                if let Err(e) = spawned {
+                    self.app.popup = None;
+                    self.app.say(Level::Error, format!("cannot read the plan: {e}; nothing was done"));
+                }
+            }
             Effect::Repair(plan) => {
                 let (src, tx) = (self.app.model.src.clone(), self.tx.clone());
                 let spawned = std::thread::Builder::new().name("top-repair".into()).spawn(move || {

@@ -112,3 +112,14 @@ pub fn poll_every(every: Duration, tx: Sender<Event>, stop: Arc<AtomicBool>) -> 
     })?;
     Ok(())
 }
+
+/// A store's repair planned off the UI thread: each batch read again from
+/// the store, explained and checked ([`crate::top::repair::plan_ids`]); the
+/// event that brings the popup to the dashboard. `root` names the use case.
+pub fn plan(src: &Source, root: &std::path::Path, kind: ubunye::repair::Kind, ids: Vec<(String, String)>) -> Event {
+    let popup = super::repair::plan_ids(kind, &ids, root, |task, key| match &src.store {
+        Some(store) => ubunye::repair::check(kind, &store.explain(task, key, &src.sys)?),
+        None => Err(format!("{task} {key}: not in a store")),
+    });
+    Event::Planned { kind, ids, popup: Box::new(popup) }
+}

@@ -111,6 +111,9 @@ impl World {
         for e in effects {
             let ev = match e {
                 Effect::Explain(id) => workers::explain(&src, id.clone()),
+                Effect::Plan { kind, ids } => {
+                    workers::plan(&src, &self.app.model.scan.root.clone(), *kind, ids.clone())
+                }
                 Effect::Examine => workers::examine(&src),
                 Effect::Repair(plan) => Event::Repaired(Box::new(repair::carry_out(&src, (**plan).clone()))),
                 Effect::FullScan => {
@@ -186,6 +189,14 @@ fn a_dead_batch_is_taken_over_after_its_plan_and_leaves_the_table() {
     );
     w.press("Esc j");
     assert_eq!(w.chosen(), DEAD);
+    // The plan is read from the store off the screen's thread: t reads
+    // nothing itself, shows that it is being read, and asks the loop.
+    let gets = w.mem.calls("get");
+    let asked = press(&mut w.app, "t");
+    assert!(matches!(&asked[..], [Effect::Plan { .. }]), "{asked:?}");
+    assert!(matches!(&w.app.popup, Some(p) if matches!(p.phase, Phase::Planning)), "{:?}", w.app.popup);
+    assert_eq!(w.mem.calls("get"), gets, "the screen's thread read the store");
+    w.press("Esc");
     w.press("t");
     snap("store-takeover-plan", &w.screen(100, 24));
     // Enter answers No: nothing changes.
@@ -193,7 +204,9 @@ fn a_dead_batch_is_taken_over_after_its_plan_and_leaves_the_table() {
     w.press("Enter");
     assert!(w.app.popup.is_none());
     assert_eq!(w.mem.snapshot(), before);
-    w.press("t y");
+    // The plan is read off the screen's thread: y once it is shown.
+    w.press("t");
+    w.press("y");
     match &w.app.popup {
         Some(p) if matches!(p.phase, Phase::Done { ok: true }) => {
             let text = p.lines.join("\n");

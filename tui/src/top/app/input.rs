@@ -162,8 +162,8 @@ impl App {
             Action::Takeover | Action::Finish | Action::Tag if self.read_only => {
                 self.say(Level::Info, "read-only: this dashboard does not repair (started with --read-only)");
             }
-            Action::Takeover => self.open_repair(Kind::Takeover),
-            Action::Finish => self.open_repair(Kind::Finish),
+            Action::Takeover => return self.open_repair(Kind::Takeover),
+            Action::Finish => return self.open_repair(Kind::Finish),
             Action::Copy => {
                 if let Some(b) = self.selected_batch() {
                     let key = b.key().to_string();
@@ -306,22 +306,32 @@ impl App {
     }
 
     /// The key table binds the repairs in the batch view only. With tagged
-    /// batches, the repair is of all of them.
-    fn open_repair(&mut self, kind: Kind) {
-        if !self.tagged.is_empty() {
-            let ids: Vec<_> = self.tagged.iter().cloned().collect();
-            self.popup = Some(repair::plan_many(&mut self.model, kind, &ids));
-            return;
-        }
-        let Some(b) = self.selected_batch() else {
-            self.say(Level::Info, "no batch selected");
-            return;
+    /// batches, the repair is of all of them. A store's batches are read
+    /// again over the network: their plan is made off the screen's thread.
+    fn open_repair(&mut self, kind: Kind) -> Vec<Effect> {
+        let ids: Vec<Id> = if self.tagged.is_empty() {
+            let Some(b) = self.selected_batch() else {
+                self.say(Level::Info, "no batch selected");
+                return Vec::new();
+            };
+            let id = b.id();
+            // The selection stays on this batch whatever it becomes.
+            self.moved = true;
+            self.selected_id = Some(id.clone());
+            vec![id]
+        } else {
+            self.tagged.iter().cloned().collect()
         };
-        let (task, key) = b.id();
-        // The selection stays on this batch whatever it becomes.
-        self.moved = true;
-        self.selected_id = Some((task.clone(), key.clone()));
-        self.popup = Some(repair::plan(&mut self.model, kind, &task, &key));
+        if self.model.src.store.is_some() {
+            self.popup = Some(repair::planning(kind, &ids));
+            self.planning = Some((kind, ids.clone()));
+            return vec![Effect::Plan { kind, ids }];
+        }
+        self.popup = Some(match &ids[..] {
+            [(task, key)] => repair::plan(&mut self.model, kind, task, key),
+            _ => repair::plan_many(&mut self.model, kind, &ids),
+        });
+        Vec::new()
     }
 
     fn move_by(&mut self, delta: isize) {

@@ -83,6 +83,9 @@ pub enum Effect {
     /// Read a store's batch again and explain it, off the UI thread (a
     /// folder's is explained as it is drawn).
     Explain(Id),
+    /// Plan a repair of these batches of a store, off the UI thread (a
+    /// store's batches are read again over the network).
+    Plan { kind: Kind, ids: Vec<Id> },
     /// Carry out a confirmed repair, off the UI thread.
     Repair(Box<RepairPlan>),
     /// Repair these batches one after the other, off the UI thread.
@@ -174,6 +177,9 @@ pub struct App {
     /// The first line of the help shown.
     pub help_scroll: usize,
     pub popup: Option<RepairPopup>,
+    /// The repair whose plan is being read from a store: its plan is shown
+    /// when it comes, if the popup still waits for it.
+    planning: Option<(Kind, Vec<Id>)>,
     pub frozen: bool,
     /// `--read-only`: the repair keys are not offered and do nothing.
     pub read_only: bool,
@@ -249,6 +255,7 @@ impl App {
             help: false,
             help_scroll: 0,
             popup: None,
+            planning: None,
             frozen: false,
             read_only: false,
             tagged: BTreeSet::new(),
@@ -413,6 +420,14 @@ impl App {
             Event::Signal(sig) => vec![Effect::Quit(128 + sig)],
             Event::Explained { id, lines } => {
                 self.explained(id, lines);
+                Vec::new()
+            }
+            Event::Planned { kind, ids, popup } => {
+                let waiting =
+                    self.popup.as_ref().is_some_and(|p| matches!(p.phase, crate::top::popup::Phase::Planning));
+                if waiting && self.planning.take() == Some((kind, ids)) {
+                    self.popup = Some(*popup);
+                }
                 Vec::new()
             }
             // The fleet view has its own app (`top::fleet`).
