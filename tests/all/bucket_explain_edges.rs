@@ -12,9 +12,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::Value;
-use ubunye::bucket::{
-    Acquire, Found, Holder, Lease, Objects, StoreBatch, TakeoverEnd, acquire, explain, find, look, takeover,
-};
+use ubunye::bucket::{Acquire, Holder, Lease, Objects, TakeoverEnd, acquire, takeover};
 use ubunye::explain::Explanation;
 use ubunye::repair::{Kind, check};
 use ubunye::state::State;
@@ -37,28 +35,6 @@ fn vars() -> serde_json::Map<String, Value> {
     v
 }
 
-fn record(run: &str, status: &str, vars: &serde_json::Map<String, Value>) -> Vec<u8> {
-    serde_json::json!({
-        "run_id": run, "task": "demo/sales/ingest", "status": status, "backend": "exec",
-        "started_at": "2026-01-01T00:00:00.000000+00:00",
-        "ended_at": if status == "running" { Value::Null } else { "2026-01-01T00:01:00.000000+00:00".into() },
-        "error": Value::Null, "variables": vars, "outputs": []
-    })
-    .to_string()
-    .into_bytes()
-}
-
-fn one(w: &World) -> StoreBatch {
-    let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
-    rows.into_iter().find(|b| b.key == w.place.key).expect("the batch is listed")
-}
-
-fn explained(w: &World, b: &StoreBatch) -> Explanation {
-    let (_, found) = find(&*w.mem, &w.place.uc, &b.key, Some(&b.task), &w.timing).unwrap();
-    let Found::One(row, read) = found else { panic!("{} is not found", b.key) };
-    explain(&*w.mem, &w.place.uc, &row, &read, &w.timing).unwrap()
-}
-
 /// Every call that changes the store.
 fn writes(w: &World) -> usize {
     ["create", "update", "put", "delete_if", "delete", "start_uploads", "send_parts", "complete_new", "abort"]
@@ -73,8 +49,8 @@ fn writes(w: &World) -> usize {
 /// explanation and how the takeover ended.
 fn look_then_take_over(w: &World, case: &str) -> (Explanation, TakeoverEnd) {
     let before = writes(w);
-    let b = one(w);
-    let e = explained(w, &b);
+    let b = w.one();
+    let e = w.explained(&b);
     let take = check(Kind::Takeover, &e);
     let finish = check(Kind::Finish, &e);
     assert_eq!(writes(w) - before, 0, "{case}: looking wrote to the store");
@@ -115,7 +91,7 @@ fn look_then_take_over(w: &World, case: &str) -> (Explanation, TakeoverEnd) {
 /// A run killed at `step` of its landing, its record saying running.
 fn killed(w: &World, step: Step) {
     let (lease, _d, files) = w.landing(2);
-    w.mem.put(&w.place.record_key(A), record(A, "running", &vars())).unwrap();
+    w.mem.put(&w.place.record_key(A), record_body(A, "running", &vars())).unwrap();
     w.killed_at(&lease, &files, step);
 }
 
@@ -165,11 +141,11 @@ fn a_dead_taker_of_a_run_with_a_secret_variable_plans_the_record_it_marks() {
     let mut redacted = vars();
     redacted.insert("token".into(), ubunye::secrets::REDACTED.into());
     let (lease, _d, files) = w.landing(1);
-    w.mem.put(&w.place.record_key(A), record(A, "running", &redacted)).unwrap();
+    w.mem.put(&w.place.record_key(A), record_body(A, "running", &redacted)).unwrap();
     w.killed_at(&lease, &files, Step::Completed);
     // Before the taker died, the plan marks the record (the lease names A).
     w.past_timeout();
-    let e = explained(&w, &one(&w));
+    let e = w.explained(&w.one());
     assert!(e.plans[0].mark_record.is_some(), "the holder's record is its batch's: {:?}", e.plans[0]);
     // The taker dies; the plan should still mark the record of the run it was
     // taking over, as the takeover does.
@@ -202,7 +178,7 @@ fn rerun_committed(w: &World, keep_a_note: bool, left: usize) {
     for f in a_files.iter().take(left) {
         w.mem.put(f, b"a's row\n".to_vec()).unwrap();
     }
-    w.mem.put(&w.place.record_key(B), record(B, "running", &vars())).unwrap();
+    w.mem.put(&w.place.record_key(B), record_body(B, "running", &vars())).unwrap();
 }
 
 #[test]
@@ -248,7 +224,7 @@ fn a_dead_lease_whose_run_id_is_empty_is_planned_as_taken_over() {
 fn a_dead_lease_with_claims_under_two_outputs_is_planned_claim_by_claim() {
     let w = keyed(&vars());
     let a = w.held(A);
-    w.mem.put(&w.place.record_key(A), record(A, "running", &vars())).unwrap();
+    w.mem.put(&w.place.record_key(A), record_body(A, "running", &vars())).unwrap();
     let d = tempfile::tempdir().unwrap();
     let two = ubunye::bucket::StoreUrl::parse("s3://bkt/lake/two").unwrap();
     let mut files = w.files(&d.path().join("ev"), A, 2);
@@ -280,22 +256,8 @@ fn a_dead_lease_with_claims_under_two_outputs_is_planned_claim_by_claim() {
 #[test]
 fn a_lease_its_own_note_calls_finished_is_planned_as_the_takeover_finds_it() {
     let w = keyed(&vars());
-    let (a, _d, files) = w.landing(2);
-    w.mem.put(&w.place.record_key(A), record(A, "running", &vars())).unwrap();
-    let before_done = Arc::new(std::sync::Mutex::new(None));
-    let keep = before_done.clone();
-    let hook = Hook(Some(Arc::new({
-        let mem = w.mem.clone();
-        let key = w.place.lease_key();
-        move |s| {
-            if s == Step::Completed {
-                *keep.lock().unwrap() = mem.get(&key).unwrap().map(|g| g.body);
-            }
-        }
-    })));
-    ubunye::bucket::land(&*w.mem, &a, &[("ev".into(), out())], &files, &hook, &w.landing_timing()).unwrap();
-    let lease = before_done.lock().unwrap().take().unwrap();
-    w.mem.put(&w.place.lease_key(), lease).unwrap();
+    w.mem.put(&w.place.record_key(A), record_body(A, "running", &vars())).unwrap();
+    w.noted_but_lease_not_done();
     w.past_timeout();
     let (_, ended) = look_then_take_over(&w, "a lease not done beside its own note");
     assert!(matches!(ended, TakeoverEnd::Completed(..)), "{ended:?}");

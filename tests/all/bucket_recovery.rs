@@ -317,36 +317,12 @@ fn a_store_output_that_got_no_file_is_not_called_unrepaired() {
     assert!(r.unrepaired.is_empty(), "said unrepaired in a store: {:?}", r.unrepaired);
 }
 
-/// Run A committed and wrote its note, then died before it released; its
-/// lease is left as it was before its done mark (left beside its note, or
-/// put back by a restore), so the takeover knows it finished only by the
-/// note, which names it. Returns the note's bytes.
-fn noted_but_lease_not_done(w: &World) -> Vec<u8> {
-    let (a, _d, files) = w.landing(2);
-    let before_done = Arc::new(std::sync::Mutex::new(None));
-    let keep = before_done.clone();
-    let hook = Hook(Some(Arc::new({
-        let mem = w.mem.clone();
-        let key = w.place.lease_key();
-        move |s| {
-            if s == Step::Completed {
-                *keep.lock().unwrap() = mem.get(&key).unwrap().map(|g| g.body);
-            }
-        }
-    })));
-    ubunye::bucket::land(&*w.mem, &a, &[("ev".into(), out())], &files, &hook, &w.landing_timing()).unwrap();
-    let lease = before_done.lock().unwrap().take().expect("the lease before its done mark");
-    assert!(!String::from_utf8_lossy(&lease).contains("\"done\""), "not the lease before its done mark");
-    w.mem.put(&w.place.lease_key(), lease).unwrap();
-    w.mem.get(&w.place.note_key()).unwrap().expect("A's note").body
-}
-
 /// A dead run its own note names keeps that note as it is: its commit is
 /// not completed again.
 #[test]
 fn a_dead_run_its_own_note_names_keeps_its_note_byte_for_byte() {
     let w = world();
-    let note = noted_but_lease_not_done(&w);
+    let note = w.noted_but_lease_not_done();
     w.past_timeout();
     let Acquire::Recovered { recovered: r, refused: Refused::Finished { run_id: finished_by } } = w.take(B) else {
         panic!("not completed")
@@ -363,7 +339,7 @@ fn a_dead_run_its_own_note_names_keeps_its_note_byte_for_byte() {
 #[test]
 fn a_failed_request_that_could_do_nothing_does_not_fail_the_takeover_of_a_noted_run() {
     let w = world();
-    let note = noted_but_lease_not_done(&w);
+    let note = w.noted_but_lease_not_done();
     w.past_timeout();
     let mem = w.mem.clone();
     // The takeover's update of the lease comes first; the next create is the

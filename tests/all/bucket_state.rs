@@ -11,10 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use ubunye::bucket::{
-    Acquire, Found, Objects, Place, Poller, StoreBatch, TakeoverEnd, doctor, explain, find, look, takeover,
-};
-use ubunye::explain::Explanation;
+use ubunye::bucket::{Acquire, Found, Objects, Place, Poller, TakeoverEnd, doctor, explain, find, look, takeover};
 use ubunye::layout::TaskPath;
 use ubunye::repair::{Kind, check};
 use ubunye::state::State;
@@ -23,29 +20,10 @@ use ubunye::sys::Step;
 use crate::common;
 use common::bucket::*;
 
-fn one(w: &World) -> StoreBatch {
-    let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
-    rows.into_iter().find(|b| b.key == w.place.key).expect("the batch is listed")
-}
-
-fn explained(w: &World, b: &StoreBatch) -> Explanation {
-    let (_, found) = find(&*w.mem, &w.place.uc, &b.key, Some(&b.task), &w.timing).unwrap();
-    let Found::One(row, read) = found else { panic!("{} is not found", b.key) };
-    assert_eq!(&row, b, "explain's row is the list's");
-    explain(&*w.mem, &w.place.uc, &row, &read, &w.timing).unwrap()
-}
-
 fn record(run: &str, status: &str) -> Vec<u8> {
     let mut vars = serde_json::Map::new();
     vars.insert("dt".into(), "2026-01-01".into());
-    serde_json::json!({
-        "run_id": run, "task": "demo/sales/ingest", "status": status, "backend": "exec",
-        "started_at": "2026-01-01T00:00:00.000000+00:00",
-        "ended_at": if status == "running" { Value::Null } else { "2026-01-01T00:01:00.000000+00:00".into() },
-        "error": Value::Null, "variables": vars, "outputs": []
-    })
-    .to_string()
-    .into_bytes()
+    record_body(run, status, &vars)
 }
 
 fn take_over(w: &World) -> TakeoverEnd {
@@ -63,9 +41,9 @@ fn a_dead_runs_record_that_cannot_be_read_decides_nothing() {
     w.killed_at(&lease, &files, Step::Completed);
     w.mem.put(&w.place.record_key(A), vec![0xff, 0xfe]).unwrap();
     w.past_timeout();
-    let b = one(&w);
+    let b = w.one();
     assert_eq!(b.state, State::Dead, "{b:?}");
-    let e = explained(&w, &b);
+    let e = w.explained(&b);
     assert!(check(Kind::Takeover, &e).is_ok());
     assert!(took(&take_over(&w)));
     assert!(w.visible().is_empty(), "{:?}", w.visible());
@@ -76,21 +54,21 @@ fn an_empty_lease_is_judged_by_its_age_as_the_engine_judges_it() {
     let w = world();
     w.mem.put(&w.place.lease_key(), b"{}".to_vec()).unwrap();
     w.clock.advance(Duration::from_secs(5));
-    let b = one(&w);
+    let b = w.one();
     assert_eq!(b.state, State::Damaged, "{b:?}");
     assert!(b.note.contains("names no run") && b.note.contains("taken over once"), "{}", b.note);
-    let e = explained(&w, &b);
+    let e = w.explained(&b);
     assert!(check(Kind::Takeover, &e).is_err(), "a fresh empty lease is taken over by no engine");
     assert!(check(Kind::Finish, &e).is_err());
     assert!(matches!(take_over(&w), TakeoverEnd::Refused(_)));
     let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert_eq!(d.iter().map(|f| f.kind).collect::<Vec<_>>(), ["not-json"], "named whatever its age, as on disk");
     w.past_timeout();
-    let b = one(&w);
+    let b = w.one();
     assert!(b.note.contains("past the"), "{}", b.note);
     let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert!(d.iter().any(|f| f.kind == "needs-repair"), "{d:?}");
-    let e = explained(&w, &b);
+    let e = w.explained(&b);
     assert!(check(Kind::Takeover, &e).is_ok());
     assert!(check(Kind::Finish, &e).is_err());
     assert!(took(&take_over(&w)));
@@ -104,9 +82,9 @@ fn a_kept_lease_copied_from_a_disk_is_taken_over_once_dead() {
     doc.insert("kept".into(), true.into());
     w.mem.put(&w.place.lease_key(), Value::Object(doc).to_string().into_bytes()).unwrap();
     w.past_timeout();
-    let b = one(&w);
+    let b = w.one();
     assert_eq!(b.state, State::Dead, "{b:?}");
-    assert!(check(Kind::Takeover, &explained(&w, &b)).is_ok());
+    assert!(check(Kind::Takeover, &w.explained(&b)).is_ok());
     assert!(took(&take_over(&w)));
 }
 
@@ -123,9 +101,9 @@ fn a_dead_taker_of_a_committed_run_is_pending_and_finish_keeps_its_files() {
     w.mem.before("update", move || mem.before("get", || panic!("B killed after taking_over")));
     assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| w.take(B))).is_err());
     w.past_timeout();
-    let b = one(&w);
+    let b = w.one();
     assert_eq!((b.state, b.claims), (State::Pending, 2), "{b:?}");
-    let e = explained(&w, &b);
+    let e = w.explained(&b);
     assert!(e.plans[0].finished.is_some(), "{e:?}");
     assert!(e.next.steps[0].contains("which had marked its lease done"), "{:?}", e.next);
     assert!(check(Kind::Finish, &e).is_ok());
@@ -141,7 +119,7 @@ fn a_success_record_without_its_note_does_not_say_a_run_is_refused() {
     let (_, rows) = look(&*w.mem, &w.place.uc, &w.timing).unwrap();
     let b = rows[0].clone();
     assert_eq!(b.state, State::Finished);
-    let e = explained(&w, &b);
+    let e = w.explained(&b);
     assert!(e.next.steps.iter().any(|n| n.contains("goes ahead")), "{:?}", e.next);
     assert!(!e.next.steps.iter().any(|n| n.contains("is refused")), "{:?}", e.next);
     assert!(matches!(w.take(B), Acquire::Held(..)));
@@ -358,9 +336,9 @@ fn a_note_without_outputs_finishes_nothing_and_a_run_goes_ahead() {
     ] {
         let w = world();
         w.mem.put(&w.place.note_key(), note.to_string().into_bytes()).unwrap();
-        let b = one(&w);
+        let b = w.one();
         assert!(b.note.contains("a new run of it goes ahead"), "{note}: listed {b:?}");
-        let e = explained(&w, &b);
+        let e = w.explained(&b);
         assert!(e.next.steps.iter().any(|n| n.contains("a new run of it goes ahead")), "{:?}", e.next);
         let Acquire::Held(lease, _) = w.take(B) else {
             panic!("{note}: a run was refused by a note that finishes nothing")
@@ -372,7 +350,7 @@ fn a_note_without_outputs_finishes_nothing_and_a_run_goes_ahead() {
         assert!(lease.release().unwrap());
         let after: Value = serde_json::from_slice(&w.mem.get(&w.place.note_key()).unwrap().unwrap().body).unwrap();
         assert_eq!(after["run_id"], B, "{after}");
-        let b = one(&w);
+        let b = w.one();
         assert_eq!((b.state, b.run_id.as_deref()), (State::Finished, Some(B)), "{b:?}");
     }
 }

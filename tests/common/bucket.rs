@@ -133,3 +133,60 @@ impl World {
         }
     }
 }
+
+/// A run record's body as a run writes it: of `run`, saying `status`, with
+/// `vars` (the batch's variables).
+pub fn record_body(run: &str, status: &str, vars: &serde_json::Map<String, serde_json::Value>) -> Vec<u8> {
+    use serde_json::Value;
+    serde_json::json!({
+        "run_id": run, "task": "demo/sales/ingest", "status": status, "backend": "exec",
+        "started_at": "2026-01-01T00:00:00.000000+00:00",
+        "ended_at": if status == "running" { Value::Null } else { "2026-01-01T00:01:00.000000+00:00".into() },
+        "error": Value::Null, "variables": vars, "outputs": []
+    })
+    .to_string()
+    .into_bytes()
+}
+
+impl World {
+    /// Run A committed and wrote its note, then died before it released;
+    /// its lease is left as it was before its done mark (left beside its
+    /// note, or put back by a restore), so a taker knows it finished only
+    /// by the note, which names it. Returns the note's bytes.
+    pub fn noted_but_lease_not_done(&self) -> Vec<u8> {
+        let (a, _d, files) = self.landing(2);
+        let before_done = Arc::new(std::sync::Mutex::new(None));
+        let keep = before_done.clone();
+        let hook = Hook(Some(Arc::new({
+            let mem = self.mem.clone();
+            let key = self.place.lease_key();
+            move |s| {
+                if s == ubunye::sys::Step::Completed {
+                    *keep.lock().unwrap() = mem.get(&key).unwrap().map(|g| g.body);
+                }
+            }
+        })));
+        ubunye::bucket::land(&*self.mem, &a, &[("ev".into(), out())], &files, &hook, &self.landing_timing()).unwrap();
+        let lease = before_done.lock().unwrap().take().expect("the lease before its done mark");
+        assert!(!String::from_utf8_lossy(&lease).contains("\"done\""), "not the lease before its done mark");
+        self.mem.put(&self.place.lease_key(), lease).unwrap();
+        self.mem.get(&self.place.note_key()).unwrap().expect("A's note").body
+    }
+}
+
+impl World {
+    /// Its batch, as `leases list` gives it.
+    pub fn one(&self) -> ubunye::bucket::StoreBatch {
+        let (_, rows) = ubunye::bucket::look(&*self.mem, &self.place.uc, &self.timing).unwrap();
+        rows.into_iter().find(|b| b.key == self.place.key).expect("the batch is listed")
+    }
+
+    /// The batch `b` as `leases explain` finds and explains it (its row the
+    /// list's).
+    pub fn explained(&self, b: &ubunye::bucket::StoreBatch) -> ubunye::explain::Explanation {
+        let (_, found) = ubunye::bucket::find(&*self.mem, &self.place.uc, &b.key, Some(&b.task), &self.timing).unwrap();
+        let ubunye::bucket::Found::One(row, read) = found else { panic!("{} is not found", b.key) };
+        assert_eq!(&row, b, "explain's row is the list's");
+        ubunye::bucket::explain(&*self.mem, &self.place.uc, &row, &read, &self.timing).unwrap()
+    }
+}
