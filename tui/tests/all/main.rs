@@ -35,5 +35,6 @@ mod top_fleet;
 mod top_keys;
 mod top_model;
 mod top_store;
+mod top_store_edges;
 mod top_watch;
 mod verdicts;
