@@ -41,10 +41,10 @@ pub enum Event {
     /// SIGTERM, SIGHUP or SIGINT arrived.
     Signal(i32),
     /// A store's batch read again and explained ([`crate::top::store`]):
-    /// its report's lines, for the detail pane.
+    /// its report's lines, for the detail pane, or why it could not be read.
     Explained {
         id: (String, String),
-        lines: Vec<String>,
+        lines: Result<Vec<String>, String>,
     },
     /// A store's repair planned off the UI thread: the batches it was asked
     /// for, and the popup of its plan (or of why none applies).

@@ -135,7 +135,7 @@ impl Dashboard<'_> {
                     }
                 });
                 if let Err(e) = spawned {
-                    let _ = self.tx.send(Event::Explained { id, lines: vec![format!("cannot start: {e}")] });
+                    let _ = self.tx.send(Event::Explained { id, lines: Err(format!("cannot start: {e}")) });
                 }
             }
             Effect::Plan { kind, ids } => {

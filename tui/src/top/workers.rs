@@ -84,8 +84,8 @@ pub fn explain(src: &Source, id: Id) -> Event {
         Some(store) => store
             .explain(&id.0, &id.1, &src.sys)
             .map(|e| crate::report::explanation(&e, None).lines().map(str::to_string).collect())
-            .unwrap_or_else(|e| vec![format!("cannot read the batch from the store: {e}")]),
-        None => Vec::new(),
+            .map_err(|e| format!("cannot read the batch from the store: {e}")),
+        None => Ok(Vec::new()),
     };
     Event::Explained { id, lines }
 }

@@ -136,6 +136,10 @@ pub struct Detail {
     wanted: Option<Id>,
     /// A store's explain is under way.
     asked: bool,
+    /// What a store's batch's documents said when it was explained: a look
+    /// explains it again only when they changed (an explain reads its task
+    /// whole).
+    seen: Option<String>,
 }
 
 /// Updates held back while frozen.
@@ -423,9 +427,12 @@ impl App {
                 Vec::new()
             }
             Event::Planned { kind, ids, popup } => {
+                // Only the plan the popup waits for: an earlier one, let go,
+                // leaves the later request waiting.
                 let waiting =
                     self.popup.as_ref().is_some_and(|p| matches!(p.phase, crate::top::popup::Phase::Planning));
-                if waiting && self.planning.take() == Some((kind, ids)) {
+                if waiting && self.planning.as_ref() == Some(&(kind, ids)) {
+                    self.planning = None;
                     self.popup = Some(*popup);
                 }
                 Vec::new()

@@ -124,9 +124,11 @@ impl App {
                 self.detail.lines = vec![format!("reading {} {} from the store…", id.0, id.1)];
                 self.detail.scroll = 0;
             }
-            if !same || force || self.detail.generation != self.model.generation {
+            let seen = self.model.batch(&id).map(|b| documents_of(&b));
+            if !same || force || (self.detail.generation != self.model.generation && seen != self.detail.seen) {
                 self.detail.wanted = Some(id.clone());
             }
+            self.detail.seen = seen;
             self.detail.id = Some(id);
             self.detail.generation = self.model.generation;
             return;
@@ -149,10 +151,15 @@ impl App {
     }
 
     /// A store's batch explained: shown if it is still the one selected.
-    pub(super) fn explained(&mut self, id: Id, lines: Vec<String>) {
+    pub(super) fn explained(&mut self, id: Id, lines: Result<Vec<String>, String>) {
         self.detail.asked = false;
         if self.detail.id.as_ref() == Some(&id) && !self.detail.log {
-            self.detail.lines = lines;
+            // A batch that could not be read is read again at the next look,
+            // whether its documents changed or not.
+            if lines.is_err() {
+                self.detail.seen = None;
+            }
+            self.detail.lines = lines.unwrap_or_else(|e| vec![e]);
         }
     }
 
@@ -255,4 +262,19 @@ impl App {
     pub fn set_watch(&mut self, mode: &str) {
         self.status.watch = mode.to_string();
     }
+}
+
+/// What a batch's documents say, for telling whether a look changed it: its
+/// state, lease, note and records (not the ages a look moves on).
+fn documents_of(b: &ubunye::state::Batch) -> String {
+    let records: Vec<(&str, Option<&str>)> =
+        b.records.iter().map(|r| (r.run_id.as_str(), r.status.as_deref())).collect();
+    format!(
+        "{:?} {:?} {} {:?} {:?}",
+        b.state,
+        b.run_id,
+        b.lease.as_ref().map(|l| l.doc.to_json()).unwrap_or_default(),
+        b.finished.as_ref().map(|f| &f.run_id),
+        records
+    )
 }
