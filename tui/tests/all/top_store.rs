@@ -5,128 +5,26 @@
 //! takeover in this process), its screens drawn on a TestBackend. The same
 //! over a real server in a real terminal is in tui/tests/slow/store.rs (tmux).
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
-use ubunye::bucket::{Acquire, Holder, Lease, Memory, Objects, Place, StoreUrl, acquire};
-use ubunye::layout::TaskPath;
-use ubunye::state::{ScanOptions, State};
-use ubunye::sys::Sys;
-use ubunye_testkit::{ELSEWHERE, FakeClock, fake_sys};
-use ubunye_tui::top::app::{App, Effect};
+use ubunye::bucket::Objects;
+use ubunye::state::State;
+use ubunye_tui::top::app::Effect;
 use ubunye_tui::top::event::Event;
-use ubunye_tui::top::model::{Model, Source};
 use ubunye_tui::top::popup::Phase;
-use ubunye_tui::top::store::Store;
-use ubunye_tui::top::{repair, workers};
 
 use crate::common;
-use common::dash::{events_of, press, screen, snap_settings, states};
+use common::dash::{press, screen, snap_settings, states};
+use common::store_dash::{BAD, DEAD, LIVE, World, place};
 
-const DEAD: &str = "00000000000000d1";
-const LIVE: &str = "00000000000000a2";
-const BAD: &str = "00000000000000b3";
-
-struct World {
-    clock: Arc<FakeClock>,
-    mem: Arc<Memory>,
-    app: App,
-    /// The first read was made.
-    read: bool,
-}
-
-fn place(key: &str) -> Place {
-    Place {
-        uc: StoreUrl::parse("s3://bkt/uc").unwrap(),
-        task: TaskPath::parse("demo/sales/ingest").unwrap(),
-        key: key.into(),
-    }
-}
-
-fn hold(w: &World, key: &str, run: &str) -> Arc<Lease> {
-    let h = Holder { run_id: run.into(), host: "h".into(), pid: 7, rerun: false, actor: None };
-    let sys = &w.app.model.src.sys;
-    match acquire(w.mem.clone(), &place(key), &h, w.clock.clone(), &sys.timing).unwrap() {
-        Acquire::Held(l, _) => l,
-        _ => panic!("{key}: not held"),
-    }
-}
-
-/// A dead lease, a live one, one that cannot be read; the dashboard not
-/// yet read.
-fn world() -> (World, Arc<Lease>) {
-    let (sys, clock, _) = fake_sys(ELSEWHERE, UNIX_EPOCH + Duration::from_secs(1_780_000_000));
-    let mem = Arc::new(Memory::new("bkt", clock.clone()));
-    let sys = Sys { clock: clock.clone(), ..sys };
-    let url = StoreUrl::parse("s3://bkt/uc").unwrap();
-    let root = PathBuf::from(url.to_string());
-    // The takeover in this process: this one is no `ubunye` to start apart.
-    let store = Store::new(url, mem.clone(), false);
-    let src = Source { uc: root.clone(), opts: ScanOptions::default(), sys: sys.clone(), store: Some(store) };
-    let empty = ubunye_tui::top::empty(&root, &ubunye::layout::lineage_root(&root), &sys);
-    let app = App::new(Model::new(src, empty), false, "poll 2s (store)");
-    let w = World { clock, mem, app, read: false };
-    let dead = hold(&w, DEAD, "dddddddd-0000-4000-8000-000000000001");
+fn world() -> (World, std::sync::Arc<ubunye::bucket::Lease>) {
     // Its run had claimed a dozen objects (none of which it completed): the
     // takeover's plan names each.
-    dead.save(|d| {
-        let claims: Vec<String> =
-            (0..12).map(|i| format!("s3://bkt/lake/ev/dddddddd-0000-4000-8000-000000000001-part-{i}.csv")).collect();
-        let note = serde_json::json!({"appends": true, "exact": true, "state": "writing", "url": "s3://bkt/lake/ev", "claimed": claims});
-        d.outputs_mut().insert("ev".into(), note);
-    })
-    .unwrap();
-    w.clock.advance(w.app.model.src.sys.timing.heartbeat_timeout + Duration::from_secs(60));
-    let _live = hold(&w, LIVE, "aaaaaaaa-0000-4000-8000-000000000002");
-    w.mem.put(&format!("uc/.ubunye/leases/demo/sales/ingest/{BAD}.json"), b"{\"run_id\": ".to_vec()).unwrap();
+    let (w, dead, _) = common::store_dash::world(12);
     (w, dead)
 }
 
 impl World {
-    /// A look (the first read, or a poll), as the loop reads it.
-    fn look(&mut self) {
-        let effects = if !self.read {
-            self.read = true;
-            self.app.start_loading();
-            vec![Effect::FullScan]
-        } else {
-            self.app.handle(Event::Poll)
-        };
-        for e in effects {
-            let events = events_of(&self.app, &e);
-            assert!(!events.is_empty(), "{e:?}");
-            let more = self.app.handle_all(events);
-            self.carry_out(&more);
-        }
-    }
-    /// Press keys, and carry out what they ask as the loop would.
-    fn press(&mut self, keys: &str) -> Vec<Effect> {
-        let effects = press(&mut self.app, keys);
-        self.carry_out(&effects);
-        effects
-    }
-    fn carry_out(&mut self, effects: &[Effect]) {
-        let src = self.app.model.src.clone();
-        for e in effects {
-            let ev = match e {
-                Effect::Explain(id) => workers::explain(&src, id.clone()),
-                Effect::Plan { kind, ids } => {
-                    workers::plan(&src, &self.app.model.scan.root.clone(), *kind, ids.clone())
-                }
-                Effect::Examine => workers::examine(&src),
-                Effect::Repair(plan) => Event::Repaired(Box::new(repair::carry_out(&src, (**plan).clone()))),
-                Effect::FullScan => {
-                    let more = self.app.handle_all(events_of(&self.app, e));
-                    self.carry_out(&more);
-                    continue;
-                }
-                _ => continue,
-            };
-            let more = self.app.handle(ev);
-            self.carry_out(&more);
-        }
-    }
     fn screen(&mut self, w: u16, h: u16) -> String {
         let s = screen(&mut self.app, w, h);
         // A store's explain is read off the UI thread: drawn once it is back.
@@ -136,9 +34,6 @@ impl World {
     }
     fn keys(&self) -> Vec<String> {
         self.app.rows.iter().filter_map(|&i| self.app.model.row(i)).map(|b| b.key().to_string()).collect()
-    }
-    fn chosen(&self) -> String {
-        self.app.selected_batch().unwrap().key().to_string()
     }
 }
 

@@ -2,126 +2,31 @@
 //! and explains that come back in another order than they were asked for,
 //! what a poll costs, the states against the list's after time passes and
 //! keys are pressed, and a store that stops answering. The harness is
-//! top_store.rs's (the loop's effects carried out here), with the effects
-//! held back where a test needs them to come back late.
+//! tests/common/store_dash.rs (the loop's effects carried out as the loop
+//! does), its effects held back where a test needs them to come back late.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
-use ubunye::bucket::{self, Acquire, Holder, Lease, Memory, Objects, Place, StoreUrl, acquire};
-use ubunye::layout::TaskPath;
-use ubunye::state::{ScanOptions, State};
-use ubunye::sys::Sys;
-use ubunye_testkit::{ELSEWHERE, FakeClock, fake_sys};
-use ubunye_tui::top::app::{App, Effect, Level};
-use ubunye_tui::top::event::Event;
-use ubunye_tui::top::model::{Model, Source};
+use ubunye::bucket;
+use ubunye::state::State;
+use ubunye_tui::top::app::{Effect, Level};
 use ubunye_tui::top::popup::Phase;
 use ubunye_tui::top::store::Store;
-use ubunye_tui::top::{repair, workers};
 
 use crate::common;
-use common::dash::{events_of, press};
-
-const DEAD: &str = "00000000000000d1";
-const LIVE: &str = "00000000000000a2";
-const BAD: &str = "00000000000000b3";
+use common::dash::press;
+use common::store_dash::{BAD, DEAD, LIVE, World, url};
 
 /// Every call of the in-memory store that writes.
 const WRITES: [&str; 9] =
     ["create", "update", "put", "delete_if", "delete", "start_uploads", "send_parts", "complete_new", "abort"];
 
-struct World {
-    clock: Arc<FakeClock>,
-    mem: Arc<Memory>,
-    app: App,
-    read: bool,
-}
-
-fn url() -> StoreUrl {
-    StoreUrl::parse("s3://bkt/uc").unwrap()
-}
-
-fn place(key: &str) -> Place {
-    Place { uc: url(), task: TaskPath::parse("demo/sales/ingest").unwrap(), key: key.into() }
-}
-
-fn hold(w: &World, key: &str, run: &str) -> Arc<Lease> {
-    let h = Holder { run_id: run.into(), host: "h".into(), pid: 7, rerun: false, actor: None };
-    let sys = &w.app.model.src.sys;
-    match acquire(w.mem.clone(), &place(key), &h, w.clock.clone(), &sys.timing).unwrap() {
-        Acquire::Held(l, _) => l,
-        _ => panic!("{key}: not held"),
-    }
-}
-
-/// A dead lease, a live one (returned), one that cannot be read.
-fn world() -> (World, Arc<Lease>) {
-    let (sys, clock, _) = fake_sys(ELSEWHERE, UNIX_EPOCH + Duration::from_secs(1_780_000_000));
-    let mem = Arc::new(Memory::new("bkt", clock.clone()));
-    let sys = Sys { clock: clock.clone(), ..sys };
-    let root = PathBuf::from(url().to_string());
-    let store = Store::new(url(), mem.clone(), false);
-    let src = Source { uc: root.clone(), opts: ScanOptions::default(), sys: sys.clone(), store: Some(store) };
-    let empty = ubunye_tui::top::empty(&root, &ubunye::layout::lineage_root(&root), &sys);
-    let app = App::new(Model::new(src, empty), false, "poll 2s (store)");
-    let w = World { clock, mem, app, read: false };
-    let _dead = hold(&w, DEAD, "dddddddd-0000-4000-8000-000000000001");
-    w.clock.advance(w.app.model.src.sys.timing.heartbeat_timeout + Duration::from_secs(60));
-    let live = hold(&w, LIVE, "aaaaaaaa-0000-4000-8000-000000000002");
-    w.mem.put(&format!("uc/.ubunye/leases/demo/sales/ingest/{BAD}.json"), b"{\"run_id\": ".to_vec()).unwrap();
+fn world() -> (World, std::sync::Arc<ubunye::bucket::Lease>) {
+    let (w, _, live) = common::store_dash::world(0);
     (w, live)
 }
 
 impl World {
-    fn look(&mut self) {
-        let effects = if !self.read {
-            self.read = true;
-            self.app.start_loading();
-            vec![Effect::FullScan]
-        } else {
-            self.app.handle(Event::Poll)
-        };
-        for e in effects {
-            let events = events_of(&self.app, &e);
-            let more = self.app.handle_all(events);
-            self.carry_out(&more);
-        }
-    }
-    fn press(&mut self, keys: &str) -> Vec<Effect> {
-        let effects = press(&mut self.app, keys);
-        self.carry_out(&effects);
-        effects
-    }
-    /// The event an effect brings back, made now (not handed to the app).
-    fn result_of(&self, e: &Effect) -> Option<Event> {
-        let src = self.app.model.src.clone();
-        Some(match e {
-            Effect::Explain(id) => workers::explain(&src, id.clone()),
-            Effect::Plan { kind, ids } => workers::plan(&src, &self.app.model.scan.root.clone(), *kind, ids.clone()),
-            Effect::Examine => workers::examine(&src),
-            Effect::Repair(plan) => Event::Repaired(Box::new(repair::carry_out(&src, (**plan).clone()))),
-            _ => return None,
-        })
-    }
-    fn carry_out(&mut self, effects: &[Effect]) {
-        for e in effects {
-            if let Effect::FullScan = e {
-                let more = self.app.handle_all(events_of(&self.app, e));
-                self.carry_out(&more);
-                continue;
-            }
-            if let Some(ev) = self.result_of(e) {
-                let more = self.app.handle(ev);
-                self.carry_out(&more);
-            }
-        }
-    }
-    fn tick(&mut self) {
-        let more = self.app.handle(Event::Tick);
-        self.carry_out(&more);
-    }
     fn writes(&self) -> usize {
         WRITES.iter().map(|op| self.mem.calls(op)).sum()
     }
@@ -140,9 +45,6 @@ impl World {
         let mut v: Vec<(String, State)> = rows.into_iter().map(|r| (r.key, r.state)).collect();
         v.sort();
         v
-    }
-    fn chosen(&self) -> String {
-        self.app.selected_batch().unwrap().key().to_string()
     }
 }
 

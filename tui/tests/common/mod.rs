@@ -15,6 +15,7 @@ pub use ubunye_testkit::*;
 pub mod dash;
 pub mod killing;
 pub mod prom;
+pub mod store_dash;
 pub mod tmux;
 pub mod trees;
 
