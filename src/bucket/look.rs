@@ -195,21 +195,27 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
     let root = uc.key(".ubunye/leases/");
     let mut batches: BTreeMap<(String, String), Found> = BTreeMap::new();
     for l in objects.list(&format!("{root}{under}"))? {
-        let Some(rest) = l.key.strip_prefix(&root) else { continue };
-        let Some((task, name)) = rest.rsplit_once('/') else { continue };
-        if let Some(key) = name.strip_suffix(".finished.json") {
-            if crate::layout::is_key(key) {
-                let id = (task.to_string(), key.to_string());
-                batches.entry(id).or_default().note = Some(l);
-            }
-        } else if let Some(key) = name.strip_suffix(".json")
-            && crate::layout::is_key(key)
-        {
-            let id = (task.to_string(), key.to_string());
-            batches.entry(id).or_default().lease = Some(l);
+        let Some((task, key, note)) = named(&root, &l.key) else { continue };
+        let found = batches.entry((task.to_string(), key.to_string())).or_default();
+        if note {
+            found.note = Some(l);
+        } else {
+            found.lease = Some(l);
         }
     }
     Ok(Listing { batches, records })
+}
+
+/// The batch an object under the lease folder `root` is of: its task, its
+/// key, and whether it is the batch's finished note (else its lease); None
+/// for anything else.
+fn named<'a>(root: &str, object: &'a str) -> Option<(&'a str, &'a str, bool)> {
+    let (task, name) = object.strip_prefix(root)?.rsplit_once('/')?;
+    let (key, note) = match name.strip_suffix(".finished.json") {
+        Some(key) => (key, true),
+        None => (name.strip_suffix(".json")?, false),
+    };
+    crate::layout::is_key(key).then_some((task, key, note))
 }
 
 /// The tasks whose leases or notes have a key that starts with `prefix`, by
@@ -219,9 +225,10 @@ pub(super) fn tasks_of_key(objects: &dyn Objects, uc: &StoreUrl, prefix: &str) -
     let root = uc.key(".ubunye/leases/");
     let mut tasks: Vec<String> = Vec::new();
     for l in objects.list(&root)? {
-        let Some((task, name)) = l.key.strip_prefix(&root).and_then(|rest| rest.rsplit_once('/')) else { continue };
-        let key = name.strip_suffix(".finished.json").or_else(|| name.strip_suffix(".json"));
-        if key.is_some_and(|k| crate::layout::is_key(k) && k.starts_with(prefix)) && !tasks.iter().any(|t| t == task) {
+        if let Some((task, key, _)) = named(&root, &l.key)
+            && key.starts_with(prefix)
+            && !tasks.iter().any(|t| t == task)
+        {
             tasks.push(task.to_string());
         }
     }
