@@ -85,14 +85,10 @@ impl LeaseStore for BucketBatch<'_> {
     /// store's run writes it after its commit) has it written: it ended in
     /// success, its finished note names it.
     fn settle_finished(&self, dead: &LeaseDoc, r: &mut Recovery) -> Result<(), StoreError> {
-        let run = dead.run_id();
-        if run.is_empty() || !crate::layout::run_id_is_safe(&run) {
-            return Ok(());
-        }
-        let Some(rec) = self.record(&run)? else { return Ok(()) };
-        if let Some(text) = crate::protocol::record::completed(&rec.body, self.now) {
-            r.record_marked = self.rewrite_record(&run, &text, &rec.version)?;
-        }
+        let now = self.now;
+        r.record_marked = crate::protocol::rewrite_record(self, &dead.run_id(), |body| {
+            crate::protocol::record::completed(body, now)
+        })?;
         Ok(())
     }
 

@@ -23,7 +23,7 @@ pub mod finished;
 pub mod record;
 mod recovery;
 
-pub use recovery::{Recovery, Taker, recover};
+pub use recovery::{Recovery, Taker, recover, rewrite_record};
 
 use crate::documents::LeaseDoc;
 use crate::layout::TaskPath;

@@ -104,11 +104,22 @@ fn mark_interrupted<S: LeaseStore>(
     taker: &Taker<'_>,
     unrepaired: &[String],
 ) -> Result<bool, S::Error> {
+    rewrite_record(store, run_id, |body| super::record::interrupted(body, &taker.who(), taker.at, unrepaired))
+}
+
+/// Rewrite the record of the dead run `run_id` as `rewrite` makes it (None:
+/// left as it is), on the version it was read at: whether it was. A run id
+/// that cannot name a record names none.
+pub fn rewrite_record<S: LeaseStore>(
+    store: &S,
+    run_id: &str,
+    rewrite: impl FnOnce(&[u8]) -> Option<String>,
+) -> Result<bool, S::Error> {
     if run_id.is_empty() || !crate::layout::run_id_is_safe(run_id) {
         return Ok(false);
     }
     let Some(rec) = store.record(run_id)? else { return Ok(false) };
-    match super::record::interrupted(&rec.body, &taker.who(), taker.at, unrepaired) {
+    match rewrite(&rec.body) {
         Some(text) => store.rewrite_record(run_id, &text, &rec.version),
         None => Ok(false),
     }
