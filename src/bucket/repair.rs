@@ -12,6 +12,20 @@ use super::place::Place;
 use crate::protocol::Recovery;
 use crate::sys::{Clock, Timing};
 
+impl Holder {
+    /// Who a repair takes a batch as: a run of its own (a fresh uuid4, on
+    /// this machine), named in the record it marks by the repair's command.
+    pub fn repair(kind: crate::repair::Kind, sys: &crate::sys::Sys) -> Holder {
+        Holder {
+            run_id: uuid::Uuid::new_v4().to_string(),
+            host: sys.host.clone(),
+            pid: sys.pid,
+            rerun: false,
+            actor: Some(kind.command().to_string()),
+        }
+    }
+}
+
 /// How a takeover ended.
 #[derive(Debug)]
 pub enum TakeoverEnd {

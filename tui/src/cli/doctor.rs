@@ -70,9 +70,7 @@ fn look(dir: &Path, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> Result<ubunye
         return ubunye::doctor::look(dir, opts, sys).map_err(|e| (exit::USAGE, e.to_string()));
     };
     if opts.lineage_dir.is_some() {
-        let why =
-            format!("-d {url}: --lineage-dir names a folder; a store's run records are under {url}/.ubunye/lineage");
-        return Err((exit::USAGE, why));
+        return Err((exit::USAGE, super::store::no_lineage_dir(url)));
     }
     let (uc, objects) = super::store::open_quiet(url)?;
     ubunye::bucket::doctor(&*objects, &uc, &sys.timing).map_err(|e| (exit::REFUSED, e.to_string()))

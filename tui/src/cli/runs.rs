@@ -191,9 +191,7 @@ fn read_store(
     problems: &mut Vec<UnreadableFile>,
 ) -> Result<(String, usize), (i32, String)> {
     if a.lineage.lineage_dir.is_some() {
-        let why =
-            format!("-d {url}: --lineage-dir names a folder; a store's run records are under {url}/.ubunye/lineage");
-        return Err((exit::USAGE, why));
+        return Err((exit::USAGE, super::store::no_lineage_dir(url)));
     }
     let (uc, objects) = super::store::open_quiet(url)?;
     let (read, unread) = ubunye::bucket::records(&*objects, &uc).map_err(|e| (exit::REFUSED, e.to_string()))?;

@@ -151,13 +151,7 @@ impl Store {
             return (false, format!("{task} {key}: the task is not <usecase>/<package>/<task>"));
         };
         let place = Place { uc: self.url.clone(), task: tp, key: key.clone() };
-        let holder = Holder {
-            run_id: uuid::Uuid::new_v4().to_string(),
-            host: sys.host.clone(),
-            pid: sys.pid,
-            rerun: false,
-            actor: Some(plan.kind.command().to_string()),
-        };
+        let holder = Holder::repair(plan.kind, sys);
         let ended = bucket::takeover(self.objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing);
         crate::report::store::outcome_text(plan.kind, task, key, ended)
     }

@@ -135,13 +135,7 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
         return exit::REFUSED;
     };
     let place = Place { uc, task, key: plan.key.clone() };
-    let holder = Holder {
-        run_id: uuid::Uuid::new_v4().to_string(),
-        host: sys.host.clone(),
-        pid: sys.pid,
-        rerun: false,
-        actor: Some(kind.command().to_string()),
-    };
+    let holder = Holder::repair(kind, &sys);
     // The engine re-checks everything as it acts: a lease that came alive
     // since the plan is refused.
     let ended = bucket::takeover(objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing);

@@ -31,6 +31,12 @@ pub(crate) fn open(dir: &str) -> Result<(StoreUrl, Arc<dyn Objects>), i32> {
     })
 }
 
+/// Why `--lineage-dir` is refused with a use case in a store: its run
+/// records are in the store, beside its leases.
+pub(crate) fn no_lineage_dir(url: &str) -> String {
+    format!("-d {url}: --lineage-dir names a folder; a store's run records are under {url}/.ubunye/lineage")
+}
+
 /// [`open`], its refusal returned: the exit code and the line that says why.
 pub(crate) fn open_quiet(dir: &str) -> Result<(StoreUrl, Arc<dyn Objects>), (i32, String)> {
     let uc = StoreUrl::parse(dir).map_err(|e| (exit::USAGE, format!("-d {dir}: {e}")))?;
@@ -118,9 +124,7 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
         return usage(&why);
     }
     if a.lineage_dir.is_some() {
-        return usage(&format!(
-            "-d {dir}: --lineage-dir names a folder; a store's run records go under {dir}/.ubunye/lineage"
-        ));
+        return usage(&no_lineage_dir(dir));
     }
     if a.command.is_empty() {
         return usage(
