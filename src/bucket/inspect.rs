@@ -136,7 +136,7 @@ pub fn explain(
     let dead = matches!(batch.state, State::Dead | State::Pending | State::Orphan)
         || (batch.state == State::Damaged && batch.lease_dead == Some(true));
     let claims = match (&target, dead) {
-        (Some(d), true) => claims(objects, d)?,
+        (Some(d), true) => claims(objects, d, read)?,
         _ => Vec::new(),
     };
     let taking_over = lease.as_ref().and_then(|d| match d.0.get("taking_over") {
@@ -356,7 +356,16 @@ impl Of<'_> {
     }
 }
 
-fn claims(objects: &dyn Objects, doc: &LeaseDoc) -> Result<Vec<ClaimView>, StoreError> {
+/// The claims of `doc`, the dead run the next run recovers: whether each
+/// was completed as the look found it (`read`: it HEADed each claim of a
+/// dead lease), and whether its upload is still open (one listing of the
+/// open uploads per output).
+fn claims(objects: &dyn Objects, doc: &LeaseDoc, read: &Batch) -> Result<Vec<ClaimView>, StoreError> {
+    let looked = |output: &str, claim: &str| {
+        let lease = read.lease.as_ref()?;
+        let o = lease.outputs.iter().find(|o| o.name == output)?;
+        o.claims.iter().find(|c| c.claim == claim).map(|c| c.present)
+    };
     let mut out = Vec::new();
     for note in doc.notes().unwrap_or_default() {
         let keys: Vec<&str> = note.claimed.iter().filter_map(|c| claim_key(objects.bucket(), c)).collect();
@@ -370,9 +379,10 @@ fn claims(objects: &dyn Objects, doc: &LeaseDoc) -> Result<Vec<ClaimView>, Store
                 output: note.name.clone(),
                 url: claim.clone(),
                 upload_open: key.is_some_and(|k| open.iter().any(|(ok, _)| ok == k)),
-                visible: match key {
-                    Some(k) => objects.head(k)?.is_some(),
-                    None => false,
+                visible: match (looked(&note.name, claim), key) {
+                    (Some(present), _) => present,
+                    (None, Some(k)) => objects.head(k)?.is_some(),
+                    (None, None) => false,
                 },
             });
         }

@@ -354,3 +354,19 @@ fn a_note_without_outputs_finishes_nothing_and_a_run_goes_ahead() {
         assert_eq!((b.state, b.run_id.as_deref()), (State::Finished, Some(B)), "{b:?}");
     }
 }
+
+/// What the look found of a dead run's claims (a HEAD of each) is what
+/// explain tells: it HEADs none of them again.
+#[test]
+fn explain_heads_no_claim_the_look_looked_at() {
+    let w = world();
+    let (lease, _d, files) = w.landing(2);
+    w.killed_at(&lease, &files, Step::Completed);
+    w.past_timeout();
+    let (_, found) = find(&*w.mem, &w.place.uc, &w.place.key, None, &w.timing).unwrap();
+    let Found::One(row, read) = found else { panic!("not found") };
+    let heads = w.mem.calls("head");
+    let e = explain(&*w.mem, &w.place.uc, &row, &read, &w.timing).unwrap();
+    assert_eq!(w.mem.calls("head"), heads, "explain HEADed claims the look had");
+    assert_eq!(e.plans[0].present().count(), 2, "{:?}", e.plans);
+}
