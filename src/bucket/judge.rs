@@ -50,10 +50,6 @@ pub struct StoreBatch {
     /// readable lease.
     #[serde(skip)]
     pub lease_dead: Option<bool>,
-    /// Its variables as one line (`dt=2025-01-01 mode=DEV`), when a record
-    /// names them: what a dashboard's filter reads (`dt:`, `var:`).
-    #[serde(skip)]
-    pub variables: Option<String>,
 }
 
 impl StoreBatch {
@@ -147,7 +143,6 @@ impl Judged {
             note: if b.state == State::Damaged { empty_lease_note(side) } else { b.note.clone() },
             record_status: b.records.iter().find(|r| r.damaged.is_none()).and_then(|r| r.status.clone()),
             lease_dead: side.dead,
-            variables: b.variables_text(),
         }
     }
 

@@ -7,74 +7,7 @@
 
 use ubunye::state::{State, VarFilter, task_matches};
 
-use std::borrow::Cow;
-
-use ubunye::bucket::StoreBatch;
-
 use crate::top::model::BatchRef;
-
-/// What the filter reads of a row: a use case's batch or a store's.
-pub trait Row {
-    fn state(&self) -> State;
-    fn task(&self) -> &str;
-    fn key(&self) -> &str;
-    fn run_id(&self) -> Option<Cow<'_, str>>;
-    fn note(&self) -> Cow<'_, str>;
-    /// Its variables as one line.
-    fn vars(&self) -> Option<&str>;
-    /// Its lease's holder, `pid@host`.
-    fn holder(&self) -> Option<String>;
-}
-
-impl Row for BatchRef<'_> {
-    fn state(&self) -> State {
-        BatchRef::state(self)
-    }
-    fn task(&self) -> &str {
-        BatchRef::task(self)
-    }
-    fn key(&self) -> &str {
-        BatchRef::key(self)
-    }
-    fn run_id(&self) -> Option<Cow<'_, str>> {
-        BatchRef::run_id(self)
-    }
-    fn note(&self) -> Cow<'_, str> {
-        BatchRef::note(self)
-    }
-    fn vars(&self) -> Option<&str> {
-        BatchRef::vars(self)
-    }
-    fn holder(&self) -> Option<String> {
-        let pid = |l: &ubunye::state::LeaseInfo| l.holder.pid.map(|p| p.to_string()).unwrap_or_default();
-        self.lease().map(|l| format!("{}@{}", pid(l), l.holder.host.as_deref().unwrap_or_default()))
-    }
-}
-
-impl Row for &StoreBatch {
-    fn state(&self) -> State {
-        self.state
-    }
-    fn task(&self) -> &str {
-        &self.task
-    }
-    fn key(&self) -> &str {
-        &self.key
-    }
-    fn run_id(&self) -> Option<Cow<'_, str>> {
-        self.run_id.as_deref().map(Cow::Borrowed)
-    }
-    fn note(&self) -> Cow<'_, str> {
-        Cow::Borrowed(&self.note)
-    }
-    fn vars(&self) -> Option<&str> {
-        self.variables.as_deref()
-    }
-    /// A store's holder is known by its run alone.
-    fn holder(&self) -> Option<String> {
-        None
-    }
-}
 
 /// A parsed filter.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -119,8 +52,8 @@ impl Filter {
         self.text.trim().is_empty()
     }
 
-    /// Whether a row passes, on any dashboard.
-    pub fn matches(&self, b: impl Row) -> bool {
+    /// Whether a batch passes (`vars`: its variables as one line).
+    pub fn matches(&self, b: BatchRef) -> bool {
         if !self.unknown.is_empty() {
             return false;
         }
@@ -143,7 +76,13 @@ impl Filter {
         if self.words.is_empty() {
             return true;
         }
-        let holder = b.holder();
+        let holder = b.lease().map(|l| {
+            format!(
+                "{}@{}",
+                l.holder.pid.map(|p| p.to_string()).unwrap_or_default(),
+                l.holder.host.as_deref().unwrap_or_default()
+            )
+        });
         let (run, note) = (b.run_id(), b.note());
         let hay =
             [Some(b.task()), Some(b.key()), run.as_deref(), Some(&*note), Some(b.state().word()), holder.as_deref()];
