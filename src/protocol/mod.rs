@@ -35,16 +35,13 @@ pub struct Capabilities {
     /// An output folder can be replaced whole in one step (`--overwrite`,
     /// published by a swap of two folders).
     pub atomic_swap: bool,
-    /// A dead holder's processes can be found and stopped (its pid, on this
-    /// host): a disk's. A store's holders are told dead by age alone.
-    pub processes: bool,
 }
 
 impl Capabilities {
     /// A local or shared disk.
-    pub const DISK: Capabilities = Capabilities { atomic_swap: true, processes: true };
+    pub const DISK: Capabilities = Capabilities { atomic_swap: true };
     /// An object store (S3 and what speaks it).
-    pub const STORE: Capabilities = Capabilities { atomic_swap: false, processes: false };
+    pub const STORE: Capabilities = Capabilities { atomic_swap: false };
 
     /// `--overwrite` to `place`, refused in one line when the store has no
     /// atomic swap.
