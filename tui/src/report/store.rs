@@ -1,6 +1,8 @@
-//! The object-store engine's reports as text (`ubunye::bucket`): an
-//! explained batch, a takeover's outcome, a refusal; for the CLI
-//! (`cli/store/`) and the dashboard over a store (`top/store.rs`) alike.
+//! What only a store's engine says (`ubunye::bucket`), as text: a
+//! takeover's end as a folder's repair outcome, and why a run or a repair
+//! was refused the batch; for the CLI (`cli/store/`) and the dashboard over
+//! a store (`top/store.rs`) alike. A store's batch is explained as a
+//! folder's (`report::explanation`).
 
 use ubunye::bucket::{BucketError, Refused, TakeoverEnd};
 use ubunye::documents::short;
