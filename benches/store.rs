@@ -26,8 +26,9 @@ use futures_util::{StreamExt, TryStreamExt};
 use object_store::aws::AmazonS3;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use ubunye::bucket::{Acquire, Holder, Objects, Place, S3, StoreUrl, acquire, land, look, plan};
+use ubunye::bucket::{Acquire, Holder, Objects, Place, S3, StoreUrl, acquire, land, plan};
 use ubunye::layout::TaskPath;
+use ubunye::state::store::look;
 use ubunye::sys::{Clock, Hook, SystemClock, Timing};
 use ubunye_testkit::s3::{BUCKET, Kind, Server, servers_bin};
 

@@ -188,7 +188,7 @@ fn fresh(holder: &Holder, task: &TaskPath, now: SystemTime, ttl: Duration) -> Le
 }
 
 /// Parse a lease object; its damage in words.
-pub(super) fn read_doc(body: &[u8], uc: &StoreUrl) -> Result<LeaseDoc, String> {
+pub(crate) fn read_doc(body: &[u8], uc: &StoreUrl) -> Result<LeaseDoc, String> {
     match documents::parse_doc(body) {
         Ok(p @ Parsed::Doc(_)) => {
             let d = LeaseDoc::from_parsed(p);

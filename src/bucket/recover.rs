@@ -9,7 +9,6 @@
 
 use serde_json::Value;
 
-pub use super::claims::claim_key;
 use super::claims::store_claims;
 use super::objects::{Objects, StoreError, Written};
 use super::place::Place;
@@ -207,7 +206,7 @@ pub fn remove_replaced(objects: &dyn Objects, doc: &crate::documents::LeaseDoc, 
 }
 
 /// The longest prefix of every key (to list the open uploads under).
-pub(super) fn common_prefix(keys: &[&str]) -> String {
+pub(crate) fn common_prefix(keys: &[&str]) -> String {
     let Some(first) = keys.first() else { return String::new() };
     let mut n = first.len();
     for k in &keys[1..] {

@@ -13,6 +13,7 @@ pub mod outputs;
 mod publish;
 pub mod sentinel;
 mod spec;
+pub mod store;
 pub mod tee;
 mod unleased;
 

@@ -3,6 +3,8 @@
 //! wrote, its history, and exactly what the next run or a repair would do, from
 //! the same plan the engine acts on.
 
+pub mod store;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 

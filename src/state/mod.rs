@@ -16,6 +16,7 @@ mod read;
 mod record;
 mod scan;
 pub mod staging;
+pub mod store;
 mod var_filter;
 
 use std::path::PathBuf;

@@ -9,11 +9,14 @@
 
 use std::sync::Arc;
 
-use ubunye::bucket::{Found, Objects, Place, Poller, TakeoverEnd, explain, find, look, takeover};
+use ubunye::bucket::{Objects, Place};
+use ubunye::explain::store::{Found, explain, find};
 use ubunye::layout::TaskPath;
 use ubunye::repair::Kind;
 use ubunye::repair::check;
+use ubunye::repair::store::{TakeoverEnd, takeover};
 use ubunye::state::State;
+use ubunye::state::store::{Poller, look};
 use ubunye::sys::Step;
 
 use crate::common;

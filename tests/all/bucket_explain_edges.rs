@@ -12,8 +12,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::Value;
-use ubunye::bucket::{Acquire, Holder, Lease, Objects, TakeoverEnd, acquire, takeover};
+use ubunye::bucket::{Acquire, Holder, Lease, Objects, acquire};
 use ubunye::explain::Explanation;
+use ubunye::repair::store::{TakeoverEnd, takeover};
 use ubunye::repair::{Kind, check};
 use ubunye::state::State;
 use ubunye::sys::{Hook, Step};

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use ubunye::bucket::{Objects, Poller, look};
+use ubunye::bucket::Objects;
+use ubunye::state::store::{Poller, look};
 
 use crate::common;
 use common::bucket::*;

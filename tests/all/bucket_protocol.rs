@@ -8,8 +8,9 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ubunye::bucket::{Acquire, BucketError, LandError, Objects, Refused, acquire, look, probe};
+use ubunye::bucket::{Acquire, BucketError, LandError, Objects, Refused, acquire, probe};
 use ubunye::state::State;
+use ubunye::state::store::look;
 use ubunye::sys::Step;
 
 use crate::common;

@@ -11,10 +11,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use ubunye::bucket::{Acquire, Found, Objects, Place, Poller, TakeoverEnd, doctor, explain, find, look, takeover};
+use ubunye::bucket::{Acquire, Objects, Place};
+use ubunye::explain::store::{Found, explain, find};
 use ubunye::layout::TaskPath;
+use ubunye::repair::store::{TakeoverEnd, takeover};
 use ubunye::repair::{Kind, check};
 use ubunye::state::State;
+use ubunye::state::store::{Poller, look};
 use ubunye::sys::Step;
 
 use crate::common;
@@ -61,12 +64,12 @@ fn an_empty_lease_is_judged_by_its_age_as_the_engine_judges_it() {
     assert!(check(Kind::Takeover, &e).is_err(), "a fresh empty lease is taken over by no engine");
     assert!(check(Kind::Finish, &e).is_err());
     assert!(matches!(take_over(&w), TakeoverEnd::Refused(_)));
-    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
+    let d = ubunye::doctor::store::look(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert_eq!(d.iter().map(|f| f.kind).collect::<Vec<_>>(), ["not-json"], "named whatever its age, as on disk");
     w.past_timeout();
     let b = w.one();
     assert!(b.note.contains("past the"), "{}", b.note);
-    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
+    let d = ubunye::doctor::store::look(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert!(d.iter().any(|f| f.kind == "needs-repair"), "{d:?}");
     let e = w.explained(&b);
     assert!(check(Kind::Takeover, &e).is_ok());
@@ -157,7 +160,7 @@ fn a_run_that_starts_while_the_use_case_is_listed_is_never_a_record_without_a_le
     w.mem.delete(&w.place.lease_key()).unwrap();
     w.mem.delete(&w.place.record_key(A)).unwrap();
     run_starts_before_list(&w, 2, B);
-    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
+    let d = ubunye::doctor::store::look(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert!(d.iter().all(|f| f.kind != "running-record"), "{d:?}");
 }
 
@@ -180,7 +183,7 @@ fn a_lease_under_a_folder_that_is_not_a_task_is_unreadable_never_dead() {
         let Found::One(row, read) = found else { panic!("{r:?} is not found") };
         assert!(check(Kind::Takeover, &explain(&*w.mem, &w.place.uc, &row, &read, &w.timing).unwrap()).is_err());
     }
-    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
+    let d = ubunye::doctor::store::look(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     assert!(d.iter().all(|f| f.kind == "unreadable"), "{d:?}");
 }
 
@@ -241,7 +244,7 @@ fn explain_reads_its_task_only_and_doctor_reads_each_object_once() {
     assert_eq!(gets() - g, 0, "what the look read is not read again");
     assert_eq!(e.batch.records[0].status.as_deref(), Some("success"));
     let g1 = gets();
-    doctor(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    ubunye::doctor::store::look(&*w.mem, &w.place.uc, &w.timing).unwrap();
     assert_eq!(gets() - g1, 40 * 6, "doctor reads each object once");
 }
 
@@ -282,7 +285,7 @@ fn an_upload_under_nested_outputs_is_one_stray_and_the_leases_are_read_again_onc
     let _live = w.held(C);
     w.mem.start_uploads(&["lake/r3/stray.bin".into()]).unwrap();
     let gets = w.mem.calls("get");
-    let d = doctor(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
+    let d = ubunye::doctor::store::look(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     let strays: Vec<_> = d.iter().filter(|f| f.kind == "stray-upload").collect();
     assert_eq!(strays.len(), 1, "{d:?}");
     // The lease, the two records, then the one lease read again.

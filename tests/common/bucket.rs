@@ -176,17 +176,18 @@ impl World {
 
 impl World {
     /// Its batch, as `leases list` gives it.
-    pub fn one(&self) -> ubunye::bucket::StoreBatch {
-        let (_, rows) = ubunye::bucket::look(&*self.mem, &self.place.uc, &self.timing).unwrap();
+    pub fn one(&self) -> ubunye::state::store::StoreBatch {
+        let (_, rows) = ubunye::state::store::look(&*self.mem, &self.place.uc, &self.timing).unwrap();
         rows.into_iter().find(|b| b.key == self.place.key).expect("the batch is listed")
     }
 
     /// The batch `b` as `leases explain` finds and explains it (its row the
     /// list's).
-    pub fn explained(&self, b: &ubunye::bucket::StoreBatch) -> ubunye::explain::Explanation {
-        let (_, found) = ubunye::bucket::find(&*self.mem, &self.place.uc, &b.key, Some(&b.task), &self.timing).unwrap();
-        let ubunye::bucket::Found::One(row, read) = found else { panic!("{} is not found", b.key) };
+    pub fn explained(&self, b: &ubunye::state::store::StoreBatch) -> ubunye::explain::Explanation {
+        let (_, found) =
+            ubunye::explain::store::find(&*self.mem, &self.place.uc, &b.key, Some(&b.task), &self.timing).unwrap();
+        let ubunye::explain::store::Found::One(row, read) = found else { panic!("{} is not found", b.key) };
         assert_eq!(&row, b, "explain's row is the list's");
-        ubunye::bucket::explain(&*self.mem, &self.place.uc, &row, &read, &self.timing).unwrap()
+        ubunye::explain::store::explain(&*self.mem, &self.place.uc, &row, &read, &self.timing).unwrap()
     }
 }

@@ -8,9 +8,10 @@ use std::path::PathBuf;
 
 use std::sync::Arc;
 
-use ubunye::bucket::{Objects, Poller, S3, StoreUrl};
+use ubunye::bucket::{Objects, S3, StoreUrl};
 use ubunye::census::{self, Census};
 use ubunye::state::ScanOptions;
+use ubunye::state::store::Poller;
 use ubunye::sys::Sys;
 use ubunye::tally::Tally;
 
@@ -127,7 +128,7 @@ pub fn resolve(dirs: &[PathBuf], find: &[PathBuf], depth: usize, stores: bool) -
 }
 
 /// The census of one use case of many ([`census::count`], or a store's,
-/// [`ubunye::bucket::census`]); one that cannot be read is a census with
+/// [`ubunye::census::store::count`]); one that cannot be read is a census with
 /// its error, never a failure.
 pub fn count(uc: &UseCase, opts: &ScanOptions, sys: &Sys, per_batch: bool) -> Census {
     // The label is the folder as named, made absolute: the same series
@@ -138,7 +139,7 @@ pub fn count(uc: &UseCase, opts: &ScanOptions, sys: &Sys, per_batch: bool) -> Ce
     match (&uc.error, uc.store()) {
         (Some(e), _) => failed(e.clone()),
         (None, Some(url)) => match open_store(url) {
-            Ok((url, objects)) => ubunye::bucket::census(&*objects, &url, &sys.timing, &label, per_batch),
+            Ok((url, objects)) => ubunye::census::store::count(&*objects, &url, &sys.timing, &label, per_batch),
             Err(e) => failed(e),
         },
         (None, None) => census::count(&uc.shown, &label, opts, sys, per_batch),

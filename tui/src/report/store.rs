@@ -4,8 +4,9 @@
 //! a store (`top/store.rs`) alike. A store's batch is explained as a
 //! folder's (`report::explanation`).
 
-use ubunye::bucket::{BucketError, Refused, TakeoverEnd};
+use ubunye::bucket::{BucketError, Refused};
 use ubunye::documents::short;
+use ubunye::repair::store::TakeoverEnd;
 use ubunye::repair::{Kind, RepairOutcome};
 
 /// Why a run or a repair was refused the batch (`head`: its task and key).

@@ -11,10 +11,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ubunye::bucket::{self, Found, Holder, Objects, Place, Poller, S3, StoreUrl};
+use ubunye::bucket::{Holder, Objects, Place, S3, StoreUrl};
 use ubunye::explain::Explanation;
+use ubunye::explain::store::Found;
 use ubunye::layout::TaskPath;
 use ubunye::repair::RepairPlan;
+use ubunye::state::store::Poller;
 use ubunye::state::{Batch, State};
 use ubunye::sys::{ClockSource, Now, Sys};
 
@@ -68,9 +70,14 @@ impl Store {
 
     /// Batch `task` `key` read again, its row and as the state model holds
     /// it; None when it is gone.
-    fn find(&self, task: &str, key: &str, sys: &Sys) -> Result<Option<(bucket::StoreBatch, Batch)>, String> {
-        let (_, found) =
-            bucket::find(&*self.objects, &self.url, key, Some(task), &sys.timing).map_err(|e| e.to_string())?;
+    fn find(
+        &self,
+        task: &str,
+        key: &str,
+        sys: &Sys,
+    ) -> Result<Option<(ubunye::state::store::StoreBatch, Batch)>, String> {
+        let (_, found) = ubunye::explain::store::find(&*self.objects, &self.url, key, Some(task), &sys.timing)
+            .map_err(|e| e.to_string())?;
         match found {
             Found::One(row, b) if b.key == key => Ok(Some((row, *b))),
             Found::One(..) | Found::None(_) => Ok(None),
@@ -99,12 +106,12 @@ impl Store {
         let Some((row, read)) = self.find(task, key, sys)? else {
             return Err(format!("{task} {key} is no longer in the store"));
         };
-        bucket::explain(&*self.objects, &self.url, &row, &read, &sys.timing).map_err(|e| e.to_string())
+        ubunye::explain::store::explain(&*self.objects, &self.url, &row, &read, &sys.timing).map_err(|e| e.to_string())
     }
 
     /// Doctor's look, as `ubunye doctor -d s3://...` takes it.
     pub fn doctor(&self, sys: &Sys) -> Result<ubunye::doctor::Look, String> {
-        bucket::doctor(&*self.objects, &self.url, &sys.timing).map_err(|e| e.to_string())
+        ubunye::doctor::store::look(&*self.objects, &self.url, &sys.timing).map_err(|e| e.to_string())
     }
 
     /// The repair planned, the engine checking again as it acts: what it
@@ -152,7 +159,8 @@ impl Store {
         };
         let place = Place { uc: self.url.clone(), task: tp, key: key.clone() };
         let holder = Holder::repair(plan.kind, sys);
-        let ended = bucket::takeover(self.objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing);
+        let ended =
+            ubunye::repair::store::takeover(self.objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing);
         crate::report::store::outcome_text(plan.kind, task, key, ended)
     }
 }

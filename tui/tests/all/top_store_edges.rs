@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use ubunye::bucket;
 use ubunye::state::State;
 use ubunye_tui::top::app::{Effect, Level};
 use ubunye_tui::top::popup::Phase;
@@ -41,7 +40,7 @@ impl World {
     }
     /// The list's (key, state) of every batch, in key order, judged now.
     fn listed(&self) -> Vec<(String, State)> {
-        let (_, rows) = bucket::look(&*self.mem, &url(), &self.app.model.src.sys.timing).unwrap();
+        let (_, rows) = ubunye::state::store::look(&*self.mem, &url(), &self.app.model.src.sys.timing).unwrap();
         let mut v: Vec<(String, State)> = rows.into_iter().map(|r| (r.key, r.state)).collect();
         v.sort();
         v

@@ -171,7 +171,7 @@ fn killtest(kind: Kind, kills: usize, seed: u64) {
             );
         }
     }
-    let base = ubunye::bucket::staging_base_in(tmp.path());
+    let base = ubunye::exec::store::staging_base_in(tmp.path());
     let before_clean = std::fs::read_dir(&base).map(|d| d.count()).unwrap_or(0);
     // Every lease a killed run left is dead by now; one clean pass.
     std::thread::sleep(Duration::from_millis(2500));

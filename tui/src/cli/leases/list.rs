@@ -276,7 +276,7 @@ fn use_cases(a: &UseCasesArg) -> (Vec<UseCase>, bool) {
 fn store_batches(url: &str, opts: &ScanOptions, sys: &Sys) -> Result<(state::ScanHead, Vec<Batch>), String> {
     let uc = ubunye::bucket::StoreUrl::parse(url).map_err(|e| e.to_string())?;
     let objects = ubunye::bucket::S3::from_env(&uc.bucket).map_err(|e| e.to_string())?;
-    let (now, mut batches) = ubunye::bucket::batches(&objects, &uc, &sys.timing).map_err(|e| e.to_string())?;
+    let (now, mut batches) = ubunye::state::store::batches(&objects, &uc, &sys.timing).map_err(|e| e.to_string())?;
     if let Some(glob) = &opts.task_glob {
         batches.retain(|b| state::task_matches(glob, &b.task));
     }

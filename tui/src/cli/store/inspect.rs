@@ -3,9 +3,11 @@
 
 use std::io::IsTerminal;
 
-use ubunye::bucket::{self, Found, Holder, Place, TakeoverEnd};
+use ubunye::bucket::{self, Holder, Place};
 use ubunye::explain::Explanation;
+use ubunye::explain::store::Found;
 use ubunye::layout::TaskPath;
+use ubunye::repair::store::TakeoverEnd;
 
 use super::open;
 use crate::cli::leases::explain::ExplainArgs;
@@ -38,7 +40,8 @@ fn one(
         say_err(&e.to_string());
         exit::REFUSED
     };
-    let (_, found) = bucket::find(&*objects, &uc, q, which.task.as_deref(), &sys.timing).map_err(store_err)?;
+    let (_, found) =
+        ubunye::explain::store::find(&*objects, &uc, q, which.task.as_deref(), &sys.timing).map_err(store_err)?;
     let (batch, read) = match found {
         Found::One(b, read) => (b, read),
         Found::None(n) => {
@@ -56,7 +59,7 @@ fn one(
             )));
         }
     };
-    let e = bucket::explain(&*objects, &uc, &batch, &read, &sys.timing).map_err(store_err)?;
+    let e = ubunye::explain::store::explain(&*objects, &uc, &batch, &read, &sys.timing).map_err(store_err)?;
     Ok((uc, objects, e))
 }
 
@@ -114,7 +117,7 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     let sys = crate::console::machine::sys();
     // The batch may have changed while the plan was shown: it is looked at
     // again, and acted on only as planned (the engine re-checks as it acts).
-    let again = bucket::find(&*objects, &uc, &plan.key, Some(&plan.task), &sys.timing);
+    let again = ubunye::explain::store::find(&*objects, &uc, &plan.key, Some(&plan.task), &sys.timing);
     let now = match &again {
         Ok((_, Found::One(_, read))) => Some((read.state, read.lease.as_ref().map(|l| l.holder.run_id.clone()))),
         _ => None,
@@ -138,7 +141,7 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     let holder = Holder::repair(kind, &sys);
     // The engine re-checks everything as it acts: a lease that came alive
     // since the plan is refused.
-    let ended = bucket::takeover(objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing);
+    let ended = ubunye::repair::store::takeover(objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing);
     let head = format!("{} {}", plan.task, plan.key);
     // Every repair the engine acted on is audited, as on disk; an audit
     // that cannot be written is said, and is not the repair's failure.

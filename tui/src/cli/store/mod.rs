@@ -5,8 +5,10 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use ubunye::bucket::{self, BucketEnd, BucketRun, Objects, Refused, S3, StoreUrl};
+use ubunye::bucket::{self, Objects, Refused, S3, StoreUrl};
+use ubunye::exec::store::{BucketEnd, BucketRun};
 use ubunye::state::State;
+use ubunye::state::store::StoreBatch;
 
 use crate::report::store::refusal;
 use crate::report::took_over;
@@ -177,7 +179,7 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
     }
     let refused_code = a.refused_exit;
     let head = format!("{} {}", spec.task, spec.key);
-    match bucket::run(&spec, objects, &sys) {
+    match ubunye::exec::store::run(&spec, objects, &sys) {
         Err(e) => {
             say_err(&e.to_string());
             exit::REFUSED
@@ -250,7 +252,7 @@ struct Out<'a> {
     use_case: String,
     clock: &'static str,
     now: String,
-    batches: Vec<&'a bucket::StoreBatch>,
+    batches: Vec<&'a StoreBatch>,
 }
 
 /// `ubunye leases list -d s3://...`.
@@ -260,14 +262,14 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
         Err(code) => return code,
     };
     let sys = crate::console::machine::sys();
-    let (now, batches) = match bucket::look(&*objects, &uc, &sys.timing) {
+    let (now, batches) = match ubunye::state::store::look(&*objects, &uc, &sys.timing) {
         Ok(x) => x,
         Err(e) => {
             say_err(&e.to_string());
             return exit::REFUSED;
         }
     };
-    let wanted = |b: &&bucket::StoreBatch| {
+    let wanted = |b: &&StoreBatch| {
         let state_ok = if a.states.is_empty() {
             a.all || b.state != State::Finished
         } else {
@@ -275,7 +277,7 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
         };
         state_ok && a.task.as_deref().is_none_or(|t| ubunye::state::task_matches(t, &b.task))
     };
-    let mut rows: Vec<&bucket::StoreBatch> = batches.iter().filter(wanted).collect();
+    let mut rows: Vec<&StoreBatch> = batches.iter().filter(wanted).collect();
     rows.sort_by_key(|b| (b.state, b.task.clone(), b.key.clone()));
     let fail_if_any = if a.fail_if_any && !rows.is_empty() { exit::REFUSED } else { exit::OK };
     if a.json {
@@ -330,6 +332,6 @@ pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
 
 /// A lease's claims; none shown for a batch no lease holds or a lease that
 /// cannot be read (not zero: unknown).
-fn claims(b: &ubunye::bucket::StoreBatch) -> String {
+fn claims(b: &StoreBatch) -> String {
     if b.has_lease() && b.state != ubunye::state::State::Unreadable { b.claims.to_string() } else { String::new() }
 }

@@ -3,8 +3,7 @@
 
 use std::path::Path;
 
-use super::objects::{Listed, Objects, StoreError};
-use super::url::StoreUrl;
+use crate::bucket::{Listed, Objects, StoreError, StoreUrl};
 use crate::state::{RecordInfo, UnreadableFile, record_of};
 
 /// Records read: (task, record) each, and those that cannot be read.

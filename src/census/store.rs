@@ -4,16 +4,15 @@
 
 use std::time::Instant;
 
-use super::doctor::findings;
-use super::look::Poller;
-use super::objects::Objects;
-use super::url::StoreUrl;
-use crate::census::Census;
+use super::Census;
+use crate::bucket::{Objects, StoreUrl};
+use crate::doctor::store::findings;
 use crate::state::State;
+use crate::state::store::Poller;
 use crate::sys::Timing;
 
 /// The use case under `uc` counted once, as [`Poller::census`] counts it.
-pub fn census(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing, label: &str, per_batch: bool) -> Census {
+pub fn count(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing, label: &str, per_batch: bool) -> Census {
     Poller::new().census(objects, uc, timing, label, per_batch)
 }
 

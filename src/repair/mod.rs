@@ -5,6 +5,8 @@
 //! same code that will carry it out; a live holder, stalled or not, is never
 //! taken over; every repair leaves one line in `.ubunye/repairs.jsonl`.
 
+pub mod store;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

@@ -5,6 +5,8 @@
 //! own time and errors. Every verdict is the library's; this only counts
 //! them.
 
+pub mod store;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -7,18 +7,15 @@ use std::collections::{BTreeSet, HashSet};
 
 use serde_json::Value;
 
-use super::judge::Judged;
-use super::look::read_all;
-use super::objects::{Objects, StoreError};
-use super::recover::claim_key;
-use super::url::StoreUrl;
-use crate::doctor::{Finding, Look};
+use super::{Finding, Look};
+use crate::bucket::{Objects, StoreError, StoreUrl, claim_key};
 use crate::documents::{self, LeaseDoc, Parsed};
 use crate::state::State;
+use crate::state::store::{Judged, read_all};
 use crate::sys::Timing;
 
 /// A finding about the batch `b`, in the disk's shape.
-fn about(kind: &'static str, b: &super::judge::StoreBatch, detail: String) -> Finding {
+fn about(kind: &'static str, b: &crate::state::store::StoreBatch, detail: String) -> Finding {
     Finding { kind, path: b.url.clone().into(), detail, task: Some(b.task.clone()), key: Some(b.key.clone()) }
 }
 
@@ -63,13 +60,13 @@ fn claimed_keys(objects: &dyn Objects, d: &LeaseDoc) -> Vec<String> {
 
 /// Findings in a use case in a store: unreadable and dead leases, and open
 /// uploads that no lease names under the outputs its run records name.
-pub fn doctor(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Look, StoreError> {
+pub fn look(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Look, StoreError> {
     let (_, judged) = read_all(objects, uc, timing)?;
     Ok(Look { root: uc.to_string().into(), findings: findings(objects, &judged)?, looked_at: judged.len() })
 }
 
 /// What doctor finds among batches judged.
-pub(super) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<Finding>, StoreError> {
+pub(crate) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<Finding>, StoreError> {
     let outputs = recorded_outputs(objects, judged);
     let mut named: HashSet<String> = HashSet::new();
     let mut out = Vec::new();

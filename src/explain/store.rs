@@ -7,16 +7,12 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use super::judge::{Judged, StoreBatch};
-use super::look::read_task;
-use super::objects::{Objects, StoreError};
-use super::place::Place;
-use super::recover::claim_key;
-use super::url::StoreUrl;
+use super::{Explanation, Next};
+use crate::bucket::{Objects, Place, StoreError, StoreUrl, claim_key};
 use crate::documents::{self, LeaseDoc, Parsed};
-use crate::explain::{Explanation, Next};
 use crate::layout::TaskPath;
 use crate::lease::recovery_plan::{FinishedBy, PlannedFile, RecoveryPlan};
+use crate::state::store::{Judged, StoreBatch, read_task};
 use crate::state::{Batch, State};
 use crate::sys::Timing;
 
@@ -52,7 +48,7 @@ pub fn find(
     // if it had been given (its records are filed among its own task's).
     let only = match task {
         None if !query.is_empty() && query.bytes().all(|b| b.is_ascii_hexdigit()) => {
-            let mut tasks = super::look::tasks_of_key(objects, uc, &query.to_ascii_lowercase())?;
+            let mut tasks = crate::state::store::tasks_of_key(objects, uc, &query.to_ascii_lowercase())?;
             (tasks.len() == 1).then(|| tasks.remove(0))
         }
         _ => None,
@@ -156,7 +152,7 @@ pub fn explain(
         batch: read.clone(),
         verdict,
         plans,
-        repairs: super::audit::repairs_of(objects, uc, &batch.task, &batch.key)?,
+        repairs: crate::bucket::repairs_of(objects, uc, &batch.task, &batch.key)?,
         history: read.history(),
         staging: Vec::new(),
     })
@@ -370,7 +366,7 @@ fn claims(objects: &dyn Objects, doc: &LeaseDoc, read: &Batch) -> Result<Vec<Cla
     for note in doc.notes().unwrap_or_default() {
         let keys: Vec<&str> = note.claimed.iter().filter_map(|c| claim_key(objects.bucket(), c)).collect();
         let open: Vec<(String, String)> = match keys.is_empty() {
-            false => objects.open_uploads(&super::recover::common_prefix(&keys))?,
+            false => objects.open_uploads(&crate::bucket::common_prefix(&keys))?,
             true => Vec::new(),
         };
         for claim in &note.claimed {

@@ -10,10 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::SystemTime;
 
-use super::claims::claim_key;
-use super::lease::{age_of, lifetime_of, read_doc};
-use super::objects::{Got, Listed, Objects, StoreError};
-use super::url::StoreUrl;
+use crate::bucket::{Got, Listed, Objects, StoreError, StoreUrl, age_of, claim_key, lifetime_of, read_doc};
 use crate::liveness::{Age, AgeBecause, Judgement, TouchedBy, Why};
 use crate::state::{
     self, Batch, ClaimInfo, Holder, LeaseInfo, Mark, OutputInfo, RecordInfo, State, UnreadableFile, note_of,
@@ -116,7 +113,7 @@ impl Heads {
 }
 
 /// A batch judged, and what the state model does not keep of its lease.
-pub(super) struct Judged {
+pub(crate) struct Judged {
     pub batch: Batch,
     side: Side,
 }

@@ -51,7 +51,7 @@ impl Staging {
     /// Sweep what dead runs left under `base`, then lock and make
     /// `base/<run_id>/`. The run id must be a uuid.
     pub fn make(base: &Path, run_id: &str) -> io::Result<Staging> {
-        if !super::claims::is_run_uuid(run_id) {
+        if !crate::bucket::is_run_uuid(run_id) {
             return Err(io::Error::other(format!("'{run_id}' is not a run id (a uuid)")));
         }
         ensure_base(base)?;
@@ -181,7 +181,7 @@ pub fn sweep(base: &Path) -> usize {
         // A `.new` lock file a run killed before its rename left: gone if
         // nobody holds it (its maker holds it from before its name is used).
         if let Some(run) = name.to_str().and_then(|n| n.strip_prefix('.')?.strip_suffix(".new")) {
-            if super::claims::is_run_uuid(run) {
+            if crate::bucket::is_run_uuid(run) {
                 let p = e.path();
                 if let Ok(f) = File::open(&p)
                     && flock(&f, FlockOperation::NonBlockingLockExclusive).is_ok()
@@ -195,7 +195,7 @@ pub fn sweep(base: &Path) -> usize {
         let Some(run) = name.to_str().and_then(|n| n.strip_suffix(".lock")) else { continue };
         // Only a run's own names (never `..`, never `.`): the folder a lock
         // names is removed.
-        if !super::claims::is_run_uuid(run) {
+        if !crate::bucket::is_run_uuid(run) {
             continue;
         }
         let lock_path = e.path();

@@ -1,6 +1,8 @@
 //! `ubunye doctor`: what the engine leaves for people. It reports; it never
 //! removes anything (the repairs do that, through the engine).
 
+pub mod store;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -7,10 +7,16 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
 
-use super::judge::{Found, Heads, Judged, StoreBatch, judge_all};
-use super::objects::{Got, Listed, Objects, StoreError};
-use super::url::StoreUrl;
+mod judge;
+mod records;
+
+pub(crate) use judge::Judged;
+pub use judge::{HEADS_LAST, StoreBatch};
+pub use records::records;
+
+use crate::bucket::{Got, Listed, Objects, StoreError, StoreUrl};
 use crate::sys::Timing;
+use judge::{Found, Heads, judge_all};
 
 /// Every batch under `uc`, in task and key order, and the store's time they
 /// were judged at.
@@ -37,7 +43,7 @@ pub fn batches(
 }
 
 /// Every batch under `uc` judged, and the store's time it was judged at.
-pub(super) fn read_all(
+pub(crate) fn read_all(
     objects: &dyn Objects,
     uc: &StoreUrl,
     timing: &Timing,
@@ -48,7 +54,7 @@ pub(super) fn read_all(
 /// [`read_all`] of one task's batches only, when `task` is given: a run
 /// record is filed among its own task's batches, so they are judged as
 /// the whole use case's reading judges them.
-pub(super) fn read_task(
+pub(crate) fn read_task(
     objects: &dyn Objects,
     uc: &StoreUrl,
     timing: &Timing,
@@ -126,7 +132,7 @@ impl Poller {
         Ok((now, judged.into_iter().map(Judged::into_batch).collect()))
     }
 
-    pub(super) fn poll(
+    pub(crate) fn poll(
         &mut self,
         objects: &dyn Objects,
         uc: &StoreUrl,
@@ -191,7 +197,7 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
     // lease, so a record listed has its lease (or, later, its note or
     // nothing but its end) listed after it. Leases first, a run that
     // started between the two listings would be a record with no lease.
-    let records = super::records::listed(objects, uc, &under)?;
+    let records = records::listed(objects, uc, &under)?;
     let root = uc.key(".ubunye/leases/");
     let mut batches: BTreeMap<(String, String), Found> = BTreeMap::new();
     for l in objects.list(&format!("{root}{under}"))? {
@@ -221,7 +227,7 @@ fn named<'a>(root: &str, object: &'a str) -> Option<(&'a str, &'a str, bool)> {
 /// The tasks whose leases or notes have a key that starts with `prefix`, by
 /// one listing of `.ubunye/leases/` (no object read): where a batch named
 /// by its key alone is.
-pub(super) fn tasks_of_key(objects: &dyn Objects, uc: &StoreUrl, prefix: &str) -> Result<Vec<String>, StoreError> {
+pub(crate) fn tasks_of_key(objects: &dyn Objects, uc: &StoreUrl, prefix: &str) -> Result<Vec<String>, StoreError> {
     let root = uc.key(".ubunye/leases/");
     let mut tasks: Vec<String> = Vec::new();
     for l in objects.list(&root)? {

@@ -6,16 +6,14 @@
 
 use std::sync::Arc;
 
-use super::lease::{Acquire, BucketError, Holder, Refused, acquire};
-use super::objects::Objects;
-use super::place::Place;
+use crate::bucket::{Acquire, BucketError, Holder, Objects, Place, Refused, acquire};
 use crate::protocol::Recovery;
 use crate::sys::{Clock, Timing};
 
 impl Holder {
     /// Who a repair takes a batch as: a run of its own (a fresh uuid4, on
     /// this machine), named in the record it marks by the repair's command.
-    pub fn repair(kind: crate::repair::Kind, sys: &crate::sys::Sys) -> Holder {
+    pub fn repair(kind: super::Kind, sys: &crate::sys::Sys) -> Holder {
         Holder {
             run_id: uuid::Uuid::new_v4().to_string(),
             host: sys.host.clone(),

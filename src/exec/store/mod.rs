@@ -1,7 +1,7 @@
 //! `ubunye exec` against a store: the command runs on this machine and writes
 //! into local staging folders; the batch's lease, claims, note and record are
 //! in the bucket, and its files land there by claimed multipart uploads
-//! (`append.rs`) once it succeeds. A run that loses its lease makes nothing
+//! (`bucket::land`) once it succeeds. A run that loses its lease makes nothing
 //! visible from then on, and its record never says success.
 
 use std::ffi::OsString;
@@ -10,16 +10,16 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::SystemTime;
 
-use super::append::{land, plan};
-use super::lease::{Acquire, BucketError, Holder, Lease, Refused, acquire};
-use super::objects::{ErrorKind, Objects, StoreError};
-use super::place::Place;
-use super::probe::probe;
-use super::staging::{self, Staging};
-use super::unwind::LandError;
-use super::url::StoreUrl;
-use crate::exec::child::{self, Ran};
-use crate::exec::env_name;
+mod staging;
+
+pub use staging::{Staging, base_in as staging_base_in};
+
+use super::child::{self, Ran};
+use super::env_name;
+use crate::bucket::{
+    Acquire, BucketError, ErrorKind, Holder, LandError, Lease, Objects, Place, Refused, StoreError, StoreUrl, acquire,
+    land, plan, probe,
+};
 use crate::layout::TaskPath;
 use crate::lineage::{RecordSpec, RunRecord};
 use crate::protocol::Recovery;
