@@ -480,6 +480,10 @@ fn repairs(st: &Store) {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out} {}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("3 upload(s) aborted"), "{out}");
+    // The settle is said before it is waited, as on disk.
+    let err = String::from_utf8_lossy(&o.stderr);
+    let run = ubunye::documents::short(row["run_id"].as_str().unwrap());
+    assert!(err.contains(&format!("for run {run} to write its lease again")), "{err}");
     assert!(st.s3.open_uploads("").unwrap().is_empty());
     assert!(st.keys("lake/r1/").is_empty());
     // Audited, as on disk: one entry, which explain shows.

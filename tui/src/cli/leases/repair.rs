@@ -52,6 +52,46 @@ pub(crate) fn ask(question: &str) -> bool {
     matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
 }
 
+/// What comes between a repair's plan and the act, for a folder and a store
+/// alike: a dry run prints the plan and stops; otherwise the plan is shown
+/// and asked about (unless `--yes`), and the settle a takeover waits is said
+/// before it, so that a pause is not taken for a hang. `Err`: the exit code
+/// to stop with, having changed nothing.
+pub(crate) fn confirm(a: &RepairArgs, plan: &repair::RepairPlan, settle: std::time::Duration) -> Result<(), i32> {
+    if a.dry_run {
+        if a.json {
+            crate::cli::outln(&serde_json::to_string_pretty(plan).unwrap_or_default());
+        } else {
+            crate::cli::out(&render_plan(plan));
+            crate::cli::outln("(--dry-run: nothing was changed)");
+        }
+        return Err(exit::OK);
+    }
+    if !a.yes {
+        if !std::io::stdin().is_terminal() {
+            say_err("not on a terminal, so nobody can confirm: add --yes to repair, or --dry-run to only see the plan");
+            return Err(exit::USAGE);
+        }
+        crate::cli::out(&render_plan(plan));
+        if !ask("Go ahead?") {
+            crate::cli::outln("Nothing was done.");
+            return Err(exit::REFUSED);
+        }
+    } else if !a.json {
+        crate::cli::out(&render_plan(plan));
+    }
+    // An orphan has no lease to take over: nothing is waited for.
+    if plan.state != ubunye::state::State::Orphan {
+        let run = plan.holder.as_deref().filter(|r| !r.is_empty()).map(ubunye::documents::short);
+        say_err(&format!(
+            "waiting {} for {} to write its lease again (a live run is left alone)…",
+            humantime::format_duration(settle),
+            run.map(|r| format!("run {r}")).unwrap_or_else(|| "its run".into())
+        ));
+    }
+    Ok(())
+}
+
 /// The states a bulk repair can be asked for: those a repair applies to.
 pub const REPAIRABLE: [ubunye::state::State; 6] = {
     use ubunye::state::State;
@@ -77,37 +117,8 @@ pub fn run_one(a: &RepairArgs, kind: Kind) -> i32 {
             return exit::REFUSED;
         }
     };
-    if a.dry_run {
-        if a.json {
-            crate::cli::outln(&serde_json::to_string_pretty(&plan).unwrap_or_default());
-        } else {
-            crate::cli::out(&render_plan(&plan));
-            crate::cli::outln("(--dry-run: nothing was changed)");
-        }
-        return exit::OK;
-    }
-    if !a.yes {
-        if !std::io::stdin().is_terminal() {
-            say_err("not on a terminal, so nobody can confirm: add --yes to repair, or --dry-run to only see the plan");
-            return exit::USAGE;
-        }
-        crate::cli::out(&render_plan(&plan));
-        if !ask("Go ahead?") {
-            crate::cli::outln("Nothing was done.");
-            return exit::REFUSED;
-        }
-    } else if !a.json {
-        crate::cli::out(&render_plan(&plan));
-    }
-    // Taking a lease over waits one settle for its run to show it is alive:
-    // said before the wait, so that a pause is not taken for a hang.
-    if plan.state != ubunye::state::State::Orphan {
-        let run = plan.holder.as_deref().filter(|r| !r.is_empty()).map(ubunye::documents::short);
-        say_err(&format!(
-            "waiting {} for {} to write its lease again (a live run is left alone)…",
-            humantime::format_duration(sys.timing.settle),
-            run.map(|r| format!("run {r}")).unwrap_or_else(|| "its run".into())
-        ));
+    if let Err(code) = confirm(a, &plan, sys.timing.settle) {
+        return code;
     }
     // The state may have changed while the plan was read: look again, then let
     // the engine re-check everything as it acts.

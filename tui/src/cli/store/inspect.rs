@@ -1,8 +1,6 @@
 //! `ubunye leases explain|takeover|finish` with
 //! `-d s3://bucket/prefix`.
 
-use std::io::IsTerminal;
-
 use ubunye::bucket::{self, Holder, Place};
 use ubunye::explain::Explanation;
 use ubunye::explain::store::Found;
@@ -11,7 +9,7 @@ use ubunye::repair::store::TakeoverEnd;
 
 use super::open;
 use crate::cli::leases::explain::ExplainArgs;
-use crate::cli::leases::repair::{Kind, RepairArgs, ask, render_plan};
+use crate::cli::leases::repair::{Kind, RepairArgs, confirm};
 use crate::cli::{BatchArg, exit, out, outln, print_json, say_err};
 
 /// The one batch `which` names in the store at `dir`, explained; or the exit code.
@@ -92,29 +90,10 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
             return exit::REFUSED;
         }
     };
-    if a.dry_run {
-        if a.json {
-            print_json(&plan);
-        } else {
-            out(&render_plan(&plan));
-            outln("(--dry-run: nothing was changed)");
-        }
-        return exit::OK;
-    }
-    if !a.yes {
-        if !std::io::stdin().is_terminal() {
-            say_err("not on a terminal, so nobody can confirm: add --yes to repair, or --dry-run to only see the plan");
-            return exit::USAGE;
-        }
-        out(&render_plan(&plan));
-        if !ask("Go ahead?") {
-            outln("Nothing was done.");
-            return exit::REFUSED;
-        }
-    } else if !a.json {
-        out(&render_plan(&plan));
-    }
     let sys = crate::console::machine::sys();
+    if let Err(code) = confirm(a, &plan, sys.timing.settle) {
+        return code;
+    }
     // The batch may have changed while the plan was shown: it is looked at
     // again, and acted on only as planned (the engine re-checks as it acts).
     let again = ubunye::explain::store::find(&*objects, &uc, &plan.key, Some(&plan.task), &sys.timing);
