@@ -313,10 +313,6 @@ fn dispatch(cli: &Cli) -> i32 {
         Command::Leases(l) => {
             use leases::LeasesCommand as L;
             match &l.command {
-                L::List(a) => match a.ucs.single().and_then(store::store_path) {
-                    Some(dir) => store::list(a, dir, colour),
-                    None => leases::run(l, colour),
-                },
                 L::Explain(a) => match a.which.ucs.single().and_then(store::store_path) {
                     Some(dir) => store::explain(a, dir),
                     None => leases::run(l, colour),
@@ -342,6 +338,8 @@ fn dispatch(cli: &Cli) -> i32 {
                     }
                     None => leases::run(l, colour),
                 },
+                // A store's batches are listed by the same rows as a folder's.
+                L::List(_) => leases::run(l, colour),
             }
         }
         Command::Runs(a) => runs::run(a, colour),

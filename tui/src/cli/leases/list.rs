@@ -270,13 +270,19 @@ fn use_cases(a: &UseCasesArg) -> (Vec<UseCase>, bool) {
     }
 }
 
-/// A store's batches among many use cases' (`-d s3://...` with others), as
-/// a folder's scan gives them, `--task` applied; its head (the URL as the
-/// root) for the listing's summary.
-fn store_batches(url: &str, opts: &ScanOptions, sys: &Sys) -> Result<(state::ScanHead, Vec<Batch>), String> {
-    let uc = ubunye::bucket::StoreUrl::parse(url).map_err(|e| e.to_string())?;
-    let objects = ubunye::bucket::S3::from_env(&uc.bucket).map_err(|e| e.to_string())?;
-    let (now, mut batches) = ubunye::state::store::batches(&objects, &uc, &sys.timing).map_err(|e| e.to_string())?;
+/// A store's batches (`-d s3://...`), as a folder's scan gives them,
+/// `--task` applied; its head (the URL as the root) for the listing's
+/// summary. Why it cannot be read comes with the exit code a store alone
+/// ends with: 2 for a URL that does not parse or a `--lineage-dir` (a
+/// store's records are in the store), 1 for a store that cannot be reached
+/// or read.
+fn store_batches(url: &str, opts: &ScanOptions, sys: &Sys) -> Result<(state::ScanHead, Vec<Batch>), (i32, String)> {
+    if opts.lineage_dir.is_some() {
+        return Err((exit::USAGE, crate::cli::store::no_lineage_dir(url)));
+    }
+    let (uc, objects) = crate::cli::store::open_quiet(url)?;
+    let (now, mut batches) =
+        ubunye::state::store::batches(&*objects, &uc, &sys.timing).map_err(|e| (exit::REFUSED, e.to_string()))?;
     if let Some(glob) = &opts.task_glob {
         batches.retain(|b| state::task_matches(glob, &b.task));
     }
@@ -340,23 +346,25 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
             }
         };
         let head = match (&uc.error, uc.store()) {
-            (Some(e), _) => Err(e.clone()),
+            (Some(e), _) => Err((exit::USAGE, e.clone())),
             (None, Some(url)) => store_batches(url, &opts, &sys).map(|(head, batches)| {
                 add(batches);
                 head
             }),
-            (None, None) => {
-                state::scan_tasks(&uc.shown, &opts, &sys, |_, batches| add(batches)).map_err(|e| e.to_string())
-            }
+            (None, None) => state::scan_tasks(&uc.shown, &opts, &sys, |_, batches| add(batches))
+                .map_err(|e| (exit::USAGE, e.to_string())),
         };
-        match &head {
-            Err(e) if !many => {
-                say_err(e);
-                return exit::USAGE;
+        let head = match head {
+            Err((code, e)) if !many => {
+                say_err(&e);
+                return code;
             }
-            Err(e) => by_state[State::Unreadable.rank()].push(Row::unreadable(&origin, e.clone()).line(colour)),
-            Ok(_) => {}
-        }
+            Err((_, e)) => {
+                by_state[State::Unreadable.rank()].push(Row::unreadable(&origin, e.clone()).line(colour));
+                Err(e)
+            }
+            Ok(h) => Ok(h),
+        };
         parts.push(Part { uc, head });
     }
     let rows: Vec<table::Line> = by_state.into_iter().flatten().collect();
@@ -413,7 +421,7 @@ fn run_json(a: &ListArgs, ucs: Vec<UseCase>, many: bool, opts: &ScanOptions, sta
     for uc in ucs {
         let origin = std::sync::Arc::new(Origin::of(&uc, many));
         let head = match (&uc.error, uc.store()) {
-            (Some(e), _) => Err(e.clone()),
+            (Some(e), _) => Err((exit::USAGE, e.clone())),
             (None, Some(url)) => store_batches(url, opts, sys).map(|(head, batches)| {
                 let _ = tx.send((origin.clone(), Ok(batches)));
                 head
@@ -421,18 +429,19 @@ fn run_json(a: &ListArgs, ucs: Vec<UseCase>, many: bool, opts: &ScanOptions, sta
             (None, None) => state::scan_tasks(&uc.shown, opts, sys, |_, batches| {
                 let _ = tx.send((origin.clone(), Ok(batches)));
             })
-            .map_err(|e| e.to_string()),
+            .map_err(|e| (exit::USAGE, e.to_string())),
         };
-        match &head {
-            Err(e) if !many => {
-                say_err(e);
-                return exit::USAGE;
+        let head = match head {
+            Err((code, e)) if !many => {
+                say_err(&e);
+                return code;
             }
-            Err(e) => {
+            Err((_, e)) => {
                 let _ = tx.send((origin, Err(e.clone())));
+                Err(e)
             }
-            Ok(_) => {}
-        }
+            Ok(h) => Ok(h),
+        };
         parts.push(Part { uc, head });
     }
     drop(tx);
@@ -532,7 +541,16 @@ fn nothing_shown(a: &ListArgs, states: &Wanted, parts: &[Part], count: Count, sy
         let opts =
             ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None, ..ScanOptions::default() };
         for root in &roots {
-            let _ = state::scan_tasks(root, &opts, sys, |_, batches| without.add(&batches));
+            match root.to_str().filter(|r| ubunye::bucket::is_store_url(r)) {
+                Some(url) => {
+                    if let Ok((_, batches)) = store_batches(url, &opts, sys) {
+                        without.add(&batches);
+                    }
+                }
+                None => {
+                    let _ = state::scan_tasks(root, &opts, sys, |_, batches| without.add(&batches));
+                }
+            }
         }
     }
     format!(

@@ -1,24 +1,19 @@
-//! `ubunye exec` and `ubunye leases list` with `-d s3://bucket/prefix`: the
-//! use case is in an object store. The engine's protocol is in
-//! `ubunye::bucket`; this renders it.
+//! `ubunye exec`, `leases explain`, `takeover` and `finish` with
+//! `-d s3://bucket/prefix`: the use case is in an object store. The engine's
+//! protocol is in `ubunye::bucket`; this renders it. A store is listed, and
+//! its runs and findings told, by the commands that do so for a folder.
 
-use std::io::Write;
 use std::sync::Arc;
 
 use ubunye::bucket::{self, Objects, Refused, S3, StoreUrl};
 use ubunye::exec::store::{BucketEnd, BucketRun};
-use ubunye::state::State;
-use ubunye::state::store::StoreBatch;
 
 use crate::report::store::refusal;
 use crate::report::took_over;
 use ubunye::documents::short;
 
 use super::exec::ExecArgs;
-use super::leases::list::ListArgs;
-use super::table;
 use super::{exit, say_err};
-use crate::console::print::outln;
 
 mod inspect;
 
@@ -245,93 +240,4 @@ pub fn exec(a: &ExecArgs, dir: &str) -> i32 {
             code
         }
     }
-}
-
-#[derive(serde::Serialize)]
-struct Out<'a> {
-    use_case: String,
-    clock: &'static str,
-    now: String,
-    batches: Vec<&'a StoreBatch>,
-}
-
-/// `ubunye leases list -d s3://...`.
-pub fn list(a: &ListArgs, dir: &str, colour: bool) -> i32 {
-    let (uc, objects) = match open(dir) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    let sys = crate::console::machine::sys();
-    let (now, batches) = match ubunye::state::store::look(&*objects, &uc, &sys.timing) {
-        Ok(x) => x,
-        Err(e) => {
-            say_err(&e.to_string());
-            return exit::REFUSED;
-        }
-    };
-    let wanted = |b: &&StoreBatch| {
-        let state_ok = if a.states.is_empty() {
-            a.all || b.state != State::Finished
-        } else {
-            a.states.iter().any(|s| s == b.state.word())
-        };
-        state_ok && a.task.as_deref().is_none_or(|t| ubunye::state::task_matches(t, &b.task))
-    };
-    let mut rows: Vec<&StoreBatch> = batches.iter().filter(wanted).collect();
-    rows.sort_by_key(|b| (b.state, b.task.clone(), b.key.clone()));
-    let fail_if_any = if a.fail_if_any && !rows.is_empty() { exit::REFUSED } else { exit::OK };
-    if a.json {
-        crate::cli::print_json(&Out {
-            use_case: uc.to_string(),
-            clock: "store",
-            now: ubunye::timefmt::rfc3339(now),
-            batches: rows,
-        });
-        return fail_if_any;
-    }
-    if rows.is_empty() {
-        outln(&format!(
-            "nothing to show in {uc}: {} batch(es){}",
-            batches.len(),
-            if a.all { "" } else { ", none needs attention (--all shows finished ones)" }
-        ));
-        return exit::OK;
-    }
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let header = ["STATE", "TASK", "KEY", "RUN", "AGE", "CLAIMS", "NOTE"];
-    let line = |i: usize| {
-        let b = rows[i];
-        let code = table::sgr(b.state.tone());
-        table::Line {
-            cells: vec![
-                b.state.word().to_string(),
-                b.task.clone(),
-                b.key.clone(),
-                b.run_id.as_deref().map(short).unwrap_or_default().to_string(),
-                b.age_secs.map(|s| ubunye::timefmt::age(std::time::Duration::from_secs(s))).unwrap_or_default(),
-                claims(b),
-                b.note.clone(),
-            ],
-            colour: code.filter(|_| colour).map(|c| (0, c)),
-        }
-    };
-    let fit = table::Fit {
-        steps: &[
-            table::Step::Drop("RUN"),
-            table::Step::Drop("CLAIMS"),
-            table::Step::Drop("AGE"),
-            table::Step::Shrink("TASK", 14),
-            table::Step::Drop("TASK"),
-        ],
-        last_min: 20,
-    };
-    let _ = table::print(&mut out, &header, rows.len(), line, table::terminal_width(), &fit);
-    let _ = out.flush();
-    fail_if_any
-}
-
-/// A lease's claims; none shown for a batch no lease holds or a lease that
-/// cannot be read (not zero: unknown).
-fn claims(b: &StoreBatch) -> String {
-    if b.has_lease() && b.state != ubunye::state::State::Unreadable { b.claims.to_string() } else { String::new() }
 }
