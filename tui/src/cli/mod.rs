@@ -314,7 +314,7 @@ fn dispatch(cli: &Cli) -> i32 {
             use leases::LeasesCommand as L;
             match &l.command {
                 L::Explain(a) => match a.which.ucs.single().and_then(store::store_path) {
-                    Some(dir) => store::explain(a, dir),
+                    Some(dir) => leases::store::explain(a, dir),
                     None => leases::run(l, colour),
                 },
                 L::Takeover(a) | L::Finish(a) => match store::store_dir(&a.which.dir) {
@@ -324,7 +324,7 @@ fn dispatch(cli: &Cli) -> i32 {
                         } else {
                             leases::repair::Kind::Takeover
                         };
-                        store::repair(a, kind, dir)
+                        leases::store::repair(a, kind, dir)
                     }
                     None => leases::run(l, colour),
                 },

@@ -5,6 +5,7 @@ pub(crate) mod explain;
 pub(crate) mod history;
 pub(crate) mod list;
 pub(crate) mod repair;
+pub(crate) mod store;
 mod stream;
 
 use clap::{Args, Subcommand};

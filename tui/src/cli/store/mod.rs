@@ -1,7 +1,9 @@
-//! `ubunye exec`, `leases explain`, `takeover` and `finish` with
-//! `-d s3://bucket/prefix`: the use case is in an object store. The engine's
-//! protocol is in `ubunye::bucket`; this renders it. A store is listed, and
-//! its runs and findings told, by the commands that do so for a folder.
+//! A use case in an object store (`-d s3://bucket/prefix`): the store
+//! opened from its URL, or refused in one line, for every command that
+//! takes one; and `ubunye exec` against it (the engine's run is
+//! `ubunye::exec::store`; this renders it). Its batches are listed,
+//! explained and repaired by `leases` (`leases/store.rs` for explain and the
+//! repairs), its runs and findings by `runs` and `doctor`.
 
 use std::sync::Arc;
 
@@ -14,10 +16,6 @@ use ubunye::documents::short;
 
 use super::exec::ExecArgs;
 use super::{exit, say_err};
-
-mod inspect;
-
-pub use inspect::{explain, repair};
 
 /// The store for a use case URL: one line and exit 2 for a URL that does not
 /// parse, exit 1 for a store that cannot be reached as configured.

@@ -7,9 +7,9 @@ use ubunye::explain::store::Found;
 use ubunye::layout::TaskPath;
 use ubunye::repair::store::TakeoverEnd;
 
-use super::open;
-use crate::cli::leases::explain::ExplainArgs;
-use crate::cli::leases::repair::{Kind, RepairArgs, confirm};
+use super::explain::ExplainArgs;
+use super::repair::{Kind, RepairArgs, confirm};
+use crate::cli::store::open;
 use crate::cli::{BatchArg, exit, out, outln, print_json, say_err};
 
 /// The one batch `which` names in the store at `dir`, explained; or the exit code.
