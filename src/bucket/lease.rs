@@ -152,6 +152,13 @@ pub fn lifetime_of(doc: &LeaseDoc, timing: &Timing) -> Duration {
     ttl_of(doc).ok().flatten().unwrap_or(timing.heartbeat_timeout)
 }
 
+/// How long a live lease may go unwritten before it is said to be stalled:
+/// three of its holder's saves (each the lifetime over six, at most the
+/// heartbeat), as a lease on disk is stalled after three missed heartbeats.
+pub fn stalled_after(lifetime: Duration, timing: &Timing) -> Duration {
+    timing.stalled_after.min(lifetime / 2)
+}
+
 /// The lease's `ttl_s`: None when it has none, an error when it is not a
 /// positive number of seconds (at most a year).
 fn ttl_of(doc: &LeaseDoc) -> Result<Option<Duration>, String> {

@@ -47,7 +47,7 @@ pub use audit::{audit, repairs_of};
 pub use claims::{Replacing, store_replaces};
 pub use claims::{claim_key, is_run_uuid};
 pub use lease::{Acquire, BucketError, Holder, Lease, Refused, acquire, age_of};
-pub(crate) use lease::{lifetime_of, read_doc};
+pub(crate) use lease::{lifetime_of, read_doc, stalled_after};
 pub use memory::Memory;
 pub use objects::{ErrorKind, Got, Listed, Objects, StoreError, Upload, Written};
 pub use place::Place;

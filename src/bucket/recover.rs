@@ -139,8 +139,8 @@ fn replace_note(objects: &dyn Objects, place: &Place, dead: &LeaseDoc, text: Str
     Ok(matches!(objects.update(&place.note_key(), text.into_bytes(), &got.etag)?, Written::Done(_)))
 }
 
-/// Abort every claimed upload of `doc` (a lease in `uc`), then delete each
-/// claimed object that was completed. Also a run's own rollback. A lease
+/// Abort every claimed upload of `doc` (a lease in `uc`), of every output,
+/// then, after one settle, delete each claimed object that was completed. Also a run's own rollback. A lease
 /// whose claims do not check (`claims.rs`) is left alone, all of it.
 pub fn take_back(
     objects: &dyn Objects,
@@ -156,7 +156,7 @@ pub fn take_back(
             return Ok(());
         }
     };
-    for o in outputs {
+    for o in &outputs {
         let mut uploads = o.uploads.clone();
         let keys: Vec<&str> = o.keys.iter().map(String::as_str).collect();
         if uploads.len() < keys.len() {
@@ -174,14 +174,19 @@ pub fn take_back(
                 r.aborted += 1;
             }
         }
-        // The fence is up: no completion can land from now on. Let one the
-        // store accepted just before it show, then look.
+    }
+    // The fence is up for every output: no completion can land from now on.
+    // Let one the store accepted just before it show, then look. A run that
+    // claimed no key started no upload (its keys are saved before its
+    // uploads start), so there is nothing to wait for.
+    let keys: Vec<&String> = outputs.iter().flat_map(|o| &o.keys).collect();
+    if !keys.is_empty() {
         std::thread::sleep(settle);
-        for key in &keys {
-            if objects.head(key)?.is_some() {
-                objects.delete(key)?;
-                r.removed.push(objects.url(key));
-            }
+    }
+    for key in keys {
+        if objects.head(key)?.is_some() {
+            objects.delete(key)?;
+            r.removed.push(objects.url(key));
         }
     }
     Ok(())

@@ -30,13 +30,15 @@ impl Poller {
         per_batch: bool,
     ) -> Census {
         let started = Instant::now();
-        let counted = self.poll(objects, uc, timing).and_then(|(now, judged, _)| {
+        let counted = self.poll(objects, uc, timing).and_then(|r| {
             let mut c = Census { use_case: label.to_string(), ..Census::default() };
-            for j in &judged {
-                c.add(&j.batch, now, per_batch);
+            for j in &r.judged {
+                c.add(&j.batch, r.now, per_batch);
             }
             c.scan_errors = c.tasks.values().map(|t| t.states[State::Unreadable.rank()]).sum();
-            for f in findings(objects, &judged)? {
+            c.scan_errors += r.problems.len() as u64;
+            let problems = r.problems.iter().map(crate::doctor::problem);
+            for f in problems.chain(findings(objects, &r.judged)?) {
                 *c.findings.entry(f.kind).or_default() += 1;
             }
             Ok(c)

@@ -103,6 +103,18 @@ pub fn examine(scan: &Scan) -> Vec<Finding> {
     e.finish(&scan.problems)
 }
 
+/// A file a scan could not read, or found where no engine looks, as a
+/// finding (`unreadable`, `misplaced`).
+pub fn problem(p: &UnreadableFile) -> Finding {
+    Finding {
+        kind: if p.misplaced { "misplaced" } else { "unreadable" },
+        path: p.path.clone(),
+        detail: p.why.clone(),
+        task: None,
+        key: None,
+    }
+}
+
 /// Doctor's look, a batch at a time: what it needs across batches (the output
 /// folders in which to look for stray staging, the staging folders leases
 /// name) is kept; each batch can be dropped once looked at, so a use case of
@@ -367,15 +379,7 @@ impl Examiner {
     /// The findings: the folders that could not be read first, then each
     /// batch's in the order they were looked at, then stray staging folders.
     pub fn finish(mut self, problems: &[UnreadableFile]) -> Vec<Finding> {
-        for p in problems {
-            self.problems.push(Finding {
-                kind: if p.misplaced { "misplaced" } else { "unreadable" },
-                path: p.path.clone(),
-                detail: p.why.clone(),
-                task: None,
-                key: None,
-            });
-        }
+        self.problems.extend(problems.iter().map(problem));
         // Staging folders in (`_ubunye-*`) or beside (`.<name>.ubunye-*`) the
         // outputs found above, that no lease or orphan names.
         let mut seen = BTreeSet::new();

@@ -61,8 +61,11 @@ fn claimed_keys(objects: &dyn Objects, d: &LeaseDoc) -> Vec<String> {
 /// Findings in a use case in a store: unreadable and dead leases, and open
 /// uploads that no lease names under the outputs its run records name.
 pub fn look(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Look, StoreError> {
-    let (_, judged) = read_all(objects, uc, timing)?;
-    Ok(Look { root: uc.to_string().into(), findings: findings(objects, &judged)?, looked_at: judged.len() })
+    let r = read_all(objects, uc, timing)?;
+    // What no engine reads first, as a folder's problems come first.
+    let mut found: Vec<Finding> = r.problems.iter().map(super::problem).collect();
+    found.extend(findings(objects, &r.judged)?);
+    Ok(Look { root: uc.to_string().into(), findings: found, looked_at: r.judged.len() })
 }
 
 /// What doctor finds among batches judged.

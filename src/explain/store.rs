@@ -53,7 +53,7 @@ pub fn find(
         }
         _ => None,
     };
-    let (now, all) = read_task(objects, uc, timing, task.or(only.as_deref()))?;
+    let crate::state::store::Read { now, judged: all, .. } = read_task(objects, uc, timing, task.or(only.as_deref()))?;
     let count = all.len();
     let in_task = |j: &Judged| task.is_none_or(|t| j.batch.task == t);
     let by_key = |j: &Judged| j.batch.key.starts_with(query);
@@ -299,10 +299,13 @@ impl Of<'_> {
                     steps = vec![self.batch.note.clone()];
                 }
                 steps.push(format!("The next run of this batch, or `{}`, will:", self.command("takeover")));
-                steps.push(format!(
-                    "  abort its {} claimed upload(s) ({open} still open), then delete the {visible} claimed object(s) it had completed:",
-                    self.claims.len()
-                ));
+                steps.push(match self.claims.len() {
+                    0 => "  take back nothing: it claimed no object, so it started no upload".to_string(),
+                    n => format!(
+                        "  abort its {n} claimed upload(s) ({open} still open), wait {} for a completion already sent to show, then delete the {visible} claimed object(s) it had completed:",
+                        crate::timefmt::age(self.timing.settle)
+                    ),
+                });
                 // Each claim, as the takeover will find it.
                 steps.extend(self.claims.iter().map(|c| match (c.visible, c.upload_open) {
                     (true, _) => format!("    delete {} (its upload was completed)", c.url),

@@ -354,3 +354,39 @@ fn a_failed_request_that_could_do_nothing_does_not_fail_the_takeover_of_a_noted_
         got.err()
     );
 }
+
+/// A dead run with claims in two outputs: every claimed upload of both is
+/// aborted before any claimed key is looked at, so that one settle covers
+/// them all (a settle an output made a takeover of N outputs wait N
+/// settles).
+#[test]
+fn every_output_is_fenced_before_any_claim_is_looked_at() {
+    let w = world();
+    let a = w.held(A);
+    let mut keys = Vec::new();
+    for out in ["ev", "ev2"] {
+        let urls: Vec<serde_json::Value> =
+            (0..2).map(|i| format!("s3://bkt/lake/{out}/{A}-part-{i}.csv").into()).collect();
+        keys.extend((0..2).map(|i| format!("lake/{out}/{A}-part-{i}.csv")));
+        a.save(|d| {
+            d.outputs_mut().insert(
+                out.into(),
+                serde_json::json!({"appends": true, "exact": true, "state": "writing", "url": format!("s3://bkt/lake/{out}"), "claimed": urls}),
+            );
+        })
+        .unwrap();
+    }
+    w.mem.start_uploads(&keys).unwrap();
+    let aborted_at_first_head = Arc::new(std::sync::Mutex::new(None));
+    let (seen, mem) = (aborted_at_first_head.clone(), w.mem.clone());
+    w.mem.before("head", move || *seen.lock().unwrap() = Some(mem.calls("abort")));
+    w.past_timeout();
+    let Acquire::Held(_b, Some(rec)) = w.take(B) else { panic!("no takeover") };
+    assert_eq!(rec.aborted, 4, "{rec:?}");
+    assert_eq!(
+        *aborted_at_first_head.lock().unwrap(),
+        Some(4),
+        "a claim was looked at before every upload was aborted"
+    );
+    assert!(w.mem.open_uploads("").unwrap().is_empty());
+}

@@ -373,3 +373,68 @@ fn explain_heads_no_claim_the_look_looked_at() {
     assert_eq!(w.mem.calls("head"), heads, "explain HEADed claims the look had");
     assert_eq!(e.plans[0].present().count(), 2, "{:?}", e.plans);
 }
+
+/// A live lease not written for three of its holder's saves (each the
+/// lifetime over six, at most the heartbeat) is `stalled`, as a lease on
+/// disk is after three missed heartbeats; it stays live until its lifetime
+/// has passed, and a save clears the flag.
+#[test]
+fn a_live_lease_not_written_for_three_saves_is_stalled() {
+    use ubunye::state::Flag;
+    let mut w = world();
+    // A lifetime of a minute: saved every 10 s, stalled past 30 s.
+    w.timing.store_ttl = Duration::from_secs(60);
+    let a = w.held(A);
+    let flags = |w: &World| {
+        let (_, b, _) = ubunye::state::store::batches(&*w.mem, &w.place.uc, &w.timing).unwrap();
+        (b[0].state, b[0].flags.contains(&Flag::Stalled))
+    };
+    w.clock.advance(Duration::from_secs(29));
+    assert_eq!(flags(&w), (State::Live, false));
+    w.clock.advance(Duration::from_secs(2));
+    assert_eq!(flags(&w), (State::Live, true));
+    a.save(|_| {}).unwrap();
+    assert_eq!(flags(&w), (State::Live, false));
+    w.clock.advance(Duration::from_secs(61));
+    assert_eq!(flags(&w), (State::Dead, false));
+}
+
+/// Objects no engine reads (a name a store's engine never gives, a place
+/// where no lease or record belongs) are said by the listing, doctor, the
+/// census and `runs`, each naming the object, as a folder's scan says such
+/// files; nothing is judged from them and the batch beside them is listed.
+#[test]
+fn objects_no_engine_reads_are_said_never_passed_over() {
+    let w = world();
+    let _a = w.held(A);
+    let odd = [
+        "uc/.ubunye/leases/demo/sales/ingest/ZZ.json",
+        "uc/.ubunye/leases/demo/sales/ingest/0123456789abcdef.done-x",
+        "uc/.ubunye/leases/x.json",
+        "uc/.ubunye/lineage/x.json",
+        "uc/.ubunye/lineage/demo/sales/r.json",
+    ];
+    for k in odd {
+        w.mem.put(k, b"{}".to_vec()).unwrap();
+    }
+    // Not a .json at a record's depth: left alone, as a folder's are.
+    w.mem.put("uc/.ubunye/lineage/README", b"notes".to_vec()).unwrap();
+    let said = |paths: Vec<String>| {
+        let mut p = paths;
+        p.sort();
+        let mut want: Vec<String> = odd.iter().map(|k| format!("s3://bkt/{k}")).collect();
+        want.sort();
+        assert_eq!(p, want);
+    };
+    let (_, batches, problems) = ubunye::state::store::batches(&*w.mem, &w.place.uc, &w.timing).unwrap();
+    assert_eq!(batches.len(), 1);
+    assert!(problems.iter().all(|p| p.misplaced && !p.why.is_empty()), "{problems:?}");
+    said(problems.iter().map(|p| p.path.to_string_lossy().into_owned()).collect());
+    let d = ubunye::doctor::store::look(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
+    said(d.iter().filter(|f| f.kind == "misplaced").map(|f| f.path.to_string_lossy().into_owned()).collect());
+    let c = ubunye::census::store::count(&*w.mem, &w.place.uc, &w.timing, "uc", false);
+    assert_eq!((c.scan_errors, c.findings.get("misplaced").copied()), (5, Some(5)), "{c:?}");
+    let (_, unread) = ubunye::state::store::records(&*w.mem, &w.place.uc).unwrap();
+    let lineage: Vec<&str> = odd.iter().copied().filter(|k| k.contains("/lineage/")).collect();
+    assert_eq!(unread.len(), lineage.len(), "{unread:?}");
+}

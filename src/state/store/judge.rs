@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::SystemTime;
 
-use crate::bucket::{Got, Listed, Objects, StoreError, StoreUrl, age_of, claim_key, lifetime_of, read_doc};
+use crate::bucket::{
+    Got, Listed, Objects, StoreError, StoreUrl, age_of, claim_key, lifetime_of, read_doc, stalled_after,
+};
 use crate::liveness::{Age, AgeBecause, Judgement, TouchedBy, Why};
 use crate::state::{
     self, Batch, ClaimInfo, Holder, LeaseInfo, Mark, OutputInfo, RecordInfo, State, UnreadableFile, note_of,
@@ -369,7 +371,7 @@ fn lease_into(
             same_host: false,
             why: if dead { Why::Stale { because } } else { Why::Fresh { because } },
             age: Some(Age { age, by: TouchedBy::Mtime, clock: ClockSource::Store, clock_behind: None }),
-            stalled: false,
+            stalled: !dead && age > stalled_after(lifetime, timing),
         }),
     };
     b.lease = Some(Box::new(LeaseInfo {

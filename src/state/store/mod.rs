@@ -15,6 +15,7 @@ pub use judge::{HEADS_LAST, StoreBatch};
 pub use records::records;
 
 use crate::bucket::{Got, Listed, Objects, StoreError, StoreUrl};
+use crate::state::UnreadableFile;
 use crate::sys::Timing;
 use judge::{Found, Heads, judge_all};
 
@@ -25,29 +26,38 @@ pub fn look(
     uc: &StoreUrl,
     timing: &Timing,
 ) -> Result<(SystemTime, Vec<StoreBatch>), StoreError> {
-    let (now, all) = read_all(objects, uc, timing)?;
-    Ok((now, all.iter().map(Judged::row).collect()))
+    let r = read_all(objects, uc, timing)?;
+    Ok((r.now, r.judged.iter().map(Judged::row).collect()))
 }
 
 /// Every batch under `uc` as the state model holds a folder's (its lease's
-/// path is the object's URL), in task and key order, and the store's time
-/// they were judged at: for the listings that show folders and stores side
-/// by side.
-pub fn batches(
-    objects: &dyn Objects,
-    uc: &StoreUrl,
-    timing: &Timing,
-) -> Result<(SystemTime, Vec<crate::state::Batch>), StoreError> {
-    let (now, all) = read_all(objects, uc, timing)?;
-    Ok((now, all.into_iter().map(Judged::into_batch).collect()))
+/// path is the object's URL), in task and key order, the store's time they
+/// were judged at, and the objects listed that no engine reads (as a
+/// folder's scan gives its problems): for the listings, which show folders
+/// and stores alike.
+pub fn batches(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Batches, StoreError> {
+    let r = read_all(objects, uc, timing)?;
+    Ok((r.now, r.judged.into_iter().map(Judged::into_batch).collect(), r.problems))
+}
+
+/// What [`batches`] gives: the store's time, the batches, the objects no
+/// engine reads.
+pub type Batches = (SystemTime, Vec<crate::state::Batch>, Vec<UnreadableFile>);
+
+/// A reading of a use case in a store.
+pub(crate) struct Read {
+    /// The store's time its batches were judged at.
+    pub now: SystemTime,
+    /// Its batches, judged.
+    pub judged: Vec<Judged>,
+    /// The objects listed that no engine reads.
+    pub problems: Vec<UnreadableFile>,
+    /// How many objects this reading read (GETs).
+    pub read: usize,
 }
 
 /// Every batch under `uc` judged, and the store's time it was judged at.
-pub(crate) fn read_all(
-    objects: &dyn Objects,
-    uc: &StoreUrl,
-    timing: &Timing,
-) -> Result<(SystemTime, Vec<Judged>), StoreError> {
+pub(crate) fn read_all(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Read, StoreError> {
     read_task(objects, uc, timing, None)
 }
 
@@ -59,8 +69,8 @@ pub(crate) fn read_task(
     uc: &StoreUrl,
     timing: &Timing,
     task: Option<&str>,
-) -> Result<(SystemTime, Vec<Judged>), StoreError> {
-    let Listing { batches, records } = listing(objects, uc, task)?;
+) -> Result<Read, StoreError> {
+    let Listing { batches, records, problems } = listing(objects, uc, task)?;
     let (batches, records) = match task {
         // Deeper folders share the prefix; they are other tasks.
         Some(t) => (
@@ -80,7 +90,8 @@ pub(crate) fn read_task(
     // The store's time after every read: a lease saved while the listing ran
     // is never "ahead" of it (its age is at most the listing's time too long).
     let now = objects.now()?;
-    Ok((now, judge_all(objects, uc, timing, batches, records, &mut read, now, &mut Heads::default())?))
+    let judged = judge_all(objects, uc, timing, batches, records, &mut read, now, &mut Heads::default())?;
+    Ok(Read { now, judged, problems, read: keys.len() })
 }
 
 /// `look` again and again (the dashboard over a store, which polls: object
@@ -116,8 +127,8 @@ impl Poller {
 
     /// Every batch under `uc`, as [`look`] gives them.
     pub fn look(&mut self, objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Polled, StoreError> {
-        let (now, judged, read) = self.poll(objects, uc, timing)?;
-        Ok(Polled { now, batches: judged.iter().map(Judged::row).collect(), read })
+        let r = self.poll(objects, uc, timing)?;
+        Ok(Polled { now: r.now, batches: r.judged.iter().map(Judged::row).collect(), read: r.read })
     }
 
     /// Every batch under `uc` as [`batches`] gives them, and the store's
@@ -128,17 +139,12 @@ impl Poller {
         uc: &StoreUrl,
         timing: &Timing,
     ) -> Result<(SystemTime, Vec<crate::state::Batch>), StoreError> {
-        let (now, judged, _) = self.poll(objects, uc, timing)?;
-        Ok((now, judged.into_iter().map(Judged::into_batch).collect()))
+        let r = self.poll(objects, uc, timing)?;
+        Ok((r.now, r.judged.into_iter().map(Judged::into_batch).collect()))
     }
 
-    pub(crate) fn poll(
-        &mut self,
-        objects: &dyn Objects,
-        uc: &StoreUrl,
-        timing: &Timing,
-    ) -> Result<(SystemTime, Vec<Judged>, usize), StoreError> {
-        let Listing { batches, records } = listing(objects, uc, None)?;
+    pub(crate) fn poll(&mut self, objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Read, StoreError> {
+        let Listing { batches, records, problems } = listing(objects, uc, None)?;
         let listed: HashMap<&str, &Listed> = batches
             .values()
             .flat_map(|f| f.lease.iter().chain(&f.note))
@@ -179,7 +185,7 @@ impl Poller {
         read.extend(now_read);
         let now = objects.now()?;
         let judged = judge_all(objects, uc, timing, batches, records, &mut read, now, &mut self.heads)?;
-        Ok((now, judged, read_now))
+        Ok(Read { now, judged, problems, read: read_now })
     }
 }
 
@@ -189,6 +195,10 @@ struct Listing {
     batches: BTreeMap<(String, String), Found>,
     /// Its run records (`.ubunye/lineage/<task>/<run>.json`, `records::listed`), with their task.
     records: Vec<(String, Listed)>,
+    /// The objects listed that no engine reads (a name a store's engine
+    /// never gives, or a place where none belongs): said, as a folder's
+    /// scan says such files.
+    problems: Vec<UnreadableFile>,
 }
 
 fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<Listing, StoreError> {
@@ -197,11 +207,14 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
     // lease, so a record listed has its lease (or, later, its note or
     // nothing but its end) listed after it. Leases first, a run that
     // started between the two listings would be a record with no lease.
-    let records = records::listed(objects, uc, &under)?;
+    let (records, mut problems) = records::listed(objects, uc, &under)?;
     let root = uc.key(".ubunye/leases/");
     let mut batches: BTreeMap<(String, String), Found> = BTreeMap::new();
     for l in objects.list(&format!("{root}{under}"))? {
-        let Some((task, key, note)) = named(&root, &l.key) else { continue };
+        let Some((task, key, note)) = named(&root, &l.key) else {
+            problems.push(unnamed(objects, &root, &l.key));
+            continue;
+        };
         let found = batches.entry((task.to_string(), key.to_string())).or_default();
         if note {
             found.note = Some(l);
@@ -209,7 +222,22 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
             found.lease = Some(l);
         }
     }
-    Ok(Listing { batches, records })
+    Ok(Listing { batches, records, problems })
+}
+
+/// An object under the lease folder `root` that is no batch's lease or
+/// note, said in the words a folder's scan says such a file in.
+fn unnamed(objects: &dyn Objects, root: &str, object: &str) -> UnreadableFile {
+    let path = std::path::PathBuf::from(objects.url(object));
+    let rest = object.strip_prefix(root).unwrap_or(object);
+    let why = if !rest.contains('/') {
+        "an object directly in .ubunye/leases/, where only task folders belong: a lease is <usecase>/<package>/<task>/<key>.json there, so no engine reads this one"
+    } else if rest.ends_with(".json") {
+        "a .json object in a lease folder not named as a store's engine names its objects (<16 hex key>.json, <key>.finished.json): no engine reads it"
+    } else {
+        "an object in a lease folder that a store's engine never writes: nothing reads it; look at it, and remove it if nothing of yours needs it"
+    };
+    UnreadableFile::misplaced(&path, why)
 }
 
 /// The batch an object under the lease folder `root` is of: its task, its

@@ -6,31 +6,48 @@ use std::path::Path;
 use crate::bucket::{Listed, Objects, StoreError, StoreUrl};
 use crate::state::{RecordInfo, UnreadableFile, record_of};
 
+/// The run records of a listing, each with its task, and the `.json`
+/// objects among them that are where no record belongs.
+pub(super) type Listing = (Vec<(String, Listed)>, Vec<UnreadableFile>);
+
 /// Records read: (task, record) each, and those that cannot be read.
 pub type Records = (Vec<(String, RecordInfo)>, Vec<UnreadableFile>);
 
 /// The run records listed under `<uc>/.ubunye/lineage/` (under `<task>/`
 /// alone, when `under` names one), each with its task: a record lies at
-/// `<task>/<run>.json`, its task three folders deep.
-pub(super) fn listed(objects: &dyn Objects, uc: &StoreUrl, under: &str) -> Result<Vec<(String, Listed)>, StoreError> {
+/// `<task>/<run>.json`, its task three folders deep. A `.json` object at
+/// another depth is said, as a folder's scan says such a file, never passed
+/// over in silence; other objects are left alone, as a folder's are.
+pub(super) fn listed(objects: &dyn Objects, uc: &StoreUrl, under: &str) -> Result<Listing, StoreError> {
     let root = uc.key(".ubunye/lineage/");
-    let mut out = Vec::new();
+    let (mut out, mut problems) = (Vec::new(), Vec::new());
     for l in objects.list(&format!("{root}{under}"))? {
         let Some(rest) = l.key.strip_prefix(&root) else { continue };
-        let Some((task, name)) = rest.rsplit_once('/') else { continue };
-        if name.ends_with(".json") && task.split('/').count() == 3 {
-            out.push((task.to_string(), l));
+        if !rest.ends_with(".json") {
+            continue;
+        }
+        match rest.rsplit_once('/') {
+            Some((task, _)) if task.split('/').count() == 3 => out.push((task.to_string(), l)),
+            _ => problems.push(UnreadableFile::misplaced(
+                Path::new(&objects.url(&l.key)),
+                format!(
+                    "a .json object {} folder(s) below .ubunye/lineage/: a run record is <usecase>/<package>/<task>/<run>.json there, so no engine reads this one",
+                    rest.matches('/').count()
+                ),
+            )),
         }
     }
-    Ok(out)
+    Ok((out, problems))
 }
 
 /// Every run record under `<uc>/.ubunye/lineage/`: (task, record), and the
-/// records that cannot be read (each named by its URL).
+/// records that cannot be read or are where no record belongs (each named
+/// by its URL).
 pub fn records(objects: &dyn Objects, uc: &StoreUrl) -> Result<Records, StoreError> {
-    let named: Vec<(String, String)> = listed(objects, uc, "")?.into_iter().map(|(t, l)| (t, l.key)).collect();
+    let (listed, mut problems) = listed(objects, uc, "")?;
+    let named: Vec<(String, String)> = listed.into_iter().map(|(t, l)| (t, l.key)).collect();
     let keys: Vec<String> = named.iter().map(|(_, k)| k.clone()).collect();
-    let (mut out, mut problems) = (Vec::new(), Vec::new());
+    let mut out = Vec::new();
     for ((task, key), got) in named.into_iter().zip(objects.get_many(&keys)?) {
         // Removed between the list and the read: gone, not unreadable.
         let Some(got) = got else { continue };

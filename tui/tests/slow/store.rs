@@ -400,6 +400,12 @@ fn repairs(st: &Store) {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let row = v["batches"].as_array().unwrap().iter().find(|b| b["key"] == key.as_str()).cloned().unwrap();
     assert_eq!(row["state"], "dead", "{row}");
+    // A filter that leaves nothing says what the store holds without it.
+    let o = st.ubunye().args(["leases", "list", "-d", &uc, "--all", "--json"]).output().unwrap();
+    let all = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["batches"].as_array().unwrap().len();
+    let o = st.ubunye().args(["leases", "list", "-d", &uc, "--task", "nope"]).output().unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains(&format!("of its {all} batch(es) need attention")), "{said}");
     let (c, text) = {
         let o = st.ubunye().args(["leases", "explain", "-d", &uc, &key[..8]]).output().unwrap();
         (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
@@ -484,10 +490,11 @@ fn repairs(st: &Store) {
     let out = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out} {}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("3 upload(s) aborted"), "{out}");
-    // The settle is said before it is waited, as on disk.
+    // The settle is said before it is waited, as on disk, in the store's
+    // words: it waits once, after the fence, for a completion in flight.
     let err = String::from_utf8_lossy(&o.stderr);
     let run = ubunye::documents::short(row["run_id"].as_str().unwrap());
-    assert!(err.contains(&format!("for run {run} to write its lease again")), "{err}");
+    assert!(err.contains(&format!("aborting run {run}'s 3 claimed upload(s), then waiting")), "{err}");
     assert!(st.s3.open_uploads("").unwrap().is_empty());
     assert!(st.keys("lake/r1/").is_empty());
     // Audited, as on disk: one entry, which explain shows.

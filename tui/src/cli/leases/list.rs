@@ -276,13 +276,21 @@ fn use_cases(a: &UseCasesArg) -> (Vec<UseCase>, bool) {
 /// ends with: 2 for a URL that does not parse or a `--lineage-dir` (a
 /// store's records are in the store), 1 for a store that cannot be reached
 /// or read.
-fn store_batches(url: &str, opts: &ScanOptions, sys: &Sys) -> Result<(state::ScanHead, Vec<Batch>), (i32, String)> {
+fn store_batches(
+    url: &str,
+    opts: &ScanOptions,
+    sys: &Sys,
+) -> Result<(state::ScanHead, Vec<Batch>, Count), (i32, String)> {
     if opts.lineage_dir.is_some() {
         return Err((exit::USAGE, crate::cli::store::no_lineage_dir(url)));
     }
     let (uc, objects) = crate::cli::store::open_quiet(url)?;
-    let (now, mut batches) =
+    let (now, mut batches, problems) =
         ubunye::state::store::batches(&*objects, &uc, &sys.timing).map_err(|e| (exit::REFUSED, e.to_string()))?;
+    // Every task is read: what it holds without `--task` is counted here,
+    // for a listing the filter leaves empty.
+    let mut all = Count::default();
+    all.add(&batches);
     if let Some(glob) = &opts.task_glob {
         batches.retain(|b| state::task_matches(glob, &b.task));
     }
@@ -290,9 +298,9 @@ fn store_batches(url: &str, opts: &ScanOptions, sys: &Sys) -> Result<(state::Sca
         root: std::path::PathBuf::from(url),
         lineage_dir: std::path::PathBuf::from(format!("{url}/.ubunye/lineage")),
         now: ubunye::sys::Now { time: now, source: ubunye::sys::ClockSource::Store },
-        problems: Vec::new(),
+        problems,
     };
-    Ok((head, batches))
+    Ok((head, batches, all))
 }
 
 impl Origin {
@@ -309,10 +317,12 @@ impl Origin {
     }
 }
 
-/// One use case's part of a listing: its head, or why it could not be read.
+/// One use case's part of a listing: its head, or why it could not be read;
+/// for a store, what it holds without `--task` (its every task was read).
 struct Part {
     uc: UseCase,
     head: Result<state::ScanHead, String>,
+    unfiltered: Option<Count>,
 }
 
 pub fn run(a: &ListArgs, colour: bool) -> i32 {
@@ -345,10 +355,12 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
                 by_state[b.state.rank()].push(Row::from_batch(b, false, &origin).line(colour));
             }
         };
+        let mut unfiltered = None;
         let head = match (&uc.error, uc.store()) {
             (Some(e), _) => Err((exit::USAGE, e.clone())),
-            (None, Some(url)) => store_batches(url, &opts, &sys).map(|(head, batches)| {
+            (None, Some(url)) => store_batches(url, &opts, &sys).map(|(head, batches, all)| {
                 add(batches);
+                unfiltered = Some(all);
                 head
             }),
             (None, None) => state::scan_tasks(&uc.shown, &opts, &sys, |_, batches| add(batches))
@@ -365,7 +377,7 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
             }
             Ok(h) => Ok(h),
         };
-        parts.push(Part { uc, head });
+        parts.push(Part { uc, head, unfiltered });
     }
     let rows: Vec<table::Line> = by_state.into_iter().flatten().collect();
     let empty = rows.is_empty().then(|| nothing_shown(a, &states, &parts, count, &sys));
@@ -420,10 +432,12 @@ fn run_json(a: &ListArgs, ucs: Vec<UseCase>, many: bool, opts: &ScanOptions, sta
     let mut parts = Vec::new();
     for uc in ucs {
         let origin = std::sync::Arc::new(Origin::of(&uc, many));
+        let mut unfiltered = None;
         let head = match (&uc.error, uc.store()) {
             (Some(e), _) => Err((exit::USAGE, e.clone())),
-            (None, Some(url)) => store_batches(url, opts, sys).map(|(head, batches)| {
+            (None, Some(url)) => store_batches(url, opts, sys).map(|(head, batches, all)| {
                 let _ = tx.send((origin.clone(), Ok(batches)));
+                unfiltered = Some(all);
                 head
             }),
             (None, None) => state::scan_tasks(&uc.shown, opts, sys, |_, batches| {
@@ -442,7 +456,7 @@ fn run_json(a: &ListArgs, ucs: Vec<UseCase>, many: bool, opts: &ScanOptions, sta
             }
             Ok(h) => Ok(h),
         };
-        parts.push(Part { uc, head });
+        parts.push(Part { uc, head, unfiltered });
     }
     drop(tx);
     let written = writer.join().unwrap_or_else(|_| Err(std::io::Error::other("the JSON writer panicked")));
@@ -512,6 +526,11 @@ impl Count {
         self.all += batches.len();
         self.attention += batches.iter().filter(|b| b.state != State::Finished).count();
     }
+
+    fn all_of(&mut self, other: Count) {
+        self.all += other.all;
+        self.attention += other.attention;
+    }
 }
 
 /// Why the list is empty, in one line: the filters that left nothing, and
@@ -540,16 +559,13 @@ fn nothing_shown(a: &ListArgs, states: &Wanted, parts: &[Part], count: Count, sy
         without = Count::default();
         let opts =
             ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None, ..ScanOptions::default() };
-        for root in &roots {
-            match root.to_str().filter(|r| ubunye::bucket::is_store_url(r)) {
-                Some(url) => {
-                    if let Ok((_, batches)) = store_batches(url, &opts, sys) {
-                        without.add(&batches);
-                    }
+        for p in parts {
+            match (&p.head, p.unfiltered) {
+                (Ok(_), Some(all)) => without.all_of(all),
+                (Ok(head), None) => {
+                    let _ = state::scan_tasks(&head.root, &opts, sys, |_, batches| without.add(&batches));
                 }
-                None => {
-                    let _ = state::scan_tasks(root, &opts, sys, |_, batches| without.add(&batches));
-                }
+                (Err(_), _) => {}
             }
         }
     }

@@ -54,10 +54,11 @@ pub(crate) fn ask(question: &str) -> bool {
 
 /// What comes between a repair's plan and the act, for a folder and a store
 /// alike: a dry run prints the plan and stops; otherwise the plan is shown
-/// and asked about (unless `--yes`), and the settle a takeover waits is said
-/// before it, so that a pause is not taken for a hang. `Err`: the exit code
-/// to stop with, having changed nothing.
-pub(crate) fn confirm(a: &RepairArgs, plan: &repair::RepairPlan, settle: std::time::Duration) -> Result<(), i32> {
+/// and asked about (unless `--yes`), and `wait`, the line that says what the
+/// repair will wait for and how long, is said before it, so that a pause is
+/// not taken for a hang. `Err`: the exit code to stop with, having changed
+/// nothing.
+pub(crate) fn confirm(a: &RepairArgs, plan: &repair::RepairPlan, wait: Option<String>) -> Result<(), i32> {
     if a.dry_run {
         if a.json {
             crate::cli::outln(&serde_json::to_string_pretty(plan).unwrap_or_default());
@@ -80,16 +81,24 @@ pub(crate) fn confirm(a: &RepairArgs, plan: &repair::RepairPlan, settle: std::ti
     } else if !a.json {
         crate::cli::out(&render_plan(plan));
     }
-    // An orphan has no lease to take over: nothing is waited for.
-    if plan.state != ubunye::state::State::Orphan {
-        let run = plan.holder.as_deref().filter(|r| !r.is_empty()).map(ubunye::documents::short);
-        say_err(&format!(
-            "waiting {} for {} to write its lease again (a live run is left alone)…",
-            humantime::format_duration(settle),
-            run.map(|r| format!("run {r}")).unwrap_or_else(|| "its run".into())
-        ));
+    if let Some(wait) = wait {
+        say_err(&wait);
     }
     Ok(())
+}
+
+/// What a folder's repair waits for: one settle, for the run whose lease it
+/// takes over to write it again (an orphan has no lease: nothing is waited).
+fn disk_wait(plan: &repair::RepairPlan, settle: std::time::Duration) -> Option<String> {
+    if plan.state == ubunye::state::State::Orphan {
+        return None;
+    }
+    let run = plan.holder.as_deref().filter(|r| !r.is_empty()).map(ubunye::documents::short);
+    Some(format!(
+        "waiting {} for {} to write its lease again (a live run is left alone)…",
+        humantime::format_duration(settle),
+        run.map(|r| format!("run {r}")).unwrap_or_else(|| "its run".into())
+    ))
 }
 
 /// The states a bulk repair can be asked for: those a repair applies to.
@@ -117,7 +126,7 @@ pub fn run_one(a: &RepairArgs, kind: Kind) -> i32 {
             return exit::REFUSED;
         }
     };
-    if let Err(code) = confirm(a, &plan, sys.timing.settle) {
+    if let Err(code) = confirm(a, &plan, disk_wait(&plan, sys.timing.settle)) {
         return code;
     }
     // The state may have changed while the plan was read: look again, then let

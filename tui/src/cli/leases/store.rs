@@ -91,7 +91,7 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
         }
     };
     let sys = crate::console::machine::sys();
-    if let Err(code) = confirm(a, &plan, sys.timing.settle) {
+    if let Err(code) = confirm(a, &plan, store_wait(&plan, sys.timing.settle)) {
         return code;
     }
     // The batch may have changed while the plan was shown: it is looked at
@@ -168,4 +168,19 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
             exit::REFUSED
         }
     }
+}
+
+/// What a store's repair waits for: one settle after the dead run's uploads
+/// are aborted, for a completion the store had already accepted to show (it
+/// is then deleted); none when the run finished (its uploads are the batch)
+/// or claimed nothing (it started no upload). A lease is taken over at once:
+/// nothing waits for its run.
+fn store_wait(plan: &ubunye::repair::RepairPlan, settle: std::time::Duration) -> Option<String> {
+    let p = plan.plans.iter().find(|p| p.finished.is_none() && !p.remove.is_empty())?;
+    Some(format!(
+        "aborting run {}'s {} claimed upload(s), then waiting {} for a completion already sent to show…",
+        ubunye::documents::short(&p.run_id),
+        p.remove.len(),
+        humantime::format_duration(settle)
+    ))
 }
