@@ -48,7 +48,7 @@ pub fn render(e: &Explanation, width: Option<usize>) -> String {
     if let Some(c) = &e.next.command {
         let _ = writeln!(o, "\n  Run:  {c}");
     }
-    o
+    super::printable(o)
 }
 
 /// Why the variables are not shown.

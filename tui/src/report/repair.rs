@@ -12,7 +12,7 @@ pub fn plan(p: &RepairPlan) -> String {
     for s in &p.steps {
         o.push_str(&format!("  {s}\n"));
     }
-    o
+    super::printable(o)
 }
 
 /// What the repair did, in lines, as the CLI prints it and the dashboard
@@ -56,7 +56,7 @@ pub fn outcome(o: &RepairOutcome) -> String {
         }
     }
     out.push_str(&format!("{} {} released: the next run of the batch starts clean.\n", o.task, o.key));
-    out
+    super::printable(out)
 }
 
 /// What taking a dead run over did, in one sentence, as a run says it when

@@ -364,3 +364,28 @@ fn a_torn_lease_is_damaged_on_every_surface() {
     assert_eq!(code, Some(0), "{err}");
     assert!(!lease.exists(), "taken over and released");
 }
+
+/// What the reports quote from the files they read cannot drive the
+/// terminal: a lease whose host and started time carry escape sequences is
+/// explained, planned and listed with them made plain text.
+#[test]
+fn escape_sequences_in_a_lease_never_reach_the_terminal() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let lease = uc.join(".ubunye/leases/demo/sales/ingest/7d106ca76674f2a1.json");
+    let mut doc: serde_json::Value = serde_json::from_slice(&fs::read(&lease).unwrap()).unwrap();
+    doc["host"] = "evil\u{1b}]0;pwned\u{7}\u{1b}[2J".into();
+    doc["started_at"] = "x\u{1b}[31mred\r".into();
+    let mtime = fs::metadata(&lease).unwrap().modified().unwrap();
+    fs::write(&lease, serde_json::to_string(&doc).unwrap()).unwrap();
+    common::set_mtime(&lease, mtime);
+    for args in [
+        &["leases", "explain", "7d10", "-d", "uc"][..],
+        &["leases", "takeover", "7d10", "-d", "uc", "--dry-run"],
+        &["leases", "list", "-d", "uc"],
+    ] {
+        let o = ubunye(&uc).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        assert!(text.contains("pwned") || args[1] != "explain", "{args:?}: the host is still said:\n{text}");
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\r']), "{args:?}:\n{text:?}");
+    }
+}

@@ -117,10 +117,20 @@ fn dry_run_changes_nothing_and_nothing_repairable_is_one_line() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["plans"][0]["remove"][0]["present"], true);
     assert_eq!(tree(&uc), before, "--dry-run changed nothing");
-    // Without a terminal and without --yes: refused, nothing changed.
+    // Without a terminal and without --yes: refused before anything is
+    // read, nothing changed (no probe of the disk's clock written and
+    // removed: the lease folders' times are as they were).
+    let mtimes = || {
+        let leases = uc.join(".ubunye/leases");
+        [leases.clone(), leases.join("demo/sales/ingest")].map(|d| std::fs::metadata(d).unwrap().modified().unwrap())
+    };
+    let was = mtimes();
+    std::thread::sleep(std::time::Duration::from_millis(20));
     let o = ubunye(&uc).args(["leases", "takeover", "7d10", "-d", "uc"]).write_stdin("").output().unwrap();
     assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("nobody can confirm"));
     assert_eq!(tree(&uc), before);
+    assert_eq!(mtimes(), was, "a refused repair wrote in the lease folders");
     for (args, code, says) in [
         (&["leases", "takeover", "39bc", "-d", "uc", "--yes"][..], 1, "is finished: no lease holds it"),
         (

@@ -294,7 +294,13 @@ fn bad_input(st: &Store, kind: Kind) {
         (vec!["top", "--interval", "0s", "-d", &uc], 2, "--interval 0"),
         (vec!["top", "--interval", "1ms", "-d", &uc], 2, "at least 100ms"),
         (vec!["leases", "explain", "-d", &uc, "0123"], 2, "no batch's key or run starts with '0123'"),
-        (vec!["leases", "takeover", "-d", &uc, "01", "--yes"], 2, "4 hex digits"),
+        (vec!["leases", "takeover", "-d", &uc, "01", "--yes"], 2, "'01' is 2 hex digit(s)"),
+        // Named as in a folder: 4 digits or more, never a path; what a store
+        // has not (--lineage-dir, repairs of many) refused in one line.
+        (vec!["leases", "explain", "-d", &uc, "0"], 2, "'0' is 1 hex digit(s)"),
+        (vec!["leases", "explain", "-d", &uc, "uc/x.json"], 2, "is a path"),
+        (vec!["leases", "explain", "-d", &uc, "0123", "--lineage-dir", "l"], 2, "--lineage-dir names a folder"),
+        (vec!["leases", "takeover", "-d", &uc, "--state", "dead", "--dry-run"], 2, "repair one batch at a time"),
     ] {
         let (c, err) = output(st.ubunye().args(&args));
         assert_eq!(c, code, "{args:?}: {err}");

@@ -52,6 +52,17 @@ pub(crate) fn ask(question: &str) -> bool {
     matches!(line.trim().to_lowercase().as_str(), "y" | "yes")
 }
 
+/// A repair that must ask and cannot (no terminal, no `--yes`) is refused
+/// before anything is read or written: the disk's clock is read by writing
+/// a probe file, which a repair that will do nothing must not leave behind.
+pub(crate) fn can_ask(a: &RepairArgs) -> Result<(), i32> {
+    if a.dry_run || a.yes || std::io::stdin().is_terminal() {
+        return Ok(());
+    }
+    say_err("not on a terminal, so nobody can confirm: add --yes to repair, or --dry-run to only see the plan");
+    Err(exit::USAGE)
+}
+
 /// What comes between a repair's plan and the act, for a folder and a store
 /// alike: a dry run prints the plan and stops; otherwise the plan is shown
 /// and asked about (unless `--yes`), and `wait`, the line that says what the
@@ -109,6 +120,9 @@ pub const REPAIRABLE: [ubunye::state::State; 6] = {
 
 /// One batch repaired, as [`RepairArgs::which`] names it.
 pub fn run_one(a: &RepairArgs, kind: Kind) -> i32 {
+    if let Err(code) = can_ask(a) {
+        return code;
+    }
     let sys = crate::console::machine::sys_for(&a.which.dir.dir);
     // A dry run only looks (the disk's clock read without writing).
     let purpose = if a.dry_run { Purpose::Look } else { Purpose::Repair };

@@ -12,25 +12,29 @@ use super::repair::{Kind, RepairArgs, confirm};
 use crate::cli::store::open;
 use crate::cli::{BatchArg, exit, out, outln, print_json, say_err};
 
-/// The one batch `which` names in the store at `dir`, explained; or the exit code.
+/// The one batch `which` names in the store at `dir`, explained; or the exit
+/// code. The batch is named as in a folder (4 hex digits of its key or run
+/// id or more), but never by a path: a store has no lease-folder files to
+/// name.
 fn one(
     which: &BatchArg,
     dir: &str,
-    repair: bool,
 ) -> Result<(ubunye::bucket::StoreUrl, std::sync::Arc<dyn ubunye::bucket::Objects>, Explanation), i32> {
     let usage = |m: String| {
         say_err(&m);
         exit::USAGE
     };
     let q = which.batch.as_str();
-    let key_like = !q.is_empty() && q.chars().all(|c| c.is_ascii_hexdigit()) && q.len() <= 16;
-    if !key_like && !ubunye::state::may_be_run_id(q) {
+    let listing = format!("`ubunye leases list -d {dir} --all` shows the keys and runs");
+    if q.contains('/') {
         return Err(usage(format!(
-            "'{q}' is neither a batch key nor a run id, nor the start of one (hex digits): `ubunye leases list -d {dir} --all` shows the keys and runs"
+            "'{}' is a path: a batch in a store is named by its key or run id (4 hex digits or more); {listing}",
+            ubunye::state::shorten(q)
         )));
     }
-    if repair && q.len() < crate::cli::leases::REPAIR_PREFIX {
-        return Err(usage(format!("a repair takes 4 hex digits of the key or more, not '{q}'")));
+    super::check_query(q).map_err(|e| usage(format!("{e}; {listing}")))?;
+    if which.lineage.lineage_dir.is_some() {
+        return Err(usage(crate::cli::store::no_lineage_dir(dir)));
     }
     let (uc, objects) = open(dir)?;
     let sys = crate::console::machine::sys();
@@ -63,7 +67,7 @@ fn one(
 
 /// `ubunye leases explain -d s3://...`.
 pub fn explain(a: &ExplainArgs, dir: &str) -> i32 {
-    match one(&a.which, dir, false) {
+    match one(&a.which, dir) {
         Ok((_, _, e)) => {
             if a.json {
                 print_json(&e);
@@ -79,7 +83,16 @@ pub fn explain(a: &ExplainArgs, dir: &str) -> i32 {
 /// `ubunye leases takeover|finish -d s3://...`: the disk's plan, question
 /// and outcome, the engine's takeover in the store.
 pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
-    let (uc, objects, e) = match one(&a.which, dir, !a.dry_run) {
+    if !a.states.is_empty() || !a.filter.vars.is_empty() || a.filter.dt.is_some() {
+        say_err(&format!(
+            "repairs of many batches (--state, --dt, --var) read a folder; in a store, repair one batch at a time: `ubunye leases list -d {dir} --state dead,damaged,pending` lists them"
+        ));
+        return exit::USAGE;
+    }
+    if let Err(code) = super::repair::can_ask(a) {
+        return code;
+    }
+    let (uc, objects, e) = match one(&a.which, dir) {
         Ok(x) => x,
         Err(code) => return code,
     };
