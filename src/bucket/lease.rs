@@ -154,9 +154,11 @@ pub fn lifetime_of(doc: &LeaseDoc, timing: &Timing) -> Duration {
 
 /// How long a live lease may go unwritten before it is said to be stalled:
 /// three of its holder's saves (each the lifetime over six, at most the
-/// heartbeat), as a lease on disk is stalled after three missed heartbeats.
+/// heartbeat), as a lease on disk is stalled after three missed heartbeats;
+/// and a second more, as the store tells times to the second (a lease saved
+/// just before a second turns reads a second old).
 pub fn stalled_after(lifetime: Duration, timing: &Timing) -> Duration {
-    timing.stalled_after.min(lifetime / 2)
+    timing.stalled_after.min(lifetime / 2) + Duration::from_secs(1)
 }
 
 /// The lease's `ttl_s`: None when it has none, an error when it is not a
@@ -270,7 +272,7 @@ pub fn acquire(
             _ => seen.clone(),
         };
         let mut mine = fresh(holder, &place.task, clock.now(), timing.store_ttl);
-        mine.set("saves", Value::from(saves_of(&seen) + 1));
+        mine.set("saves", Value::from(saves_of(&seen).wrapping_add(1)));
         mine.set("taking_over", Value::Object(target.0.clone()));
         let Written::Done(etag) = objects.update(&key, mine.to_json().into_bytes(), &got.etag)? else {
             // Someone else changed it first: look again.
@@ -359,7 +361,7 @@ impl Lease {
         // Two tries: the second only after finding this run's own earlier
         // write (a retried or timed-out save that had landed).
         for _ in 0..2 {
-            doc.set("saves", Value::from(saves_of(&g.doc).max(saves_of(&doc)) + 1));
+            doc.set("saves", Value::from(saves_of(&g.doc).max(saves_of(&doc)).wrapping_add(1)));
             doc.set("heartbeat", pyjson::float_value(timefmt::epoch_secs(self.clock.now())));
             match self.objects.update(&key, doc.to_json().into_bytes(), &g.etag)? {
                 Written::Done(etag) => {

@@ -104,6 +104,10 @@ pub(crate) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<F
                     short_key(&b.key)
                 ),
             )),
+            // As on disk: a live run whose lease is not written.
+            State::Live if j.batch.flags.contains(&crate::state::Flag::Stalled) => {
+                out.push(about("stalled", &b, b.note.clone()))
+            }
             State::Interrupted if b.record_status.as_deref() == Some("running") => out.push(about(
                 "running-record",
                 &b,

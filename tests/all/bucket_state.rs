@@ -382,17 +382,27 @@ fn explain_heads_no_claim_the_look_looked_at() {
 fn a_live_lease_not_written_for_three_saves_is_stalled() {
     use ubunye::state::Flag;
     let mut w = world();
-    // A lifetime of a minute: saved every 10 s, stalled past 30 s.
+    // A lifetime of a minute: saved every 10 s, stalled past 30 s and the
+    // second the store's times are told to.
     w.timing.store_ttl = Duration::from_secs(60);
     let a = w.held(A);
     let flags = |w: &World| {
         let (_, b, _) = ubunye::state::store::batches(&*w.mem, &w.place.uc, &w.timing).unwrap();
         (b[0].state, b[0].flags.contains(&Flag::Stalled))
     };
-    w.clock.advance(Duration::from_secs(29));
+    w.clock.advance(Duration::from_secs(31));
     assert_eq!(flags(&w), (State::Live, false));
-    w.clock.advance(Duration::from_secs(2));
+    w.clock.advance(Duration::from_secs(1));
     assert_eq!(flags(&w), (State::Live, true));
+    // doctor says it, as a folder's doctor does.
+    let d = ubunye::doctor::store::look(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
+    assert!(d.iter().any(|f| f.kind == "stalled" && f.key.as_deref() == Some(w.place.key.as_str())), "{d:?}");
+    // A lease of a second: never stalled, as the store cannot tell it.
+    let mut short = world();
+    short.timing.store_ttl = Duration::from_secs(1);
+    let _s = short.held(A);
+    short.clock.advance(Duration::from_secs(1));
+    assert_eq!(flags(&short), (State::Live, false));
     a.save(|_| {}).unwrap();
     assert_eq!(flags(&w), (State::Live, false));
     w.clock.advance(Duration::from_secs(61));
@@ -413,12 +423,18 @@ fn objects_no_engine_reads_are_said_never_passed_over() {
         "uc/.ubunye/leases/x.json",
         "uc/.ubunye/lineage/x.json",
         "uc/.ubunye/lineage/demo/sales/r.json",
+        // Names no engine gives, which a GET would send as other names.
+        "uc/.ubunye/leases/demo//ingest/0123456789abcdef.json",
+        "uc/.ubunye/leases/demo/sales/ingest/\u{1b}[31m.json",
+        "uc/.ubunye/lineage/demo/sales/ingest/../r.json",
     ];
     for k in odd {
         w.mem.put(k, b"{}".to_vec()).unwrap();
     }
-    // Not a .json at a record's depth: left alone, as a folder's are.
+    // Not a .json at a record's depth, and a folder marker (what a
+    // console's "create folder" makes): left alone, as a folder's are.
     w.mem.put("uc/.ubunye/lineage/README", b"notes".to_vec()).unwrap();
+    w.mem.put("uc/.ubunye/leases/demo/sales/ingest/", Vec::new()).unwrap();
     let said = |paths: Vec<String>| {
         let mut p = paths;
         p.sort();
@@ -426,15 +442,36 @@ fn objects_no_engine_reads_are_said_never_passed_over() {
         want.sort();
         assert_eq!(p, want);
     };
+    let gets = w.mem.calls("get");
     let (_, batches, problems) = ubunye::state::store::batches(&*w.mem, &w.place.uc, &w.timing).unwrap();
     assert_eq!(batches.len(), 1);
+    assert_eq!(w.mem.calls("get") - gets, 1, "only the lease is read");
     assert!(problems.iter().all(|p| p.misplaced && !p.why.is_empty()), "{problems:?}");
     said(problems.iter().map(|p| p.path.to_string_lossy().into_owned()).collect());
     let d = ubunye::doctor::store::look(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     said(d.iter().filter(|f| f.kind == "misplaced").map(|f| f.path.to_string_lossy().into_owned()).collect());
     let c = ubunye::census::store::count(&*w.mem, &w.place.uc, &w.timing, "uc", false);
-    assert_eq!((c.scan_errors, c.findings.get("misplaced").copied()), (5, Some(5)), "{c:?}");
+    assert_eq!((c.scan_errors, c.findings.get("misplaced").copied()), (8, Some(8)), "{c:?}");
     let (_, unread) = ubunye::state::store::records(&*w.mem, &w.place.uc).unwrap();
     let lineage: Vec<&str> = odd.iter().copied().filter(|k| k.contains("/lineage/")).collect();
     assert_eq!(unread.len(), lineage.len(), "{unread:?}");
+}
+
+/// A lease whose save counter is the largest a JSON integer the engine reads
+/// can hold is taken over, and saved, without overflowing (a debug build
+/// panicked, and no run could ever recover the batch): the counter wraps,
+/// and so still changes with each save (what makes each save's ETag new).
+#[test]
+fn a_save_counter_at_its_largest_is_taken_over() {
+    let w = world();
+    let _a = w.held(A);
+    let mut doc: Value = serde_json::from_str(&w.lease_body().unwrap()).unwrap();
+    doc["saves"] = Value::from(u64::MAX);
+    w.mem.put(&w.place.lease_key(), serde_json::to_vec(&doc).unwrap()).unwrap();
+    w.past_timeout();
+    let Acquire::Held(b, Some(_)) = w.take(B) else { panic!("no takeover") };
+    b.save(|_| {}).unwrap();
+    let saved: Value = serde_json::from_str(&w.lease_body().unwrap()).unwrap();
+    // Wrapped at the takeover (0), then its recovery's end and this save.
+    assert_eq!(saved["saves"], Value::from(2), "{saved}");
 }

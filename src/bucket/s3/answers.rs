@@ -16,8 +16,66 @@ pub(super) fn xml_text(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
+/// XML text as the characters it stands for: the five named entities and
+/// numeric ones (`&#34;`, `&#x1B;`); anything else is kept as written.
 pub(super) fn xml_unescape(s: &str) -> String {
-    s.replace("&quot;", "\"").replace("&#34;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    if !s.contains('&') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let Some(end) = rest.find(';').filter(|e| *e <= 10) else {
+            out.push('&');
+            rest = &rest[1..];
+            continue;
+        };
+        let name = &rest[1..end];
+        let ch = match name {
+            "quot" => Some('"'),
+            "apos" => Some('\''),
+            "lt" => Some('<'),
+            "gt" => Some('>'),
+            "amp" => Some('&'),
+            _ => match name.strip_prefix("#x").or_else(|| name.strip_prefix("#X")) {
+                Some(hex) => u32::from_str_radix(hex, 16).ok().and_then(char::from_u32),
+                None => name.strip_prefix('#').and_then(|d| d.parse().ok()).and_then(char::from_u32),
+            },
+        };
+        match ch {
+            Some(c) => {
+                out.push(c);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Why a listing was refused, from its status and the error S3 put in its
+/// body.
+pub(super) fn list_error(bucket: &str, prefix: &str, status: u16, body: &str) -> StoreError {
+    let code = tag(body, "Code").unwrap_or_default();
+    let (kind, what) = match (status, code.as_str()) {
+        (404, _) | (_, "NoSuchBucket") => {
+            (ErrorKind::NoBucket, format!("the bucket '{bucket}' does not exist: create it, or check -d"))
+        }
+        (401 | 403, _) => {
+            (ErrorKind::Denied, "the store refused the credentials: check AWS_ACCESS_KEY_ID and its secret".into())
+        }
+        (s, "") => (ErrorKind::Other, format!("listing it: HTTP {s} ({})", one_line(body))),
+        (s, c) => (ErrorKind::Other, format!("listing it: HTTP {s} ({c})")),
+    };
+    let url =
+        if matches!(kind, ErrorKind::NoBucket) { format!("s3://{bucket}") } else { format!("s3://{bucket}/{prefix}") };
+    StoreError { kind, url, what }
 }
 
 pub(super) fn no_answer(text: &str) -> String {
@@ -95,5 +153,14 @@ mod tests {
         );
         assert_eq!(without_userinfo("https://u@h/x and s3://bkt/a@b"), "https://h/x and s3://bkt/a@b");
         assert_eq!(without_userinfo("no url here: a@b"), "no url here: a@b");
+    }
+
+    #[test]
+    fn xml_text_is_read_back_as_written() {
+        assert_eq!(xml_unescape("&#34;abc&#34;"), "\"abc\"");
+        assert_eq!(xml_unescape("&quot;e&quot; &lt;k&gt; &amp;amp; &apos;"), "\"e\" <k> &amp; '");
+        assert_eq!(xml_unescape("esc&#x1B;[31m&#27;"), "esc\u{1b}[31m\u{1b}");
+        assert_eq!(xml_unescape("a & b &bogus; &#xZZ; &"), "a & b &bogus; &#xZZ; &");
+        assert_eq!(xml_unescape("plain/key.json"), "plain/key.json");
     }
 }

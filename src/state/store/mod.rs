@@ -211,6 +211,11 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
     let root = uc.key(".ubunye/leases/");
     let mut batches: BTreeMap<(String, String), Found> = BTreeMap::new();
     for l in objects.list(&format!("{root}{under}"))? {
+        // A folder marker (what a console's "create folder" makes): a
+        // folder, as a disk's folders are, not a file.
+        if l.key.ends_with('/') {
+            continue;
+        }
         let Some((task, key, note)) = named(&root, &l.key) else {
             problems.push(unnamed(objects, &root, &l.key));
             continue;
@@ -230,7 +235,9 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
 fn unnamed(objects: &dyn Objects, root: &str, object: &str) -> UnreadableFile {
     let path = std::path::PathBuf::from(objects.url(object));
     let rest = object.strip_prefix(root).unwrap_or(object);
-    let why = if !rest.contains('/') {
+    let why = if crate::bucket::plain_key(object).is_err() {
+        "an object whose name no engine gives (an empty folder, `..`, a control character or a character a client sends encoded): no engine reads it"
+    } else if !rest.contains('/') {
         "an object directly in .ubunye/leases/, where only task folders belong: a lease is <usecase>/<package>/<task>/<key>.json there, so no engine reads this one"
     } else if rest.ends_with(".json") {
         "a .json object in a lease folder not named as a store's engine names its objects (<16 hex key>.json, <key>.finished.json): no engine reads it"
@@ -244,6 +251,9 @@ fn unnamed(objects: &dyn Objects, root: &str, object: &str) -> UnreadableFile {
 /// key, and whether it is the batch's finished note (else its lease); None
 /// for anything else.
 fn named<'a>(root: &str, object: &'a str) -> Option<(&'a str, &'a str, bool)> {
+    // A name the engine never writes is never read: a GET of it would be
+    // sent for another name.
+    crate::bucket::plain_key(object).ok()?;
     let (task, name) = object.strip_prefix(root)?.rsplit_once('/')?;
     let (key, note) = match name.strip_suffix(".finished.json") {
         Some(key) => (key, true),

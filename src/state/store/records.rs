@@ -27,13 +27,18 @@ pub(super) fn listed(objects: &dyn Objects, uc: &StoreUrl, under: &str) -> Resul
             continue;
         }
         match rest.rsplit_once('/') {
-            Some((task, _)) if task.split('/').count() == 3 => out.push((task.to_string(), l)),
+            Some((task, _)) if task.split('/').count() == 3 && crate::bucket::plain_key(&l.key).is_ok() => {
+                out.push((task.to_string(), l))
+            }
             _ => problems.push(UnreadableFile::misplaced(
                 Path::new(&objects.url(&l.key)),
-                format!(
-                    "a .json object {} folder(s) below .ubunye/lineage/: a run record is <usecase>/<package>/<task>/<run>.json there, so no engine reads this one",
-                    rest.matches('/').count()
-                ),
+                match crate::bucket::plain_key(&l.key) {
+                    Err(_) => "a .json object whose name no engine gives (an empty folder, `..`, a control character or a character a client sends encoded): no engine reads it".to_string(),
+                    Ok(()) => format!(
+                        "a .json object {} folder(s) below .ubunye/lineage/: a run record is <usecase>/<package>/<task>/<run>.json there, so no engine reads this one",
+                        rest.matches('/').count()
+                    ),
+                },
             )),
         }
     }

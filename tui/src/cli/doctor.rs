@@ -87,7 +87,8 @@ fn print_findings(findings: &[ubunye::doctor::Finding]) {
                     (Some(t), Some(k)) => format!(" [{t} {k}]"),
                     _ => String::new(),
                 };
-                super::outln(&format!("{:<18} {}{at}\n{:<18} {}", f.kind, f.path.display(), "", f.detail));
+                let text = format!("{:<18} {}{at}\n{:<18} {}", f.kind, f.path.display(), "", f.detail);
+                super::outln(&crate::report::printable(text));
             }
             // On a terminal: the kind and batch, the path alone on its line
             // (never cut: it is pasted), the detail wrapped under them.
@@ -100,7 +101,7 @@ fn print_findings(findings: &[ubunye::doctor::Finding]) {
                 for line in wrap(&f.detail, w.saturating_sub(2).max(20)) {
                     text.push_str(&format!("  {line}\n"));
                 }
-                super::print::out(&text);
+                super::print::out(&crate::report::printable(text));
             }
         }
     }

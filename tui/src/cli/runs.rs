@@ -292,7 +292,7 @@ pub(crate) fn show(
         return exit::OK;
     }
     for p in problems {
-        say_err(&format!("{}: {}", p.path.display(), p.why));
+        say_err(&crate::report::printable(format!("{}: {}", p.path.display(), p.why)));
     }
     if let Some(why) = nothing {
         super::outln(&why);

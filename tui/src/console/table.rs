@@ -174,10 +174,12 @@ where
 }
 
 /// A cell as one line: a newline or a tab in it (an error message) would
-/// break the table.
+/// break the table, and an escape or a bidirectional override would drive
+/// the terminal.
 pub(crate) fn one_line(cell: &mut String) {
-    if cell.contains(char::is_control) {
-        *cell = cell.chars().map(|ch| if ch.is_control() { ' ' } else { ch }).collect();
+    let odd = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if cell.contains(odd) {
+        *cell = cell.chars().map(|ch| if odd(ch) { ' ' } else { ch }).collect();
     }
 }
 

@@ -7,14 +7,16 @@ pub mod store;
 
 pub use explain::render as explanation;
 
-/// `text` with every control character but a newline made a space: what
-/// the reports quote from the files they read (a note, a record's error, a
-/// path) cannot move the cursor, retitle the window or clear the screen of
-/// the terminal that shows it.
+/// `text` with every control character but a newline (C0 and C1, the
+/// 8-bit CSI among them) and every bidirectional override made a space:
+/// what the reports quote from the files they read (a note, a record's
+/// error, a file's name) cannot move the cursor, retitle the window, clear
+/// the screen or reorder the line of the terminal that shows it.
 pub(crate) fn printable(text: String) -> String {
-    if !text.chars().any(|c| c.is_control() && c != '\n') {
+    let odd = |c: char| (c.is_control() && c != '\n') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(odd) {
         return text;
     }
-    text.chars().map(|c| if c.is_control() && c != '\n' { ' ' } else { c }).collect()
+    text.chars().map(|c| if odd(c) { ' ' } else { c }).collect()
 }
 pub use repair::{outcome as repair_outcome, plan as repair_plan, took_over};

@@ -378,14 +378,21 @@ fn escape_sequences_in_a_lease_never_reach_the_terminal() {
     let mtime = fs::metadata(&lease).unwrap().modified().unwrap();
     fs::write(&lease, serde_json::to_string(&doc).unwrap()).unwrap();
     common::set_mtime(&lease, mtime);
+    // A file no engine writes, named to drive a terminal: said by name.
+    let odd = uc.join(".ubunye/leases/demo/sales/ingest/esc\u{1b}[31mX\u{9b}2J\u{202e}gnp.json");
+    fs::write(&odd, "{}").unwrap();
     for args in [
         &["leases", "explain", "7d10", "-d", "uc"][..],
         &["leases", "takeover", "7d10", "-d", "uc", "--dry-run"],
         &["leases", "list", "-d", "uc"],
+        &["doctor", "-d", "uc"],
     ] {
         let o = ubunye(&uc).args(args).output().unwrap();
         let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
         assert!(text.contains("pwned") || args[1] != "explain", "{args:?}: the host is still said:\n{text}");
-        assert!(!text.contains(['\u{1b}', '\u{7}', '\r']), "{args:?}:\n{text:?}");
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\r', '\u{9b}', '\u{202e}']), "{args:?}:\n{text:?}");
+        if args[0] == "doctor" || args[1] == "list" {
+            assert!(text.contains("31mX"), "{args:?}: the odd file is named:\n{text}");
+        }
     }
 }

@@ -382,7 +382,7 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
     let rows: Vec<table::Line> = by_state.into_iter().flatten().collect();
     let empty = rows.is_empty().then(|| nothing_shown(a, &states, &parts, count, &sys));
     for p in parts.iter().filter_map(|p| p.head.as_ref().ok()).flat_map(|h| &h.problems) {
-        say_err(&format!("{}: {}", p.path.display(), p.why));
+        say_err(&crate::report::printable(format!("{}: {}", p.path.display(), p.why)));
     }
     crate::console::print::wrote_stdout();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

@@ -191,7 +191,7 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
 fn store_wait(plan: &ubunye::repair::RepairPlan, settle: std::time::Duration) -> Option<String> {
     let p = plan.plans.iter().find(|p| p.finished.is_none() && !p.remove.is_empty())?;
     Some(format!(
-        "aborting run {}'s {} claimed upload(s), then waiting {} for a completion already sent to show…",
+        "aborting the uploads of run {}'s {} claimed object(s), then waiting {} for a completion already sent to show…",
         ubunye::documents::short(&p.run_id),
         p.remove.len(),
         humantime::format_duration(settle)
