@@ -457,7 +457,9 @@ impl FileKind {
             crate::layout::Entry::Lease { .. } => FileKind::Lease,
             crate::layout::Entry::Dead { .. } => FileKind::Orphan,
             crate::layout::Entry::Finished { .. } => FileKind::Note,
-            _ if name.ends_with(".json") => FileKind::Record,
+            // A `.json` in a lease folder that is no lease, note or dead
+            // lease is no run record either.
+            _ if name.ends_with(".json") && !path.to_string_lossy().contains("/.ubunye/leases/") => FileKind::Record,
             _ if path.is_dir() => FileKind::Folder,
             _ => FileKind::Other,
         }

@@ -452,6 +452,11 @@ fn objects_no_engine_reads_are_said_never_passed_over() {
     assert_eq!(batches.len(), 1);
     assert_eq!(w.mem.calls("get") - gets, 1, "only the lease is read");
     assert!(problems.iter().all(|p| p.misplaced && !p.why.is_empty()), "{problems:?}");
+    // What is in a lease folder is not called a run record.
+    for p in &problems {
+        let in_leases = p.path.to_string_lossy().contains("/.ubunye/leases/");
+        assert_eq!(p.kind == ubunye::state::FileKind::Record, !in_leases, "{p:?}");
+    }
     said(problems.iter().map(|p| p.path.to_string_lossy().into_owned()).collect());
     let d = ubunye::doctor::store::look(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     said(d.iter().filter(|f| f.kind == "misplaced").map(|f| f.path.to_string_lossy().into_owned()).collect());
