@@ -432,6 +432,8 @@ fn objects_no_engine_reads_are_said_never_passed_over() {
         "uc/.ubunye/leases/demo//ingest/0123456789abcdef.json",
         "uc/.ubunye/leases/demo/sales/ingest/\u{1b}[31m.json",
         "uc/.ubunye/lineage/demo/sales/ingest/../r.json",
+        // A folder marker that is not empty is an object like any other.
+        "uc/.ubunye/leases/demo/sales/ingest/1111111111111111.json/",
     ];
     for k in odd {
         w.mem.put(k, b"{}".to_vec()).unwrap();
@@ -452,6 +454,9 @@ fn objects_no_engine_reads_are_said_never_passed_over() {
     assert_eq!(batches.len(), 1);
     assert_eq!(w.mem.calls("get") - gets, 1, "only the lease is read");
     assert!(problems.iter().all(|p| p.misplaced && !p.why.is_empty()), "{problems:?}");
+    // What is odd in a name is named, escaped.
+    let esc = problems.iter().find(|p| p.path.to_string_lossy().contains('\u{1b}')).unwrap();
+    assert!(esc.why.contains("\\u{1b}") && esc.why.contains("no engine reads it"), "{esc:?}");
     // What is in a lease folder is not called a run record.
     for p in &problems {
         let in_leases = p.path.to_string_lossy().contains("/.ubunye/leases/");
@@ -461,7 +466,7 @@ fn objects_no_engine_reads_are_said_never_passed_over() {
     let d = ubunye::doctor::store::look(&*w.mem, &w.place.uc, &w.timing).unwrap().findings;
     said(d.iter().filter(|f| f.kind == "misplaced").map(|f| f.path.to_string_lossy().into_owned()).collect());
     let c = ubunye::census::store::count(&*w.mem, &w.place.uc, &w.timing, "uc", false);
-    assert_eq!((c.scan_errors, c.findings.get("misplaced").copied()), (8, Some(8)), "{c:?}");
+    assert_eq!((c.scan_errors, c.findings.get("misplaced").copied()), (9, Some(9)), "{c:?}");
     let (_, unread) = ubunye::state::store::records(&*w.mem, &w.place.uc).unwrap();
     let lineage: Vec<&str> = odd.iter().copied().filter(|k| k.contains("/lineage/")).collect();
     assert_eq!(unread.len(), lineage.len(), "{unread:?}");

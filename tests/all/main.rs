@@ -9,6 +9,7 @@ mod common;
 
 mod bucket_agreement;
 mod bucket_explain_edges;
+mod bucket_listing;
 mod bucket_poll;
 mod bucket_protocol;
 mod bucket_recovery;

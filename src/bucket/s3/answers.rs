@@ -62,15 +62,21 @@ pub(super) fn xml_unescape(s: &str) -> String {
 /// Why a listing was refused, from its status and the error S3 put in its
 /// body.
 pub(super) fn list_error(bucket: &str, prefix: &str, status: u16, body: &str) -> StoreError {
-    let code = tag(body, "Code").unwrap_or_default();
-    let (kind, what) = match (status, code.as_str()) {
+    // Only S3's error code is said: a body that is not S3's (a proxy's or a
+    // web server's page) may echo the signed request, and is never printed.
+    let code = tag(body, "Code").filter(|c| c.len() <= 64 && c.chars().all(|c| c.is_ascii_alphanumeric()));
+    let (kind, what) = match (status, code.as_deref().unwrap_or("")) {
         (404, _) | (_, "NoSuchBucket") => {
             (ErrorKind::NoBucket, format!("the bucket '{bucket}' does not exist: create it, or check -d"))
         }
+        (403, "AccessDenied") => (
+            ErrorKind::Denied,
+            "the store denied the listing (AccessDenied): the credentials need s3:ListBucket on the bucket".into(),
+        ),
         (401 | 403, _) => {
             (ErrorKind::Denied, "the store refused the credentials: check AWS_ACCESS_KEY_ID and its secret".into())
         }
-        (s, "") => (ErrorKind::Other, format!("listing it: HTTP {s} ({})", one_line(body))),
+        (s, "") => (ErrorKind::Other, format!("listing it: HTTP {s}")),
         (s, c) => (ErrorKind::Other, format!("listing it: HTTP {s} ({c})")),
     };
     let url =
@@ -153,6 +159,21 @@ mod tests {
         );
         assert_eq!(without_userinfo("https://u@h/x and s3://bkt/a@b"), "https://h/x and s3://bkt/a@b");
         assert_eq!(without_userinfo("no url here: a@b"), "no url here: a@b");
+    }
+
+    #[test]
+    fn a_refused_listing_says_s3s_code_and_never_the_body() {
+        let page = "<html>GET /bkt?list-type=2&X-Amz-Credential=AKIDSECRET&X-Amz-Signature=abc \u{1b}[31m</html>";
+        let e = list_error("bkt", "uc/", 500, page);
+        assert_eq!(e.what, "listing it: HTTP 500");
+        let e = list_error("bkt", "uc/", 503, "<Error><Code>SlowDown</Code></Error>");
+        assert_eq!(e.what, "listing it: HTTP 503 (SlowDown)");
+        let e = list_error("bkt", "uc/", 403, "<Error><Code>AccessDenied</Code></Error>");
+        assert!(e.what.contains("s3:ListBucket"), "{}", e.what);
+        let e = list_error("bkt", "uc/", 403, "<Error><Code>SignatureDoesNotMatch</Code></Error>");
+        assert!(e.what.contains("check AWS_ACCESS_KEY_ID"), "{}", e.what);
+        let e = list_error("bkt", "uc/", 500, "<Error><Code>\u{1b}[2J</Code></Error>");
+        assert_eq!(e.what, "listing it: HTTP 500");
     }
 
     #[test]

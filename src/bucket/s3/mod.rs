@@ -207,6 +207,30 @@ impl S3 {
         Ok((status, headers, text))
     }
 
+    /// A read signed here (a listing, the bucket's `HEAD`), tried again as
+    /// `object_store` tries its own: after no answer, or a 5xx (`SlowDown`
+    /// among them), at most three times more, waiting 0.25, 1 and 4 s. Only
+    /// reads: a conditional write tried again could read its own landing as
+    /// a refusal.
+    async fn signed_read(
+        &self,
+        method: Method,
+        query: &[(&str, &str)],
+    ) -> Result<(u16, reqwest::header::HeaderMap, String), StoreError> {
+        let mut wait = Duration::from_millis(250);
+        for _ in 0..3 {
+            let answer = self.signed(method.clone(), "", query, &[], None).await;
+            match &answer {
+                Ok((s, _, _)) if *s >= 500 => {}
+                Err(StoreError { kind: ErrorKind::Network, .. }) => {}
+                _ => return answer,
+            }
+            tokio::time::sleep(wait).await;
+            wait *= 4;
+        }
+        self.signed(method, "", query, &[], None).await
+    }
+
     async fn complete_one(&self, u: &Upload, parts: &[String]) -> Result<Written, StoreError> {
         let mut xml = String::from("<CompleteMultipartUpload>");
         for (i, etag) in parts.iter().enumerate() {
@@ -359,24 +383,45 @@ impl Objects for S3 {
         self.rt.block_on(async {
             let mut out = Vec::new();
             let mut token = String::new();
+            let mut tokens = std::collections::HashSet::new();
             // Bounded: 10,000 pages of up to 1,000 objects.
             for _ in 0..10_000 {
                 let mut q: Vec<(&str, &str)> = vec![("list-type", "2"), ("prefix", prefix)];
                 if !token.is_empty() {
                     q.push(("continuation-token", &token));
                 }
-                let (status, _, body) = self.signed(Method::GET, "", &q, &[], None).await?;
+                let (status, _, body) = self.signed_read(Method::GET, &q).await?;
                 if status != 200 {
                     return Err(list_error(&self.bucket, prefix, status, &body));
                 }
+                // A 200 that is not a listing (a web page at the endpoint,
+                // a body cut short) is never read as an empty bucket.
+                if !body.contains("<ListBucketResult") || tag(&body, "IsTruncated").is_none() {
+                    return Err(StoreError {
+                        kind: ErrorKind::Unsupported,
+                        url: format!("s3://{}/{prefix}", self.bucket),
+                        what: "the store's answer to a listing is not a listing (is AWS_ENDPOINT_URL an S3 endpoint?)"
+                            .into(),
+                    });
+                }
                 for o in body.split("<Contents>").skip(1) {
                     let Some(key) = tag(o, "Key") else { continue };
-                    let modified = tag(o, "LastModified")
+                    let key = xml_unescape(&key);
+                    // An object's age decides what is dead and what a sweep
+                    // removes: a time that cannot be read is never taken
+                    // for 1970.
+                    let Some(modified) = tag(o, "LastModified")
                         .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
                         .map(SystemTime::from)
-                        .unwrap_or(SystemTime::UNIX_EPOCH);
+                    else {
+                        return Err(StoreError {
+                            kind: ErrorKind::Unsupported,
+                            url: self.url(&key),
+                            what: "the listing gives it no LastModified that can be read (RFC 3339)".into(),
+                        });
+                    };
                     out.push(Listed {
-                        key: xml_unescape(&key),
+                        key,
                         etag: tag(o, "ETag").map(|e| xml_unescape(&e)).unwrap_or_default(),
                         modified,
                         size: tag(o, "Size").and_then(|n| n.parse().ok()).unwrap_or(0),
@@ -387,13 +432,14 @@ impl Objects for S3 {
                     return Ok(out);
                 }
                 token = tag(&body, "NextContinuationToken").map(|t| xml_unescape(&t)).unwrap_or_default();
-                if token.is_empty() {
-                    return Err(list_error(
-                        &self.bucket,
-                        prefix,
-                        status,
-                        "a truncated listing with no continuation token",
-                    ));
+                // A page with no way on, or one that leads back: never
+                // listed for ever, nor twice.
+                if token.is_empty() || !tokens.insert(token.clone()) {
+                    return Err(StoreError {
+                        kind: ErrorKind::Unsupported,
+                        url: format!("s3://{}/{prefix}", self.bucket),
+                        what: "the store's listing says it goes on, with no new continuation token".into(),
+                    });
                 }
             }
             Err(StoreError {
@@ -408,7 +454,7 @@ impl Objects for S3 {
         self.rt.block_on(async {
             // HEAD of the bucket: it reads nothing, and says whether the
             // bucket is there and the credentials are taken.
-            let (status, headers, _) = self.signed(Method::HEAD, "", &[], &[], None).await?;
+            let (status, headers, _) = self.signed_read(Method::HEAD, &[]).await?;
             let bucket_err = |kind, what: String| StoreError { kind, url: format!("s3://{}", self.bucket), what };
             match status {
                 200 => {}
@@ -465,7 +511,7 @@ impl Objects for S3 {
                     q.push(("key-marker", &key_marker));
                     q.push(("upload-id-marker", &id_marker));
                 }
-                let (status, _, body) = self.signed(Method::GET, "", &q, &[], None).await?;
+                let (status, _, body) = self.signed_read(Method::GET, &q).await?;
                 if status != 200 {
                     return Err(StoreError {
                         kind: ErrorKind::Other,

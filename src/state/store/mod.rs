@@ -211,9 +211,9 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
     let root = uc.key(".ubunye/leases/");
     let mut batches: BTreeMap<(String, String), Found> = BTreeMap::new();
     for l in objects.list(&format!("{root}{under}"))? {
-        // A folder marker (what a console's "create folder" makes): a
-        // folder, as a disk's folders are, not a file.
-        if l.key.ends_with('/') {
+        // A folder marker (an empty object a console's "create folder"
+        // makes): a folder, as a disk's folders are, not a file.
+        if l.key.ends_with('/') && l.size == 0 {
             continue;
         }
         let Some((task, key, note)) = named(&root, &l.key) else {
@@ -235,9 +235,10 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
 fn unnamed(objects: &dyn Objects, root: &str, object: &str) -> UnreadableFile {
     let path = std::path::PathBuf::from(objects.url(object));
     let rest = object.strip_prefix(root).unwrap_or(object);
-    let why = if crate::bucket::plain_key(object).is_err() {
-        "an object whose name no engine gives (an empty folder, `..`, a control character or a character a client sends encoded): no engine reads it"
-    } else if !rest.contains('/') {
+    if crate::bucket::plain_key(object).is_err() {
+        return UnreadableFile::misplaced(&path, odd_name(object));
+    }
+    let why = if !rest.contains('/') {
         "an object directly in .ubunye/leases/, where only task folders belong: a lease is <usecase>/<package>/<task>/<key>.json there, so no engine reads this one"
     } else if rest.ends_with(".json") {
         "a .json object in a lease folder not named as a store's engine names its objects (<16 hex key>.json, <key>.finished.json): no engine reads it"
@@ -260,6 +261,22 @@ fn named<'a>(root: &str, object: &'a str) -> Option<(&'a str, &'a str, bool)> {
         None => (name.strip_suffix(".json")?, false),
     };
     crate::layout::is_key(key).then_some((task, key, note))
+}
+
+/// Why a name no engine gives is never read, naming what is odd in it.
+fn odd_name(object: &str) -> String {
+    let odd = if object.contains("//") {
+        "an empty folder (`//`)".to_string()
+    } else if object.split('/').any(|s| s == ".." || s == ".") {
+        "a `.` or `..` folder".to_string()
+    } else {
+        let chars: String =
+            object.chars().filter(|c| *c != '.' && crate::bucket::plain_key(&c.to_string()).is_err()).collect();
+        format!("{chars:?}")
+    };
+    format!(
+        "its name holds {odd}, which no engine gives (a GET of it would ask for another name): no engine reads it; look at it, and remove it if nothing of yours needs it"
+    )
 }
 
 /// The tasks whose leases or notes have a key that starts with `prefix`, by

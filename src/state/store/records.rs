@@ -33,7 +33,7 @@ pub(super) fn listed(objects: &dyn Objects, uc: &StoreUrl, under: &str) -> Resul
             _ => problems.push(UnreadableFile::misplaced(
                 Path::new(&objects.url(&l.key)),
                 match crate::bucket::plain_key(&l.key) {
-                    Err(_) => "a .json object whose name no engine gives (an empty folder, `..`, a control character or a character a client sends encoded): no engine reads it".to_string(),
+                    Err(_) => super::odd_name(&l.key),
                     Ok(()) => format!(
                         "a .json object {} folder(s) below .ubunye/lineage/: a run record is <usecase>/<package>/<task>/<run>.json there, so no engine reads this one",
                         rest.matches('/').count()
