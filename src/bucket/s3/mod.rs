@@ -209,15 +209,15 @@ impl S3 {
 
     /// A read signed here (a listing, the bucket's `HEAD`), tried again as
     /// `object_store` tries its own: after no answer, or a 5xx (`SlowDown`
-    /// among them), at most three times more, waiting 0.25, 1 and 4 s. Only
-    /// reads: a conditional write tried again could read its own landing as
-    /// a refusal.
+    /// among them), at most three times more, waiting 0.1, 0.2 and 0.4 s
+    /// (its backoff's start). Only reads: a conditional write tried again
+    /// could read its own landing as a refusal.
     async fn signed_read(
         &self,
         method: Method,
         query: &[(&str, &str)],
     ) -> Result<(u16, reqwest::header::HeaderMap, String), StoreError> {
-        let mut wait = Duration::from_millis(250);
+        let mut wait = Duration::from_millis(100);
         for _ in 0..3 {
             let answer = self.signed(method.clone(), "", query, &[], None).await;
             match &answer {
@@ -226,7 +226,7 @@ impl S3 {
                 _ => return answer,
             }
             tokio::time::sleep(wait).await;
-            wait *= 4;
+            wait *= 2;
         }
         self.signed(method, "", query, &[], None).await
     }

@@ -557,11 +557,15 @@ fn odd_names(st: &Store) {
     let bin = std::path::PathBuf::from(std::env::var_os("UBUNYE_S3_BIN").expect("UBUNYE_S3_BIN"));
     let vars: std::collections::HashMap<String, String> = st.server.vars().into_iter().collect();
     let put = |key: &str| {
-        let script = "import boto3, sys\nboto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3], region_name='us-east-1').put_object(Bucket=sys.argv[4], Key=sys.argv[5], Body=b'{}')";
+        // A folder marker is empty; the others hold a JSON object.
+        let body = if key.ends_with('/') { "b''" } else { "b'{}'" };
+        let script = format!(
+            "import boto3, sys\nboto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3], region_name='us-east-1').put_object(Bucket=sys.argv[4], Key=sys.argv[5], Body={body})"
+        );
         let o = Command::new(bin.join("python"))
             .args([
                 "-c",
-                script,
+                &script,
                 &vars["AWS_ENDPOINT_URL"],
                 &vars["AWS_ACCESS_KEY_ID"],
                 &vars["AWS_SECRET_ACCESS_KEY"],
