@@ -244,7 +244,23 @@ pub struct AuditEntry<'a> {
     pub outcome: String,
 }
 
-impl AuditEntry<'_> {
+impl<'a> AuditEntry<'a> {
+    /// The entry of a repair of `plan` that recovered `recovered` (nothing,
+    /// when it was refused or no lease held the batch), ended as `outcome`.
+    /// A run is named only where its lease named one.
+    pub fn of(plan: &'a RepairPlan, recovered: &[Recovery], outcome: String) -> AuditEntry<'a> {
+        AuditEntry {
+            command: plan.kind.command(),
+            task: &plan.task,
+            key: &plan.key,
+            state: plan.state,
+            taken_over: recovered.iter().map(|r| r.run_id.clone()).filter(|r| !r.is_empty()).collect(),
+            files_removed: recovered.iter().flat_map(|r| r.removed.iter().cloned()).collect(),
+            records_marked: recovered.iter().filter(|r| r.record_marked).map(|r| r.run_id.clone()).collect(),
+            outcome,
+        }
+    }
+
     /// The entry as its JSON object, stamped with who and when.
     pub fn json(&self, sys: &Sys) -> serde_json::Value {
         serde_json::json!({
@@ -271,25 +287,9 @@ pub fn audit(
     outcome: &std::result::Result<RepairOutcome, String>,
     sys: &Sys,
 ) -> std::io::Result<()> {
-    let (files_removed, records_marked, taken_over, outcome): (Vec<String>, Vec<String>, Vec<String>, String) =
-        match outcome {
-            Ok(o) => (
-                o.recovered.iter().flat_map(|r| r.removed.iter().cloned()).collect(),
-                o.recovered.iter().filter(|r| r.record_marked).map(|r| r.run_id.clone()).collect(),
-                o.recovered.iter().map(|r| r.run_id.clone()).collect(),
-                "done".into(),
-            ),
-            Err(e) => (Vec::new(), Vec::new(), Vec::new(), format!("refused: {e}")),
-        };
-    let entry = AuditEntry {
-        command: plan.kind.command(),
-        task: &plan.task,
-        key: &plan.key,
-        state: plan.state,
-        taken_over,
-        files_removed,
-        records_marked,
-        outcome,
+    let entry = match outcome {
+        Ok(o) => AuditEntry::of(plan, &o.recovered, "done".into()),
+        Err(e) => AuditEntry::of(plan, &[], format!("refused: {e}")),
     };
     let mut text = serde_json::to_string(&entry.json(sys))?;
     text.push('\n');

@@ -317,6 +317,32 @@ impl Origin {
     }
 }
 
+/// One use case's batches, a task's at a time to `each`, and its head (or
+/// why it cannot be read, with the exit code it ends a listing of it alone
+/// with); for a store, what it holds without `--task` too.
+fn read(
+    uc: &UseCase,
+    opts: &ScanOptions,
+    sys: &Sys,
+    each: &mut dyn FnMut(Vec<Batch>),
+) -> (Result<state::ScanHead, (i32, String)>, Option<Count>) {
+    match (&uc.error, uc.store()) {
+        (Some(e), _) => (Err((exit::USAGE, e.clone())), None),
+        (None, Some(url)) => match store_batches(url, opts, sys) {
+            Ok((head, batches, all)) => {
+                each(batches);
+                (Ok(head), Some(all))
+            }
+            Err(e) => (Err(e), None),
+        },
+        (None, None) => (
+            state::scan_tasks(&uc.shown, opts, sys, |_, batches| each(batches))
+                .map_err(|e| (exit::USAGE, e.to_string())),
+            None,
+        ),
+    }
+}
+
 /// One use case's part of a listing: its head, or why it could not be read;
 /// for a store, what it holds without `--task` (its every task was read).
 struct Part {
@@ -355,17 +381,7 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
                 by_state[b.state.rank()].push(Row::from_batch(b, false, &origin).line(colour));
             }
         };
-        let mut unfiltered = None;
-        let head = match (&uc.error, uc.store()) {
-            (Some(e), _) => Err((exit::USAGE, e.clone())),
-            (None, Some(url)) => store_batches(url, &opts, &sys).map(|(head, batches, all)| {
-                add(batches);
-                unfiltered = Some(all);
-                head
-            }),
-            (None, None) => state::scan_tasks(&uc.shown, &opts, &sys, |_, batches| add(batches))
-                .map_err(|e| (exit::USAGE, e.to_string())),
-        };
+        let (head, unfiltered) = read(&uc, &opts, &sys, &mut add);
         let head = match head {
             Err((code, e)) if !many => {
                 say_err(&e);
@@ -432,19 +448,9 @@ fn run_json(a: &ListArgs, ucs: Vec<UseCase>, many: bool, opts: &ScanOptions, sta
     let mut parts = Vec::new();
     for uc in ucs {
         let origin = std::sync::Arc::new(Origin::of(&uc, many));
-        let mut unfiltered = None;
-        let head = match (&uc.error, uc.store()) {
-            (Some(e), _) => Err((exit::USAGE, e.clone())),
-            (None, Some(url)) => store_batches(url, opts, sys).map(|(head, batches, all)| {
-                let _ = tx.send((origin.clone(), Ok(batches)));
-                unfiltered = Some(all);
-                head
-            }),
-            (None, None) => state::scan_tasks(&uc.shown, opts, sys, |_, batches| {
-                let _ = tx.send((origin.clone(), Ok(batches)));
-            })
-            .map_err(|e| (exit::USAGE, e.to_string())),
-        };
+        let (head, unfiltered) = read(&uc, opts, sys, &mut |batches| {
+            let _ = tx.send((origin.clone(), Ok(batches)));
+        });
         let head = match head {
             Err((code, e)) if !many => {
                 say_err(&e);

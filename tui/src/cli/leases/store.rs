@@ -5,6 +5,7 @@ use ubunye::bucket::{self, Holder, Place};
 use ubunye::explain::Explanation;
 use ubunye::explain::store::Found;
 use ubunye::layout::TaskPath;
+use ubunye::repair::AuditEntry;
 use ubunye::repair::store::TakeoverEnd;
 
 use super::explain::ExplainArgs;
@@ -137,27 +138,13 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     let head = format!("{} {}", plan.task, plan.key);
     // Every repair the engine acted on is audited, as on disk; an audit
     // that cannot be written is said, and is not the repair's failure.
-    let (taken_over, files_removed, records_marked, outcome) = match &ended {
-        // A lease that named no run: no run id to say.
-        Ok(TakeoverEnd::TookOver(r) | TakeoverEnd::Completed(r, _)) => (
-            [r.run_id.clone()].into_iter().filter(|r| !r.is_empty()).collect(),
-            r.removed.clone(),
-            if r.record_marked { vec![r.run_id.clone()] } else { Vec::new() },
-            "done".to_string(),
-        ),
-        Ok(TakeoverEnd::Free) => (Vec::new(), Vec::new(), Vec::new(), "done: no lease held it".to_string()),
-        Ok(TakeoverEnd::Refused(r)) => (Vec::new(), Vec::new(), Vec::new(), crate::report::store::refusal(&head, r)),
-        Err(e) => (Vec::new(), Vec::new(), Vec::new(), format!("refused: {e}")),
-    };
-    let entry = ubunye::repair::AuditEntry {
-        command: kind.command(),
-        task: &plan.task,
-        key: &plan.key,
-        state: plan.state,
-        taken_over,
-        files_removed,
-        records_marked,
-        outcome,
+    let entry = match &ended {
+        Ok(TakeoverEnd::TookOver(r) | TakeoverEnd::Completed(r, _)) => {
+            AuditEntry::of(&plan, std::slice::from_ref(r), "done".into())
+        }
+        Ok(TakeoverEnd::Free) => AuditEntry::of(&plan, &[], "done: no lease held it".into()),
+        Ok(TakeoverEnd::Refused(r)) => AuditEntry::of(&plan, &[], crate::report::store::refusal(&head, r)),
+        Err(e) => AuditEntry::of(&plan, &[], format!("refused: {e}")),
     };
     if let Err(e) = bucket::audit(&*objects, &place.uc, &plan.task, &plan.key, &entry.json(&sys)) {
         let under = objects.url(&place.uc.key(".ubunye/repairs/"));
