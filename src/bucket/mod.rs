@@ -1,9 +1,9 @@
 //! An object store and the lease protocol over it: a batch's lease,
 //! claims, finished note and run record in a bucket that runs share, with
-//! nothing else shared. The documents are the peer's JSON, under the same layout as
-//! on disk (`<prefix>/.ubunye/leases/<task>/<key>.json`, `.finished.json`,
-//! `lineage/<task>/<run>.json`); docs/object-storage.md maps it against ADR
-//! 008.
+//! nothing else shared. The documents are the peer's JSON, under the same
+//! layout as on disk (`<prefix>/.ubunye/leases/<task>/<key>.json`,
+//! `.finished.json`, `lineage/<task>/<run>.json`); docs/object-storage.md
+//! maps it against ADR 008.
 //!
 //! What it rests on, each checked at the start of a run (`probe.rs`) and by
 //! the contract tests against real servers: a conditional create has one

@@ -2,7 +2,9 @@
 //! records, judged by the store's clock and the disk's state model
 //! (`judge.rs`). It only reads (lists, a GET per lease, note and record, a
 //! HEAD per claim of a dead lease, a HEAD of the bucket for the clock):
-//! looking never writes.
+//! looking never writes. An object listed that no engine reads (a name no
+//! engine gives, a place where none belongs) is a problem of the reading,
+//! as a folder's scan gives its problems: said, never read, never judged.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
