@@ -12,7 +12,7 @@ use crate::bucket::{Objects, Place, StoreError, StoreUrl, claim_key};
 use crate::documents::{self, LeaseDoc, Parsed};
 use crate::layout::TaskPath;
 use crate::lease::recovery_plan::{FinishedBy, PlannedFile, RecoveryPlan};
-use crate::state::store::{Judged, StoreBatch, read_task};
+use crate::state::store::{Judged, StoreBatch, Tasks, read_tasks};
 use crate::state::{Batch, State};
 use crate::sys::Timing;
 
@@ -53,7 +53,8 @@ pub fn find(
         }
         _ => None,
     };
-    let crate::state::store::Read { now, judged: all, .. } = read_task(objects, uc, timing, task.or(only.as_deref()))?;
+    let which = task.or(only.as_deref()).map_or(Tasks::All, Tasks::One);
+    let crate::state::store::Read { now, judged: all, .. } = read_tasks(objects, uc, timing, which)?;
     let count = all.len();
     let in_task = |j: &Judged| task.is_none_or(|t| j.batch.task == t);
     let by_key = |j: &Judged| j.batch.key.starts_with(query);

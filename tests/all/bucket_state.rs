@@ -490,3 +490,21 @@ fn a_save_counter_at_its_largest_is_taken_over() {
     // Wrapped at the takeover (0), then its recovery's end and this save.
     assert_eq!(saved["saves"], Value::from(2), "{saved}");
 }
+
+/// `--task` reads only the tasks it matches, as a folder's scan reads only
+/// their folders: another task's leases and records are listed, never read.
+#[test]
+fn a_listing_by_task_reads_only_that_tasks_objects() {
+    let w = world();
+    let _a = w.held(A);
+    let other = Place { task: TaskPath::parse("demo/sales/report").unwrap(), ..w.place.clone() };
+    let _b = ubunye::bucket::acquire(w.objects(), &other, &holder(B), w.clock.clone(), &w.timing);
+    w.mem.put(&w.place.record_key(A), record(A, "running")).unwrap();
+    let gets = w.mem.calls("get");
+    let (_, batches, _) =
+        ubunye::state::store::batches_of(&*w.mem, &w.place.uc, &w.timing, Some("demo/sales/rep")).unwrap();
+    assert_eq!(batches.iter().map(|b| b.task.as_str()).collect::<Vec<_>>(), ["demo/sales/report"]);
+    assert_eq!(w.mem.calls("get") - gets, 1, "only the matching task's lease is read");
+    let (_, all, _) = ubunye::state::store::batches_of(&*w.mem, &w.place.uc, &w.timing, None).unwrap();
+    assert_eq!(all.len(), 2);
+}

@@ -38,8 +38,42 @@ pub fn look(
 /// folder's scan gives its problems): for the listings, which show folders
 /// and stores alike.
 pub fn batches(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Batches, StoreError> {
-    let r = read_all(objects, uc, timing)?;
+    batches_of(objects, uc, timing, None)
+}
+
+/// [`batches`] of the tasks `task` matches (`--task`: the start of a task's
+/// name, or a pattern with `*`; all of them for None): only their objects
+/// are read, as a folder's scan reads only their folders.
+pub fn batches_of(
+    objects: &dyn Objects,
+    uc: &StoreUrl,
+    timing: &Timing,
+    task: Option<&str>,
+) -> Result<Batches, StoreError> {
+    let which = task.map_or(Tasks::All, Tasks::Matching);
+    let r = read_tasks(objects, uc, timing, which)?;
     Ok((r.now, r.judged.into_iter().map(Judged::into_batch).collect(), r.problems))
+}
+
+/// Which tasks a reading reads.
+#[derive(Clone, Copy)]
+pub(crate) enum Tasks<'a> {
+    /// Every one.
+    All,
+    /// This one (its objects alone are listed).
+    One(&'a str),
+    /// Those `--task` matches (`state::task_matches`).
+    Matching(&'a str),
+}
+
+impl Tasks<'_> {
+    fn has(&self, task: &str) -> bool {
+        match self {
+            Tasks::All => true,
+            Tasks::One(t) => *t == task,
+            Tasks::Matching(glob) => crate::state::task_matches(glob, task),
+        }
+    }
 }
 
 /// What [`batches`] gives: the store's time, the batches, the objects no
@@ -60,27 +94,26 @@ pub(crate) struct Read {
 
 /// Every batch under `uc` judged, and the store's time it was judged at.
 pub(crate) fn read_all(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Read, StoreError> {
-    read_task(objects, uc, timing, None)
+    read_tasks(objects, uc, timing, Tasks::All)
 }
 
-/// [`read_all`] of one task's batches only, when `task` is given: a run
-/// record is filed among its own task's batches, so they are judged as
-/// the whole use case's reading judges them.
-pub(crate) fn read_task(
+/// [`read_all`] of some tasks' batches only: a run record is filed among
+/// its own task's batches, so they are judged as the whole use case's
+/// reading judges them.
+pub(crate) fn read_tasks(
     objects: &dyn Objects,
     uc: &StoreUrl,
     timing: &Timing,
-    task: Option<&str>,
+    which: Tasks,
 ) -> Result<Read, StoreError> {
-    let Listing { batches, records, problems } = listing(objects, uc, task)?;
-    let (batches, records) = match task {
-        // Deeper folders share the prefix; they are other tasks.
-        Some(t) => (
-            batches.into_iter().filter(|((bt, _), _)| bt == t).collect(),
-            records.into_iter().filter(|(rt, _)| rt == t).collect(),
-        ),
-        None => (batches, records),
+    let one = match which {
+        Tasks::One(t) => Some(t),
+        _ => None,
     };
+    let Listing { batches, records, problems } = listing(objects, uc, one)?;
+    // Deeper folders share a task's prefix; they are other tasks.
+    let batches: BTreeMap<(String, String), Found> = batches.into_iter().filter(|((bt, _), _)| which.has(bt)).collect();
+    let records: Vec<(String, Listed)> = records.into_iter().filter(|(rt, _)| which.has(rt)).collect();
     // Every object read, many in flight.
     let keys: Vec<String> = batches
         .values()

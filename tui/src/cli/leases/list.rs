@@ -270,30 +270,31 @@ fn use_cases(a: &UseCasesArg) -> (Vec<UseCase>, bool) {
     }
 }
 
+/// A store's reading: its head, the batches read, and what it holds
+/// without `--task` when that is known (every task was read).
+type StoreRead = (state::ScanHead, Vec<Batch>, Option<Count>);
+
 /// A store's batches (`-d s3://...`), as a folder's scan gives them,
 /// `--task` applied; its head (the URL as the root) for the listing's
 /// summary. Why it cannot be read comes with the exit code a store alone
 /// ends with: 2 for a URL that does not parse or a `--lineage-dir` (a
 /// store's records are in the store), 1 for a store that cannot be reached
 /// or read.
-fn store_batches(
-    url: &str,
-    opts: &ScanOptions,
-    sys: &Sys,
-) -> Result<(state::ScanHead, Vec<Batch>, Count), (i32, String)> {
+fn store_batches(url: &str, opts: &ScanOptions, sys: &Sys) -> Result<StoreRead, (i32, String)> {
     if opts.lineage_dir.is_some() {
         return Err((exit::USAGE, crate::cli::store::no_lineage_dir(url)));
     }
     let (uc, objects) = crate::cli::store::open_quiet(url)?;
-    let (now, mut batches, problems) =
-        ubunye::state::store::batches(&*objects, &uc, &sys.timing).map_err(|e| (exit::REFUSED, e.to_string()))?;
-    // Every task is read: what it holds without `--task` is counted here,
-    // for a listing the filter leaves empty.
-    let mut all = Count::default();
-    all.add(&batches);
-    if let Some(glob) = &opts.task_glob {
-        batches.retain(|b| state::task_matches(glob, &b.task));
-    }
+    // Only the tasks `--task` matches are read, as a folder's scan reads
+    // only their folders; without it, what is read is all it holds.
+    let glob = opts.task_glob.as_deref();
+    let (now, batches, problems) = ubunye::state::store::batches_of(&*objects, &uc, &sys.timing, glob)
+        .map_err(|e| (exit::REFUSED, e.to_string()))?;
+    let all = glob.is_none().then(|| {
+        let mut all = Count::default();
+        all.add(&batches);
+        all
+    });
     let head = state::ScanHead {
         root: std::path::PathBuf::from(url),
         lineage_dir: std::path::PathBuf::from(format!("{url}/.ubunye/lineage")),
@@ -331,7 +332,7 @@ fn read(
         (None, Some(url)) => match store_batches(url, opts, sys) {
             Ok((head, batches, all)) => {
                 each(batches);
-                (Ok(head), Some(all))
+                (Ok(head), all)
             }
             Err(e) => (Err(e), None),
         },
@@ -566,12 +567,25 @@ fn nothing_shown(a: &ListArgs, states: &Wanted, parts: &[Part], count: Count, sy
         let opts =
             ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None, ..ScanOptions::default() };
         for p in parts {
-            match (&p.head, p.unfiltered) {
-                (Ok(_), Some(all)) => without.all_of(all),
-                (Ok(head), None) => {
+            match (&p.head, p.unfiltered, p.uc.store()) {
+                (Ok(_), Some(all), _) => without.all_of(all),
+                // A store is read again, all of it, only now that nothing
+                // matched; one that cannot be read again is said so.
+                (Ok(_), None, Some(url)) => match store_batches(url, &opts, sys) {
+                    Ok((_, _, Some(all))) => without.all_of(all),
+                    Ok(_) => {}
+                    Err((_, why)) => {
+                        return format!(
+                            "No batch matches {} in {place}; what it holds without {} could not be read: {why}",
+                            filters.join(" "),
+                            if filters.len() == 1 { "it" } else { "them" }
+                        );
+                    }
+                },
+                (Ok(head), None, None) => {
                     let _ = state::scan_tasks(&head.root, &opts, sys, |_, batches| without.add(&batches));
                 }
-                (Err(_), _) => {}
+                (Err(_), _, _) => {}
             }
         }
     }
