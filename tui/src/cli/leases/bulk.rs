@@ -4,9 +4,7 @@
 //! each. A bulk repair killed midway leaves each batch as a single repair
 //! would: done, or still to repair.
 
-use std::io::IsTerminal;
-
-use super::repair::{Kind, REPAIRABLE, RepairArgs, ask, render_plan};
+use super::repair::{Kind, REPAIRABLE, RepairArgs, ask, can_ask, render_plan};
 use super::{Purpose, locate};
 use crate::cli::{exit, say_err};
 use ubunye::repair::{self, RepairPlan};
@@ -94,9 +92,8 @@ pub fn run(a: &RepairArgs, kind: Kind) -> i32 {
         return if report.planned.is_empty() && !report.skipped.is_empty() { exit::REFUSED } else { exit::OK };
     }
     if !a.yes {
-        if !std::io::stdin().is_terminal() {
-            say_err("not on a terminal, so nobody can confirm: add --yes to repair, or --dry-run to only see the plan");
-            return exit::USAGE;
+        if let Err(code) = can_ask(a) {
+            return code;
         }
         if !ask(&format!("Go ahead with all {}?", report.planned.len())) {
             crate::cli::outln("Nothing was done.");

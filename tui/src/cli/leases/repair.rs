@@ -80,10 +80,7 @@ pub(crate) fn confirm(a: &RepairArgs, plan: &repair::RepairPlan, wait: Option<St
         return Err(exit::OK);
     }
     if !a.yes {
-        if !std::io::stdin().is_terminal() {
-            say_err("not on a terminal, so nobody can confirm: add --yes to repair, or --dry-run to only see the plan");
-            return Err(exit::USAGE);
-        }
+        can_ask(a)?;
         crate::cli::out(&render_plan(plan));
         if !ask("Go ahead?") {
             crate::cli::outln("Nothing was done.");
