@@ -173,11 +173,18 @@ where
     (shown, abbrev)
 }
 
+/// A character that moves the cursor, retitles the window, clears the
+/// screen or reorders a line (a control character, C0 or C1, the 8-bit CSI
+/// among them, and the bidirectional overrides): never printed as read.
+pub(crate) fn drives_terminal(c: char) -> bool {
+    (c.is_control() && c != '\n') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// A cell as one line: a newline or a tab in it (an error message) would
 /// break the table, and an escape or a bidirectional override would drive
 /// the terminal.
 pub(crate) fn one_line(cell: &mut String) {
-    let odd = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let odd = |c: char| c.is_control() || drives_terminal(c);
     if cell.contains(odd) {
         *cell = cell.chars().map(|ch| if odd(ch) { ' ' } else { ch }).collect();
     }

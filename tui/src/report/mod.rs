@@ -13,10 +13,10 @@ pub use explain::render as explanation;
 /// error, a file's name) cannot move the cursor, retitle the window, clear
 /// the screen or reorder the line of the terminal that shows it.
 pub(crate) fn printable(text: String) -> String {
-    let odd = |c: char| (c.is_control() && c != '\n') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    if !text.chars().any(odd) {
+    use crate::console::table::drives_terminal;
+    if !text.chars().any(drives_terminal) {
         return text;
     }
-    text.chars().map(|c| if odd(c) { ' ' } else { c }).collect()
+    text.chars().map(|c| if drives_terminal(c) { ' ' } else { c }).collect()
 }
 pub use repair::{outcome as repair_outcome, plan as repair_plan, took_over};
