@@ -270,38 +270,29 @@ fn use_cases(a: &UseCasesArg) -> (Vec<UseCase>, bool) {
     }
 }
 
-/// A store's reading: its head, the batches read, and what it holds
-/// without `--task` when that is known (every task was read).
-type StoreRead = (state::ScanHead, Vec<Batch>, Option<Count>);
-
 /// A store's batches (`-d s3://...`), as a folder's scan gives them,
 /// `--task` applied; its head (the URL as the root) for the listing's
 /// summary. Why it cannot be read comes with the exit code a store alone
 /// ends with: 2 for a URL that does not parse or a `--lineage-dir` (a
 /// store's records are in the store), 1 for a store that cannot be reached
 /// or read.
-fn store_batches(url: &str, opts: &ScanOptions, sys: &Sys) -> Result<StoreRead, (i32, String)> {
+fn store_batches(url: &str, opts: &ScanOptions, sys: &Sys) -> Result<(state::ScanHead, Vec<Batch>), (i32, String)> {
     if opts.lineage_dir.is_some() {
         return Err((exit::USAGE, crate::cli::store::no_lineage_dir(url)));
     }
     let (uc, objects) = crate::cli::store::open_quiet(url)?;
     // Only the tasks `--task` matches are read, as a folder's scan reads
-    // only their folders; without it, what is read is all it holds.
+    // only their folders.
     let glob = opts.task_glob.as_deref();
     let (now, batches, problems) = ubunye::state::store::batches_of(&*objects, &uc, &sys.timing, glob)
         .map_err(|e| (exit::REFUSED, e.to_string()))?;
-    let all = glob.is_none().then(|| {
-        let mut all = Count::default();
-        all.add(&batches);
-        all
-    });
     let head = state::ScanHead {
         root: std::path::PathBuf::from(url),
         lineage_dir: std::path::PathBuf::from(format!("{url}/.ubunye/lineage")),
         now: ubunye::sys::Now { time: now, source: ubunye::sys::ClockSource::Store },
         problems,
     };
-    Ok((head, batches, all))
+    Ok((head, batches))
 }
 
 impl Origin {
@@ -320,36 +311,28 @@ impl Origin {
 
 /// One use case's batches, a task's at a time to `each`, and its head (or
 /// why it cannot be read, with the exit code it ends a listing of it alone
-/// with); for a store, what it holds without `--task` too.
+/// with).
 fn read(
     uc: &UseCase,
     opts: &ScanOptions,
     sys: &Sys,
     each: &mut dyn FnMut(Vec<Batch>),
-) -> (Result<state::ScanHead, (i32, String)>, Option<Count>) {
+) -> Result<state::ScanHead, (i32, String)> {
     match (&uc.error, uc.store()) {
-        (Some(e), _) => (Err((exit::USAGE, e.clone())), None),
-        (None, Some(url)) => match store_batches(url, opts, sys) {
-            Ok((head, batches, all)) => {
-                each(batches);
-                (Ok(head), all)
-            }
-            Err(e) => (Err(e), None),
-        },
-        (None, None) => (
-            state::scan_tasks(&uc.shown, opts, sys, |_, batches| each(batches))
-                .map_err(|e| (exit::USAGE, e.to_string())),
-            None,
-        ),
+        (Some(e), _) => Err((exit::USAGE, e.clone())),
+        (None, Some(url)) => store_batches(url, opts, sys).map(|(head, batches)| {
+            each(batches);
+            head
+        }),
+        (None, None) => state::scan_tasks(&uc.shown, opts, sys, |_, batches| each(batches))
+            .map_err(|e| (exit::USAGE, e.to_string())),
     }
 }
 
-/// One use case's part of a listing: its head, or why it could not be read;
-/// for a store, what it holds without `--task` (its every task was read).
+/// One use case's part of a listing: its head, or why it could not be read.
 struct Part {
     uc: UseCase,
     head: Result<state::ScanHead, String>,
-    unfiltered: Option<Count>,
 }
 
 pub fn run(a: &ListArgs, colour: bool) -> i32 {
@@ -382,7 +365,7 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
                 by_state[b.state.rank()].push(Row::from_batch(b, false, &origin).line(colour));
             }
         };
-        let (head, unfiltered) = read(&uc, &opts, &sys, &mut add);
+        let head = read(&uc, &opts, &sys, &mut add);
         let head = match head {
             Err((code, e)) if !many => {
                 say_err(&e);
@@ -394,7 +377,7 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
             }
             Ok(h) => Ok(h),
         };
-        parts.push(Part { uc, head, unfiltered });
+        parts.push(Part { uc, head });
     }
     let rows: Vec<table::Line> = by_state.into_iter().flatten().collect();
     let empty = rows.is_empty().then(|| nothing_shown(a, &states, &parts, count, &sys));
@@ -449,7 +432,7 @@ fn run_json(a: &ListArgs, ucs: Vec<UseCase>, many: bool, opts: &ScanOptions, sta
     let mut parts = Vec::new();
     for uc in ucs {
         let origin = std::sync::Arc::new(Origin::of(&uc, many));
-        let (head, unfiltered) = read(&uc, opts, sys, &mut |batches| {
+        let head = read(&uc, opts, sys, &mut |batches| {
             let _ = tx.send((origin.clone(), Ok(batches)));
         });
         let head = match head {
@@ -463,7 +446,7 @@ fn run_json(a: &ListArgs, ucs: Vec<UseCase>, many: bool, opts: &ScanOptions, sta
             }
             Ok(h) => Ok(h),
         };
-        parts.push(Part { uc, head, unfiltered });
+        parts.push(Part { uc, head });
     }
     drop(tx);
     let written = writer.join().unwrap_or_else(|_| Err(std::io::Error::other("the JSON writer panicked")));
@@ -533,11 +516,6 @@ impl Count {
         self.all += batches.len();
         self.attention += batches.iter().filter(|b| b.state != State::Finished).count();
     }
-
-    fn all_of(&mut self, other: Count) {
-        self.all += other.all;
-        self.attention += other.attention;
-    }
 }
 
 /// Why the list is empty, in one line: the filters that left nothing, and
@@ -567,13 +545,11 @@ fn nothing_shown(a: &ListArgs, states: &Wanted, parts: &[Part], count: Count, sy
         let opts =
             ScanOptions { lineage_dir: a.lineage.lineage_dir.clone(), task_glob: None, ..ScanOptions::default() };
         for p in parts {
-            match (&p.head, p.unfiltered, p.uc.store()) {
-                (Ok(_), Some(all), _) => without.all_of(all),
+            match (&p.head, p.uc.store()) {
                 // A store is read again, all of it, only now that nothing
                 // matched; one that cannot be read again is said so.
-                (Ok(_), None, Some(url)) => match store_batches(url, &opts, sys) {
-                    Ok((_, _, Some(all))) => without.all_of(all),
-                    Ok(_) => {}
+                (Ok(_), Some(url)) => match store_batches(url, &opts, sys) {
+                    Ok((_, batches)) => without.add(&batches),
                     Err((_, why)) => {
                         return format!(
                             "No batch matches {} in {place}; what it holds without {} could not be read: {why}",
@@ -582,10 +558,10 @@ fn nothing_shown(a: &ListArgs, states: &Wanted, parts: &[Part], count: Count, sy
                         );
                     }
                 },
-                (Ok(head), None, None) => {
+                (Ok(head), None) => {
                     let _ = state::scan_tasks(&head.root, &opts, sys, |_, batches| without.add(&batches));
                 }
-                (Err(_), _, _) => {}
+                (Err(_), _) => {}
             }
         }
     }
