@@ -1,4 +1,4 @@
-/* The read floor of a scan (issue 16): every file under a folder opened and
+/* The read floor of a scan: every file under a folder opened and
  * read once, and nothing else. nftw walks the tree (one lstat a file, as a
  * scan's listing and type check need), each regular file is opened, read to
  * its end into one buffer and closed. One thread, as little work as a scan of

@@ -1,4 +1,4 @@
-/* The floor of a sound look at one batch (issue 16): `leases explain` files a
+/* The floor of a sound look at one batch: `leases explain` files a
  * run record by rules that span its task, so an answer that may not be stale
  * must at least learn that no file of the task changed since it was read.
  * Nothing short of a stat tells that (a file edited in place changes only its

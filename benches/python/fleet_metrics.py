@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of `ubunye metrics` over a fleet (issue 17).
+"""Benchmark of `ubunye metrics` over a fleet.
 
 Builds (once, cached outside the checkout) ROOT holding 10 use cases of 10,000
 batches each (state_scan.py's use case: leases in mixed states, finished

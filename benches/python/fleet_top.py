@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of `ubunye top` over a fleet (issue 17), on fleet_metrics.py's
+"""Benchmark of `ubunye top` over a fleet, on fleet_metrics.py's
 tree (10 use cases of 10,000 batches, built once and cached):
 
   baseline      ubunye metrics --find ROOT (one full count of every use case)
