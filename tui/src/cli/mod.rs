@@ -401,6 +401,28 @@ fn dispatch(cli: &Cli) -> i32 {
     }
 }
 
+/// How many of a reading's problems are said one a line on stderr before
+/// the rest are counted: a bucket or folder with thousands of stray files
+/// must not push the table it reads off the screen.
+pub(crate) const PROBLEMS_SAID: usize = 20;
+
+/// What a reading could not read or found out of place, on stderr, a line
+/// each, their quoted names made printable; past [`PROBLEMS_SAID`], one
+/// line counts the rest and names where every one is listed (`every`).
+pub(crate) fn say_problems<'a>(problems: impl IntoIterator<Item = &'a ubunye::state::UnreadableFile>, every: &str) {
+    let mut more = 0usize;
+    for (i, p) in problems.into_iter().enumerate() {
+        if i < PROBLEMS_SAID {
+            say_err(&crate::report::printable(format!("{}: {}", p.path.display(), p.why)));
+        } else {
+            more += 1;
+        }
+    }
+    if more > 0 {
+        say_err(&format!("... and {more} more files that cannot be read or are out of place; {every} lists every one"));
+    }
+}
+
 /// `ubunye __group-keeper <pid>`, as `ubunye exec` starts it (`exec/sentinel.rs`).
 fn group_keeper(rest: &[OsString]) -> i32 {
     let parent = match rest {

@@ -291,9 +291,7 @@ pub(crate) fn show(
         }
         return exit::OK;
     }
-    for p in problems {
-        say_err(&crate::report::printable(format!("{}: {}", p.path.display(), p.why)));
-    }
+    super::say_problems(problems, "`--json` (its \"problems\")");
     if let Some(why) = nothing {
         super::outln(&why);
         return exit::OK;

@@ -386,13 +386,44 @@ fn escape_sequences_in_a_lease_never_reach_the_terminal() {
         &["leases", "takeover", "7d10", "-d", "uc", "--dry-run"],
         &["leases", "list", "-d", "uc"],
         &["doctor", "-d", "uc"],
+        &["leases", "history", "--task", "demo/sales/ingest", "-d", "uc"],
     ] {
         let o = ubunye(&uc).args(args).output().unwrap();
         let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
         assert!(text.contains("pwned") || args[1] != "explain", "{args:?}: the host is still said:\n{text}");
         assert!(!text.contains(['\u{1b}', '\u{7}', '\r', '\u{9b}', '\u{202e}']), "{args:?}:\n{text:?}");
-        if args[0] == "doctor" || args[1] == "list" {
+        if args[0] == "doctor" || args[1] == "list" || args[1] == "history" {
             assert!(text.contains("31mX"), "{args:?}: the odd file is named:\n{text}");
         }
     }
+}
+
+/// A folder with many files no engine reads still shows its table: the
+/// first twenty are said a line each, the rest counted in one line naming
+/// where every one is listed, and `--json` lists them all.
+#[test]
+fn many_stray_files_are_said_in_a_bounded_number_of_lines() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let folder = uc.join(".ubunye/leases/demo/sales/ingest");
+    for i in 0..25 {
+        fs::write(folder.join(format!("stray-{i:02}.json")), "{}").unwrap();
+    }
+    for args in [&["leases", "list", "-d", "uc"][..], &["leases", "history", "--task", "demo/sales/ingest", "-d", "uc"]]
+    {
+        let o = ubunye(&uc).args(args).output().unwrap();
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        let named = err.lines().filter(|l| l.contains("stray-")).count();
+        assert_eq!(named, 20, "{args:?}:\n{err}");
+        assert!(
+            err.contains("... and 5 more files that cannot be read or are out of place; `--json`"),
+            "{args:?}:\n{err}"
+        );
+        let o = ubunye(&uc).args(args).arg("--json").output().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let listed = doc["problems"].as_array().unwrap();
+        assert_eq!(listed.iter().filter(|p| p["path"].as_str().unwrap().contains("stray-")).count(), 25, "{args:?}");
+    }
+    let table = out(ubunye(&uc).args(["leases", "list", "-d", "uc"]));
+    assert!(table.contains("7d106ca7"), "{table}");
 }

@@ -82,11 +82,9 @@ pub fn run(a: &HistoryArgs, colour: bool) -> i32 {
             return exit::USAGE;
         }
     };
-    for p in &head.problems {
-        say_err(&format!("{}: {}", p.path.display(), p.why));
-    }
+    crate::cli::say_problems(&head.problems, "`--json` (its \"problems\")");
     if a.json {
-        crate::cli::print_json(&serde_json::json!({"use_case": head.root, "tasks": tasks}));
+        crate::cli::print_json(&serde_json::json!({"use_case": head.root, "tasks": tasks, "problems": head.problems}));
         return exit::OK;
     }
     if tasks.is_empty() {
