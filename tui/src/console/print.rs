@@ -75,10 +75,25 @@ pub fn say_err(msg: &str) {
     errln(&format!("ubunye: {msg}"));
 }
 
-/// One line to stderr as it is (for a prefix of its own, `ubunye demo: `).
+/// One line to stderr (for a prefix of its own, `ubunye demo: `), made
+/// [`printable`]: what an error quotes (a file's name, a note, an object's
+/// key) is never written to the terminal raw.
 pub fn errln(text: &str) {
     let mut e = std::io::stderr().lock();
-    let _ = e.write_all(format!("{text}\n").as_bytes()).and_then(|()| e.flush());
+    let _ = e.write_all(format!("{}\n", printable(text.to_string())).as_bytes()).and_then(|()| e.flush());
+}
+
+/// `text` with every control character but a newline (C0 and C1, the
+/// 8-bit CSI among them) and every bidirectional override made a space:
+/// what the reports quote from the files they read (a note, a record's
+/// error, a file's name) cannot move the cursor, retitle the window, clear
+/// the screen or reorder the line of the terminal that shows it.
+pub fn printable(text: String) -> String {
+    use super::table::drives_terminal;
+    if !text.chars().any(drives_terminal) {
+        return text;
+    }
+    text.chars().map(|c| if drives_terminal(c) { ' ' } else { c }).collect()
 }
 
 /// A JSON document on stdout, pretty-printed, written as it is serialized (a

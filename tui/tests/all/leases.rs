@@ -427,3 +427,15 @@ fn many_stray_files_are_said_in_a_bounded_number_of_lines() {
     let table = out(ubunye(&uc).args(["leases", "list", "-d", "uc"]));
     assert!(table.contains("7d106ca7"), "{table}");
 }
+
+/// An error that quotes what it was given (a folder's name here) writes it
+/// to the terminal made plain text, as the reports quote what they read.
+#[test]
+fn an_error_quoting_its_input_never_drives_the_terminal() {
+    let d = tempfile::tempdir().unwrap();
+    let o = ubunye(d.path()).args(["leases", "list", "-d", "u\u{1b}]0;x\u{7}c\u{9b}2J"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("u ]0;x c"), "the folder is named: {err:?}");
+    assert!(!err.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{err:?}");
+}
