@@ -407,13 +407,13 @@ fn dispatch(cli: &Cli) -> i32 {
 pub(crate) const PROBLEMS_SAID: usize = 20;
 
 /// What a reading could not read or found out of place, on stderr, a line
-/// each, their quoted names made printable; past [`PROBLEMS_SAID`], one
+/// each (made printable, as every line on stderr is); past [`PROBLEMS_SAID`], one
 /// line counts the rest and names where every one is listed (`every`).
 pub(crate) fn say_problems<'a>(problems: impl IntoIterator<Item = &'a ubunye::state::UnreadableFile>, every: &str) {
     let mut more = 0usize;
     for (i, p) in problems.into_iter().enumerate() {
         if i < PROBLEMS_SAID {
-            say_err(&crate::report::printable(format!("{}: {}", p.path.display(), p.why)));
+            say_err(&format!("{}: {}", p.path.display(), p.why));
         } else {
             more += 1;
         }
