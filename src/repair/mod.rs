@@ -134,6 +134,31 @@ pub fn check(kind: Kind, e: &Explanation) -> std::result::Result<RepairPlan, Str
     })
 }
 
+/// Whether the batch, read again as `now` (None: it is gone), is as `plan`
+/// was made for: the same state and the same holder. Else why not, and how
+/// to look again at it in the use case `uc`: a repair acts on no batch that
+/// changed while its plan was shown, on a disk or in a store.
+pub fn unchanged(plan: &RepairPlan, now: Option<&Batch>, uc: &Path) -> std::result::Result<(), String> {
+    let holder = now.and_then(|b| b.lease.as_ref()).map(|l| l.holder.run_id.clone());
+    if now.is_some_and(|b| b.state == plan.state) && holder == plan.holder {
+        return Ok(());
+    }
+    let is = match now {
+        Some(b) => format!(
+            "{} now{}",
+            b.state.word(),
+            holder.map(|h| format!(", held by run {}", crate::documents::short(&h))).unwrap_or_default()
+        ),
+        None => "not there now".into(),
+    };
+    Err(format!(
+        "{} {} changed since the plan was shown (it is {is}): nothing was done. Look again with `ubunye leases explain {}`.",
+        plan.task,
+        plan.key,
+        crate::suggest::batch(uc, &plan.key)
+    ))
+}
+
 /// Carry a repair out: the engine's own acquire, then release. `expected`
 /// holder: the run the plan was made for; if the batch changed hands since the
 /// plan was shown, nothing is done.
@@ -144,21 +169,7 @@ pub fn execute(
     lineage_dir: Option<PathBuf>,
     sys: Sys,
 ) -> Result<RepairOutcome> {
-    let now_holder = current.lease.as_ref().map(|l| l.holder.run_id.clone());
-    if now_holder != plan.holder || current.state != plan.state {
-        return Err(Refusal::new(
-            RefusalKind::Contended,
-            format!(
-                "{} {} changed since the plan was shown (it is {} now{}): nothing was done. Look again with `ubunye leases explain {}`.",
-                plan.task,
-                plan.key,
-                current.state.word(),
-                now_holder.map(|h| format!(", held by run {}", crate::documents::short(&h))).unwrap_or_default(),
-                crate::suggest::batch(uc, &plan.key)
-            ),
-        )
-        .into());
-    }
+    unchanged(plan, Some(current), uc).map_err(|why| Refusal::new(RefusalKind::Contended, why))?;
     let task = TaskPath::parse(&plan.task).map_err(Error::Usage)?;
     let named = current
         .variables
@@ -261,6 +272,15 @@ impl<'a> AuditEntry<'a> {
         }
     }
 
+    /// The entry of a repair of `plan` that ended as `outcome`: `done`, or
+    /// `refused: <why>` (said once, whatever already says it).
+    pub fn of_outcome(plan: &'a RepairPlan, outcome: &std::result::Result<RepairOutcome, String>) -> AuditEntry<'a> {
+        match outcome {
+            Ok(o) => AuditEntry::of(plan, &o.recovered, "done".into()),
+            Err(why) => AuditEntry::of(plan, &[], format!("refused: {}", why.strip_prefix("refused: ").unwrap_or(why))),
+        }
+    }
+
     /// The entry as its JSON object, stamped with who and when.
     pub fn json(&self, sys: &Sys) -> serde_json::Value {
         serde_json::json!({
@@ -287,10 +307,7 @@ pub fn audit(
     outcome: &std::result::Result<RepairOutcome, String>,
     sys: &Sys,
 ) -> std::io::Result<()> {
-    let entry = match outcome {
-        Ok(o) => AuditEntry::of(plan, &o.recovered, "done".into()),
-        Err(e) => AuditEntry::of(plan, &[], format!("refused: {e}")),
-    };
+    let entry = AuditEntry::of_outcome(plan, outcome);
     let mut text = serde_json::to_string(&entry.json(sys))?;
     text.push('\n');
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(root.join(".ubunye/repairs.jsonl"))?;

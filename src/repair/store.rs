@@ -4,9 +4,13 @@
 //! applies is asked as on disk, of the batch's report
 //! ([`crate::repair::check`]).
 
+use std::path::Path;
 use std::sync::Arc;
 
-use crate::bucket::{Acquire, BucketError, Holder, Objects, Place, Refused, acquire};
+use super::RepairPlan;
+use crate::bucket::{Acquire, BucketError, Holder, Objects, Place, Refused, StoreUrl, acquire};
+use crate::explain::store::{Found, find};
+use crate::layout::TaskPath;
 use crate::protocol::Recovery;
 use crate::sys::{Clock, Timing};
 
@@ -36,6 +40,37 @@ pub enum TakeoverEnd {
     Free,
     /// Refused: a live holder, a finished batch, an unreadable file.
     Refused(Refused),
+    /// The batch read again was not as the plan was made for: why, and how
+    /// to look again. Nothing was done.
+    Changed(String),
+}
+
+/// Carry `plan` out on its batch in the store `uc`, as `holder`: the batch
+/// is read again and acted on only if it is as planned ([`super::unchanged`],
+/// the disk's rule), then taken over ([`takeover`], which re-checks as it
+/// acts).
+pub fn execute(
+    objects: Arc<dyn Objects>,
+    uc: &StoreUrl,
+    plan: &RepairPlan,
+    holder: &Holder,
+    clock: Arc<dyn Clock>,
+    timing: &Timing,
+) -> Result<TakeoverEnd, BucketError> {
+    let (_, found) = find(&*objects, uc, &plan.key, Some(&plan.task), timing)?;
+    let now = match &found {
+        Found::One(_, b) if b.key == plan.key => Some(&**b),
+        _ => None,
+    };
+    if let Err(why) = super::unchanged(plan, now, Path::new(&uc.to_string())) {
+        return Ok(TakeoverEnd::Changed(why));
+    }
+    let task = match TaskPath::parse(&plan.task) {
+        Ok(t) => t,
+        Err(why) => return Ok(TakeoverEnd::Changed(format!("{uc}: the task '{}' cannot be taken: {why}", plan.task))),
+    };
+    let place = Place { uc: uc.clone(), task, key: plan.key.clone() };
+    takeover(objects, &place, holder, clock, timing)
 }
 
 /// Take over the batch at `place` as `holder`, then release it.

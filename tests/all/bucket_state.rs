@@ -508,3 +508,45 @@ fn a_listing_by_task_reads_only_that_tasks_objects() {
     let (_, all, _) = ubunye::state::store::batches_of(&*w.mem, &w.place.uc, &w.timing, None).unwrap();
     assert_eq!(all.len(), 2);
 }
+
+/// A repair acts on no batch that changed while its plan was shown: on a
+/// store as on disk, the batch is read again and its state and holder must
+/// be the plan's; another repair that got there first, or the batch gone,
+/// leave this one having done nothing (said, and how to look again).
+#[test]
+fn a_repair_of_a_batch_changed_since_its_plan_does_nothing() {
+    use ubunye::repair::store::execute;
+    let w = world();
+    let (lease, _d, files) = w.landing(1);
+    w.killed_at(&lease, &files, Step::Completed);
+    w.past_timeout();
+    let plan = check(Kind::Takeover, &w.explained(&w.one())).unwrap();
+    // As planned: it acts.
+    let again = |run: &str| execute(w.objects(), &w.place.uc, &plan, &holder(run), w.clock.clone(), &w.timing).unwrap();
+    // Another run took the batch since the plan was shown (it is live now).
+    let other = w.take(B);
+    assert!(matches!(other, Acquire::Held(..)), "the next run takes the dead lease over");
+    let before = w.mem.snapshot();
+    match again(C) {
+        TakeoverEnd::Changed(why) => {
+            assert!(why.contains("changed since the plan was shown (it is live now, held by run bbbbbbbb)"), "{why}");
+            assert!(why.contains("Look again with `ubunye leases explain s3://"), "{why}");
+        }
+        other => panic!("acted on a batch another run holds: {other:?}"),
+    }
+    assert!(w.mem.snapshot() == before, "nothing was written");
+    // Gone: released by its holder.
+    let Acquire::Held(held, _) = other else { unreachable!() };
+    held.release().unwrap();
+    match again(C) {
+        TakeoverEnd::Changed(why) => assert!(why.contains("(it is not there now)"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // A fresh dead run, planned and left alone: the repair acts.
+    let (lease, _d, files) = w.landing(1);
+    w.killed_at(&lease, &files, Step::Completed);
+    w.past_timeout();
+    let plan2 = check(Kind::Takeover, &w.explained(&w.one())).unwrap();
+    let ended = execute(w.objects(), &w.place.uc, &plan2, &holder(C), w.clock.clone(), &w.timing).unwrap();
+    assert!(took(&ended), "{ended:?}");
+}

@@ -4,10 +4,10 @@
 //! a store (`top/store.rs`) alike. A store's batch is explained as a
 //! folder's (`report::explanation`).
 
-use ubunye::bucket::{BucketError, Refused};
+use ubunye::bucket::{BucketError, Refused, StoreUrl};
 use ubunye::documents::short;
 use ubunye::repair::store::TakeoverEnd;
-use ubunye::repair::{Kind, RepairOutcome};
+use ubunye::repair::{RepairOutcome, RepairPlan};
 
 /// Why a run or a repair was refused the batch (`head`: its task and key).
 pub fn refusal(head: &str, r: &Refused) -> String {
@@ -26,34 +26,39 @@ pub fn refusal(head: &str, r: &Refused) -> String {
     }
 }
 
-/// What a takeover ended with: what was done, as a folder's repair says it
-/// ([`RepairOutcome`]); else whether it counts as done (a lease released
-/// meanwhile: nothing to do) and the line that says why.
+/// What a takeover of `plan`'s batch in `uc` ended with: what was done, as
+/// a folder's repair says it ([`RepairOutcome`]), else the line that says
+/// why nothing was (refused, changed since the plan, or failed).
 pub fn outcome(
-    kind: Kind,
-    task: &str,
-    key: &str,
+    uc: &StoreUrl,
+    plan: &RepairPlan,
     ended: Result<TakeoverEnd, BucketError>,
-) -> Result<RepairOutcome, (bool, String)> {
-    let head = format!("{task} {key}");
+) -> Result<RepairOutcome, String> {
+    let head = format!("{} {}", plan.task, plan.key);
     match ended {
         Ok(TakeoverEnd::TookOver(r)) | Ok(TakeoverEnd::Completed(r, _)) => Ok(RepairOutcome {
-            kind,
-            task: task.to_string(),
-            key: key.to_string(),
+            kind: plan.kind,
+            task: plan.task.clone(),
+            key: plan.key.clone(),
             recovered: vec![r],
             expired_tombstones: Vec::new(),
         }),
-        Ok(TakeoverEnd::Free) => Err((true, format!("{head}: its lease was released meanwhile: nothing to do."))),
-        Ok(TakeoverEnd::Refused(r)) => Err((false, refusal(&head, &r))),
-        Err(e) => Err((false, e.to_string())),
+        // The plan took a dead run over; the lease was gone when the
+        // engine came to it: as on disk, this repair did nothing.
+        Ok(TakeoverEnd::Free) => Err(format!(
+            "{head} was taken over or released by another repair or run while this one waited: nothing was done by this one. Look again with `ubunye leases explain {}`.",
+            ubunye::suggest::batch(std::path::Path::new(&uc.to_string()), &plan.key)
+        )),
+        Ok(TakeoverEnd::Refused(r)) => Err(refusal(&head, &r)),
+        Ok(TakeoverEnd::Changed(why)) => Err(why),
+        Err(e) => Err(e.to_string()),
     }
 }
 
-/// [`outcome`] as text, and whether it was done (false: refused or failed).
-pub fn outcome_text(kind: Kind, task: &str, key: &str, ended: Result<TakeoverEnd, BucketError>) -> (bool, String) {
-    match outcome(kind, task, key, ended) {
+/// [`outcome`] as text, and whether it was done (false: nothing was).
+pub fn outcome_text(uc: &StoreUrl, plan: &RepairPlan, ended: Result<TakeoverEnd, BucketError>) -> (bool, String) {
+    match outcome(uc, plan, ended) {
         Ok(o) => (true, crate::report::repair_outcome(&o)),
-        Err(x) => x,
+        Err(why) => (false, why),
     }
 }

@@ -11,10 +11,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ubunye::bucket::{Holder, Objects, Place, S3, StoreUrl};
+use ubunye::bucket::{Holder, Objects, S3, StoreUrl};
 use ubunye::explain::Explanation;
 use ubunye::explain::store::Found;
-use ubunye::layout::TaskPath;
 use ubunye::repair::RepairPlan;
 use ubunye::state::store::Poller;
 use ubunye::state::{Batch, State};
@@ -151,16 +150,18 @@ impl Store {
         }
     }
 
-    /// The repair as the CLI makes it, in this process (no audit).
+    /// The repair as the CLI makes it, in this process (no audit): the
+    /// batch read again, then the engine's takeover.
     fn repair_here(&self, plan: &RepairPlan, sys: &Sys) -> (bool, String) {
-        let (task, key) = (&plan.task, &plan.key);
-        let Ok(tp) = TaskPath::parse(task) else {
-            return (false, format!("{task} {key}: the task is not <usecase>/<package>/<task>"));
-        };
-        let place = Place { uc: self.url.clone(), task: tp, key: key.clone() };
         let holder = Holder::repair(plan.kind, sys);
-        let ended =
-            ubunye::repair::store::takeover(self.objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing);
-        crate::report::store::outcome_text(plan.kind, task, key, ended)
+        let ended = ubunye::repair::store::execute(
+            self.objects.clone(),
+            &self.url,
+            plan,
+            &holder,
+            sys.clock.clone(),
+            &sys.timing,
+        );
+        crate::report::store::outcome_text(&self.url, plan, ended)
     }
 }

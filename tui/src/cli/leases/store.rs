@@ -1,17 +1,15 @@
 //! `ubunye leases explain|takeover|finish` with
 //! `-d s3://bucket/prefix`.
 
-use ubunye::bucket::{self, Holder, Place};
+use ubunye::bucket::{self, Holder};
 use ubunye::explain::Explanation;
 use ubunye::explain::store::Found;
-use ubunye::layout::TaskPath;
 use ubunye::repair::AuditEntry;
-use ubunye::repair::store::TakeoverEnd;
 
 use super::explain::ExplainArgs;
 use super::repair::{Kind, RepairArgs, confirm};
 use crate::cli::store::open;
-use crate::cli::{BatchArg, exit, out, outln, print_json, say_err};
+use crate::cli::{BatchArg, exit, out, print_json, say_err};
 
 /// The one batch `which` names in the store at `dir`, explained; or the exit
 /// code. The batch is named as in a folder (4 hex digits of its key or run
@@ -108,49 +106,20 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
     if let Err(code) = confirm(a, &plan, store_wait(&plan, sys.timing.settle)) {
         return code;
     }
-    // The batch may have changed while the plan was shown: it is looked at
-    // again, and acted on only as planned (the engine re-checks as it acts).
-    let again = ubunye::explain::store::find(&*objects, &uc, &plan.key, Some(&plan.task), &sys.timing);
-    let now = match &again {
-        Ok((_, Found::One(_, read))) => Some((read.state, read.lease.as_ref().map(|l| l.holder.run_id.clone()))),
-        _ => None,
-    };
-    if now != Some((plan.state, plan.holder.clone())) {
-        let is = now.map(|(s, _)| s.word()).unwrap_or("not there");
-        say_err(&format!(
-            "{} {} changed since the plan was shown (it is {is} now): nothing was done. Look again with `ubunye leases explain -d {dir} --task {} {}`.",
-            plan.task,
-            plan.key,
-            plan.task,
-            &plan.key[..plan.key.len().min(8)]
-        ));
-        return exit::REFUSED;
-    }
-    let Ok(task) = TaskPath::parse(&plan.task) else {
-        say_err(&format!("{uc}: the task '{}' is not <usecase>/<package>/<task>", plan.task));
-        return exit::REFUSED;
-    };
-    let place = Place { uc, task, key: plan.key.clone() };
     let holder = Holder::repair(kind, &sys);
-    // The engine re-checks everything as it acts: a lease that came alive
-    // since the plan is refused.
-    let ended = ubunye::repair::store::takeover(objects.clone(), &place, &holder, sys.clock.clone(), &sys.timing);
-    let head = format!("{} {}", plan.task, plan.key);
-    // Every repair the engine acted on is audited, as on disk; an audit
-    // that cannot be written is said, and is not the repair's failure.
-    let entry = match &ended {
-        Ok(TakeoverEnd::TookOver(r) | TakeoverEnd::Completed(r, _)) => {
-            AuditEntry::of(&plan, std::slice::from_ref(r), "done".into())
-        }
-        Ok(TakeoverEnd::Free) => AuditEntry::of(&plan, &[], "done: no lease held it".into()),
-        Ok(TakeoverEnd::Refused(r)) => AuditEntry::of(&plan, &[], crate::report::store::refusal(&head, r)),
-        Err(e) => AuditEntry::of(&plan, &[], format!("refused: {e}")),
-    };
-    if let Err(e) = bucket::audit(&*objects, &place.uc, &plan.task, &plan.key, &entry.json(&sys)) {
-        let under = objects.url(&place.uc.key(".ubunye/repairs/"));
+    // The batch may have changed while the plan was shown: it is read again
+    // and acted on only as planned, and the engine re-checks as it acts (a
+    // lease that came alive since is refused).
+    let ended = ubunye::repair::store::execute(objects.clone(), &uc, &plan, &holder, sys.clock.clone(), &sys.timing);
+    let outcome = crate::report::store::outcome(&uc, &plan, ended);
+    // Every repair is audited, as on disk, done or not; an audit that cannot
+    // be written is said, and is not the repair's failure.
+    let entry = AuditEntry::of_outcome(&plan, &outcome);
+    if let Err(e) = bucket::audit(&*objects, &uc, &plan.task, &plan.key, &entry.json(&sys)) {
+        let under = objects.url(&uc.key(".ubunye/repairs/"));
         say_err(&format!("could not write the audit entry under {under}: {e}"));
     }
-    match crate::report::store::outcome(kind, &plan.task, &plan.key, ended) {
+    match outcome {
         Ok(o) if a.json => {
             print_json(&o);
             exit::OK
@@ -159,12 +128,8 @@ pub fn repair(a: &RepairArgs, kind: Kind, dir: &str) -> i32 {
             out(&crate::report::repair_outcome(&o));
             exit::OK
         }
-        Err((true, text)) => {
-            outln(&text);
-            exit::OK
-        }
-        Err((false, text)) => {
-            say_err(&text);
+        Err(why) => {
+            say_err(&why);
             exit::REFUSED
         }
     }
