@@ -38,7 +38,7 @@ impl Poller {
             c.scan_errors = c.tasks.values().map(|t| t.states[State::Unreadable.rank()]).sum();
             c.scan_errors += r.problems.len() as u64;
             let problems = r.problems.iter().map(crate::doctor::problem);
-            for f in problems.chain(findings(objects, &r.judged)?) {
+            for f in problems.chain(findings(objects, uc, &r.judged)?) {
                 *c.findings.entry(f.kind).or_default() += 1;
             }
             Ok(c)

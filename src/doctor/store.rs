@@ -19,11 +19,6 @@ fn about(kind: &'static str, b: &crate::state::store::StoreBatch, detail: String
     Finding { kind, path: b.url.clone().into(), detail, task: Some(b.task.clone()), key: Some(b.key.clone()) }
 }
 
-/// The first 8 digits of a key, as commands take it.
-fn short_key(key: &str) -> &str {
-    &key[..8.min(key.len())]
-}
-
 /// The outputs the use case's run records name (their `location`), in this
 /// bucket: where its runs upload.
 fn recorded_outputs(objects: &dyn Objects, judged: &[Judged]) -> Vec<StoreUrl> {
@@ -64,12 +59,16 @@ pub fn look(objects: &dyn Objects, uc: &StoreUrl, timing: &Timing) -> Result<Loo
     let r = read_all(objects, uc, timing)?;
     // What no engine reads first, as a folder's problems come first.
     let mut found: Vec<Finding> = r.problems.iter().map(super::problem).collect();
-    found.extend(findings(objects, &r.judged)?);
+    found.extend(findings(objects, uc, &r.judged)?);
     Ok(Look { root: uc.to_string().into(), findings: found, looked_at: r.judged.len() })
 }
 
-/// What doctor finds among batches judged.
-pub(crate) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<Finding>, StoreError> {
+/// What doctor finds among batches judged in the use case `uc`.
+pub(crate) fn findings(objects: &dyn Objects, uc: &StoreUrl, judged: &[Judged]) -> Result<Vec<Finding>, StoreError> {
+    // A repair named as it runs from any folder: the store's use case and
+    // the key's start, as explain names it.
+    let use_case = std::path::PathBuf::from(uc.to_string());
+    let takeover = |key: &str| format!("`ubunye leases takeover {}`", crate::suggest::batch(&use_case, key));
     let outputs = recorded_outputs(objects, judged);
     let mut named: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
@@ -90,7 +89,7 @@ pub(crate) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<F
                     "the lease is an empty JSON object: it names no run and no claims".into(),
                 ));
                 if b.lease_dead == Some(true) {
-                    let how = format!("{}, or `ubunye leases takeover --task {} {}`", b.note, b.task, short_key(&b.key));
+                    let how = format!("{}, or {}", b.note, takeover(&b.key));
                     out.push(about("needs-repair", &b, how));
                 }
             }
@@ -98,10 +97,9 @@ pub(crate) fn findings(objects: &dyn Objects, judged: &[Judged]) -> Result<Vec<F
                 "needs-repair",
                 &b,
                 format!(
-                    "run {run} is dead with {} claim(s): the next run of the batch takes it over, or `ubunye leases takeover --task {} {}`",
+                    "run {run} is dead with {} claim(s): the next run of the batch takes it over, or {}",
                     b.claims,
-                    b.task,
-                    short_key(&b.key)
+                    takeover(&b.key)
                 ),
             )),
             // As on disk: a live run whose lease is not written.
