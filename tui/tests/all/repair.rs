@@ -452,3 +452,27 @@ fn a_bulk_takeover_killed_midway_leaves_every_batch_repairable() {
         assert!(!repairable.contains(&state.as_str()), "{key} still {state}: {after:?}");
     }
 }
+
+/// A repair asked on a terminal and declined leaves the use case as it was,
+/// to the folders' times: its plan is read as a look reads it (the disk's
+/// clock read without writing a probe), and nothing else happens before the
+/// answer.
+#[test]
+fn a_repair_declined_at_its_question_writes_nothing() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let leases = uc.join(".ubunye/leases");
+    let mtimes = || {
+        [leases.clone(), leases.join("demo/sales/ingest")].map(|d| std::fs::metadata(d).unwrap().modified().unwrap())
+    };
+    let (before, was) = (tree(&uc), mtimes());
+    std::thread::sleep(Duration::from_millis(20));
+    let env = [("UBUNYE_TEST_HOST", Some(ELSEWHERE)), ("UBUNYE_TEST_SETTLE", Some("20ms")), ("NO_COLOR", Some("1"))];
+    let Some((code, text)) = on_a_terminal(uc.parent().unwrap(), "leases takeover 7d10 -d uc", 100, &env, Some("n\n"))
+    else {
+        return;
+    };
+    assert!(text.contains("Go ahead? [y/N]") && text.contains("Nothing was done."), "{text}");
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(tree(&uc), before);
+    assert_eq!(mtimes(), was, "a declined repair wrote in the lease folders");
+}

@@ -53,8 +53,7 @@ pub(crate) fn ask(question: &str) -> bool {
 }
 
 /// A repair that must ask and cannot (no terminal, no `--yes`) is refused
-/// before anything is read or written: the disk's clock is read by writing
-/// a probe file, which a repair that will do nothing must not leave behind.
+/// before anything is read.
 pub(crate) fn can_ask(a: &RepairArgs) -> Result<(), i32> {
     if a.dry_run || a.yes || std::io::stdin().is_terminal() {
         return Ok(());
@@ -121,8 +120,11 @@ pub fn run_one(a: &RepairArgs, kind: Kind) -> i32 {
         return code;
     }
     let sys = crate::console::machine::sys_for(&a.which.dir.dir);
-    // A dry run only looks (the disk's clock read without writing).
-    let purpose = if a.dry_run { Purpose::Look } else { Purpose::Repair };
+    // The plan shown before a question (or a dry run) only looks: the
+    // disk's clock is read without writing, so a repair declined leaves the
+    // use case as it was. The batch is read again to act on, by the clock
+    // the engine acts by, and refused if it is not as planned.
+    let purpose = if a.dry_run || !a.yes { Purpose::Look } else { Purpose::Repair };
     let (scan, e) = match super::explained(&a.which, purpose, &sys) {
         Ok(x) => x,
         Err(e) => {
