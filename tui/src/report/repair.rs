@@ -55,7 +55,14 @@ pub fn outcome(o: &RepairOutcome) -> String {
             ));
         }
     }
-    out.push_str(&format!("{} {} released: the next run of the batch starts clean.\n", o.task, o.key));
+    // A run that had finished leaves the batch finished, not free: what a
+    // next run of it does is its note's to say (`leases explain`).
+    let end = if o.recovered.iter().any(|r| r.finished) {
+        "its run's commit is complete: the batch is finished"
+    } else {
+        "the next run of the batch starts clean"
+    };
+    out.push_str(&format!("{} {} released: {end}.\n", o.task, o.key));
     super::printable(out)
 }
 

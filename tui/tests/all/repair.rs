@@ -51,6 +51,11 @@ fn repaired_like_the_peer(dead: &str, command: &str, key: &str, next: Option<&st
     let before: Vec<String> = record_ids(&uc).into_iter().filter(|r| record_ids(&peer_uc0).contains(r)).collect();
     let o = ubunye(&uc).args(["leases", command, key, "-d", "uc", "--yes"]).output().unwrap();
     assert!(o.status.success(), "{dead}: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    // A finished run's batch is said to be finished, never free.
+    let said = String::from_utf8_lossy(&o.stdout);
+    let finished = command == "finish" || said.contains(" had finished: ");
+    let end = if finished { "the batch is finished." } else { "the next run of the batch starts clean." };
+    assert!(said.trim_end().ends_with(end), "{dead}: {said}");
     if let Some(dt) = next {
         next_run_appends(&uc, dt);
     }
