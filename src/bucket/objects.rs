@@ -78,6 +78,9 @@ pub enum ErrorKind {
     Unsupported,
     /// A local file could not be read.
     Local,
+    /// Nothing is under the use case's `.ubunye/`: no run has used it (a
+    /// prefix mistyped, or the bucket's root).
+    NotAUseCase,
     /// Anything else the store answered.
     Other,
 }
@@ -114,6 +117,11 @@ pub trait Objects: Send + Sync {
     fn delete(&self, key: &str) -> Result<(), StoreError>;
     /// Every object whose key starts with `prefix`, in key order.
     fn list(&self, prefix: &str) -> Result<Vec<Listed>, StoreError>;
+    /// Whether any object's key starts with `prefix` (one object listed at
+    /// most, where the store allows).
+    fn any(&self, prefix: &str) -> Result<bool, StoreError> {
+        Ok(!self.list(prefix)?.is_empty())
+    }
     /// The time by the store's clock, read without writing anything.
     fn now(&self) -> Result<SystemTime, StoreError>;
     /// Start one multipart upload per key; their ids, in the same order.

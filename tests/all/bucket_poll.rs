@@ -38,7 +38,8 @@ fn a_poller_agrees_with_a_full_look_after_every_change_and_reads_only_what_chang
     for seed in 1..=20u64 {
         let w = world();
         let docs = bodies(&w);
-        for (k, _) in w.mem.snapshot() {
+        // All but the use case's folder marker (runs have used it).
+        for (k, _) in w.mem.snapshot().into_iter().filter(|(k, _)| !k.ends_with('/')) {
             w.mem.delete(&k).unwrap();
         }
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);

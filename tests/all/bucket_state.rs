@@ -556,3 +556,28 @@ fn a_repair_of_a_batch_changed_since_its_plan_does_nothing() {
     let ended = execute(w.objects(), &w.place.uc, &plan2, &holder(C), w.clock.clone(), &w.timing).unwrap();
     assert!(took(&ended), "{ended:?}");
 }
+
+/// A prefix no run has used (mistyped, or a bucket's root) is said so by
+/// every reading, never read as a use case with nothing wrong in it; a use
+/// case whose objects are all released or never read is one still.
+#[test]
+fn a_prefix_no_run_has_used_is_not_a_use_case() {
+    use ubunye::bucket::{ErrorKind, StoreUrl};
+    let w = world();
+    for url in ["s3://bkt/uC", "s3://bkt"] {
+        let typo = StoreUrl::parse(url).unwrap();
+        let kind = |r: Result<(), ubunye::bucket::StoreError>| r.map_err(|e| e.kind);
+        assert_eq!(kind(look(&*w.mem, &typo, &w.timing).map(|_| ())), Err(ErrorKind::NotAUseCase), "{url}");
+        assert_eq!(kind(ubunye::state::store::records(&*w.mem, &typo).map(|_| ())), Err(ErrorKind::NotAUseCase));
+        assert_eq!(
+            kind(ubunye::doctor::store::look(&*w.mem, &typo, &w.timing).map(|_| ())),
+            Err(ErrorKind::NotAUseCase)
+        );
+        assert_eq!(kind(Poller::new().look(&*w.mem, &typo, &w.timing).map(|_| ())), Err(ErrorKind::NotAUseCase));
+    }
+    // The world's use case holds only a folder marker under .ubunye/: used.
+    assert!(look(&*w.mem, &w.place.uc, &w.timing).unwrap().1.is_empty());
+    let a = w.held(A);
+    a.release().unwrap();
+    assert!(look(&*w.mem, &w.place.uc, &w.timing).unwrap().1.is_empty());
+}

@@ -27,6 +27,9 @@ pub struct World {
 pub fn world() -> World {
     let clock = FakeClock::at(UNIX_EPOCH + Duration::from_secs(T0));
     let mem = Arc::new(Memory::new("bkt", clock.clone()));
+    // A use case runs have used: something is under its .ubunye/ (here a
+    // folder marker, which nothing reads), whatever a test leaves in it.
+    mem.put("uc/.ubunye/lineage/", Vec::new()).unwrap();
     let place = Place {
         uc: StoreUrl::parse("s3://bkt/uc").unwrap(),
         task: TaskPath::parse("demo/sales/ingest").unwrap(),

@@ -450,6 +450,25 @@ impl Objects for S3 {
         })
     }
 
+    fn any(&self, prefix: &str) -> Result<bool, StoreError> {
+        self.rt.block_on(async {
+            let q = [("list-type", "2"), ("max-keys", "1"), ("prefix", prefix)];
+            let (status, _, body) = self.signed_read(Method::GET, &q).await?;
+            if status != 200 {
+                return Err(list_error(&self.bucket, prefix, status, &body));
+            }
+            if !body.contains("<ListBucketResult") {
+                return Err(StoreError {
+                    kind: ErrorKind::Unsupported,
+                    url: format!("s3://{}/{prefix}", self.bucket),
+                    what: "the store's answer to a listing is not a listing (is AWS_ENDPOINT_URL an S3 endpoint?)"
+                        .into(),
+                });
+            }
+            Ok(body.contains("<Contents>"))
+        })
+    }
+
     fn now(&self) -> Result<SystemTime, StoreError> {
         self.rt.block_on(async {
             // HEAD of the bucket: it reads nothing, and says whether the

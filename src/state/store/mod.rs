@@ -14,7 +14,7 @@ mod records;
 
 pub(crate) use judge::Judged;
 pub use judge::{HEADS_LAST, StoreBatch};
-pub use records::records;
+pub use records::{records, runs_named};
 
 use crate::bucket::{Got, Listed, Objects, StoreError, StoreUrl};
 use crate::state::UnreadableFile;
@@ -262,7 +262,24 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
             found.lease = Some(l);
         }
     }
+    if batches.is_empty() && records.is_empty() && problems.is_empty() {
+        used(objects, uc)?;
+    }
     Ok(Listing { batches, records, problems })
+}
+
+/// That a run has used `uc`: something is under its `.ubunye/`, as a
+/// folder a run has used holds `.ubunye/`. A prefix mistyped, or a bucket's
+/// root, is said so, never read as a use case with nothing wrong in it.
+pub(super) fn used(objects: &dyn Objects, uc: &StoreUrl) -> Result<(), StoreError> {
+    if objects.any(&uc.key(".ubunye/"))? {
+        return Ok(());
+    }
+    Err(StoreError {
+        kind: crate::bucket::ErrorKind::NotAUseCase,
+        url: uc.to_string(),
+        what: "nothing is under .ubunye/ there, so it is not a use case a run has used. Point -d at the s3://bucket/prefix your runs are given (`ubunye exec -d`)".into(),
+    })
 }
 
 /// An object under the lease folder `root` that is no batch's lease or

@@ -73,7 +73,7 @@ fn look(dir: &Path, opts: &ScanOptions, sys: &ubunye::sys::Sys) -> Result<ubunye
         return Err((exit::USAGE, super::store::no_lineage_dir(url)));
     }
     let (uc, objects) = super::store::open_quiet(url)?;
-    ubunye::doctor::store::look(&*objects, &uc, &sys.timing).map_err(|e| (exit::REFUSED, e.to_string()))
+    ubunye::doctor::store::look(&*objects, &uc, &sys.timing).map_err(super::store::failed)
 }
 
 fn print_findings(findings: &[ubunye::doctor::Finding]) {

@@ -194,7 +194,7 @@ fn read_store(
         return Err((exit::USAGE, super::store::no_lineage_dir(url)));
     }
     let (uc, objects) = super::store::open_quiet(url)?;
-    let (read, unread) = ubunye::state::store::records(&*objects, &uc).map_err(|e| (exit::REFUSED, e.to_string()))?;
+    let (read, unread) = ubunye::state::store::records(&*objects, &uc).map_err(super::store::failed)?;
     let n = read.len() + unread.len();
     let name =
         if many { std::sync::Arc::new(Named { shown: shown.into(), json: url.into() }) } else { Named::one(url) };

@@ -274,8 +274,8 @@ fn use_cases(a: &UseCasesArg) -> (Vec<UseCase>, bool) {
 /// `--task` applied; its head (the URL as the root) for the listing's
 /// summary. Why it cannot be read comes with the exit code a store alone
 /// ends with: 2 for a URL that does not parse or a `--lineage-dir` (a
-/// store's records are in the store), 1 for a store that cannot be reached
-/// or read.
+/// store's records are in the store) or a prefix no run has used, 1 for a
+/// store that cannot be reached or read.
 fn store_batches(url: &str, opts: &ScanOptions, sys: &Sys) -> Result<(state::ScanHead, Vec<Batch>), (i32, String)> {
     if opts.lineage_dir.is_some() {
         return Err((exit::USAGE, crate::cli::store::no_lineage_dir(url)));
@@ -284,8 +284,8 @@ fn store_batches(url: &str, opts: &ScanOptions, sys: &Sys) -> Result<(state::Sca
     // Only the tasks `--task` matches are read, as a folder's scan reads
     // only their folders.
     let glob = opts.task_glob.as_deref();
-    let (now, batches, problems) = ubunye::state::store::batches_of(&*objects, &uc, &sys.timing, glob)
-        .map_err(|e| (exit::REFUSED, e.to_string()))?;
+    let (now, batches, problems) =
+        ubunye::state::store::batches_of(&*objects, &uc, &sys.timing, glob).map_err(crate::cli::store::failed)?;
     let head = state::ScanHead {
         root: std::path::PathBuf::from(url),
         lineage_dir: std::path::PathBuf::from(format!("{url}/.ubunye/lineage")),

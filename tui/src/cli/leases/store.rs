@@ -38,8 +38,9 @@ fn one(
     let (uc, objects) = open(dir)?;
     let sys = crate::console::machine::sys();
     let store_err = |e: ubunye::bucket::StoreError| {
-        say_err(&e.to_string());
-        exit::REFUSED
+        let (code, why) = crate::cli::store::failed(e);
+        say_err(&why);
+        code
     };
     let (_, found) =
         ubunye::explain::store::find(&*objects, &uc, q, which.task.as_deref(), &sys.timing).map_err(store_err)?;

@@ -32,6 +32,15 @@ pub(crate) fn no_lineage_dir(url: &str) -> String {
     format!("-d {url}: --lineage-dir names a folder; a store's run records are under {url}/.ubunye/lineage")
 }
 
+/// What a reading of a store that failed ends with: 2, as a folder that is
+/// not a use case, when nothing is under its `.ubunye/` (a prefix
+/// mistyped); 1 for a store that cannot be reached or read. The line that
+/// says why goes with it.
+pub(crate) fn failed(e: bucket::StoreError) -> (i32, String) {
+    let code = if e.kind == bucket::ErrorKind::NotAUseCase { exit::USAGE } else { exit::REFUSED };
+    (code, e.to_string())
+}
+
 /// [`open`], its refusal returned: the exit code and the line that says why.
 pub(crate) fn open_quiet(dir: &str) -> Result<(StoreUrl, Arc<dyn Objects>), (i32, String)> {
     let uc = StoreUrl::parse(dir).map_err(|e| (exit::USAGE, format!("-d {dir}: {e}")))?;
