@@ -50,6 +50,9 @@ pub(super) fn listed(objects: &dyn Objects, uc: &StoreUrl, under: &str) -> Resul
 /// by its URL).
 pub fn records(objects: &dyn Objects, uc: &StoreUrl) -> Result<Records, StoreError> {
     let (listed, mut problems) = listed(objects, uc, "")?;
+    if listed.is_empty() && problems.is_empty() {
+        super::used(objects, uc)?;
+    }
     let named: Vec<(String, String)> = listed.into_iter().map(|(t, l)| (t, l.key)).collect();
     let keys: Vec<String> = named.iter().map(|(_, k)| k.clone()).collect();
     let mut out = Vec::new();
@@ -62,4 +65,23 @@ pub fn records(objects: &dyn Objects, uc: &StoreUrl) -> Result<Records, StoreErr
         }
     }
     Ok((out, problems))
+}
+
+/// The run records whose run id starts with `prefix` (any case), by one
+/// listing and no read: (task, the record's key) each, in key order. What
+/// `runs show` names a run by.
+pub fn runs_named(objects: &dyn Objects, uc: &StoreUrl, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
+    let (listed, problems) = listed(objects, uc, "")?;
+    if listed.is_empty() && problems.is_empty() {
+        super::used(objects, uc)?;
+    }
+    let want = prefix.to_ascii_lowercase();
+    Ok(listed
+        .into_iter()
+        .filter(|(_, l)| {
+            let run = l.key.rsplit('/').next().and_then(|n| n.strip_suffix(".json")).unwrap_or_default();
+            run.to_ascii_lowercase().starts_with(&want)
+        })
+        .map(|(task, l)| (task, l.key))
+        .collect())
 }

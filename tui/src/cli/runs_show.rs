@@ -18,7 +18,9 @@ Examples:
   ubunye runs show 9ecd09db -d uc --lines 200
   ubunye runs show uc/.ubunye/lineage/demo/sales/ingest/9ecd09db-….json
 
-The log is what `ubunye exec` kept of the command's stdout and stderr beside its record (<run id>.log, and .log.1 when it was rotated): kept for a command with no terminal, as under a scheduler."
+The log is what `ubunye exec` kept of the command's stdout and stderr beside its record (<run id>.log, and .log.1 when it was rotated): kept for a command with no terminal, as under a scheduler.
+
+In an object store (-d s3://bucket/prefix) a run is named by its id alone, and no log is kept."
 )]
 pub struct ShowArgs {
     /// The run: a run id (or its first 4+ hex digits), or its record's path.
@@ -36,6 +38,9 @@ pub struct ShowArgs {
 }
 
 pub fn run(a: &ShowArgs) -> i32 {
+    if let Some(url) = a.dir.dir.to_str().filter(|d| ubunye::bucket::is_store_url(d)) {
+        return in_store(a, url);
+    }
     let (root, record) = match find(a) {
         Ok(x) => x,
         Err(why) => {
@@ -50,19 +55,101 @@ pub fn run(a: &ShowArgs) -> i32 {
             return exit::REFUSED;
         }
     };
-    let doc: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let task = record.parent().map(task_of).unwrap_or_default();
-    let key = doc.get("variables").and_then(Value::as_object).and_then(|v| ubunye::state::record_key(&task, v));
     let log = record.with_extension("log");
     let older = ubunye::exec::tee::rotated(&log);
     // The tail reads on into the older generation when the log was just
     // rotated; the path named is the log's, or the older one's alone.
-    let (log_path, tail) = match ubunye::exec::tee::tail(&log, a.lines) {
-        Some(t) if log.exists() => (Some(log.clone()), t),
-        Some(t) => (Some(older.clone()), t),
-        None => (None, Vec::new()),
+    let log = match ubunye::exec::tee::tail(&log, a.lines) {
+        Some(t) if log.exists() => Log::Kept { path: log.clone(), tail: t, older: older.exists().then_some(older) },
+        Some(t) => Log::Kept { path: older.clone(), tail: t, older: Some(older) },
+        None => Log::None(
+            "none (it had a terminal, its log was off, or it said nothing; `ubunye exec` keeps one beside the record)",
+        ),
     };
+    show(a, &root, &task, &record.display().to_string(), &bytes, log)
+}
+
+/// What a run's log is, as shown.
+enum Log {
+    /// Kept: its path (the older generation's alone when only it is
+    /// there), its last lines, the older generation when there is one.
+    Kept { path: PathBuf, tail: Vec<String>, older: Option<PathBuf> },
+    /// None: why.
+    None(&'static str),
+}
+
+/// `runs show -d s3://...`: the record named by its run id among the
+/// store's records (one listing, one read). A store keeps no log.
+fn in_store(a: &ShowArgs, url: &str) -> i32 {
+    let q = a.run.as_str();
+    if a.lineage.lineage_dir.is_some() {
+        say_err(&super::store::no_lineage_dir(url));
+        return exit::USAGE;
+    }
+    let list = format!("`ubunye runs -d {url}` lists them");
+    if q.contains('/') || !ubunye::state::may_be_run_id(q) {
+        say_err(&format!(
+            "'{}' is not a run id: in a store, a run is named by its id (4 hex digits or more); {list}",
+            ubunye::state::shorten(q)
+        ));
+        return exit::USAGE;
+    }
+    let (uc, objects) = match super::store::open(url) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let fail = |e| {
+        let (code, why) = super::store::failed(e);
+        say_err(&why);
+        code
+    };
+    let mut hits = match ubunye::state::store::runs_named(&*objects, &uc, q) {
+        Ok(h) => h,
+        Err(e) => return fail(e),
+    };
+    let (task, key) = match hits.len() {
+        1 => hits.remove(0),
+        0 => {
+            say_err(&format!("no run id starting '{q}' in {uc}/.ubunye/lineage: {list}"));
+            return exit::USAGE;
+        }
+        n => {
+            let named: Vec<String> = hits.iter().take(10).map(|(t, k)| format!("{} {t}", run_of(k))).collect();
+            say_err(&format!("'{q}' names {n} runs: {}. Give more of the run id.", named.join("; ")));
+            return exit::USAGE;
+        }
+    };
+    let bytes = match objects.get(&key) {
+        Ok(Some(got)) => got.body,
+        Ok(None) => {
+            say_err(&format!("{}: it was removed while it was read", objects.url(&key)));
+            return exit::REFUSED;
+        }
+        Err(e) => return fail(e),
+    };
+    let log = Log::None(
+        "none (a store keeps no log of a run: its output went where `ubunye exec`'s stdout and stderr went, as a scheduler keeps them)",
+    );
+    show(a, Path::new(url), &task, &objects.url(&key), &bytes, log)
+}
+
+/// The run id a record's key or path names.
+fn run_of(key: &str) -> &str {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    name.strip_suffix(".json").unwrap_or(name)
+}
+
+/// One run whole, as text or JSON: its record (`bytes`, read from `record`),
+/// its batch in use case `root`, and its log.
+fn show(a: &ShowArgs, root: &Path, task: &str, record: &str, bytes: &[u8], log: Log) -> i32 {
+    let doc: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+    let key = doc.get("variables").and_then(Value::as_object).and_then(|v| ubunye::state::record_key(task, v));
     if a.json {
+        let (log_path, older, tail) = match &log {
+            Log::Kept { path, tail, older } => (Some(path), older.as_ref(), tail.clone()),
+            Log::None(_) => (None, None, Vec::new()),
+        };
         crate::cli::print_json(&serde_json::json!({
             "use_case": root,
             "task": task,
@@ -70,7 +157,7 @@ pub fn run(a: &ShowArgs) -> i32 {
             "record_path": record,
             "record": doc,
             "log_path": log_path,
-            "log_rotated": older.exists().then_some(&older),
+            "log_rotated": older,
             "log_tail": tail,
         }));
         return exit::OK;
@@ -83,12 +170,12 @@ pub fn run(a: &ShowArgs) -> i32 {
         }
     };
     line("run", field("run_id"));
-    line("task", task.clone());
+    line("task", task.to_string());
     let vars = doc.get("variables").and_then(Value::as_object).map(ubunye::state::variables_text).unwrap_or_default();
     match &key {
         Some(k) => line(
             "batch",
-            format!("{}  {vars}  (`ubunye leases explain {}`)", &k[..8.min(k.len())], ubunye::suggest::batch(&root, k)),
+            format!("{}  {vars}  (`ubunye leases explain {}`)", &k[..8.min(k.len())], ubunye::suggest::batch(root, k)),
         ),
         None => line("variables", vars),
     }
@@ -105,23 +192,21 @@ pub fn run(a: &ShowArgs) -> i32 {
         let words: Vec<String> = cmd.iter().map(|w| ubunye::suggest::quote(&text(w))).collect();
         line("command", words.join(" "));
     }
-    line("record", record.display().to_string());
+    line("record", record.to_string());
     if bytes.is_empty() || doc.is_null() {
         line("note", "the record is empty or not JSON: only its name is known".into());
     }
-    match log_path {
-        Some(p) => {
-            out.push_str(&format!("\nLog (its last {} line(s) of {}):\n", tail.len(), p.display()));
+    match log {
+        Log::Kept { path, tail, older } => {
+            out.push_str(&format!("\nLog (its last {} line(s) of {}):\n", tail.len(), path.display()));
             for l in &tail {
                 out.push_str(&format!("  {l}\n"));
             }
-            if older.exists() && p != older {
+            if let Some(older) = older.filter(|o| *o != path) {
                 out.push_str(&format!("  (older lines: {})\n", older.display()));
             }
         }
-        None => out.push_str(
-            "\nLog: none (it had a terminal, its log was off, or it said nothing; `ubunye exec` keeps one beside the record)\n",
-        ),
+        Log::None(why) => out.push_str(&format!("\nLog: {why}\n")),
     }
     crate::cli::out(&out);
     exit::OK

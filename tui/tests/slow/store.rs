@@ -293,7 +293,12 @@ fn bad_input(st: &Store, kind: Kind) {
         (vec!["top", "--watch", "notify", "-d", &uc], 2, "a store sends no events"),
         (vec!["top", "--interval", "0s", "-d", &uc], 2, "--interval 0"),
         (vec!["top", "--interval", "1ms", "-d", &uc], 2, "at least 100ms"),
-        (vec!["leases", "explain", "-d", &uc, "0123"], 2, "no batch's key or run starts with '0123'"),
+        // No run has used the prefix yet: said as a folder with no .ubunye/
+        // is, never read as a use case with nothing wrong in it.
+        (vec!["leases", "explain", "-d", &uc, "0123"], 2, "nothing is under .ubunye/ there"),
+        (vec!["leases", "list", "-d", &uc, "--fail-if-any"], 2, "nothing is under .ubunye/ there"),
+        (vec!["doctor", "-d", &uc], 2, "nothing is under .ubunye/ there"),
+        (vec!["runs", "-d", &uc], 2, "nothing is under .ubunye/ there"),
         (vec!["leases", "takeover", "-d", &uc, "01", "--yes"], 2, "'01' is 2 hex digit(s)"),
         // Named as in a folder: 4 digits or more, never a path; what a store
         // has not (--lineage-dir, repairs of many) refused in one line.
@@ -473,6 +478,11 @@ fn repairs(st: &Store) {
         assert_eq!(series("ubunye_scan_errors").as_deref(), Some("0"), "{text}");
         assert!(text.contains("kind=\"needs-repair\""), "{text}");
     }
+    // The same use case mistyped is not up, as a folder that is not one.
+    let typo = uc.replace("/uc", "/uC");
+    let o = st.ubunye().args(["metrics", "-d", &typo]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(&format!("ubunye_use_case_up{{use_case=\"{typo}\"}} 0")), "{text}");
     // `leases list` over many use cases lists the store's batches beside a
     // folder's row, by the same states; its `<usecase>:<key>` is explained
     // as printed.
@@ -500,6 +510,20 @@ fn repairs(st: &Store) {
     // words: it waits once, after the fence, for a completion in flight.
     let err = String::from_utf8_lossy(&o.stderr);
     let run = ubunye::documents::short(row["run_id"].as_str().unwrap());
+    // The run, named by the id `runs` shows: its record whole, read from
+    // the store; a store keeps no log, and says so.
+    let full = row["run_id"].as_str().unwrap();
+    let o = st.ubunye().args(["runs", "show", &run, "-d", &uc]).output().unwrap();
+    let shown = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{shown}{}", String::from_utf8_lossy(&o.stderr));
+    let record = format!("{uc}/.ubunye/lineage/demo/sales/ingest/{full}.json");
+    assert!(shown.contains(&format!("run       {full}")) && shown.contains(&format!("record    {record}")), "{shown}");
+    assert!(shown.contains("status    interrupted") && shown.contains("Log: none (a store keeps no log"), "{shown}");
+    assert!(shown.contains(&format!("`ubunye leases explain {uc}:{}`", &key[..8])), "{shown}");
+    let o = st.ubunye().args(["runs", "show", &run, "-d", &uc, "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((v["record_path"].as_str(), v["key"].as_str()), (Some(record.as_str()), Some(key.as_str())), "{v}");
+    assert!(v["log_path"].is_null(), "{v}");
     assert!(err.contains(&format!("aborting the uploads of run {run}'s 3 claimed object(s), then waiting")), "{err}");
     assert!(st.s3.open_uploads("").unwrap().is_empty());
     assert!(st.keys("lake/r1/").is_empty());
@@ -517,6 +541,17 @@ fn repairs(st: &Store) {
     assert_eq!(v["batch"]["state"], "interrupted", "{v}");
     let o = st.ubunye().args(["doctor", "-d", &uc]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stdout));
+    // A key no batch has, in a use case runs have used; the same use case
+    // mistyped: one line each, exit 2, as in a folder.
+    let typo = uc.replace("/uc", "/uC");
+    for (args, says) in [
+        (vec!["leases", "explain", "-d", &uc, "ffff0000"], "no batch's key or run starts with 'ffff0000'"),
+        (vec!["leases", "list", "-d", &typo, "--fail-if-any"], "nothing is under .ubunye/ there"),
+    ] {
+        let (c, err) = output(st.ubunye().args(&args));
+        assert_eq!((c, err.lines().count()), (2, 1), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
     // A stray upload no lease names (a run killed before it saved its keys,
     // or not one of ours) is named by doctor, and left alone.
     let id = st.s3.start_uploads(&["lake/r1/stray.csv".into()]).unwrap();

@@ -169,7 +169,9 @@ impl App {
     fn log_lines(&self, id: &Id) -> Vec<String> {
         let run = self.model.batch(id).and_then(|b| b.run_id.clone());
         if self.model.src.store.is_some() {
-            return vec!["A run's log stays on the machine that ran it: a store keeps none.".into()];
+            return vec![
+                "A store keeps no log of a run: its output went where `ubunye exec`'s stdout and stderr went.".into(),
+            ];
         }
         let Some(run) = run.filter(|r| ubunye::layout::run_id_is_safe(r)) else {
             return vec!["No run of this batch is known, so no log.".into()];
