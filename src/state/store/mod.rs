@@ -271,7 +271,7 @@ fn listing(objects: &dyn Objects, uc: &StoreUrl, task: Option<&str>) -> Result<L
 /// That a run has used `uc`: something is under its `.ubunye/`, as a
 /// folder a run has used holds `.ubunye/`. A prefix mistyped, or a bucket's
 /// root, is said so, never read as a use case with nothing wrong in it.
-pub(super) fn used(objects: &dyn Objects, uc: &StoreUrl) -> Result<(), StoreError> {
+pub fn used(objects: &dyn Objects, uc: &StoreUrl) -> Result<(), StoreError> {
     if objects.any(&uc.key(".ubunye/"))? {
         return Ok(());
     }

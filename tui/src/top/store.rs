@@ -40,7 +40,8 @@ impl std::fmt::Debug for Store {
 }
 
 /// The store at `dir` opened and asked its time (the bucket is there and the
-/// credentials are taken), or the exit code and the line that says why not.
+/// credentials are taken) and whether a run has used the use case, or the
+/// exit code and the line that says why not.
 pub fn open(dir: &str, interval: Duration) -> Result<Store, (i32, String)> {
     let url = StoreUrl::parse(dir).map_err(|e| (exit::USAGE, format!("-d {dir}: {e}")))?;
     if interval < Duration::from_millis(100) {
@@ -52,6 +53,8 @@ pub fn open(dir: &str, interval: Duration) -> Result<Store, (i32, String)> {
     }
     let objects: Arc<dyn Objects> = Arc::new(S3::from_env(&url.bucket).map_err(|e| (exit::REFUSED, e.to_string()))?);
     objects.now().map_err(|e| (exit::REFUSED, e.to_string()))?;
+    // A prefix no run has used is refused as a folder with no .ubunye/ is.
+    ubunye::state::store::used(&*objects, &url).map_err(|e| (exit::USAGE, e.to_string()))?;
     Ok(Store::new(url, objects, true))
 }
 

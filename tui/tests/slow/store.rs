@@ -288,7 +288,6 @@ fn bad_input(st: &Store, kind: Kind) {
         (vec!["leases", "list", "-d", "s3://Bad_Bucket/uc"], 2, "not a bucket name"),
         (vec!["leases", "list", "-d", "s3://no-such-bucket/uc"], 1, "does not exist"),
         (vec!["leases", "list", "-d", &uc, "--lineage-dir", "l"], 2, "--lineage-dir names a folder"),
-        (vec!["top", "-d", &uc], 2, "top needs a terminal"),
         (vec!["top", "-d", "s3://no-such-bucket/uc"], 1, "does not exist"),
         (vec!["top", "--watch", "notify", "-d", &uc], 2, "a store sends no events"),
         (vec!["top", "--interval", "0s", "-d", &uc], 2, "--interval 0"),
@@ -299,6 +298,7 @@ fn bad_input(st: &Store, kind: Kind) {
         (vec!["leases", "list", "-d", &uc, "--fail-if-any"], 2, "nothing is under .ubunye/ there"),
         (vec!["doctor", "-d", &uc], 2, "nothing is under .ubunye/ there"),
         (vec!["runs", "-d", &uc], 2, "nothing is under .ubunye/ there"),
+        (vec!["top", "-d", &uc], 2, "nothing is under .ubunye/ there"),
         (vec!["leases", "takeover", "-d", &uc, "01", "--yes"], 2, "'01' is 2 hex digit(s)"),
         // Named as in a folder: 4 digits or more, never a path; what a store
         // has not (--lineage-dir, repairs of many) refused in one line.
@@ -547,6 +547,7 @@ fn repairs(st: &Store) {
     for (args, says) in [
         (vec!["leases", "explain", "-d", &uc, "ffff0000"], "no batch's key or run starts with 'ffff0000'"),
         (vec!["leases", "list", "-d", &typo, "--fail-if-any"], "nothing is under .ubunye/ there"),
+        (vec!["top", "-d", &uc], "top needs a terminal"),
     ] {
         let (c, err) = output(st.ubunye().args(&args));
         assert_eq!((c, err.lines().count()), (2, 1), "{args:?}: {err}");
