@@ -165,7 +165,14 @@ impl Examiner {
             // Runs as printed, from any folder.
             let short = crate::suggest::batch(&self.root, &b.key);
             let list = crate::suggest::dir(&self.root);
-            let how = if b.flags.contains(&Flag::HolderAlive) {
+            let folder = b.lease.iter().flat_map(|l| &l.outputs).flat_map(|o| &o.claims).find(|c| c.folder);
+            let how = if let Some(c) = folder {
+                // Its takeover is refused until a person moves it.
+                format!(
+                    "A folder stands where its claimed file {} should be, which no run or takeover removes: move it out of the way by hand, then `ubunye leases takeover {short}`",
+                    self.root.join(&c.claim).display()
+                )
+            } else if b.flags.contains(&Flag::HolderAlive) {
                 // No run and no takeover repairs it while its process lives.
                 let pid = b.lease.as_ref().and_then(|l| l.holder.pid).unwrap_or(0);
                 format!(

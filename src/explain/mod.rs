@@ -206,7 +206,7 @@ fn plan_steps(p: &RecoveryPlan, paths: &LeasePaths, settle: bool, seen: &Seen<'_
             (Some(_), true) if f.folder => {}
             (Some(_), true) => steps.push(format!("remove {} ({})", f.claim, size(f.size))),
             (Some(_), false) => steps.push(format!(
-                "skip {}: not there (it never landed{})",
+                "skip {}: not there (it never landed, or was moved away{})",
                 f.claim,
                 if f.unseen { "; its folder is not visible either" } else { "" }
             )),
@@ -425,6 +425,15 @@ pub fn explain(scan: &Scan, batch: Batch) -> Explanation {
                 u.why
             ));
         }
+    }
+    // A plan with a REFUSE cannot go ahead: a person deals with each path
+    // first, so no command is offered that would only be refused.
+    if matches!(next.action, "takeover" | "finish") && plans.iter().any(|p| !p.refused.is_empty()) {
+        let then = next.command.take().unwrap_or_default();
+        next.action = "check-the-file";
+        next.steps.push(format!(
+            "Nothing is taken over while a REFUSE stands: deal with each path it names by hand (move it out of the way), then run `{then}`."
+        ));
     }
     let repairs = repairs_of(&scan.root, &batch.task, &batch.key);
     let history = batch.history();

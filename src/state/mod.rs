@@ -286,8 +286,13 @@ pub struct ClaimInfo {
     pub claim: String,
     /// Whether a file (or symlink) is there now.
     pub present: bool,
-    /// Its size in bytes, when it is there.
+    /// Its size in bytes, when a file is there.
     pub size: Option<u64>,
+    /// A folder stands where the claimed file should be: no engine removes
+    /// it (a run claims files, never folders), so a takeover is refused
+    /// until it is moved by hand.
+    #[serde(skip_serializing_if = "is_false")]
+    pub folder: bool,
 }
 
 /// One output note.

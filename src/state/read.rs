@@ -231,10 +231,12 @@ fn mtime(p: &Path) -> Option<SystemTime> {
 fn claim_info(root: &crate::beneath::Beneath, claim: &str) -> ClaimInfo {
     match root.resolve(claim) {
         Ok(inside) => {
-            let m = fs::symlink_metadata(&inside.full);
-            ClaimInfo { claim: claim.to_string(), present: m.is_ok(), size: m.ok().map(|m| m.len()) }
+            let m = fs::symlink_metadata(&inside.full).ok();
+            let folder = m.as_ref().is_some_and(|m| m.is_dir());
+            let size = m.as_ref().filter(|_| !folder).map(|m| m.len());
+            ClaimInfo { claim: claim.to_string(), present: m.is_some(), size, folder }
         }
-        Err(_) => ClaimInfo { claim: claim.to_string(), present: false, size: None },
+        Err(_) => ClaimInfo { claim: claim.to_string(), present: false, size: None, folder: false },
     }
 }
 

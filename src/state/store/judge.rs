@@ -344,7 +344,7 @@ fn lease_into(
     let there = if dead { heads.of(objects, key, &got.etag, &urls, now)? } else { &none };
     let claim = |c: &String| {
         let size = there.get(c.as_str()).copied().flatten();
-        ClaimInfo { claim: c.clone(), present: size.is_some(), size }
+        ClaimInfo { claim: c.clone(), present: size.is_some(), size, folder: false }
     };
     let outputs = notes
         .iter()

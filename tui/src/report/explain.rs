@@ -150,7 +150,11 @@ fn wrote(o: &mut String, b: &Batch, e: &Explanation) {
                     o,
                     "    {}  {}",
                     c.claim,
-                    if c.present { format!("present, {}", size(c.size)) } else { "missing".into() }
+                    match (c.present, c.folder) {
+                        (true, true) => "a folder, where a claimed file should be".to_string(),
+                        (true, false) => format!("present, {}", size(c.size)),
+                        (false, _) => "missing".into(),
+                    }
                 );
             }
         }

@@ -439,3 +439,35 @@ fn an_error_quoting_its_input_never_drives_the_terminal() {
     assert!(err.contains("u ]0;x c"), "the folder is named: {err:?}");
     assert!(!err.contains(['\u{1b}', '\u{7}', '\u{9b}']), "{err:?}");
 }
+
+/// A folder where a dead run's claimed file should be stops its takeover
+/// (no engine removes a folder): explain, doctor and the repair say so
+/// alike, and none offers a command that would only be refused.
+#[test]
+fn a_folder_in_a_claimed_files_place_is_for_a_person_to_move() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let claim = uc.join("out/events/part-00000-f0b49ced-ff22-4930-98f1-f9e0268bb0a6-c000.snappy.parquet");
+    fs::remove_file(&claim).unwrap();
+    fs::create_dir(&claim).unwrap();
+    let before = tree(&uc);
+    let text = out(ubunye(&uc).args(["leases", "explain", "7d10", "-d", "uc"]));
+    assert!(text.contains("snappy.parquet  a folder, where a claimed file should be"), "{text}");
+    assert!(text.contains("REFUSE: ") && text.contains("Nothing is taken over while a REFUSE stands"), "{text}");
+    assert!(!text.contains("Run:  ubunye leases takeover"), "a command that would be refused is offered:\n{text}");
+    let o = ubunye(&uc).args(["leases", "explain", "7d10", "-d", "uc", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((v["next"]["action"].as_str(), v["next"]["command"].is_null()), (Some("check-the-file"), true), "{v}");
+    let doc = out(ubunye(&uc).args(["doctor", "-d", "uc"]));
+    let named = format!("A folder stands where its claimed file {} should be", claim.display());
+    assert!(doc.replace('\n', " ").split_whitespace().collect::<Vec<_>>().join(" ").contains(&named), "{doc}");
+    let o = ubunye(&uc).args(["leases", "takeover", "7d10", "-d", "uc", "--yes"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert_eq!(tree(&uc), before, "nothing was changed");
+    // Moved out of the way by hand: the repair goes ahead.
+    fs::remove_dir(&claim).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(
+        &ubunye(&uc).args(["leases", "explain", "7d10", "-d", "uc", "--json"]).output().unwrap().stdout,
+    )
+    .unwrap();
+    assert_eq!(v["next"]["action"], "takeover", "{v}");
+}
