@@ -706,10 +706,23 @@ pub enum ScanError {
 }
 
 /// Whether a task passes a `--task` filter (and the dashboard's `/task:`):
-/// the filter is a prefix of the task (`demo`, `demo/sales/`) or a pattern
-/// that matches it whole (`*/ingest`). The one rule for every surface.
+/// the filter is a prefix of the task (`demo`, `demo/sales/`), a pattern
+/// that matches it whole (`*/ingest`), or the task as a narrow table
+/// shortens it (`d/s/ingest`: each folder by the start of its name, the
+/// last name whole), so that what a screen showed can be pasted. The one
+/// rule for every surface.
 pub fn task_matches(filter: &str, task: &str) -> bool {
-    glob_match(filter, task) || task.starts_with(filter)
+    glob_match(filter, task) || task.starts_with(filter) || shortened(filter, task)
+}
+
+/// `d/s/ingest` (or `dem/sal/ingest`) for `demo/sales/ingest`: as many
+/// parts, the last the same, each other a start of the task's.
+fn shortened(filter: &str, task: &str) -> bool {
+    let (f, t): (Vec<&str>, Vec<&str>) = (filter.split('/').collect(), task.split('/').collect());
+    f.len() == t.len()
+        && f.len() > 1
+        && f.last() == t.last()
+        && f.iter().zip(&t).all(|(f, t)| !f.is_empty() && t.starts_with(f))
 }
 
 /// `*` matches any run of characters (`/` included).
@@ -793,6 +806,14 @@ mod tests {
         assert!(task_matches("demo/sales/ingest", "demo/sales/ingest"));
         assert!(!task_matches("sales", "demo/sales/ingest"));
         assert!(!task_matches("*/summary", "demo/sales/ingest"));
+        // As a narrow table shortens it: each folder by its start, the
+        // last name whole.
+        assert!(task_matches("d/s/ingest", "demo/sales/ingest"));
+        assert!(task_matches("dem/sal/ingest", "demo/sales/ingest"));
+        assert!(!task_matches("d/s/ingest", "demo/sales/ingestion"));
+        assert!(!task_matches("d/x/ingest", "demo/sales/ingest"));
+        assert!(!task_matches("d//ingest", "demo/sales/ingest"));
+        assert!(!task_matches("s/ingest", "demo/sales/ingest"));
     }
 
     #[test]

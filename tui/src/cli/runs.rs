@@ -21,8 +21,9 @@ pub struct RunsArgs {
     pub ucs: UseCasesArg,
     #[command(flatten)]
     pub lineage: LineageArg,
-    /// Only tasks that start with this (`demo`, `demo/sales/`) or match it
-    /// as a pattern (`*/ingest`; `*` matches anything), as `leases list --task`.
+    /// Only tasks that start with this (`demo`, `demo/sales/`), match it as
+    /// a pattern (`*/ingest`; `*` matches anything), or are shortened to it
+    /// as a narrow table shows them (`d/s/ingest`), as `leases list --task`.
     #[arg(long, value_name = "PREFIX|GLOB")]
     pub task: Option<String>,
     #[command(flatten)]

@@ -471,3 +471,23 @@ fn a_folder_in_a_claimed_files_place_is_for_a_person_to_move() {
     .unwrap();
     assert_eq!(v["next"]["action"], "takeover", "{v}");
 }
+
+/// A task as a narrow table shortens it (`d/s/ingest`) is taken back by
+/// `--task`, so that what the screen showed can be pasted.
+#[test]
+fn a_task_shortened_by_a_narrow_table_can_be_pasted_back() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let shortened = (60..=100).any(|cols| {
+        out(ubunye(&uc).env("COLUMNS", cols.to_string()).args(["leases", "list", "-d", "uc", "--all"]))
+            .contains(" d/s/ingest ")
+    });
+    assert!(shortened, "no width between 60 and 100 columns shortens the task");
+    for args in [
+        &["leases", "list", "-d", "uc", "--all", "--task", "d/s/ingest"][..],
+        &["leases", "history", "-d", "uc", "--task", "d/s/ingest"],
+        &["runs", "-d", "uc", "--task", "d/s/ingest"],
+    ] {
+        let text = out(ubunye(&uc).args(args));
+        assert!(text.contains("7d106ca7") || text.contains("a7ee7676"), "{args:?}:\n{text}");
+    }
+}

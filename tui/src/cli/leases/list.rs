@@ -45,8 +45,9 @@ pub struct ListArgs {
     /// none: for cron and CI checks.
     #[arg(long)]
     pub fail_if_any: bool,
-    /// Only tasks that start with this (`demo`, `demo/sales/`) or match it
-    /// as a pattern (`*/ingest`; `*` matches anything), as the dashboard's
+    /// Only tasks that start with this (`demo`, `demo/sales/`), match it as
+    /// a pattern (`*/ingest`; `*` matches anything), or are shortened to it
+    /// as a narrow table shows them (`d/s/ingest`), as the dashboard's
     /// `/task:` filter.
     #[arg(long, value_name = "PREFIX|GLOB")]
     pub task: Option<String>,
