@@ -116,9 +116,9 @@ impl Command {
                 leases::LeasesCommand::Takeover(a) | leases::LeasesCommand::Finish(a) => Some(&a.which.dir.dir),
                 leases::LeasesCommand::History(a) => Some(&a.dir.dir),
             },
-            // A record's path names its own use case.
+            // A record's path, or `<usecase>:<run>`, names its own use case.
             Command::Runs(a) => match &a.show {
-                Some(runs::RunsCommand::Show(s)) if s.run.contains('/') => None,
+                Some(runs::RunsCommand::Show(s)) if s.run.contains('/') || args::split_query(&s.run).is_some() => None,
                 Some(runs::RunsCommand::Show(s)) => Some(&s.dir.dir),
                 None => a.ucs.single(),
             },

@@ -44,17 +44,18 @@ pub struct RunsArgs {
 
 /// What goes first at 80 and 60 columns: the seconds, then the key (the
 /// run id names the run, and its batch: explain takes either), then the
-/// task is abbreviated (`d/s/ingest`)
-/// and goes before the variables are cut further; the error keeps at least
-/// 16 columns.
+/// task is abbreviated (`d/s/ingest`, which `--task` takes back) and the
+/// variables cut (a batch's first variable, its date, stays) before the
+/// task goes, and the use case last (rows of two use cases are told apart
+/// by it); the error keeps at least 16 columns.
 const FIT: table::Fit = table::Fit {
     steps: &[
         table::Step::Drop("SECONDS"),
         table::Step::Drop("KEY"),
         table::Step::Abbrev("TASK"),
         table::Step::Shrink("VARIABLES", 24),
-        table::Step::Drop("TASK"),
         table::Step::Shrink("VARIABLES", 14),
+        table::Step::Drop("TASK"),
         table::Step::Drop("USE CASE"),
     ],
     last_min: 16,

@@ -9,13 +9,14 @@ use serde_json::Value;
 use super::{DirArg, LineageArg, exit, say_err};
 
 /// Print one run whole: its record, its batch and the end of its log.
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 #[command(
-    after_help = "RUN is a run id (4 hex digits or more, or whole, as `ubunye runs` and `leases list` show it) or the path of its record.
+    after_help = "RUN is a run id (4 hex digits or more, or whole, as `ubunye runs` and `leases list` show it), <usecase>:<run id> (its use case named with it), or the path of its record.
 
 Examples:
   ubunye runs show 9ecd09db -d uc
   ubunye runs show 9ecd09db -d uc --lines 200
+  ubunye runs show /data/uc:9ecd09db
   ubunye runs show uc/.ubunye/lineage/demo/sales/ingest/9ecd09db-….json
 
 The log is what `ubunye exec` kept of the command's stdout and stderr beside its record (<run id>.log, and .log.1 when it was rotated): kept for a command with no terminal, as under a scheduler.
@@ -38,6 +39,17 @@ pub struct ShowArgs {
 }
 
 pub fn run(a: &ShowArgs) -> i32 {
+    // `<usecase>:<run>`: the use case named with the run, as the listings
+    // of several use cases name a batch.
+    let mut a = a.clone();
+    if let Some((uc, run)) = super::args::split_query(&a.run) {
+        if a.dir.dir != Path::new(".") {
+            say_err(&format!("'{}' names its use case already: give either -d or <usecase>:<run>, not both", a.run));
+            return exit::USAGE;
+        }
+        (a.dir.dir, a.run) = (uc.to_path_buf(), run.to_string());
+    }
+    let a = &a;
     if let Some(url) = a.dir.dir.to_str().filter(|d| ubunye::bucket::is_store_url(d)) {
         return in_store(a, url);
     }

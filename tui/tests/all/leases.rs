@@ -491,3 +491,20 @@ fn a_task_shortened_by_a_narrow_table_can_be_pasted_back() {
         assert!(text.contains("7d106ca7") || text.contains("a7ee7676"), "{args:?}:\n{text}");
     }
 }
+
+/// `runs` at 80 columns keeps which task a run was of (shortened, as
+/// `--task` takes it back), and `runs show` takes a run as `<usecase>:<run>`,
+/// its use case named with it.
+#[test]
+fn runs_at_80_columns_name_the_task_and_runs_show_takes_the_use_case_with_the_run() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let table = out(ubunye(&uc).env("COLUMNS", "80").args(["runs", "-d", "uc"]));
+    let head = table.lines().next().unwrap_or_default();
+    assert!(head.contains(" TASK ") && head.contains(" RUN "), "{table}");
+    assert!(table.lines().all(|l| unicode_width::UnicodeWidthStr::width(l) <= 80), "{table}");
+    let shown = out(ubunye(&uc).args(["runs", "show", "uc:a7ee7676"]));
+    assert!(shown.contains("run       a7ee7676-3983-4c1b-8fff-47937b7a2497"), "{shown}");
+    let o = ubunye(&uc).args(["runs", "show", "uc:a7ee7676", "-d", "uc"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("give either -d or <usecase>:<run>"), "{o:?}");
+}
