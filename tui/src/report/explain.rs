@@ -76,7 +76,13 @@ fn holder(o: &mut String, l: &LeaseInfo, verdict: Option<&str>) {
             .holder
             .judgement
             .as_ref()
-            .map(|j| if j.same_host { " (this host)" } else { " (another host)" })
+            .map(|j| match (j.same_host, j.age.map(|a| a.clock)) {
+                (true, _) => " (this host)",
+                // A store's holder is judged by its lease's age alone,
+                // wherever it runs: which host it is is not looked at.
+                (false, Some(ClockSource::Store)) => "",
+                (false, _) => " (another host)",
+            })
             .unwrap_or("");
         let process = match (l.holder.pid, &l.holder.host) {
             (Some(p), Some(h)) => format!("{p} on {h}{this}"),
