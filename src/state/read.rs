@@ -320,7 +320,10 @@ fn not_json_text(bytes: &[u8]) -> String {
         return "empty (0 bytes)".into();
     }
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(40)]);
-    let shown: String = text.chars().flat_map(char::escape_debug).collect();
+    // Control characters (and what reorders a line) as escapes; the rest
+    // as written, quotes and all.
+    let odd = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let shown: String = text.chars().flat_map(|c| if odd(c) { c.escape_debug().collect() } else { vec![c] }).collect();
     let more = if bytes.len() > 40 { "…" } else { "" };
     format!("{} bytes: {shown}{more}", bytes.len())
 }

@@ -341,7 +341,7 @@ fn a_torn_lease_is_damaged_on_every_surface() {
     assert_eq!(code, Some(1), "the cron check lists it:\n{list}");
     let row = list.lines().find(|l| l.contains("7d106ca7")).unwrap();
     assert!(
-        row.contains("≠ damaged") && row.contains("7d106ca76674f2a1.json is not JSON (10 bytes: {\\\"run_id\\\":)"),
+        row.contains("≠ damaged") && row.contains("7d106ca76674f2a1.json is not JSON (10 bytes: {\"run_id\":)"),
         "{row}"
     );
     assert!(!list.contains("● live"), "{list}");
