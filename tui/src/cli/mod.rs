@@ -328,18 +328,9 @@ fn dispatch(cli: &Cli) -> i32 {
                     }
                     None => leases::run(l, colour),
                 },
-                L::History(a) => match store::store_dir(&a.dir) {
-                    Some(_) => {
-                        say_err(&format!(
-                            "leases history reads a use case on a disk; for one in a store, `ubunye leases list --all -d {}` lists its batches",
-                            a.dir.dir.display()
-                        ));
-                        exit::USAGE
-                    }
-                    None => leases::run(l, colour),
-                },
-                // A store's batches are listed by the same rows as a folder's.
-                L::List(_) => leases::run(l, colour),
+                // A store's batches are listed, and told by date, by the same
+                // rows as a folder's.
+                L::History(_) | L::List(_) => leases::run(l, colour),
             }
         }
         Command::Runs(a) => runs::run(a, colour),

@@ -478,6 +478,16 @@ fn repairs(st: &Store) {
         assert_eq!(series("ubunye_scan_errors").as_deref(), Some("0"), "{text}");
         assert!(text.contains("kind=\"needs-repair\""), "{text}");
     }
+    // A task's batches by date, read from the store as from a folder.
+    let o = st.ubunye().args(["leases", "history", "-d", &uc, "--task", "d/s/ingest", "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["use_case"].as_str(), v["tasks"][0]["task"].as_str()),
+        (Some(uc.as_str()), Some("demo/sales/ingest"))
+    );
+    let days = v["tasks"][0]["days"].as_array().cloned().unwrap_or_default();
+    assert!(days.iter().any(|d| d["batch"]["key"] == key.as_str()), "{v}");
     // The same use case mistyped is not up, as a folder that is not one.
     let typo = uc.replace("/uc", "/uC");
     let o = st.ubunye().args(["metrics", "-d", &typo]).output().unwrap();

@@ -60,13 +60,8 @@ pub fn run(a: &HistoryArgs, colour: bool) -> i32 {
         Some(Some((lo, hi))) => (Some(lo).filter(|s| !s.is_empty()), Some(hi).filter(|s| !s.is_empty())),
         _ => (None, None),
     };
-    let opts = ScanOptions {
-        lineage_dir: a.lineage.lineage_dir.clone(),
-        task_glob: Some(a.task.clone()),
-        ..ScanOptions::default()
-    };
     let mut tasks: Vec<TaskDays> = Vec::new();
-    let head = state::scan_tasks(&a.dir.dir, &opts, &sys, |task, batches| {
+    let mut add = |task: &str, batches: Vec<state::Batch>| {
         let kept: Vec<state::Batch> = batches.into_iter().filter(|b| vars.matches(b.variables.as_ref())).collect();
         if kept.is_empty() {
             return;
@@ -74,17 +69,30 @@ pub fn run(a: &HistoryArgs, colour: bool) -> i32 {
         let days = by_date(&kept, from, to);
         let gaps = days.iter().filter(|d| d.batch.is_none()).count();
         tasks.push(TaskDays { task: task.to_string(), batches: days.len() - gaps, gaps, days });
-    });
-    let head = match head {
-        Ok(h) => h,
-        Err(e) => {
-            say_err(&e.to_string());
-            return exit::USAGE;
+    };
+    let read = match a.dir.dir.to_str().filter(|d| ubunye::bucket::is_store_url(d)) {
+        Some(url) => in_store(a, url, &sys, &mut add),
+        None => {
+            let opts = ScanOptions {
+                lineage_dir: a.lineage.lineage_dir.clone(),
+                task_glob: Some(a.task.clone()),
+                ..ScanOptions::default()
+            };
+            state::scan_tasks(&a.dir.dir, &opts, &sys, add)
+                .map(|h| (h.root, h.problems))
+                .map_err(|e| (exit::USAGE, e.to_string()))
         }
     };
-    crate::cli::say_problems(&head.problems, "`--json` (its \"problems\")");
+    let (root, problems) = match read {
+        Ok(x) => x,
+        Err((code, why)) => {
+            say_err(&why);
+            return code;
+        }
+    };
+    crate::cli::say_problems(&problems, "`--json` (its \"problems\")");
     if a.json {
-        crate::cli::print_json(&serde_json::json!({"use_case": head.root, "tasks": tasks, "problems": head.problems}));
+        crate::cli::print_json(&serde_json::json!({"use_case": root, "tasks": tasks, "problems": problems}));
         return exit::OK;
     }
     if tasks.is_empty() {
@@ -93,8 +101,8 @@ pub fn run(a: &HistoryArgs, colour: bool) -> i32 {
         crate::cli::outln(&format!(
             "No batch with a dt matches {} in {} (a batch's date is its dt variable; `ubunye leases list --all {}` shows every batch).",
             filters.join(" "),
-            head.root.display(),
-            ubunye::suggest::dir(&head.root)
+            root.display(),
+            ubunye::suggest::dir(&root)
         ));
         return exit::OK;
     }
@@ -148,4 +156,29 @@ pub fn run(a: &HistoryArgs, colour: bool) -> i32 {
     use std::io::Write;
     let _ = out.flush();
     exit::OK
+}
+
+/// The batches of the tasks `--task` names in a store (`-d s3://...`),
+/// each task's given to `add` in task order, as a folder's scan gives them;
+/// the use case's URL and the objects no engine reads.
+fn in_store(
+    a: &HistoryArgs,
+    url: &str,
+    sys: &ubunye::Sys,
+    add: &mut impl FnMut(&str, Vec<state::Batch>),
+) -> Result<(std::path::PathBuf, Vec<state::UnreadableFile>), (i32, String)> {
+    if a.lineage.lineage_dir.is_some() {
+        return Err((exit::USAGE, crate::cli::store::no_lineage_dir(url)));
+    }
+    let (uc, objects) = crate::cli::store::open_quiet(url)?;
+    let (_, batches, problems) = ubunye::state::store::batches_of(&*objects, &uc, &sys.timing, Some(&a.task))
+        .map_err(crate::cli::store::failed)?;
+    let mut by_task: std::collections::BTreeMap<String, Vec<state::Batch>> = Default::default();
+    for b in batches {
+        by_task.entry(b.task.clone()).or_default().push(b);
+    }
+    for (task, batches) in by_task {
+        add(&task, batches);
+    }
+    Ok((std::path::PathBuf::from(url), problems))
 }
