@@ -193,7 +193,18 @@ fn record_spec(spec: &ExecSpec) -> RecordSpec {
 }
 
 fn failed_note(spec: &ExecSpec, end: &ChildEnd) -> String {
-    let cmd = spec.command[0].to_string_lossy();
+    command_failed(&spec.command[0], spec.timeout, end)
+}
+
+/// Why a run's command failed, as its record says it (`CommandFailed`,
+/// `TimedOut`, `Terminated`): the same words for a run on a disk and in a
+/// store.
+pub(crate) fn command_failed(
+    command: &std::ffi::OsStr,
+    timeout: Option<std::time::Duration>,
+    end: &ChildEnd,
+) -> String {
+    let cmd = command.to_string_lossy();
     if end.unstopped > 0 && end.interrupted_by.is_none() {
         return format!(
             "CommandFailed: {} process(es) that {cmd} left running could not be stopped (they kept forking), so nothing landed.",
@@ -203,7 +214,7 @@ fn failed_note(spec: &ExecSpec, end: &ChildEnd) -> String {
     if end.timed_out {
         return format!(
             "TimedOut: {cmd} ran past --timeout {} and was stopped (SIGTERM, then SIGKILL after the grace); nothing landed and what it wrote was taken back.",
-            spec.timeout.map(|t| humantime::format_duration(t).to_string()).unwrap_or_default()
+            timeout.map(|t| humantime::format_duration(t).to_string()).unwrap_or_default()
         );
     }
     match (end.interrupted_by, end.signal) {

@@ -279,19 +279,7 @@ pub fn run(spec: &BucketRun, objects: Arc<dyn Objects>, sys: &Sys) -> Result<Buc
         Ok(Ran::Ended(end)) => end,
     };
     if !end.success() {
-        let cmd = spec.command[0].to_string_lossy();
-        let note = match end.signal {
-            _ if end.timed_out => format!(
-                "TimedOut: {cmd} ran past --timeout {} and was stopped (SIGTERM, then SIGKILL after the grace); nothing landed.",
-                spec.timeout.map(|t| humantime::format_duration(t).to_string()).unwrap_or_default()
-            ),
-            Some(sig) => format!(
-                "CommandFailed: {} was killed by {}.",
-                spec.command[0].to_string_lossy(),
-                child::signal_name(sig)
-            ),
-            None => format!("CommandFailed: {} exited with code {}.", spec.command[0].to_string_lossy(), end.code),
-        };
+        let note = crate::exec::command_failed(&spec.command[0], spec.timeout, &end);
         finish(stop, beat);
         record.end("error", Some(note.clone()));
         cleanup();

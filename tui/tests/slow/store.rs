@@ -190,6 +190,24 @@ fn lifetimes_and_timeouts(st: &Store) {
     assert!(st.keys("lake/t2/").is_empty());
     let records: Vec<String> = st.keys("uc/.ubunye/lineage/").iter().filter_map(|k| st.text(k)).collect();
     assert!(records.iter().any(|r| r.contains("lake/t2") && r.contains("TimedOut") && r.contains("\"error\"")));
+    // A run whose `ubunye exec` is sent SIGTERM: its record says so in the
+    // words a disk's run uses, and nothing is seen.
+    let mut run = live_run(st, &uc, "t3", "echo a > $UBUNYE_OUT_EVENTS/a.csv; sleep 30");
+    let pid = rustix::process::Pid::from_child(&run);
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = run.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "a run sent SIGTERM never ended");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "{status:?}");
+    assert!(st.keys("lake/t3/").is_empty());
+    let records: Vec<String> = st.keys("uc/.ubunye/lineage/").iter().filter_map(|k| st.text(k)).collect();
+    let said = records.iter().find(|r| r.contains("lake/t3")).cloned().unwrap_or_default();
+    assert!(said.contains("Terminated: ubunye exec received SIGTERM"), "{said}");
 }
 
 fn wait_stopped(child: &Child) {
