@@ -203,6 +203,8 @@ fn h_shows_the_tasks_days_and_enter_goes_to_one() {
     assert_eq!(a.view, View::History);
     let shown = screen(&mut a, 80, 24);
     assert!(shown.contains("demo/sales/ingest by date: 2 batch(es), 0 day(s) with none"), "{shown}");
+    // The variables' column is as wide as its header (`mode=DEV` is 8).
+    assert!(shown.lines().any(|l| l.contains(" VARIABLES ")), "{shown}");
     let days: Vec<&str> = shown.lines().filter(|l| l.starts_with("2025-")).collect();
     assert_eq!(days.len(), 2, "{shown}");
     assert!(days[0].starts_with("2025-01-01") && days[0].contains("✓ finished"), "{shown}");

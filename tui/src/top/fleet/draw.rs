@@ -36,11 +36,15 @@ pub fn draw(f: &mut Frame, app: &FleetApp, colour: bool) {
         format!("ubunye top  {} use cases{unread}  {} batches", app.members.len(), t.batches()),
         bold,
     )];
-    for s in [State::Dead, State::Kept, State::Unreadable, State::Live] {
+    // Only the counts that are not zero: the line fits 80 columns, and what
+    // is there is what needs looking at.
+    for s in [State::Dead, State::Kept, State::Unreadable, State::Live].into_iter().filter(|s| t.count(*s) > 0) {
         spans.push(Span::raw("  "));
         spans.push(Span::styled(format!("{} {}", t.count(s), s.word()), paint(state_style(s))));
     }
-    spans.push(Span::raw(format!("  {} stalled", t.stalled)));
+    if t.stalled > 0 {
+        spans.push(Span::raw(format!("  {} stalled", t.stalled)));
+    }
     let read = match app.rounds {
         0 => "reading every use case…".to_string(),
         _ => format!(

@@ -188,6 +188,8 @@ pub(super) fn draw_history(f: &mut Frame, app: &mut App, area: Rect, p: Paint) {
         .max()
         .unwrap_or(0)
         .min(24);
+    // At least as wide as its header: `mode=DEV` alone must not cut it.
+    let others_w = if others_w > 0 { others_w.max("VARIABLES".len()) } else { 0 };
     let fixed = dt_w + 1 + state_w + 1 + 8 + 1;
     let others_w = if w >= fixed + others_w + 20 { others_w } else { 0 };
     let note_w = w.saturating_sub(fixed + others_w + usize::from(others_w > 0)).max(4);
