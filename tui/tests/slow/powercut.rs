@@ -339,3 +339,43 @@ fn a_run_into_a_new_output_folder_survives_a_cut_after_it_finished() {
         into_new_folders(false);
     }
 }
+
+/// A disk whose clock a look cannot read without writing (no local kernel
+/// stamps its times, and it has no O_TMPFILE: this FUSE disk, as many
+/// network file systems): a look says so and judges no lease, and a repair
+/// asked on a terminal still reads it as it will act, with the peer's probe
+/// file, so it can be answered and carried out.
+#[test]
+fn a_repair_asked_where_a_look_cannot_read_the_disks_clock_goes_ahead() {
+    if !fuse_or_skip("powercut::repair_where_a_look_cannot_read_the_clock") {
+        return;
+    }
+    let (_d, mut rig, uc) = rig();
+    let from = ubunye_testkit::fixture_dir("dead-killed");
+    ubunye_testkit::copy_tree(&from.join("uc"), &uc);
+    // Its lease is past a 1 s timeout by the disk's clock (a time set by
+    // hand would not do: the change time is then read).
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut look = common::ubunye(&uc);
+    let look = look.env("UBUNYE_TEST_TIMEOUT", "1s").args(["leases", "list", "-d", "uc", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&look.stdout).unwrap();
+    let row = v["batches"].as_array().unwrap().iter().find(|b| b["key"] == "7d106ca76674f2a1").cloned();
+    assert!(
+        row.as_ref().is_some_and(|b| b["flags"].as_array().is_some_and(|f| f.iter().any(|f| f == "local-clock"))),
+        "this disk's clock is read by a look: the test is moot here: {v}"
+    );
+    let env = [
+        ("UBUNYE_TEST_HOST", Some(common::ELSEWHERE)),
+        ("UBUNYE_TEST_SETTLE", Some("20ms")),
+        ("UBUNYE_TEST_TIMEOUT", Some("1s")),
+        ("NO_COLOR", Some("1")),
+    ];
+    let Some((code, text)) =
+        common::on_a_terminal(uc.parent().unwrap(), "leases takeover 7d10 -d uc", 100, &env, Some("y\n"))
+    else {
+        return;
+    };
+    assert!(text.contains("Go ahead? [y/N]") && text.contains("taken over"), "{text}");
+    assert_eq!(code, 0, "{text}");
+    rig.unmount();
+}

@@ -125,7 +125,17 @@ pub fn run_one(a: &RepairArgs, kind: Kind) -> i32 {
     // use case as it was. The batch is read again to act on, by the clock
     // the engine acts by, and refused if it is not as planned.
     let purpose = if a.dry_run || !a.yes { Purpose::Look } else { Purpose::Repair };
-    let (scan, e) = match super::explained(&a.which, purpose, &sys) {
+    let mut read = super::explained(&a.which, purpose, &sys);
+    // A disk whose clock cannot be read without writing (a network file
+    // system with no O_TMPFILE) judges no lease by a look: a repair that
+    // will ask reads it as it will act, with the peer's probe file.
+    if !a.dry_run
+        && purpose == Purpose::Look
+        && read.as_ref().is_ok_and(|(scan, _)| scan.now.source == ubunye::sys::ClockSource::Local)
+    {
+        read = super::explained(&a.which, Purpose::Repair, &sys);
+    }
+    let (scan, e) = match read {
         Ok(x) => x,
         Err(e) => {
             say_err(&e);
