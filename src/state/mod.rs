@@ -708,21 +708,23 @@ pub enum ScanError {
 /// Whether a task passes a `--task` filter (and the dashboard's `/task:`):
 /// the filter is a prefix of the task (`demo`, `demo/sales/`), a pattern
 /// that matches it whole (`*/ingest`), or the task as a narrow table
-/// shortens it (`d/s/ingest`: each folder by the start of its name, the
+/// shortens it (`d/s/ingest`: each folder by its first letter, the
 /// last name whole), so that what a screen showed can be pasted. The one
 /// rule for every surface.
 pub fn task_matches(filter: &str, task: &str) -> bool {
     glob_match(filter, task) || task.starts_with(filter) || shortened(filter, task)
 }
 
-/// `d/s/ingest` (or `dem/sal/ingest`) for `demo/sales/ingest`: as many
-/// parts, the last the same, each other a start of the task's.
+/// `d/s/ingest` for `demo/sales/ingest`, exactly as a narrow table writes
+/// it: as many parts, the last the same, each other the first character of
+/// the task's. Only that form: a task named whole (`demo/sales/ingest`)
+/// never reaches its siblings (`demo/sales_eu/ingest`) this way.
 fn shortened(filter: &str, task: &str) -> bool {
     let (f, t): (Vec<&str>, Vec<&str>) = (filter.split('/').collect(), task.split('/').collect());
     f.len() == t.len()
         && f.len() > 1
         && f.last() == t.last()
-        && f.iter().zip(&t).all(|(f, t)| !f.is_empty() && t.starts_with(f))
+        && f[..f.len() - 1].iter().zip(&t).all(|(f, t)| f.chars().count() == 1 && t.starts_with(f))
 }
 
 /// `*` matches any run of characters (`/` included).
@@ -809,7 +811,10 @@ mod tests {
         // As a narrow table shortens it: each folder by its start, the
         // last name whole.
         assert!(task_matches("d/s/ingest", "demo/sales/ingest"));
-        assert!(task_matches("dem/sal/ingest", "demo/sales/ingest"));
+        assert!(!task_matches("dem/sal/ingest", "demo/sales/ingest"));
+        // A task named whole reaches no sibling whose names only start so.
+        assert!(!task_matches("demo/sales/ingest", "demo/sales_eu/ingest"));
+        assert!(!task_matches("demo/sales/ingest", "demo2/salesx/ingest"));
         assert!(!task_matches("d/s/ingest", "demo/sales/ingestion"));
         assert!(!task_matches("d/x/ingest", "demo/sales/ingest"));
         assert!(!task_matches("d//ingest", "demo/sales/ingest"));

@@ -481,3 +481,32 @@ fn a_repair_declined_at_its_question_writes_nothing() {
     assert_eq!(tree(&uc), before);
     assert_eq!(mtimes(), was, "a declined repair wrote in the lease folders");
 }
+
+/// A bulk repair's `--task` naming one task whole acts on that task alone:
+/// a sibling whose names only start the same (`demo/sales_eu/ingest`) is
+/// never taken with it.
+#[test]
+fn a_bulk_repair_of_a_task_named_whole_leaves_its_siblings() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let leases = uc.join(".ubunye/leases");
+    copy_tree(&leases.join("demo/sales"), &leases.join("demo/sales_eu"));
+    let lease = leases.join("demo/sales_eu/ingest/7d106ca76674f2a1.json");
+    set_mtime(&lease, UNIX_EPOCH + Duration::from_secs(1_795_948_390));
+    let o = ubunye(&uc)
+        .args([
+            "leases",
+            "takeover",
+            "-d",
+            "uc",
+            "--state",
+            "dead",
+            "--task",
+            "demo/sales/ingest",
+            "--dry-run",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("demo/sales/ingest") && !text.contains("demo/sales_eu/ingest"), "{text}");
+}
