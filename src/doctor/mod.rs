@@ -165,12 +165,18 @@ impl Examiner {
             // Runs as printed, from any folder.
             let short = crate::suggest::batch(&self.root, &b.key);
             let list = crate::suggest::dir(&self.root);
-            let folder = b.lease.iter().flat_map(|l| &l.outputs).flat_map(|o| &o.claims).find(|c| c.folder);
+            // A folder where a claimed or replaced file should be, in the
+            // lease or an orphan: a takeover (or finish) is refused over it.
+            let leases = b.lease.iter().map(|l| &**l).chain(&b.orphans);
+            let folder = leases
+                .flat_map(|l| l.outputs.iter().flat_map(|o| &o.claims).chain(l.replaces.iter().flat_map(|(_, c)| c)))
+                .find(|c| c.folder);
             let how = if let Some(c) = folder {
                 // Its takeover is refused until a person moves it.
                 format!(
-                    "A folder stands where its claimed file {} should be, which no run or takeover removes: move it out of the way by hand, then `ubunye leases takeover {short}`",
-                    self.root.join(&c.claim).display()
+                    "A folder stands where its claimed file {} should be, which no run or repair removes: move it out of the way by hand, then `ubunye leases {} {short}`",
+                    self.root.join(&c.claim).display(),
+                    if b.state == State::Pending { "finish" } else { "takeover" }
                 )
             } else if b.flags.contains(&Flag::HolderAlive) {
                 // No run and no takeover repairs it while its process lives.

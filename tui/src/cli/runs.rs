@@ -295,7 +295,8 @@ pub(crate) fn show(
     }
     super::say_problems(problems, "`--json` (its \"problems\")");
     if let Some(why) = nothing {
-        super::outln(&why);
+        // It quotes the filters as typed: made printable.
+        super::outln(&crate::report::printable(why));
         return exit::OK;
     }
     let now = std::time::SystemTime::now();

@@ -220,7 +220,9 @@ fn show(a: &ShowArgs, root: &Path, task: &str, record: &str, bytes: &[u8], log: 
         }
         Log::None(why) => out.push_str(&format!("\nLog: {why}\n")),
     }
-    crate::cli::out(&out);
+    // What a record says (its error, its command) and a folder's name are
+    // quoted; neither may drive the terminal.
+    crate::cli::out(&crate::report::printable(out));
     exit::OK
 }
 

@@ -508,3 +508,63 @@ fn runs_at_80_columns_name_the_task_and_runs_show_takes_the_use_case_with_the_ru
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("give either -d or <usecase>:<run>"), "{o:?}");
 }
+
+/// A folder where an orphan's claimed file, or a pending run's replaced
+/// file, should be: doctor says to move it, as for a dead lease's claim,
+/// never that the next run or a repair will do.
+#[test]
+fn doctor_names_a_folder_in_an_orphans_or_a_pending_runs_place() {
+    for (name, key, verb) in [("orphan", "7d10", "takeover"), ("rerun-pending", "39bc", "finish")] {
+        let (_d, uc, _) = fixture(name);
+        let o = ubunye(&uc).args(["leases", "explain", key, "-d", "uc", "--json"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let plans = v["plans"].as_array().cloned().unwrap_or_default();
+        let file = plans
+            .iter()
+            .flat_map(|p| p["remove"].as_array().cloned().unwrap_or_default())
+            .find(|f| f["present"] == true);
+        let claim = file.and_then(|f| f["claim"].as_str().map(str::to_string)).unwrap_or_else(|| panic!("{name}: {v}"));
+        let path = uc.join(&claim);
+        fs::remove_file(&path).unwrap();
+        fs::create_dir(&path).unwrap();
+        let doc = out(ubunye(&uc).args(["doctor", "-d", "uc"])).split_whitespace().collect::<Vec<_>>().join(" ");
+        let named = format!("A folder stands where its claimed file {} should be", path.display());
+        assert!(doc.contains(&named) && doc.contains(&format!("then `ubunye leases {verb} ")), "{name}: {doc}");
+    }
+}
+
+/// `runs show` quotes a record's fields made plain text, as `runs` does.
+#[test]
+fn runs_show_never_drives_the_terminal_with_a_records_words() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let dir = uc.join(".ubunye/lineage/demo/sales/ingest");
+    let record = fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("a7ee7676")));
+    let record = record.unwrap();
+    let mut doc: serde_json::Value = serde_json::from_slice(&fs::read(&record).unwrap()).unwrap();
+    doc["error"] = "boom \u{1b}]0;pwned\u{7}\u{1b}[2J \u{202e}evil".into();
+    fs::write(&record, serde_json::to_string(&doc).unwrap()).unwrap();
+    let shown = out(ubunye(&uc).args(["runs", "show", "a7ee7676", "-d", "uc"]));
+    assert!(shown.contains("boom") && shown.contains("pwned"), "{shown}");
+    assert!(!shown.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{shown:?}");
+}
+
+/// A filter that leaves nothing is quoted as typed, made plain text.
+#[test]
+fn a_filter_quoted_back_never_drives_the_terminal() {
+    let (_d, uc, _) = fixture("dead-killed");
+    let odd = "x\u{1b}]0;pwned\u{7}\u{202e}";
+    for args in [
+        &["leases", "list", "-d", "uc", "--task", odd][..],
+        &["runs", "-d", "uc", "--task", odd],
+        &["leases", "history", "-d", "uc", "--task", odd],
+    ] {
+        let o = ubunye(&uc).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+        assert!(text.contains("pwned"), "{args:?}: {text}");
+        assert!(!text.contains(['\u{1b}', '\u{7}', '\u{202e}']), "{args:?}: {text:?}");
+    }
+}

@@ -98,12 +98,13 @@ pub fn run(a: &HistoryArgs, colour: bool) -> i32 {
     if tasks.is_empty() {
         let mut filters = vec![format!("--task '{}'", a.task)];
         filters.extend(vars.words());
-        crate::cli::outln(&format!(
+        // It quotes the filters as typed: made printable.
+        crate::cli::outln(&crate::report::printable(format!(
             "No batch with a dt matches {} in {} (a batch's date is its dt variable; `ubunye leases list --all {}` shows every batch).",
             filters.join(" "),
             root.display(),
             ubunye::suggest::dir(&root)
-        ));
+        )));
         return exit::OK;
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

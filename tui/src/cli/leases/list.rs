@@ -387,7 +387,8 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
     crate::console::print::wrote_stdout();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(why) = empty {
-        let _ = writeln!(out, "{why}");
+        // It quotes the filters as typed: made printable.
+        let _ = writeln!(out, "{}", crate::report::printable(why));
         let _ = out.flush();
         return exit::OK;
     }
