@@ -192,7 +192,16 @@ fn lifetimes_and_timeouts(st: &Store) {
     assert!(records.iter().any(|r| r.contains("lake/t2") && r.contains("TimedOut") && r.contains("\"error\"")));
     // A run whose `ubunye exec` is sent SIGTERM: its record says so in the
     // words a disk's run uses, and nothing is seen.
-    let mut run = live_run(st, &uc, "t3", "echo a > $UBUNYE_OUT_EVENTS/a.csv; sleep 30");
+    // Sent once its command runs (it says so in a file of the test's).
+    let marks = tempfile::tempdir().unwrap();
+    let started = marks.path().join("started");
+    let script = format!("echo a > $UBUNYE_OUT_EVENTS/a.csv; touch {}; sleep 30", started.display());
+    let mut run = live_run(st, &uc, "t3", &script);
+    let until = Instant::now() + Duration::from_secs(20);
+    while !started.exists() {
+        assert!(Instant::now() < until, "the command of t3 never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let pid = rustix::process::Pid::from_child(&run);
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     let t = Instant::now();

@@ -301,7 +301,12 @@ fn the_page_from_the_list_to_the_log_at_80x24() {
     let runs = run("ubunye runs -d uc --status failed; echo PAGE-$((40+2))", "the failed runs");
     // The failed batch of the list (dt=2025-01-03), as the engineer reads it.
     let row = screen_has(&runs, "dt=2025-01-03").unwrap_or_else(|| panic!("no failed run of 01-03:\n{runs}"));
-    let run_id = row.split_whitespace().nth(2).unwrap().to_string();
+    // The RUN column: the row's one word of 8 hex digits.
+    let run_id = row
+        .split_whitespace()
+        .find(|w| w.len() == 8 && w.bytes().all(|b| b.is_ascii_hexdigit()))
+        .unwrap_or_default()
+        .to_string();
     assert_eq!(run_id.len(), 8, "the RUN column: {row}\n{runs}");
 
     // 5. That run whole, ending with its log.
