@@ -204,14 +204,7 @@ fn lifetimes_and_timeouts(st: &Store) {
     }
     let pid = rustix::process::Pid::from_child(&run);
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = run.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t.elapsed() < Duration::from_secs(60), "a run sent SIGTERM never ended");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = ended(&mut run, "a run sent SIGTERM");
     assert!(!status.success(), "{status:?}");
     assert!(st.keys("lake/t3/").is_empty());
     let records: Vec<String> = st.keys("uc/.ubunye/lineage/").iter().filter_map(|k| st.text(k)).collect();
@@ -676,19 +669,24 @@ fn odd_names(st: &Store) {
     assert!(!text.contains('\u{1b}'), "{text:?}");
 }
 
+/// Wait (at most 120 s) for `run` to end: how it ended.
+fn ended(run: &mut Child, what: &str) -> std::process::ExitStatus {
+    let t = Instant::now();
+    loop {
+        if let Some(s) = run.try_wait().unwrap() {
+            return s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(120), "{what}: the run never ended");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Continue a stopped run, and wait (at most 120 s) for it to end: its exit
 /// code and stderr.
 fn continue_and_wait(run: &mut Child, what: &str) -> (i32, String) {
     let pid = rustix::process::Pid::from_child(run);
     rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
-    let t = Instant::now();
-    let status = loop {
-        if let Some(s) = run.try_wait().unwrap() {
-            break s;
-        }
-        assert!(t.elapsed() < Duration::from_secs(120), "{what}: the run never ended");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = ended(run, what);
     let mut err = String::new();
     std::io::Read::read_to_string(run.stderr.as_mut().unwrap(), &mut err).unwrap();
     (status.code().unwrap_or(-1), err)
