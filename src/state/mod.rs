@@ -808,8 +808,8 @@ mod tests {
         assert!(task_matches("demo/sales/ingest", "demo/sales/ingest"));
         assert!(!task_matches("sales", "demo/sales/ingest"));
         assert!(!task_matches("*/summary", "demo/sales/ingest"));
-        // As a narrow table shortens it: each folder by its start, the
-        // last name whole.
+        // As a narrow table shortens it: each folder by its first letter,
+        // the last name whole.
         assert!(task_matches("d/s/ingest", "demo/sales/ingest"));
         assert!(!task_matches("dem/sal/ingest", "demo/sales/ingest"));
         // A task named whole reaches no sibling whose names only start so.

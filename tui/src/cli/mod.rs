@@ -398,9 +398,9 @@ fn dispatch(cli: &Cli) -> i32 {
 pub(crate) const PROBLEMS_SAID: usize = 20;
 
 /// What a reading could not read or found out of place, on stderr, a line
-/// each (made printable, as every line on stderr is); past [`PROBLEMS_SAID`], one
-/// line counts the rest and names where every one is listed (`every`).
-pub(crate) fn say_problems<'a>(problems: impl IntoIterator<Item = &'a ubunye::state::UnreadableFile>, every: &str) {
+/// each (made printable, as every line on stderr is); past
+/// [`PROBLEMS_SAID`], one line counts the rest, which `--json` lists.
+pub(crate) fn say_problems<'a>(problems: impl IntoIterator<Item = &'a ubunye::state::UnreadableFile>) {
     let mut more = 0usize;
     for (i, p) in problems.into_iter().enumerate() {
         if i < PROBLEMS_SAID {
@@ -410,7 +410,9 @@ pub(crate) fn say_problems<'a>(problems: impl IntoIterator<Item = &'a ubunye::st
         }
     }
     if more > 0 {
-        say_err(&format!("... and {more} more files that cannot be read or are out of place; {every} lists every one"));
+        say_err(&format!(
+            "... and {more} more files that cannot be read or are out of place; `--json` (its \"problems\") lists every one"
+        ));
     }
 }
 

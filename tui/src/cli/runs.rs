@@ -293,7 +293,7 @@ pub(crate) fn show(
         }
         return exit::OK;
     }
-    super::say_problems(problems, "`--json` (its \"problems\")");
+    super::say_problems(problems);
     if let Some(why) = nothing {
         // It quotes the filters as typed: made printable.
         super::outln(&crate::report::printable(why));

@@ -90,7 +90,7 @@ pub fn run(a: &HistoryArgs, colour: bool) -> i32 {
             return code;
         }
     };
-    crate::cli::say_problems(&problems, "`--json` (its \"problems\")");
+    crate::cli::say_problems(&problems);
     if a.json {
         crate::cli::print_json(&serde_json::json!({"use_case": root, "tasks": tasks, "problems": problems}));
         return exit::OK;

@@ -383,7 +383,7 @@ pub fn run(a: &ListArgs, colour: bool) -> i32 {
     let rows: Vec<table::Line> = by_state.into_iter().flatten().collect();
     let empty = rows.is_empty().then(|| nothing_shown(a, &states, &parts, count, &sys));
     let problems = parts.iter().filter_map(|p| p.head.as_ref().ok()).flat_map(|h| &h.problems);
-    crate::cli::say_problems(problems, "`--json` (its \"problems\")");
+    crate::cli::say_problems(problems);
     crate::console::print::wrote_stdout();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if let Some(why) = empty {
