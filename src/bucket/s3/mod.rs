@@ -231,6 +231,20 @@ impl S3 {
         self.signed(method, "", query, &[], None).await
     }
 
+    /// A 200 to a listing of `prefix` that is not a listing (a web page at
+    /// the endpoint, a body cut short) is refused, never read as an empty
+    /// bucket.
+    fn a_listing(&self, prefix: &str, body: &str) -> Result<(), StoreError> {
+        if body.contains("<ListBucketResult") && tag(body, "IsTruncated").is_some() {
+            return Ok(());
+        }
+        Err(StoreError {
+            kind: ErrorKind::Unsupported,
+            url: format!("s3://{}/{prefix}", self.bucket),
+            what: "the store's answer to a listing is not a listing (is AWS_ENDPOINT_URL an S3 endpoint?)".into(),
+        })
+    }
+
     async fn complete_one(&self, u: &Upload, parts: &[String]) -> Result<Written, StoreError> {
         let mut xml = String::from("<CompleteMultipartUpload>");
         for (i, etag) in parts.iter().enumerate() {
@@ -394,16 +408,7 @@ impl Objects for S3 {
                 if status != 200 {
                     return Err(list_error(&self.bucket, prefix, status, &body));
                 }
-                // A 200 that is not a listing (a web page at the endpoint,
-                // a body cut short) is never read as an empty bucket.
-                if !body.contains("<ListBucketResult") || tag(&body, "IsTruncated").is_none() {
-                    return Err(StoreError {
-                        kind: ErrorKind::Unsupported,
-                        url: format!("s3://{}/{prefix}", self.bucket),
-                        what: "the store's answer to a listing is not a listing (is AWS_ENDPOINT_URL an S3 endpoint?)"
-                            .into(),
-                    });
-                }
+                self.a_listing(prefix, &body)?;
                 for o in body.split("<Contents>").skip(1) {
                     let Some(key) = tag(o, "Key") else { continue };
                     let key = xml_unescape(&key);
@@ -457,14 +462,7 @@ impl Objects for S3 {
             if status != 200 {
                 return Err(list_error(&self.bucket, prefix, status, &body));
             }
-            if !body.contains("<ListBucketResult") {
-                return Err(StoreError {
-                    kind: ErrorKind::Unsupported,
-                    url: format!("s3://{}/{prefix}", self.bucket),
-                    what: "the store's answer to a listing is not a listing (is AWS_ENDPOINT_URL an S3 endpoint?)"
-                        .into(),
-                });
-            }
+            self.a_listing(prefix, &body)?;
             Ok(body.contains("<Contents>"))
         })
     }

@@ -45,14 +45,21 @@ pub(super) fn listed(objects: &dyn Objects, uc: &StoreUrl, under: &str) -> Resul
     Ok((out, problems))
 }
 
+/// Every task's records [`listed`]; a use case with none, and nothing
+/// misplaced, is looked for under its `.ubunye/` ([`super::used`]).
+fn listed_all(objects: &dyn Objects, uc: &StoreUrl) -> Result<Listing, StoreError> {
+    let (listed, problems) = listed(objects, uc, "")?;
+    if listed.is_empty() && problems.is_empty() {
+        super::used(objects, uc)?;
+    }
+    Ok((listed, problems))
+}
+
 /// Every run record under `<uc>/.ubunye/lineage/`: (task, record), and the
 /// records that cannot be read or are where no record belongs (each named
 /// by its URL).
 pub fn records(objects: &dyn Objects, uc: &StoreUrl) -> Result<Records, StoreError> {
-    let (listed, mut problems) = listed(objects, uc, "")?;
-    if listed.is_empty() && problems.is_empty() {
-        super::used(objects, uc)?;
-    }
+    let (listed, mut problems) = listed_all(objects, uc)?;
     let named: Vec<(String, String)> = listed.into_iter().map(|(t, l)| (t, l.key)).collect();
     let keys: Vec<String> = named.iter().map(|(_, k)| k.clone()).collect();
     let mut out = Vec::new();
@@ -71,10 +78,7 @@ pub fn records(objects: &dyn Objects, uc: &StoreUrl) -> Result<Records, StoreErr
 /// listing and no read: (task, the record's key) each, in key order. What
 /// `runs show` names a run by.
 pub fn runs_named(objects: &dyn Objects, uc: &StoreUrl, prefix: &str) -> Result<Vec<(String, String)>, StoreError> {
-    let (listed, problems) = listed(objects, uc, "")?;
-    if listed.is_empty() && problems.is_empty() {
-        super::used(objects, uc)?;
-    }
+    let (listed, _) = listed_all(objects, uc)?;
     let want = prefix.to_ascii_lowercase();
     Ok(listed
         .into_iter()
